@@ -1,0 +1,55 @@
+# MicroddpTesting.cmake — the one helper that registers every microddp test.
+#
+# microddp_add_test(<name>
+#     SOURCES <files...>            test sources (GoogleTest)
+#     [LIBS <targets...>]           libraries to link besides GTest
+#     [LABELS <labels...>]          unit | mpi | cuda | nccl | slurm | slow
+#     [NP <n...>]                   MPI test: one ctest case per rank count, named <name>.np<n>
+#     [TIMEOUT <seconds>]           default 120 (a hang is the typical MPI failure)
+#     [ARGS <args...>]              extra program arguments
+#     [EXECUTABLE <target>])        reuse another test's executable instead of SOURCES (e.g. the
+#                                   same suite run against another backend or strategy)
+#
+# MPI tests link tests/support/mpi_gtest_main.cpp (MPI up, rank-0 output, results agreed across
+# ranks). GPU tests exit with code 77 when no device is present, which ctest reports as skipped.
+include_guard(GLOBAL)
+find_package(GTest REQUIRED)
+
+set(MICRODDP_SKIP_CODE 77)
+
+function(microddp_add_test name)
+  cmake_parse_arguments(T "" "TIMEOUT;EXECUTABLE" "SOURCES;LIBS;LABELS;NP;ARGS" ${ARGN})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 120)
+  endif()
+  if(T_EXECUTABLE)
+    set(exe ${T_EXECUTABLE})
+  else()
+    set(exe test_${name})
+    add_executable(${exe} ${T_SOURCES})
+    target_link_libraries(${exe} PRIVATE ${T_LIBS} GTest::gtest microddp_warnings)
+  endif()
+  if(T_NP)
+    if(NOT T_EXECUTABLE)
+      target_link_libraries(${exe} PRIVATE microddp_test_mpi_main)
+    endif()
+    foreach(np IN LISTS T_NP)
+      set(test_name ${name}.np${np})
+      add_test(NAME ${test_name}
+               COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} ${MICRODDP_MPIEXEC_PREFLAGS}
+                       ${MPIEXEC_PREFLAGS} $<TARGET_FILE:${exe}> ${MPIEXEC_POSTFLAGS} ${T_ARGS})
+      set_tests_properties(${test_name} PROPERTIES
+        LABELS "mpi;${T_LABELS}" TIMEOUT ${T_TIMEOUT} PROCESSORS ${np}
+        SKIP_RETURN_CODE ${MICRODDP_SKIP_CODE}
+        # OpenMPI refuses to run as root without these; harmless for other users (test config only).
+        ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
+    endforeach()
+  else()
+    if(NOT T_EXECUTABLE)
+      target_link_libraries(${exe} PRIVATE GTest::gtest_main)
+    endif()
+    add_test(NAME ${name} COMMAND ${exe} ${T_ARGS})
+    set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
+                         SKIP_RETURN_CODE ${MICRODDP_SKIP_CODE})
+  endif()
+endfunction()

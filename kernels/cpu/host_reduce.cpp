@@ -1,0 +1,70 @@
+// host_reduce.cpp — typed reduction loops over host buffers (vectorisable, no allocation).
+#include "kernels/host_reduce.hpp"
+
+#include <cstdint>
+
+#include "core/error.hpp"
+#include "kernels/elementwise.hpp"
+
+namespace microddp::kernels {
+
+namespace {
+
+template <typename T, typename F>
+void dispatch_op(core::ReduceOp op, F&& f) {
+  // Separate instantiations per op so the compiler vectorises a branch-free loop.
+  switch (op) {
+    case core::ReduceOp::Max: f([](T a, T b) { return a > b ? a : b; }); break;
+    case core::ReduceOp::Min: f([](T a, T b) { return a < b ? a : b; }); break;
+    default: f([](T a, T b) { return a + b; }); break;
+  }
+}
+
+template <typename T>
+void reduce_typed(T* dst, const T* a, const T* b, std::int64_t n, core::ReduceOp op) {
+  dispatch_op<T>(op, [&](auto combine) {
+    for (std::int64_t i = 0; i < n; ++i) dst[i] = combine(a[i], b[i]);
+  });
+}
+
+void check_pair(const core::TensorView& x, const core::TensorView& y) {
+  MDDP_CHECK(x.dtype == y.dtype && x.count == y.count, "host reduce: mismatched buffers (" << x.count << " "
+                                                           << core::dtype_name(x.dtype) << " vs " << y.count << " "
+                                                           << core::dtype_name(y.dtype) << ")");
+  MDDP_CHECK(x.device == core::Device::Host && y.device == core::Device::Host, "host reduce on a device buffer");
+}
+
+}  // namespace
+
+void host_reduce(core::TensorView dst, core::TensorView a, core::TensorView b, core::ReduceOp op) {
+  check_pair(dst, a);
+  check_pair(dst, b);
+  switch (dst.dtype) {
+    case core::DType::F32: reduce_typed(dst.as<float>(), a.as<float>(), b.as<float>(), dst.count, op); break;
+    case core::DType::F64: reduce_typed(dst.as<double>(), a.as<double>(), b.as<double>(), dst.count, op); break;
+    case core::DType::I32:
+      reduce_typed(dst.as<std::int32_t>(), a.as<std::int32_t>(), b.as<std::int32_t>(), dst.count, op);
+      break;
+    case core::DType::I64:
+      reduce_typed(dst.as<std::int64_t>(), a.as<std::int64_t>(), b.as<std::int64_t>(), dst.count, op);
+      break;
+  }
+}
+
+void host_reduce_into(core::TensorView dst, core::TensorView src, core::ReduceOp op) { host_reduce(dst, dst, src, op); }
+
+void host_scale(core::TensorView x, double alpha) {
+  MDDP_CHECK(x.device == core::Device::Host, "host_scale on a device buffer");
+  if (x.dtype == core::DType::F32) {
+    float* p = x.as<float>();
+    const float a = static_cast<float>(alpha);
+    for (std::int64_t i = 0; i < x.count; ++i) p[i] *= a;
+  } else if (x.dtype == core::DType::F64) {
+    double* p = x.as<double>();
+    for (std::int64_t i = 0; i < x.count; ++i) p[i] *= alpha;
+  } else {
+    MDDP_CHECK(false, "host_scale needs a floating-point dtype, got " << core::dtype_name(x.dtype));
+  }
+}
+
+}  // namespace microddp::kernels

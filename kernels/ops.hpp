@@ -1,0 +1,80 @@
+// ops.hpp — the compute interface of microddp: everything the model and optimizers run.
+// Contract:
+//   * Matrices are row-major; shapes are given at each method. Pointers live on device().
+//   * Backward ops ACCUMULATE into gradient buffers (gemm with beta = 1, bias_grad +=), so that
+//     gradient accumulation over micro-steps needs no extra buffers; the caller zeroes gradients.
+//   * Calls are ordered: on CUDA they are queued on the ops' compute stream; on the CPU they run
+//     immediately. synchronize() waits for everything issued so far.
+//   * No method allocates after construction (workspaces are sized up front).
+// Implementations: CpuOps (OpenBLAS + loops, always built) and CudaOps (cuBLAS + custom kernels).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/dtype.hpp"
+#include "kernels/elementwise.hpp"
+
+namespace microddp::kernels {
+
+class Ops {
+ public:
+  virtual ~Ops() = default;
+  virtual core::Device device() const = 0;
+  virtual std::string description() const = 0;  // e.g. "cpu (OpenBLAS 0.3.21, 1 thread)"
+
+  // C(m, n) = alpha * op(A) * op(B) + beta * C, row-major.
+  // op(A) is (m, k): A is (m, k) or, if trans_a, (k, m). op(B) is (k, n): B is (k, n) or (n, k).
+  virtual void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                    const float* a, const float* b, float beta, float* c) = 0;
+
+  // y(rows, cols) = act(y + bias) with bias(cols) broadcast over rows; act = ReLU if relu else id.
+  virtual void bias_act_forward(float* y, const float* bias, std::int64_t rows, std::int64_t cols, bool relu) = 0;
+
+  // dy(count) = relu_backward(dy, y) element-wise, in place (y is the ReLU output).
+  virtual void relu_backward(float* dy, const float* y, std::int64_t count) = 0;
+
+  // db(cols) += sum over rows of dy(rows, cols).
+  virtual void bias_grad(float* db, const float* dy, std::int64_t rows, std::int64_t cols) = 0;
+
+  // Softmax cross-entropy on logits(rows, classes) with labels(rows) in [0, classes):
+  //   loss_out[0]   = scale * sum_i -log softmax(logits_i)[label_i]       (overwritten)
+  //   dlogits(i, j) = scale * (softmax(logits_i)_j - [j == label_i])      (overwritten)
+  // scale = 1 / GLOBAL batch size, so per-rank losses and gradients SUM to the global ones.
+  // Numerically stable (max subtracted). A label outside [0, classes) is an error.
+  virtual void softmax_xent(const float* logits, const std::int32_t* labels, std::int64_t rows, std::int64_t classes,
+                            float scale, float* dlogits, float* loss_out) = 0;
+
+  // One fused pass of Adam/AdamW over n elements: p, m, v updated in place from g.
+  virtual void adam_step(const AdamParams& params, float* p, const float* g, float* m, float* v, std::int64_t n) = 0;
+  // One fused pass of SGD(+momentum); momentum_buf may be null when params.momentum == 0.
+  virtual void sgd_step(const SgdParams& params, float* p, const float* g, float* momentum_buf, std::int64_t n) = 0;
+
+  // x(n) *= alpha.
+  virtual void scale(float* x, float alpha, std::int64_t n) = 0;
+  // Set n floats to zero.
+  virtual void zero(float* x, std::int64_t n) = 0;
+  // Copy n floats (both on device()).
+  virtual void copy(float* dst, const float* src, std::int64_t n) = 0;
+
+  // Waits for everything issued so far. CudaOps also reports here errors that a kernel could only
+  // flag on the device (e.g. a softmax_xent label out of range), as core::Error.
+  virtual void synchronize() = 0;
+
+  // The stream the ops are queued on, for callers that must order other work after them (e.g. an
+  // NCCL all-reduce of the gradients): a cudaStream_t for CudaOps, nullptr for CpuOps.
+  virtual void* native_stream() const { return nullptr; }
+};
+
+// The CPU implementation; blas_threads sets OpenBLAS's thread count (process-wide setting).
+std::unique_ptr<Ops> make_cpu_ops(int blas_threads);
+
+// The CUDA implementation on GPU `device` (cuBLAS + custom kernels, its own non-blocking stream);
+// tf32 lets cuBLAS use TF32 tensor cores for GEMM (about 10-bit mantissa products, see cuda_ops.cpp).
+// Always declared: in a build with MICRODDP_CUDA=OFF the definition (kernels/cpu/no_cuda_ops.cpp)
+// throws core::Error saying so, so callers need no #if. Targets that want the real one link
+// microddp_kernels_cuda, which also defines MICRODDP_HAVE_CUDA=1 for them.
+std::unique_ptr<Ops> make_cuda_ops(int device, bool tf32);
+
+}  // namespace microddp::kernels

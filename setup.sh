@@ -1,0 +1,74 @@
+#!/bin/bash
+# setup.sh — install microddp's dependencies (Debian packages), build, and run or test.
+#
+#   ./setup.sh run     install + build + train the default model on 2 MPI ranks
+#   ./setup.sh test    install + build + run the whole test suite (what CI runs)
+#   ./setup.sh deps    install the dependencies only
+#   ./setup.sh build   install + build only
+#
+# Idempotent and quiet when everything is already installed. Settings from the environment:
+#   BUILD_DIR (default build), JOBS (default: number of cores), MICRODDP_CMAKE_ARGS (extra -D...).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cd "$here"
+BUILD_DIR="${BUILD_DIR:-build}"
+JOBS="${JOBS:-$(nproc)}"
+
+# Debian packages the project needs (build, run, test).
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config
+  openmpi-bin libopenmpi-dev
+  libopenblas-dev
+  libgtest-dev libgmock-dev
+  libcli11-dev nlohmann-json3-dev
+)
+
+install_deps() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then return 0; fi
+  echo "[setup] installing: ${missing[*]}"
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+build() {
+  local cuda_args=()
+  # nvcc is often installed outside PATH (e.g. /usr/local/cuda/bin).
+  if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
+    cuda_args=(-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
+  fi
+  # shellcheck disable=SC2086
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release "${cuda_args[@]}" ${MICRODDP_CMAKE_ARGS:-} >/dev/null
+  cmake --build "$BUILD_DIR" -j "$JOBS"
+}
+
+# mpirun flags for running as root in a container and on small machines: launcher configuration,
+# never library code.
+mpirun_flags() {
+  local flags=(--oversubscribe --bind-to none)
+  if [ "$(id -u)" -eq 0 ]; then flags+=(--allow-run-as-root); fi
+  echo "${flags[@]}"
+}
+
+cmd="${1:-run}"
+case "$cmd" in
+  deps) install_deps ;;
+  build) install_deps; build ;;
+  run)
+    install_deps; build
+    # shellcheck disable=SC2046
+    mpirun -np 2 $(mpirun_flags) "$BUILD_DIR/microddp" train
+    ;;
+  test)
+    install_deps; build
+    cd "$BUILD_DIR"
+    ctest --output-on-failure -j "$JOBS" ${CTEST_ARGS:-}
+    ;;
+  *) echo "usage: $0 [run|test|deps|build]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,138 @@
+// bench_compute_command.cpp — `microddp bench compute`: how close the CPU step is to the hardware.
+//
+// Side by side in one run (STYLE.md: compare variants in one run, quote medians and ratios):
+//   sgemm only     exactly the GEMMs of one forward+backward (same shapes, transposes and
+//                  accumulation flags) called back to back on the compute backend: the ceiling
+//   fwd+bwd        the model's real forward + softmax-xent + backward (GEMMs + element-wise ops)
+//   optimizer      one fused Adam pass over the flat buffers, in GB/s (28 bytes per parameter:
+//                  read p, g, m, v; write p, m, v) against memcpy moving the same number of bytes
+// The target (issue: foundation) is fwd+bwd >= 85% of sgemm-only GFLOP/s.
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "app/command.hpp"
+#include "core/error.hpp"
+#include "core/host_buffer.hpp"
+#include "core/rng.hpp"
+#include "core/timer.hpp"
+#include "kernels/ops.hpp"
+#include "model/mlp.hpp"
+#include "model/optimizer.hpp"
+
+namespace microddp::app {
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+class BenchComputeCommand final : public Command {
+ public:
+  explicit BenchComputeCommand(CLI::App* sub) {
+    sub->add_option("--width", width_, "Hidden width")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 16))->capture_default_str();
+    sub->add_option("--depth", depth_, "Hidden layers")->check(CLI::Range(std::int64_t{1}, std::int64_t{1024}))->capture_default_str();
+    sub->add_option("--batch", batch_, "Rows per step (per rank)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20))->capture_default_str();
+    sub->add_option("--classes", classes_, "Output classes")->check(CLI::Range(std::int64_t{2}, std::int64_t{1} << 16))->capture_default_str();
+    sub->add_option("--threads", threads_, "BLAS threads (0 = cores / ranks on this node)")->check(CLI::Range(0, 1024))->capture_default_str();
+    sub->add_option("--iters", iters_, "Timed iterations")->check(CLI::Range(1, 100000))->capture_default_str();
+    sub->add_option("--warmup", warmup_, "Untimed iterations first")->check(CLI::Range(0, 100000))->capture_default_str();
+  }
+  int run(const comm::MpiRuntime& mpi) override;
+
+ private:
+  std::int64_t width_ = 1024, depth_ = 16, batch_ = 256, classes_ = 2;
+  int threads_ = 1, iters_ = 10, warmup_ = 2;
+};
+
+int BenchComputeCommand::run(const comm::MpiRuntime& mpi) {
+  const int threads = threads_ > 0 ? threads_ : default_blas_threads(mpi);
+  auto ops = kernels::make_cpu_ops(threads);
+  model::MlpConfig mc{width_, width_, depth_, classes_};
+  model::FullMLP net(mc, batch_, *ops);
+  net.init(1);
+  model::OptimizerConfig oc;
+  auto adam = model::make_optimizer(oc, net.param_count(), *ops);
+  core::HostBuffer<std::int32_t> labels(batch_);
+  for (std::int64_t i = 0; i < batch_ * width_; ++i) net.input()[i] = core::normal01(7, 0, static_cast<std::uint64_t>(i));
+  for (std::int64_t i = 0; i < batch_; ++i) labels[i] = static_cast<std::int32_t>(i % classes_);
+
+  // Separate operands for the sgemm-only sequence (same shapes as the model's calls).
+  const std::int64_t maxf = std::max(width_, classes_);
+  core::HostBuffer<float> act(batch_ * maxf), out(batch_ * maxf), w(maxf * maxf), dw(maxf * maxf);
+  for (std::int64_t i = 0; i < act.count(); ++i) act[i] = 0.01f * static_cast<float>(i % 97);
+  for (std::int64_t i = 0; i < w.count(); ++i) w[i] = 0.001f * static_cast<float>(i % 89);
+  auto gemm_sequence = [&] {
+    for (std::int64_t layer = 0; layer <= depth_; ++layer) {  // forward
+      const std::int64_t o = layer == depth_ ? classes_ : width_;
+      ops->gemm(false, true, batch_, o, width_, 1.0f, act.data(), w.data(), 0.0f, out.data());
+    }
+    for (std::int64_t layer = depth_; layer >= 0; --layer) {  // backward: dW, then dX (not for layer 0)
+      const std::int64_t o = layer == depth_ ? classes_ : width_;
+      ops->gemm(true, false, o, width_, batch_, 1.0f, out.data(), act.data(), 1.0f, dw.data());
+      if (layer > 0) ops->gemm(false, false, batch_, width_, o, 1.0f, out.data(), w.data(), 0.0f, act.data());
+    }
+    ops->synchronize();
+  };
+  auto model_step = [&] {
+    net.zero_grad();
+    net.forward(net.input(), batch_);
+    net.backward(labels.data(), 1.0f / static_cast<float>(batch_), nullptr);
+    ops->synchronize();
+  };
+  const std::int64_t n = net.param_count();
+  core::HostBuffer<char> src(n * 14), dst(n * 14);  // memcpy of 14n bytes = 28n bytes of traffic
+  auto optimizer_step = [&] { adam->step(net.param_data(), net.grad_data()); };
+  auto copy_step = [&] { std::memcpy(dst.data(), src.data(), static_cast<std::size_t>(src.count())); };
+
+  auto time_ms = [&](auto&& fn) {
+    for (int i = 0; i < warmup_; ++i) fn();
+    std::vector<double> t;
+    for (int i = 0; i < iters_; ++i) {
+      core::Stopwatch sw;
+      fn();
+      t.push_back(sw.elapsed_ms());
+    }
+    return median(t);
+  };
+  // Interleave the variants so drift on the shared machine hits all of them alike.
+  std::vector<double> g, m, o, c;
+  for (int rep = 0; rep < 3; ++rep) {
+    g.push_back(time_ms(gemm_sequence));
+    m.push_back(time_ms(model_step));
+    o.push_back(time_ms(optimizer_step));
+    c.push_back(time_ms(copy_step));
+  }
+  const double gemm_ms = median(g), model_ms = median(m), opt_ms = median(o), copy_ms = median(c);
+  const double flops = net.flops_per_step(batch_);
+  const double bytes = 28.0 * static_cast<double>(n);
+  if (mpi.rank() == 0) {
+    std::printf("# microddp bench compute: width %" PRId64 ", depth %" PRId64 ", batch %" PRId64 ", classes %" PRId64
+                ", %d BLAS thread(s), %d rank(s)\n",
+                width_, depth_, batch_, classes_, threads, mpi.size());
+    std::printf("# %s\n", ops->description().c_str());
+    std::printf("# medians of 3 interleaved rounds x %d iterations (after %d warm-up)\n", iters_, warmup_);
+    std::printf("# %-16s %12s %14s %10s\n", "variant", "time_ms", "rate", "ratio");
+    std::printf("  %-16s %12.3f %9.1f GF/s %10s\n", "sgemm only", gemm_ms, flops / (gemm_ms * 1e6), "1.000");
+    std::printf("  %-16s %12.3f %9.1f GF/s %10.3f\n", "fwd+bwd", model_ms, flops / (model_ms * 1e6), gemm_ms / model_ms);
+    std::printf("  %-16s %12.3f %9.2f GB/s %10s\n", "memcpy 28B/param", copy_ms, bytes / (copy_ms * 1e6), "1.000");
+    std::printf("  %-16s %12.3f %9.2f GB/s %10.3f\n", "adam (fused)", opt_ms, bytes / (opt_ms * 1e6), copy_ms / opt_ms);
+    std::printf("# fwd+bwd reaches %.1f%% of sgemm-only throughput (target >= 85%%): %s\n", 100.0 * gemm_ms / model_ms,
+                gemm_ms / model_ms >= 0.85 ? "OK" : "BELOW TARGET");
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::unique_ptr<Command> register_bench_compute(CLI::App& bench, CLI::App*& sub) {
+  sub = bench.add_subcommand("compute", "CPU step vs pure sgemm on the same shapes; optimizer vs memcpy");
+  return std::make_unique<BenchComputeCommand>(sub);
+}
+
+}  // namespace microddp::app

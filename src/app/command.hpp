@@ -1,0 +1,35 @@
+// command.hpp — how the `microddp` subcommands plug into main.
+//
+// A command adds its options to a CLI11 subcommand at registration, checks every value that can be
+// checked without MPI in validate() (so bad input ends with exit code 2 on every rank before MPI
+// starts: no hang possible), and does its work in run() with MPI up.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+
+#include "comm/mpi_runtime.hpp"
+
+namespace microddp::app {
+
+class Command {
+ public:
+  virtual ~Command() = default;
+  virtual void validate() {}
+  virtual int run(const comm::MpiRuntime& mpi) = 0;
+};
+
+// Registration functions, one per command file. Each creates its subcommand under `parent` and
+// returns the command object main runs when that subcommand was chosen.
+std::unique_ptr<Command> register_train(CLI::App& parent, CLI::App*& sub);
+std::unique_ptr<Command> register_baseline(CLI::App& parent, CLI::App*& sub);
+std::unique_ptr<Command> register_manual(CLI::App& parent, CLI::App*& sub);
+std::unique_ptr<Command> register_bench_compute(CLI::App& bench, CLI::App*& sub);
+
+// The number of BLAS threads to use when the user gave none: this node's cores shared by the
+// ranks on it (at least 1), so ranks on one node never oversubscribe the cores with BLAS threads.
+int default_blas_threads(const comm::MpiRuntime& mpi);
+
+}  // namespace microddp::app

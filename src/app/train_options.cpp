@@ -1,0 +1,68 @@
+// train_options.cpp — option definitions with ranges; the defaults are the course model.
+#include "app/train_options.hpp"
+
+#include "comm/factory.hpp"
+#include "core/error.hpp"
+#include "ddp/grad_sync.hpp"
+
+namespace microddp::app {
+
+namespace {
+// Upper bounds: far beyond what fits in memory, low enough that products of sizes cannot overflow
+// 64-bit counts (2^24 * 2^24 = 2^48 elements per matrix).
+constexpr std::int64_t kMaxDim = 1 << 24;
+constexpr std::int64_t kMaxDepth = 4096;
+constexpr std::int64_t kMaxSteps = std::int64_t{1} << 40;
+}  // namespace
+
+void add_train_options(CLI::App* sub, TrainOptions& o, bool with_dist) {
+  auto& c = o.config;
+  sub->add_option("--steps", c.steps, "Optimizer steps")->check(CLI::Range(std::int64_t{1}, kMaxSteps))->capture_default_str();
+  sub->add_option("--global-batch", c.global_batch, "Samples per step, over all ranks (split as evenly as possible)")
+      ->check(CLI::Range(std::int64_t{1}, kMaxDim))
+      ->capture_default_str();
+  sub->add_option("--width", c.model.width, "Hidden width d")->check(CLI::Range(std::int64_t{1}, kMaxDim))->capture_default_str();
+  sub->add_option("--depth", c.model.depth, "Hidden Linear+ReLU layers")->check(CLI::Range(std::int64_t{1}, kMaxDepth))->capture_default_str();
+  sub->add_option("--in-dim", o.in_dim, "Input features (default: same as --width)")->check(CLI::Range(std::int64_t{1}, kMaxDim));
+  sub->add_option("--classes", c.model.classes, "Output classes")->check(CLI::Range(std::int64_t{2}, kMaxDim))->capture_default_str();
+  sub->add_option("--optimizer", c.optimizer.name, "adam | adamw | sgd")
+      ->check(CLI::IsMember({"adam", "adamw", "sgd"}))
+      ->capture_default_str();
+  sub->add_option("--lr", c.optimizer.lr, "Learning rate")->check(CLI::Range(1e-12f, 1e3f))->capture_default_str();
+  sub->add_option("--weight-decay", c.optimizer.weight_decay, "Weight decay (L2 for adam/sgd, decoupled for adamw)")
+      ->check(CLI::Range(0.0f, 1.0f))
+      ->capture_default_str();
+  sub->add_option("--momentum", c.optimizer.momentum, "SGD momentum")->check(CLI::Range(0.0f, 0.9999f))->capture_default_str();
+  sub->add_option("--seed", c.seed, "Seed of initialisation and data")->capture_default_str();
+  sub->add_option("--threads", o.threads, "BLAS threads per rank (0 = cores on this node / ranks on this node)")
+      ->check(CLI::Range(0, 1024))
+      ->capture_default_str();
+  sub->add_option("--log-every", o.log_every, "Print a progress line every N steps (0 = about 10 lines)")
+      ->check(CLI::Range(std::int64_t{0}, kMaxSteps));
+  sub->add_option("--metrics", o.metrics_path, "Write one JSON object per step, then a summary, to FILE.jsonl (rank 0)");
+  if (with_dist) {
+    sub->add_option("--strategy", c.strategy, "Gradient synchronisation strategy")->capture_default_str();
+    sub->add_option("--comm", o.comm, "Communication backend")->capture_default_str();
+  }
+}
+
+void validate_train_options(TrainOptions& o) {
+  auto& c = o.config;
+  // --in-dim not given: the course model is Linear(d, d) all the way, so the input has d features.
+  c.model.in_dim = o.in_dim > 0 ? o.in_dim : c.model.width;
+  bool known = false;
+  for (auto s : ddp::available_strategies()) known = known || s == c.strategy;
+  std::string list;
+  for (auto s : ddp::available_strategies()) list += (list.empty() ? "" : ", ") + std::string(s);
+  MDDP_USAGE_CHECK(known, "unknown --strategy '" << c.strategy << "' (choose " << list << ")");
+  known = false;
+  list.clear();
+  for (const auto& b : comm::available_backends()) {
+    known = known || b == o.comm;
+    list += (list.empty() ? "" : ", ") + b;
+  }
+  MDDP_USAGE_CHECK(known, "unknown --comm '" << o.comm << "' (this build has: " << list << ")");
+  if (o.log_every == 0) o.log_every = std::max<std::int64_t>(1, c.steps / 10);
+}
+
+}  // namespace microddp::app

@@ -1,0 +1,28 @@
+// train_options.hpp — the options shared by every command that trains (train, baseline, manual,
+// benchmarks): model shape, optimizer, data, strategy, backend, threads.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+
+#include "ddp/trainer.hpp"
+
+namespace microddp::app {
+
+struct TrainOptions {
+  ddp::TrainConfig config;
+  std::string comm = "mpi";
+  std::int64_t in_dim = 0;  // 0: same as width
+  int threads = 0;  // 0: automatic (cores on this node / ranks on this node)
+  std::int64_t log_every = 0;  // 0: automatic (about 10 lines per run)
+  std::string metrics_path;    // --metrics FILE.jsonl
+};
+
+// Adds the options to `sub`. `with_dist`: also --strategy and --comm (not for single-process commands).
+void add_train_options(CLI::App* sub, TrainOptions& opts, bool with_dist);
+// Checks value combinations CLI11 validators cannot express; throws core::UsageError.
+void validate_train_options(TrainOptions& opts);
+
+}  // namespace microddp::app

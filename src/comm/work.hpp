@@ -1,0 +1,38 @@
+// work.hpp — Work: the handle every collective returns.
+// Contract: test() never blocks and returns true once the collective has completed (successfully
+// or not); wait() blocks until it completes and throws core::Error with the backend's description
+// if it failed. A Work is a small value (no allocation): a pointer to the issuing communicator's
+// progress engine plus the collective's sequence number, so it must not outlive the communicator.
+// A default-constructed Work is already complete (what synchronous calls return).
+#pragma once
+
+#include <cstdint>
+
+namespace microddp::comm {
+
+// Implemented by whatever tracks completion of a backend's collectives (the progress engine, a
+// CUDA-event table for NCCL, ...).
+class WorkSource {
+ public:
+  virtual ~WorkSource() = default;
+  virtual bool is_complete(std::uint64_t seq) = 0;
+  virtual void wait_for(std::uint64_t seq) = 0;  // throws on failure
+};
+
+class Work {
+ public:
+  Work() = default;
+  Work(WorkSource* source, std::uint64_t seq) : source_(source), seq_(seq) {}
+
+  bool test() const { return source_ == nullptr || source_->is_complete(seq_); }
+  void wait() const {
+    if (source_ != nullptr) source_->wait_for(seq_);
+  }
+  std::uint64_t seq() const { return seq_; }
+
+ private:
+  WorkSource* source_ = nullptr;
+  std::uint64_t seq_ = 0;
+};
+
+}  // namespace microddp::comm

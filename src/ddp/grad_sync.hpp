@@ -1,0 +1,61 @@
+// grad_sync.hpp — the gradient-synchronisation strategy interface (naive | flat | overlap | bucketed).
+//
+// Lifecycle of one optimizer step, driven by the trainer:
+//   on_backward_begin(step)      before backward of a micro-step that must synchronise
+//   on_grad_ready(param)         from inside backward, in gradient-ready order, every parameter
+//   finish()                     after backward; returns when the gradient buffer holds the SUM of
+//                                all ranks' gradients (loss is normalised by the global batch, so
+//                                the sum is the exact global-batch gradient)
+// Contract: every rank issues the same collectives in the same order (they are driven by the
+// fixed gradient-ready order); a parameter that never reported ready is detected in finish() and
+// reported as an error instead of leaving other ranks hanging. Each collective is recorded in the
+// event log (kind Collective, launch -> completion, bytes), and the time finish() blocks is
+// recorded as CommWait, so step statistics and traces come from the same events.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "comm/communicator.hpp"
+#include "core/event_log.hpp"
+#include "model/mlp.hpp"
+
+namespace microddp::ddp {
+
+class GradSync {
+ public:
+  GradSync(comm::Communicator& comm, const std::vector<model::ParamInfo>& params, float* grads, core::EventLog& events);
+  virtual ~GradSync() = default;
+  virtual std::string_view name() const = 0;
+
+  virtual void on_backward_begin(std::int64_t step);
+  virtual void on_grad_ready(const model::ParamInfo& param);
+  virtual void finish() = 0;
+
+  // What one synchronising step costs: number of gradient collectives and bytes all-reduced.
+  virtual std::int64_t collectives_per_step() const = 0;
+  std::int64_t bytes_per_step() const;
+
+ protected:
+  // Throws if some parameter did not report ready during this backward.
+  void check_all_ready() const;
+  core::TensorView grad_slice(std::int64_t offset, std::int64_t count) const;
+
+  comm::Communicator& comm_;
+  const std::vector<model::ParamInfo>& params_;
+  float* grads_;
+  core::EventLog& events_;
+  std::int64_t step_ = 0;
+  std::vector<char> ready_;  // per parameter, reset at on_backward_begin
+  std::int64_t total_count_ = 0;
+};
+
+// Builds a strategy by name; unknown names are a UsageError listing the choices.
+std::unique_ptr<GradSync> make_grad_sync(std::string_view name, comm::Communicator& comm,
+                                         const std::vector<model::ParamInfo>& params, float* grads,
+                                         core::EventLog& events);
+std::vector<std::string_view> available_strategies();
+
+}  // namespace microddp::ddp

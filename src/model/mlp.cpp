@@ -1,0 +1,123 @@
+// mlp.cpp — forward, backward with gradient-ready callbacks, deterministic initialisation.
+#include "model/mlp.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.hpp"
+#include "core/rng.hpp"
+
+namespace microddp::model {
+
+FullMLP::FullMLP(const MlpConfig& config, std::int64_t max_rows, kernels::Ops& ops)
+    : config_(config), max_rows_(max_rows), ops_(ops) {
+  MDDP_CHECK(config.in_dim > 0 && config.width > 0 && config.depth >= 1 && config.classes >= 2,
+             "bad MLP shape: in_dim " << config.in_dim << ", width " << config.width << ", depth " << config.depth
+                                      << ", classes " << config.classes);
+  MDDP_CHECK(max_rows >= 0, "negative max_rows");
+  MDDP_CHECK(ops.device() == core::Device::Host, "FullMLP currently keeps its buffers in host memory");
+  // Layout in gradient-ready order: b_L, W_L, b_{L-1}, W_{L-1}, ..., b_0, W_0.
+  std::int64_t offset = 0;
+  for (std::int64_t layer = config.depth; layer >= 0; --layer) {
+    const std::int64_t out = out_features(layer), in = in_features(layer);
+    char base[32];
+    std::snprintf(base, sizeof base, "layer_%02lld", static_cast<long long>(layer));
+    ParamInfo b{std::string(base) + ".bias", static_cast<int>(infos_.size()), static_cast<int>(layer), true, offset, out, out, 1};
+    offset += out;
+    infos_.push_back(b);
+    ParamInfo w{std::string(base) + ".weight", static_cast<int>(infos_.size()), static_cast<int>(layer), false, offset, out * in, out, in};
+    offset += out * in;
+    infos_.push_back(w);
+  }
+  params_.resize(offset);
+  grads_.resize(offset);
+  acts_.resize(static_cast<std::size_t>(config.depth + 2));
+  std::int64_t max_features = config.classes;
+  for (std::int64_t layer = 0; layer <= config.depth; ++layer) {
+    acts_[static_cast<std::size_t>(layer)].resize(max_rows * in_features(layer));
+    max_features = std::max({max_features, in_features(layer), out_features(layer)});
+  }
+  acts_[static_cast<std::size_t>(config.depth + 1)].resize(max_rows * config.classes);
+  dy_a_.resize(max_rows * max_features);
+  dy_b_.resize(max_rows * max_features);
+  loss_.resize(1);
+}
+
+void FullMLP::init(std::uint64_t seed) {
+  for (const ParamInfo& p : infos_) {
+    float* dst = params_.data() + p.offset;
+    if (p.is_bias) {
+      std::fill(dst, dst + p.count, 0.0f);
+      continue;
+    }
+    // He init keeps activation variance constant through ReLU layers (gain sqrt(2)); the output
+    // layer has no ReLU after it (gain 1).
+    const bool relu_follows = p.layer < config_.depth;
+    const float std_dev = std::sqrt((relu_follows ? 2.0f : 1.0f) / static_cast<float>(p.cols));
+    // Stream = the parameter's position in the layout: a pure function of (seed, parameter, element).
+    const auto stream = static_cast<std::uint64_t>(p.index);
+    for (std::int64_t i = 0; i < p.count; ++i) dst[i] = std_dev * core::normal01(seed, stream, static_cast<std::uint64_t>(i));
+  }
+}
+
+void FullMLP::zero_grad() { ops_.zero(grads_.data(), grads_.count()); }
+
+const float* FullMLP::forward(const float* x, std::int64_t rows, const LayerHookFn& hook) {
+  MDDP_CHECK(rows >= 0 && rows <= max_rows_, "forward with " << rows << " rows, model sized for " << max_rows_);
+  rows_ = rows;
+  if (x != acts_[0].data()) std::copy(x, x + rows * config_.in_dim, acts_[0].data());
+  for (std::int64_t layer = 0; layer <= config_.depth; ++layer) {
+    if (hook) hook(static_cast<int>(layer), true);
+    const ParamInfo& w = weight(static_cast<int>(layer));
+    const ParamInfo& b = bias(static_cast<int>(layer));
+    float* out = acts_[static_cast<std::size_t>(layer + 1)].data();
+    // out(rows, out_f) = in(rows, in_f) * W(out_f, in_f)^T
+    ops_.gemm(false, true, rows, w.rows, w.cols, 1.0f, acts_[static_cast<std::size_t>(layer)].data(),
+              params_.data() + w.offset, 0.0f, out);
+    ops_.bias_act_forward(out, params_.data() + b.offset, rows, w.rows, layer < config_.depth);
+    if (hook) hook(static_cast<int>(layer), false);
+  }
+  return acts_[static_cast<std::size_t>(config_.depth + 1)].data();
+}
+
+double FullMLP::backward(const std::int32_t* labels, float scale, const GradReadyFn& on_ready, const LayerHookFn& hook) {
+  const std::int64_t rows = rows_;
+  float* dy = dy_a_.data();
+  float* dx = dy_b_.data();
+  ops_.softmax_xent(acts_[static_cast<std::size_t>(config_.depth + 1)].data(), labels, rows, config_.classes, scale, dy,
+                    loss_.data());
+  ops_.synchronize();
+  const double loss = loss_[0];
+  for (std::int64_t layer = config_.depth; layer >= 0; --layer) {
+    if (hook) hook(static_cast<int>(layer), true);
+    const ParamInfo& w = weight(static_cast<int>(layer));
+    const ParamInfo& b = bias(static_cast<int>(layer));
+    const float* in = acts_[static_cast<std::size_t>(layer)].data();
+    // dy is the gradient w.r.t. this layer's output (after the ReLU mask was applied below).
+    ops_.bias_grad(grads_.data() + b.offset, dy, rows, w.rows);
+    if (on_ready) on_ready(b);
+    // dW(out, in) += dy(rows, out)^T * in(rows, in)
+    ops_.gemm(true, false, w.rows, w.cols, rows, 1.0f, dy, in, 1.0f, grads_.data() + w.offset);
+    if (on_ready) on_ready(w);
+    if (layer > 0) {
+      // dx(rows, in) = dy(rows, out) * W(out, in); then mask by the previous layer's ReLU.
+      ops_.gemm(false, false, rows, w.cols, w.rows, 1.0f, dy, params_.data() + w.offset, 0.0f, dx);
+      ops_.relu_backward(dx, in, rows * w.cols);
+      std::swap(dy, dx);
+    }
+    if (hook) hook(static_cast<int>(layer), false);
+  }
+  return loss;
+}
+
+double FullMLP::flops_per_step(std::int64_t rows) const {
+  double flops = 0.0;
+  for (std::int64_t layer = 0; layer <= config_.depth; ++layer) {
+    const double mnk = 2.0 * static_cast<double>(rows) * static_cast<double>(in_features(layer)) *
+                       static_cast<double>(out_features(layer));
+    flops += mnk * (layer > 0 ? 3.0 : 2.0);  // forward + dW (+ dx except for layer 0)
+  }
+  return flops;
+}
+
+}  // namespace microddp::model

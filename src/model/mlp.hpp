@@ -1,0 +1,108 @@
+// mlp.hpp — FullMLP: depth x [Linear + ReLU], then Linear to the classes; softmax cross-entropy.
+//
+// Layers: layer 0 is Linear(in_dim, width), layers 1..depth-1 are Linear(width, width), each
+// followed by ReLU; layer `depth` is Linear(width, classes) producing logits. Weights are stored
+// PyTorch-style, W: (out, in) row-major, so y = x W^T + b.
+//
+// Memory contract (DESIGN.md):
+//   * All parameters live in ONE flat buffer and all gradients in ONE flat gradient buffer with
+//     the same layout; each parameter is a (offset, count) view into them.
+//   * The layout follows gradient-ready order: backward finishes the last layer first and, inside
+//     a layer, the bias gradient (a column sum) before the weight gradient, so the order is
+//     b_L, W_L, b_{L-1}, W_{L-1}, ..., b_0, W_0 and any run of consecutive ready gradients is one
+//     contiguous slice (buckets need no packing).
+//   * Activations and workspaces are allocated once, for at most max_rows rows.
+//   * backward() ACCUMULATES into the gradient buffer (gradient accumulation); zero_grad() clears.
+//   * Initialisation is a pure function of (seed, parameter index, element index).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/host_buffer.hpp"
+#include "core/tensor_view.hpp"
+#include "kernels/ops.hpp"
+
+namespace microddp::model {
+
+struct MlpConfig {
+  std::int64_t in_dim = 128;
+  std::int64_t width = 128;
+  std::int64_t depth = 16;  // number of Linear+ReLU layers before the output layer
+  std::int64_t classes = 2;
+};
+
+struct ParamInfo {
+  std::string name;         // "layer_03.weight"
+  int index = 0;            // position in gradient-ready order (0 = first ready)
+  int layer = 0;            // 0 .. depth
+  bool is_bias = false;
+  std::int64_t offset = 0;  // elements from the start of the flat buffers
+  std::int64_t count = 0;   // elements
+  std::int64_t rows = 0;    // weight: out features; bias: count
+  std::int64_t cols = 0;    // weight: in features;  bias: 1
+};
+
+// Called by backward() the moment a parameter's gradient is final for this micro-step.
+using GradReadyFn = std::function<void(const ParamInfo&)>;
+// Called around each layer's forward/backward compute (for per-layer trace events).
+using LayerHookFn = std::function<void(int layer, bool begin)>;
+
+class FullMLP {
+ public:
+  FullMLP(const MlpConfig& config, std::int64_t max_rows, kernels::Ops& ops);
+
+  const MlpConfig& config() const { return config_; }
+  std::int64_t num_layers() const { return config_.depth + 1; }
+  std::int64_t param_count() const { return params_.count(); }
+  // Parameters in gradient-ready order.
+  const std::vector<ParamInfo>& params() const { return infos_; }
+  const ParamInfo& weight(int layer) const { return infos_[static_cast<std::size_t>(2 * (config_.depth - layer) + 1)]; }
+  const ParamInfo& bias(int layer) const { return infos_[static_cast<std::size_t>(2 * (config_.depth - layer))]; }
+
+  float* param_data() { return params_.data(); }
+  const float* param_data() const { return params_.data(); }
+  float* grad_data() { return grads_.data(); }
+  const float* grad_data() const { return grads_.data(); }
+  core::TensorView param_view() { return params_.view(); }
+  core::TensorView grad_view() { return grads_.view(); }
+
+  // He (Kaiming-normal) initialisation for ReLU layers, LeCun for the output layer; biases 0.
+  void init(std::uint64_t seed);
+  void zero_grad();
+
+  // The model's input buffer (max_rows, in_dim): data loaders write here to skip a copy.
+  float* input() { return acts_[0].data(); }
+
+  // x(rows, in_dim) -> logits(rows, classes); returns a pointer to the logits (owned by the model).
+  const float* forward(const float* x, std::int64_t rows, const LayerHookFn& hook = nullptr);
+  // Softmax cross-entropy on the last forward's logits with loss scale `scale` (1 / GLOBAL batch):
+  // returns this rank's share of the global loss, then backpropagates, accumulating gradients and
+  // calling on_ready for every parameter in gradient-ready order.
+  double backward(const std::int32_t* labels, float scale, const GradReadyFn& on_ready,
+                  const LayerHookFn& hook = nullptr);
+
+  // FLOPs of one forward+backward over `rows` rows (GEMMs only: 2*m*n*k each, 3 GEMMs per layer
+  // backward except the first layer's unused input gradient).
+  double flops_per_step(std::int64_t rows) const;
+
+ private:
+  std::int64_t in_features(std::int64_t layer) const { return layer == 0 ? config_.in_dim : config_.width; }
+  std::int64_t out_features(std::int64_t layer) const { return layer == config_.depth ? config_.classes : config_.width; }
+
+  MlpConfig config_;
+  std::int64_t max_rows_;
+  kernels::Ops& ops_;
+  std::vector<ParamInfo> infos_;
+  core::HostBuffer<float> params_;
+  core::HostBuffer<float> grads_;
+  // acts_[l] is the input of layer l, (rows, in_features(l)); acts_[L+1] are the logits.
+  std::vector<core::HostBuffer<float>> acts_;
+  core::HostBuffer<float> dy_a_, dy_b_;  // ping-pong upstream gradients, (rows, max features)
+  core::HostBuffer<float> loss_;         // 1 element
+  std::int64_t rows_ = 0;                // rows of the last forward
+};
+
+}  // namespace microddp::model

@@ -1,0 +1,49 @@
+// optimizer.cpp — Adam/AdamW and SGD(+momentum) as one fused pass over the flat buffers.
+#include "model/optimizer.hpp"
+
+#include <cmath>
+
+#include "core/error.hpp"
+
+namespace microddp::model {
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, std::int64_t param_count, kernels::Ops& ops) {
+  if (config.name == "adam") return std::make_unique<Adam>(config, param_count, ops, false);
+  if (config.name == "adamw") return std::make_unique<Adam>(config, param_count, ops, true);
+  if (config.name == "sgd") return std::make_unique<Sgd>(config, param_count, ops);
+  MDDP_USAGE_CHECK(false, "unknown optimizer '" << config.name << "' (choose adam, adamw or sgd)");
+  return nullptr;
+}
+
+Adam::Adam(const OptimizerConfig& config, std::int64_t n, kernels::Ops& ops, bool decoupled)
+    : config_(config), n_(n), ops_(ops), decoupled_(decoupled), m_(n), v_(n) {}
+
+void Adam::step(float* params, const float* grads) {
+  ++steps_;
+  kernels::AdamParams a;
+  a.lr = config_.lr;
+  a.beta1 = config_.beta1;
+  a.beta2 = config_.beta2;
+  a.eps = config_.eps;
+  a.weight_decay = config_.weight_decay;
+  a.decoupled = decoupled_;
+  // Bias corrections computed once per step in double, then rounded (same on every rank/device).
+  a.bias_correction1 = static_cast<float>(1.0 - std::pow(static_cast<double>(config_.beta1), static_cast<double>(steps_)));
+  a.bias_correction2 = static_cast<float>(1.0 - std::pow(static_cast<double>(config_.beta2), static_cast<double>(steps_)));
+  ops_.adam_step(a, params, grads, m_.data(), v_.data(), n_);
+}
+
+Sgd::Sgd(const OptimizerConfig& config, std::int64_t n, kernels::Ops& ops)
+    : config_(config), n_(n), ops_(ops), momentum_(config.momentum != 0.0f ? n : 0) {}
+
+void Sgd::step(float* params, const float* grads) {
+  ++steps_;
+  kernels::SgdParams s;
+  s.lr = config_.lr;
+  s.momentum = config_.momentum;
+  s.weight_decay = config_.weight_decay;
+  s.nesterov = config_.nesterov;
+  ops_.sgd_step(s, params, grads, config_.momentum != 0.0f ? momentum_.data() : nullptr, n_);
+}
+
+}  // namespace microddp::model

@@ -1,0 +1,70 @@
+// optimizer.hpp — optimizers over the flat parameter/gradient buffers.
+// Contract: step() is one fused pass over all n parameters (kernels::Ops::adam_step/sgd_step),
+// allocates nothing, and is deterministic. State (moments, step count) is sized at construction
+// and exposed for checkpoints.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "core/host_buffer.hpp"
+#include "kernels/ops.hpp"
+
+namespace microddp::model {
+
+struct OptimizerConfig {
+  std::string name = "adam";  // adam | adamw | sgd
+  float lr = 1e-3f;
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
+  float weight_decay = 0.0f;
+  float momentum = 0.0f;  // sgd
+  bool nesterov = false;  // sgd
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  virtual std::string_view name() const = 0;
+  virtual void step(float* params, const float* grads) = 0;
+  std::int64_t steps_taken() const { return steps_; }
+  // Bytes read+written by one step (for the GB/s report).
+  virtual double bytes_per_step() const = 0;
+
+ protected:
+  std::int64_t steps_ = 0;
+};
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, std::int64_t param_count, kernels::Ops& ops);
+
+class Adam final : public Optimizer {
+ public:
+  Adam(const OptimizerConfig& config, std::int64_t n, kernels::Ops& ops, bool decoupled);
+  std::string_view name() const override { return decoupled_ ? "adamw" : "adam"; }
+  void step(float* params, const float* grads) override;
+  double bytes_per_step() const override { return 28.0 * static_cast<double>(n_); }  // read p,g,m,v; write p,m,v
+
+ private:
+  OptimizerConfig config_;
+  std::int64_t n_;
+  kernels::Ops& ops_;
+  bool decoupled_;
+  core::HostBuffer<float> m_, v_;
+};
+
+class Sgd final : public Optimizer {
+ public:
+  Sgd(const OptimizerConfig& config, std::int64_t n, kernels::Ops& ops);
+  std::string_view name() const override { return "sgd"; }
+  void step(float* params, const float* grads) override;
+  double bytes_per_step() const override { return (config_.momentum != 0.0f ? 20.0 : 12.0) * static_cast<double>(n_); }
+
+ private:
+  OptimizerConfig config_;
+  std::int64_t n_;
+  kernels::Ops& ops_;
+  core::HostBuffer<float> momentum_;
+};
+
+}  // namespace microddp::model

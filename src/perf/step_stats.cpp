@@ -1,0 +1,74 @@
+// step_stats.cpp — phase sums per step, medians and means over steps.
+#include "perf/step_stats.hpp"
+
+#include <algorithm>
+
+namespace microddp::perf {
+
+StepStats step_stats(const std::vector<core::Event>& events, std::int64_t step) {
+  StepStats s;
+  s.step = step;
+  for (const core::Event& e : events) {
+    if (e.step != step) continue;
+    const double ms = static_cast<double>(e.end_ns - e.begin_ns) * 1e-6;
+    switch (e.kind) {
+      case core::EventKind::Step: s.step_ms += ms; break;
+      case core::EventKind::Data: s.data_ms += ms; break;
+      case core::EventKind::Forward: s.forward_ms += ms; break;
+      case core::EventKind::Backward: s.backward_ms += ms; break;
+      case core::EventKind::Optimizer: s.optimizer_ms += ms; break;
+      case core::EventKind::LossSync: s.loss_sync_ms += ms; break;
+      case core::EventKind::CommWait: s.comm_exposed_ms += ms; break;
+      case core::EventKind::Collective:
+        s.comm_total_ms += ms;
+        s.collectives += 1;
+        s.comm_bytes += e.bytes;
+        break;
+      default: break;
+    }
+  }
+  return s;
+}
+
+namespace {
+template <typename Get>
+double median_of(const std::vector<StepStats>& v, Get get) {
+  std::vector<double> x;
+  x.reserve(v.size());
+  for (const auto& s : v) x.push_back(get(s));
+  if (x.empty()) return 0.0;
+  std::sort(x.begin(), x.end());
+  const std::size_t n = x.size();
+  return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+template <typename Get>
+double mean_of(const std::vector<StepStats>& v, Get get) {
+  double sum = 0.0;
+  for (const auto& s : v) sum += get(s);
+  return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
+}
+}  // namespace
+
+RunSummary summarize(const std::vector<StepStats>& steps) {
+  RunSummary r;
+  r.steps = static_cast<std::int64_t>(steps.size());
+#define MDDP_FIELD(f)                                              \
+  r.median.f = median_of(steps, [](const StepStats& s) { return s.f; }); \
+  r.mean.f = mean_of(steps, [](const StepStats& s) { return s.f; });
+  MDDP_FIELD(step_ms)
+  MDDP_FIELD(data_ms)
+  MDDP_FIELD(forward_ms)
+  MDDP_FIELD(backward_ms)
+  MDDP_FIELD(optimizer_ms)
+  MDDP_FIELD(loss_sync_ms)
+  MDDP_FIELD(comm_total_ms)
+  MDDP_FIELD(comm_exposed_ms)
+#undef MDDP_FIELD
+  if (!steps.empty()) {
+    r.median.collectives = r.mean.collectives = steps.back().collectives;
+    r.median.comm_bytes = r.mean.comm_bytes = steps.back().comm_bytes;
+  }
+  return r;
+}
+
+}  // namespace microddp::perf

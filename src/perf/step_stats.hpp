@@ -1,0 +1,37 @@
+// step_stats.hpp — per-step breakdown computed from the event log (the one source of timing truth).
+//
+//   step      wall time of the whole optimizer step
+//   data, forward, backward, optimizer, loss_sync   phase durations
+//   comm_total    sum over gradient collectives of (completion - launch)
+//   comm_exposed  time the trainer blocked in GradSync::finish() (communication not hidden)
+//   overlap       1 - comm_exposed / comm_total (0 when there was no communication)
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/event_log.hpp"
+
+namespace microddp::perf {
+
+struct StepStats {
+  std::int64_t step = 0;
+  double step_ms = 0, data_ms = 0, forward_ms = 0, backward_ms = 0, optimizer_ms = 0, loss_sync_ms = 0;
+  double comm_total_ms = 0, comm_exposed_ms = 0;
+  std::int64_t collectives = 0;
+  std::int64_t comm_bytes = 0;
+  double overlap() const { return comm_total_ms > 0 ? 1.0 - comm_exposed_ms / comm_total_ms : 0.0; }
+};
+
+// Stats of one step from the events recorded for it.
+StepStats step_stats(const std::vector<core::Event>& events, std::int64_t step);
+
+// Summary over many steps: medians (robust to the noisy shared machine) and means.
+struct RunSummary {
+  std::int64_t steps = 0;
+  StepStats median;  // field-wise median
+  StepStats mean;    // field-wise mean
+};
+RunSummary summarize(const std::vector<StepStats>& steps);
+
+}  // namespace microddp::perf

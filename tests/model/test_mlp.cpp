@@ -1,0 +1,206 @@
+// test_mlp.cpp — FullMLP against an independent float64 reference.
+//   * layout: gradient-ready order b_L, W_L, ..., b_0, W_0, contiguous, covering the flat buffer
+//   * initialisation: a pure function of (seed, parameter, element)
+//   * backward: the float model's gradients equal a float64 reference's analytic gradients, and
+//     those in turn equal central finite differences of the float64 loss
+//   * grad_ready fires once per parameter, in layout order, after that gradient is final
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "core/rng.hpp"
+#include "kernels/ops.hpp"
+#include "model/mlp.hpp"
+
+namespace microddp::model {
+namespace {
+
+// float64 reference of the same network: forward + analytic backward, written independently of
+// the kernels (plain loops).
+struct RefMlp {
+  MlpConfig cfg;
+  std::vector<ParamInfo> infos;
+  std::vector<double> params;
+
+  double loss_and_grad(const std::vector<double>& x, const std::vector<int>& y, std::int64_t rows, double scale,
+                       std::vector<double>* grad) const {
+    const std::int64_t L = cfg.depth;
+    std::vector<std::vector<double>> acts(static_cast<std::size_t>(L + 2));
+    acts[0] = x;
+    auto W = [&](std::int64_t l) { return &params[static_cast<std::size_t>(infos[static_cast<std::size_t>(2 * (L - l) + 1)].offset)]; };
+    auto B = [&](std::int64_t l) { return &params[static_cast<std::size_t>(infos[static_cast<std::size_t>(2 * (L - l))].offset)]; };
+    auto in_f = [&](std::int64_t l) { return l == 0 ? cfg.in_dim : cfg.width; };
+    auto out_f = [&](std::int64_t l) { return l == L ? cfg.classes : cfg.width; };
+    for (std::int64_t l = 0; l <= L; ++l) {
+      const std::int64_t in = in_f(l), out = out_f(l);
+      auto& a = acts[static_cast<std::size_t>(l + 1)];
+      a.assign(static_cast<std::size_t>(rows * out), 0.0);
+      for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t o = 0; o < out; ++o) {
+          double s = B(l)[o];
+          for (std::int64_t i = 0; i < in; ++i) s += acts[static_cast<std::size_t>(l)][static_cast<std::size_t>(r * in + i)] * W(l)[o * in + i];
+          a[static_cast<std::size_t>(r * out + o)] = (l < L) ? std::max(0.0, s) : s;
+        }
+    }
+    const auto& logits = acts[static_cast<std::size_t>(L + 1)];
+    const std::int64_t C = cfg.classes;
+    double loss = 0.0;
+    std::vector<double> dy(static_cast<std::size_t>(rows * C));
+    for (std::int64_t r = 0; r < rows; ++r) {
+      double mx = logits[static_cast<std::size_t>(r * C)];
+      for (std::int64_t c = 1; c < C; ++c) mx = std::max(mx, logits[static_cast<std::size_t>(r * C + c)]);
+      double z = 0.0;
+      for (std::int64_t c = 0; c < C; ++c) z += std::exp(logits[static_cast<std::size_t>(r * C + c)] - mx);
+      loss += scale * (std::log(z) + mx - logits[static_cast<std::size_t>(r * C + y[static_cast<std::size_t>(r)])]);
+      for (std::int64_t c = 0; c < C; ++c)
+        dy[static_cast<std::size_t>(r * C + c)] = scale * (std::exp(logits[static_cast<std::size_t>(r * C + c)] - mx) / z - (c == y[static_cast<std::size_t>(r)] ? 1.0 : 0.0));
+    }
+    if (!grad) return loss;
+    grad->assign(params.size(), 0.0);
+    for (std::int64_t l = L; l >= 0; --l) {
+      const std::int64_t in = in_f(l), out = out_f(l);
+      double* gW = &(*grad)[static_cast<std::size_t>(infos[static_cast<std::size_t>(2 * (L - l) + 1)].offset)];
+      double* gB = &(*grad)[static_cast<std::size_t>(infos[static_cast<std::size_t>(2 * (L - l))].offset)];
+      const auto& a_in = acts[static_cast<std::size_t>(l)];
+      std::vector<double> dx(static_cast<std::size_t>(rows * in), 0.0);
+      for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t o = 0; o < out; ++o) {
+          const double d = dy[static_cast<std::size_t>(r * out + o)];
+          gB[o] += d;
+          for (std::int64_t i = 0; i < in; ++i) {
+            gW[o * in + i] += d * a_in[static_cast<std::size_t>(r * in + i)];
+            dx[static_cast<std::size_t>(r * in + i)] += d * W(l)[o * in + i];
+          }
+        }
+      if (l > 0)
+        for (std::size_t k = 0; k < dx.size(); ++k) dx[k] = a_in[k] > 0.0 ? dx[k] : 0.0;
+      dy = std::move(dx);
+    }
+    return loss;
+  }
+};
+
+TEST(FullMLP, LayoutFollowsGradientReadyOrderAndIsContiguous) {
+  auto ops = kernels::make_cpu_ops(1);
+  MlpConfig cfg{5, 7, 3, 4};
+  FullMLP m(cfg, 3, *ops);
+  const auto& p = m.params();
+  ASSERT_EQ(p.size(), 2u * 4u);
+  std::int64_t offset = 0;
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    EXPECT_EQ(p[i].index, static_cast<int>(i));
+    EXPECT_EQ(p[i].offset, offset) << p[i].name;
+    offset += p[i].count;
+    EXPECT_EQ(p[i].layer, 3 - static_cast<int>(i / 2));
+    EXPECT_EQ(p[i].is_bias, i % 2 == 0);
+  }
+  EXPECT_EQ(offset, m.param_count());
+  EXPECT_EQ(p[0].name, "layer_03.bias");
+  EXPECT_EQ(p[1].name, "layer_03.weight");
+  EXPECT_EQ(p[1].rows, 4);
+  EXPECT_EQ(p[1].cols, 7);
+  EXPECT_EQ(p.back().name, "layer_00.weight");
+  EXPECT_EQ(p.back().cols, 5);
+  // 5*7+7 + 2*(7*7+7) + 7*4+4
+  EXPECT_EQ(m.param_count(), 42 + 112 + 32);
+}
+
+TEST(FullMLP, InitIsAPureFunctionOfSeedParameterElement) {
+  auto ops = kernels::make_cpu_ops(1);
+  MlpConfig cfg{6, 8, 2, 3};
+  FullMLP a(cfg, 4, *ops), b(cfg, 9, *ops), c(cfg, 4, *ops);
+  a.init(42);
+  b.init(42);
+  c.init(43);
+  for (std::int64_t i = 0; i < a.param_count(); ++i) ASSERT_EQ(a.param_data()[i], b.param_data()[i]);
+  int differ = 0;
+  for (std::int64_t i = 0; i < a.param_count(); ++i) differ += a.param_data()[i] != c.param_data()[i];
+  EXPECT_GT(differ, a.param_count() / 2);
+  // Element e of parameter p is std * normal01(seed, p, e), independent of everything else.
+  const ParamInfo& w = a.weight(0);
+  const float std_dev = std::sqrt(2.0f / 6.0f);
+  EXPECT_EQ(a.param_data()[w.offset + 5], std_dev * core::normal01(42, static_cast<std::uint64_t>(w.index), 5));
+  const ParamInfo& bias = a.bias(1);
+  for (std::int64_t i = 0; i < bias.count; ++i) EXPECT_EQ(a.param_data()[bias.offset + i], 0.0f);
+}
+
+class MlpGradient : public ::testing::TestWithParam<MlpConfig> {};
+
+TEST_P(MlpGradient, MatchesFloat64ReferenceAndFiniteDifferences) {
+  const MlpConfig cfg = GetParam();
+  const std::int64_t rows = 5;
+  auto ops = kernels::make_cpu_ops(1);
+  FullMLP m(cfg, rows, *ops);
+  m.init(7);
+  // Non-zero biases so the bias paths are exercised.
+  for (const auto& p : m.params())
+    if (p.is_bias)
+      for (std::int64_t i = 0; i < p.count; ++i) m.param_data()[p.offset + i] = 0.1f * core::normal01(9, static_cast<std::uint64_t>(p.index), static_cast<std::uint64_t>(i));
+  std::vector<float> x(static_cast<std::size_t>(rows * cfg.in_dim));
+  std::vector<std::int32_t> y(static_cast<std::size_t>(rows));
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = core::normal01(3, 1, i);
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<std::int32_t>(i % static_cast<std::size_t>(cfg.classes));
+  const float scale = 1.0f / 8.0f;  // a "global batch" of 8 of which this process holds 5 rows
+
+  // Poison the gradient buffer: zero_grad must clear it.
+  for (std::int64_t i = 0; i < m.param_count(); ++i) m.grad_data()[i] = 1e30f;
+  m.zero_grad();
+  std::vector<int> ready_order;
+  m.forward(x.data(), rows);
+  const double loss = m.backward(y.data(), scale, [&](const ParamInfo& p) {
+    ready_order.push_back(p.index);
+  });
+
+  RefMlp ref{cfg, m.params(), std::vector<double>(m.param_data(), m.param_data() + m.param_count())};
+  std::vector<double> xd(x.begin(), x.end());
+  std::vector<int> yd(y.begin(), y.end());
+  std::vector<double> g;
+  const double ref_loss = ref.loss_and_grad(xd, yd, rows, scale, &g);
+  // float32 forward of a few layers: relative error ~ depth * width * 2^-24; 1e-5 leaves margin.
+  EXPECT_NEAR(loss, ref_loss, 1e-5 * std::abs(ref_loss));
+
+  double gmax = 0.0;
+  for (double v : g) gmax = std::max(gmax, std::abs(v));
+  for (std::int64_t i = 0; i < m.param_count(); ++i) {
+    // float32 backprop vs float64: errors scale with the largest gradient, ~1e-6 relative here;
+    // 1e-4 of the largest gradient catches any wrong index or missing term.
+    ASSERT_NEAR(m.grad_data()[i], g[static_cast<std::size_t>(i)], 1e-4 * gmax) << "parameter element " << i;
+  }
+  // Central differences of the float64 loss (h = 1e-6: truncation ~h^2, rounding ~1e-16/h).
+  for (std::int64_t i = 0; i < m.param_count(); i += std::max<std::int64_t>(1, m.param_count() / 97)) {
+    RefMlp p = ref;
+    const double h = 1e-6;
+    p.params[static_cast<std::size_t>(i)] += h;
+    const double lp = p.loss_and_grad(xd, yd, rows, scale, nullptr);
+    p.params[static_cast<std::size_t>(i)] -= 2 * h;
+    const double lm = p.loss_and_grad(xd, yd, rows, scale, nullptr);
+    EXPECT_NEAR((lp - lm) / (2 * h), g[static_cast<std::size_t>(i)], 1e-6 + 1e-5 * gmax) << "element " << i;
+  }
+  // grad_ready: every parameter exactly once, in layout (= gradient-ready) order.
+  ASSERT_EQ(ready_order.size(), m.params().size());
+  for (std::size_t i = 0; i < ready_order.size(); ++i) EXPECT_EQ(ready_order[i], static_cast<int>(i));
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, MlpGradient,
+                         ::testing::Values(MlpConfig{4, 6, 1, 2}, MlpConfig{5, 7, 3, 3}, MlpConfig{3, 9, 4, 5}));
+
+TEST(FullMLP, BackwardAccumulatesIntoGradients) {
+  auto ops = kernels::make_cpu_ops(1);
+  MlpConfig cfg{4, 5, 2, 2};
+  FullMLP m(cfg, 3, *ops);
+  m.init(1);
+  std::vector<float> x(12);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = core::normal01(5, 0, i);
+  std::vector<std::int32_t> y{0, 1, 1};
+  m.zero_grad();
+  m.forward(x.data(), 3);
+  m.backward(y.data(), 1.0f, nullptr);
+  std::vector<float> once(m.grad_data(), m.grad_data() + m.param_count());
+  m.forward(x.data(), 3);
+  m.backward(y.data(), 1.0f, nullptr);
+  for (std::int64_t i = 0; i < m.param_count(); ++i) EXPECT_FLOAT_EQ(m.grad_data()[i], 2.0f * once[static_cast<std::size_t>(i)]);
+}
+
+}  // namespace
+}  // namespace microddp::model

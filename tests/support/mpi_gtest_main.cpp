@@ -1,0 +1,43 @@
+// mpi_gtest_main.cpp — main() for MPI GoogleTest programs.
+// Brings MPI up (MpiRuntime), runs the tests on every rank, prints GoogleTest output on rank 0
+// only, and makes the process exit code agree across ranks: if any rank failed a test, every
+// rank exits 1, so `mpiexec` and ctest see the failure whichever rank saw it. A rank that throws
+// aborts the whole job (no hang).
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstdio>
+#include <exception>
+
+#include "comm/mpi_runtime.hpp"
+#include "core/log.hpp"
+#include "support/mpi_test_env.hpp"
+
+namespace microddp::testing {
+const comm::MpiRuntime* g_runtime = nullptr;
+const comm::MpiRuntime& runtime() { return *g_runtime; }
+}  // namespace microddp::testing
+
+int main(int argc, char** argv) {
+  try {
+    microddp::comm::MpiRuntime runtime(&argc, &argv);
+    microddp::testing::g_runtime = &runtime;
+    ::testing::InitGoogleTest(&argc, argv);
+    if (runtime.rank() != 0) {
+      auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+      delete listeners.Release(listeners.default_result_printer());
+    }
+    int local_failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
+    if (runtime.rank() != 0 && local_failed) {
+      std::fprintf(stderr, "[rank %d] had failing tests (output shown on rank 0 only; rerun with --gtest_filter)\n",
+                   runtime.rank());
+    }
+    int any_failed = 0;
+    MPI_Allreduce(&local_failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    microddp::testing::g_runtime = nullptr;
+    return any_failed;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fatal: %s\n", e.what());
+    microddp::comm::MpiRuntime::abort_all(1);
+  }
+}
