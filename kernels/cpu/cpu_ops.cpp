@@ -1,0 +1,175 @@
+// cpu_ops.cpp — CpuOps: the Ops interface on the host (OpenBLAS sgemm + single-pass loops).
+// Contract (see ops.hpp): row-major; backward ops accumulate; softmax_xent overwrites dlogits and
+// loss_out and throws core::Error on a label outside [0, classes); nothing allocates; every call
+// finishes before it returns (synchronize() is a no-op).
+// Performance: GEMM dominates the step, so each element-wise op is one streaming pass (bias + ReLU
+// fused, the optimizer one pass over p/g/m/v) with __restrict pointers and branch-free inner loops
+// that GCC vectorises; per-element math comes from elementwise.hpp (shared with the CUDA kernels).
+#include <cblas.h>
+
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "core/error.hpp"
+#include "kernels/elementwise.hpp"
+#include "kernels/ops.hpp"
+
+// OpenBLAS extensions; Debian's openblas cblas.h declares them, other cblas.h variants may not.
+// Redeclaring an identical extern "C" prototype is harmless.
+extern "C" {
+void openblas_set_num_threads(int num_threads);
+int openblas_get_num_threads(void);
+char* openblas_get_config(void);
+}
+
+namespace microddp::kernels {
+
+namespace {
+
+// BLAS takes int dimensions; refuse (instead of silently wrapping) anything larger.
+int blas_int(std::int64_t v, const char* what) {
+  MDDP_CHECK(v >= 0 && v <= INT_MAX, "gemm: " << what << " = " << v << " does not fit BLAS's int");
+  return static_cast<int>(v);
+}
+
+class CpuOps final : public Ops {
+ public:
+  explicit CpuOps(int blas_threads) {
+    MDDP_CHECK(blas_threads >= 1, "blas_threads must be >= 1, got " << blas_threads);
+    openblas_set_num_threads(blas_threads);
+  }
+
+  core::Device device() const override { return core::Device::Host; }
+
+  std::string description() const override {
+    std::ostringstream os;
+    const int threads = openblas_get_num_threads();
+    os << "cpu (" << openblas_get_config() << ", " << threads << (threads == 1 ? " thread)" : " threads)");
+    return os.str();
+  }
+
+  void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
+            const float* b, float beta, float* c) override {
+    const int mi = blas_int(m, "m"), ni = blas_int(n, "n"), ki = blas_int(k, "k");
+    if (mi == 0 || ni == 0) return;
+    // Leading dimensions of the row-major operands as stored; BLAS requires >= 1 even when empty.
+    const int lda = blas_int(trans_a ? m : (k > 0 ? k : 1), "lda");
+    const int ldb = blas_int(trans_b ? (k > 0 ? k : 1) : n, "ldb");
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, mi, ni, ki,
+                alpha, a, lda, b, ldb, beta, c, ni);
+  }
+
+  void bias_act_forward(float* y, const float* bias, std::int64_t rows, std::int64_t cols, bool relu_on) override {
+    check_shape(rows, cols, "bias_act_forward");
+    // Two loop copies so the inner loop has no branch: add + max per element, vectorised.
+    if (relu_on) {
+      for (std::int64_t r = 0; r < rows; ++r) bias_row<true>(y + r * cols, bias, cols);
+    } else {
+      for (std::int64_t r = 0; r < rows; ++r) bias_row<false>(y + r * cols, bias, cols);
+    }
+  }
+
+  void relu_backward(float* __restrict dy, const float* __restrict y, std::int64_t count) override {
+    MDDP_CHECK(count >= 0, "relu_backward: negative count " << count);
+    for (std::int64_t i = 0; i < count; ++i) dy[i] = kernels::relu_backward(dy[i], y[i]);
+  }
+
+  void bias_grad(float* __restrict db, const float* __restrict dy, std::int64_t rows, std::int64_t cols) override {
+    check_shape(rows, cols, "bias_grad");
+    // Row by row into db itself (accumulate contract): db stays in cache, dy streams once.
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float* __restrict row = dy + r * cols;
+      for (std::int64_t j = 0; j < cols; ++j) db[j] += row[j];
+    }
+  }
+
+  void softmax_xent(const float* logits, const std::int32_t* labels, std::int64_t rows, std::int64_t classes,
+                    float scale, float* dlogits, float* loss_out) override {
+    check_shape(rows, classes, "softmax_xent");
+    MDDP_CHECK(classes >= 1, "softmax_xent needs at least one class");
+    // Check every label before writing anything, so a bad batch leaves the outputs untouched.
+    for (std::int64_t r = 0; r < rows; ++r) {
+      MDDP_CHECK(xent_label_ok(labels[r], classes),
+                 "softmax_xent: label " << labels[r] << " of row " << r << " outside [0, " << classes << ")");
+    }
+    double loss = 0.0;  // double: thousands of row losses summed without drift
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float* __restrict x = logits + r * classes;
+      float* __restrict d = dlogits + r * classes;
+      float row_max = x[0];
+      for (std::int64_t j = 1; j < classes; ++j) row_max = xent_max(row_max, x[j]);
+      // First pass stores e_j in the output so the second pass need not recompute exp.
+      float sum_exp = 0.0f;
+      for (std::int64_t j = 0; j < classes; ++j) {
+        d[j] = xent_exp(x[j], row_max);
+        sum_exp += d[j];
+      }
+      const float inv_sum = 1.0f / sum_exp;
+      const std::int32_t label = labels[r];
+      for (std::int64_t j = 0; j < classes; ++j) d[j] = xent_grad(d[j], inv_sum, j == label, scale);
+      loss += static_cast<double>(xent_row_loss(x[label], row_max, sum_exp));
+    }
+    *loss_out = static_cast<float>(static_cast<double>(scale) * loss);
+  }
+
+  void adam_step(const AdamParams& params, float* __restrict p, const float* __restrict g, float* __restrict m,
+                 float* __restrict v, std::int64_t n) override {
+    MDDP_CHECK(n >= 0, "adam_step: negative count " << n);
+    const AdamParams a = params;  // local copy: the compiler can keep it in registers (no aliasing)
+    for (std::int64_t i = 0; i < n; ++i) adam_update(a, p[i], g[i], m[i], v[i]);
+  }
+
+  void sgd_step(const SgdParams& params, float* __restrict p, const float* __restrict g, float* __restrict momentum_buf,
+                std::int64_t n) override {
+    MDDP_CHECK(n >= 0, "sgd_step: negative count " << n);
+    const SgdParams s = params;
+    if (s.momentum != 0.0f) {
+      MDDP_CHECK(momentum_buf != nullptr || n == 0, "sgd_step: momentum " << s.momentum << " needs a momentum buffer");
+      for (std::int64_t i = 0; i < n; ++i) sgd_update(s, p[i], g[i], momentum_buf[i]);
+    } else {
+      float unused = 0.0f;  // sgd_update does not touch buf when momentum == 0
+      for (std::int64_t i = 0; i < n; ++i) sgd_update(s, p[i], g[i], unused);
+    }
+  }
+
+  void scale(float* x, float alpha, std::int64_t n) override {
+    MDDP_CHECK(n >= 0, "scale: negative count " << n);
+    for (std::int64_t i = 0; i < n; ++i) x[i] *= alpha;
+  }
+
+  void zero(float* x, std::int64_t n) override {
+    MDDP_CHECK(n >= 0, "zero: negative count " << n);
+    if (n > 0) std::memset(x, 0, static_cast<std::size_t>(n) * sizeof(float));  // all-zero bits == 0.0f
+  }
+
+  void copy(float* dst, const float* src, std::int64_t n) override {
+    MDDP_CHECK(n >= 0, "copy: negative count " << n);
+    if (n > 0 && dst != src) std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(float));
+  }
+
+  void synchronize() override {}
+
+ private:
+  static void check_shape(std::int64_t rows, std::int64_t cols, const char* op) {
+    MDDP_CHECK(rows >= 0 && cols >= 0, op << ": negative shape (" << rows << ", " << cols << ")");
+  }
+
+  template <bool kRelu>
+  static void bias_row(float* __restrict y, const float* __restrict bias, std::int64_t cols) {
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const float t = y[j] + bias[j];
+      y[j] = kRelu ? relu(t) : t;
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Ops> make_cpu_ops(int blas_threads) { return std::make_unique<CpuOps>(blas_threads); }
+
+}  // namespace microddp::kernels

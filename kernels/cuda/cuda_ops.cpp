@@ -1,0 +1,174 @@
+// cuda_ops.cpp — CudaOps: the Ops interface on one GPU (cuBLAS for GEMM, kernels/cuda/*.cu for
+// the rest). Contract (see ops.hpp): row-major; backward ops accumulate; every call is queued on the
+// object's own non-blocking stream (native_stream()) and returns at once; synchronize() waits for the
+// stream and reports device-flagged errors (a softmax_xent label out of range). All device memory
+// (cuBLAS workspace, softmax_xent scratch) and the pinned flag mirror are allocated in the
+// constructor; no method allocates. The stream is non-blocking (it does not wait for the legacy
+// default stream): memory filled by other streams or by cudaMemcpy/cudaMemset must be synchronised
+// (or enqueued on native_stream()) before these ops use it.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <climits>
+#include <cstdint>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "core/error.hpp"
+#include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/device.hpp"
+#include "kernels/cuda_kernels.hpp"
+#include "kernels/ops.hpp"
+
+namespace microddp::kernels {
+
+namespace {
+
+// 32 MiB: NVIDIA's recommended cuBLAS workspace on Hopper (4 MiB suffices before it); giving it
+// explicitly keeps cuBLAS from allocating on first use (our "no allocation in the step" rule).
+constexpr std::size_t kCublasWorkspaceBytes = 32u << 20;
+
+int cublas_int(std::int64_t v, const char* what) {
+  MDDP_CHECK(v >= 0 && v <= INT_MAX, "gemm: " << what << " = " << v << " does not fit cuBLAS's int");
+  return static_cast<int>(v);
+}
+
+class CudaOps final : public Ops {
+ public:
+  CudaOps(int device, bool tf32) : device_(device), tf32_(tf32) {
+    const int count = cuda_device_count();
+    MDDP_CHECK(device >= 0 && device < count, "CUDA device " << device << " requested, " << count << " visible");
+    MDDP_CUDA_CHECK(cudaSetDevice(device_));
+    // If a step below throws, the destructor does not run: release what was made so far by hand.
+    try {
+      MDDP_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+      MDDP_CUBLAS_CHECK(cublasCreate(&cublas_));
+      MDDP_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
+      MDDP_CUDA_CHECK(cudaMalloc(&cublas_workspace_, kCublasWorkspaceBytes));
+      MDDP_CUBLAS_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_, kCublasWorkspaceBytes));
+      // Default math is full fp32; TF32 rounds GEMM inputs to a 10-bit mantissa on tensor cores.
+      MDDP_CUBLAS_CHECK(cublasSetMathMode(cublas_, tf32_ ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+      MDDP_CUDA_CHECK(cudaMalloc(&xent_scratch_, gpu::softmax_xent_workspace_bytes()));
+      MDDP_CUDA_CHECK(cudaMemset(xent_scratch_, 0, gpu::softmax_xent_workspace_bytes()));
+      xent_ws_ = gpu::softmax_xent_workspace(xent_scratch_, gpu::softmax_xent_workspace_bytes());
+      MDDP_CUDA_CHECK(cudaMallocHost(&host_flag_, sizeof(int)));
+      *host_flag_ = 0;
+      description_ = describe();
+      // The memset above ran on the legacy default stream, which our non-blocking stream does not
+      // wait for: finish it before any kernel can read the flag.
+      MDDP_CUDA_CHECK(cudaDeviceSynchronize());
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+
+  ~CudaOps() override { release(); }
+  CudaOps(const CudaOps&) = delete;
+  CudaOps& operator=(const CudaOps&) = delete;
+
+  core::Device device() const override { return core::Device::Cuda; }
+  std::string description() const override { return description_; }
+  void* native_stream() const override { return stream_; }
+
+  // Row-major GEMM on column-major cuBLAS. A row-major (r, c) matrix is, byte for byte, the
+  // column-major (c, r) matrix of its transpose. So instead of C = op(A) op(B) we ask cuBLAS for
+  // C^T = op(B)^T op(A)^T, i.e. swap the operands (B first), keep each operand's own transpose flag,
+  // and swap m and n; the column-major (n, m) result C^T is exactly row-major C. Leading dimensions
+  // are the row lengths of the row-major arrays as stored.
+  void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
+            const float* b, float beta, float* c) override {
+    const int mi = cublas_int(m, "m"), ni = cublas_int(n, "n"), ki = cublas_int(k, "k");
+    if (mi == 0 || ni == 0) return;
+    if (ki == 0) {  // C = beta * C; handled here so no empty-operand edge case reaches cuBLAS
+      if (beta == 0.0f) {
+        gpu::zero(c, m * n, stream_);
+      } else if (beta != 1.0f) {
+        gpu::scale(c, beta, m * n, stream_);
+      }
+      return;
+    }
+    const int lda = cublas_int(trans_a ? m : k, "lda");
+    const int ldb = cublas_int(trans_b ? k : n, "ldb");
+    MDDP_CUBLAS_CHECK(cublasSgemm(cublas_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                  ni, mi, ki, &alpha, b, ldb, a, lda, &beta, c, ni));
+  }
+
+  void bias_act_forward(float* y, const float* bias, std::int64_t rows, std::int64_t cols, bool relu) override {
+    gpu::bias_act_forward(y, bias, rows, cols, relu, stream_);
+  }
+  void relu_backward(float* dy, const float* y, std::int64_t count) override {
+    gpu::relu_backward(dy, y, count, stream_);
+  }
+  void bias_grad(float* db, const float* dy, std::int64_t rows, std::int64_t cols) override {
+    gpu::bias_grad(db, dy, rows, cols, stream_);
+  }
+  void softmax_xent(const float* logits, const std::int32_t* labels, std::int64_t rows, std::int64_t classes,
+                    float scale, float* dlogits, float* loss_out) override {
+    gpu::softmax_xent(logits, labels, rows, classes, scale, dlogits, loss_out, xent_ws_, stream_);
+  }
+  void adam_step(const AdamParams& params, float* p, const float* g, float* m, float* v, std::int64_t n) override {
+    gpu::adam_step(params, p, g, m, v, n, stream_);
+  }
+  void sgd_step(const SgdParams& params, float* p, const float* g, float* momentum_buf, std::int64_t n) override {
+    gpu::sgd_step(params, p, g, momentum_buf, n, stream_);
+  }
+  void scale(float* x, float alpha, std::int64_t n) override { gpu::scale(x, alpha, n, stream_); }
+  void zero(float* x, std::int64_t n) override { gpu::zero(x, n, stream_); }
+  void copy(float* dst, const float* src, std::int64_t n) override { gpu::copy(dst, src, n, stream_); }
+
+  void synchronize() override {
+    // Read the flag behind all queued work, then reset it so one bad batch is reported once.
+    MDDP_CUDA_CHECK(cudaMemcpyAsync(host_flag_, xent_ws_.error_flag, sizeof(int), cudaMemcpyDeviceToHost, stream_));
+    MDDP_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    if (*host_flag_ != 0) {
+      *host_flag_ = 0;
+      MDDP_CUDA_CHECK(cudaMemsetAsync(xent_ws_.error_flag, 0, sizeof(int), stream_));
+      MDDP_CHECK(false, "softmax_xent: a label was outside [0, classes) (detected on GPU " << device_
+                                                                                           << "; loss is NaN)");
+    }
+  }
+
+ private:
+  std::string describe() const {
+    int version = 0;
+    MDDP_CUBLAS_CHECK(cublasGetVersion(cublas_, &version));
+    std::ostringstream os;
+    // cuBLAS encodes its version as major * 10000 + minor * 100 + patch (CUDA 12+).
+    os << "cuda:" << device_ << " (" << cuda_device_description(device_) << ", cuBLAS " << version / 10000 << "."
+       << (version % 10000) / 100 << "." << version % 100 << ", tf32 " << (tf32_ ? "on" : "off") << ")";
+    return os.str();
+  }
+
+  // No throwing here (destructor path); errors at teardown have nowhere useful to go.
+  void release() noexcept {
+    if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);
+    if (host_flag_ != nullptr) (void)cudaFreeHost(host_flag_);
+    if (xent_scratch_ != nullptr) (void)cudaFree(xent_scratch_);
+    if (cublas_ != nullptr) (void)cublasDestroy(cublas_);
+    if (cublas_workspace_ != nullptr) (void)cudaFree(cublas_workspace_);
+    if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+    host_flag_ = nullptr;
+    xent_scratch_ = nullptr;
+    cublas_ = nullptr;
+    cublas_workspace_ = nullptr;
+    stream_ = nullptr;
+  }
+
+  int device_;
+  bool tf32_;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  void* cublas_workspace_ = nullptr;
+  void* xent_scratch_ = nullptr;
+  gpu::XentWorkspace xent_ws_{};
+  int* host_flag_ = nullptr;  // pinned, so the flag read-back is a real async copy
+  std::string description_;
+};
+
+}  // namespace
+
+std::unique_ptr<Ops> make_cuda_ops(int device, bool tf32) { return std::make_unique<CudaOps>(device, tf32); }
+
+}  // namespace microddp::kernels

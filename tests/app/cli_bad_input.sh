@@ -1,0 +1,66 @@
+#!/bin/bash
+# cli_bad_input.sh — bad command lines end with exit code 2 and one clear message, never a hang.
+# Usage: cli_bad_input.sh <path-to-microddp> <mpiexec> [mpiexec preflags...]
+# Every case runs under a timeout (a hang fails the test) and is checked for: exit code 2, the
+# expected text on stderr, and no crash signature (core dump / sanitizer / MPI abort banner).
+set -u
+bin="$1"; shift
+mpiexec="$1"; shift
+mpi_flags=("$@")
+failures=0
+cases=0
+
+check() {  # check "<expected stderr text>" <command...>
+  local expect="$1"; shift
+  cases=$((cases + 1))
+  local out rc
+  out=$(timeout 60 "$@" 2>&1 >/dev/null); rc=$?
+  if [ "$rc" -ne 2 ]; then
+    echo "FAIL (exit $rc, want 2): $*"; echo "$out" | head -5 | sed 's/^/    /'; failures=$((failures + 1)); return
+  fi
+  if ! grep -qiF -- "$expect" <<<"$out"; then
+    echo "FAIL (message lacks '$expect'): $*"; echo "$out" | head -5 | sed 's/^/    /'; failures=$((failures + 1)); return
+  fi
+  if grep -qE "Segmentation|core dumped|Sanitizer|terminate called" <<<"$out"; then
+    echo "FAIL (crash signature): $*"; failures=$((failures + 1)); return
+  fi
+  echo "ok   $*"
+}
+
+t=(train --steps 1)
+check "--steps"          "$bin" "${t[@]}" --steps 0
+check "--steps"          "$bin" "${t[@]}" --steps -5
+check "--steps"          "$bin" "${t[@]}" --steps abc
+check "--steps"          "$bin" "${t[@]}" --steps 1e99
+check "--global-batch"   "$bin" "${t[@]}" --global-batch 0
+check "--global-batch"   "$bin" "${t[@]}" --global-batch 2147483648000
+check "--width"          "$bin" "${t[@]}" --width 0
+check "--width"          "$bin" "${t[@]}" --width 3.5
+check "--depth"          "$bin" "${t[@]}" --depth -1
+check "--in-dim"         "$bin" "${t[@]}" --in-dim 0
+check "--classes"        "$bin" "${t[@]}" --classes 1
+check "--lr"             "$bin" "${t[@]}" --lr -0.1
+check "--lr"             "$bin" "${t[@]}" --lr nan
+check "--lr"             "$bin" "${t[@]}" --lr inf
+check "--momentum"       "$bin" "${t[@]}" --momentum 1.5
+check "--weight-decay"   "$bin" "${t[@]}" --weight-decay -1
+check "--optimizer"      "$bin" "${t[@]}" --optimizer lamb
+check "unknown --strategy" "$bin" "${t[@]}" --strategy telepathy
+check "unknown --comm"   "$bin" "${t[@]}" --comm carrier-pigeon
+check "--threads"        "$bin" "${t[@]}" --threads -2
+check "--seed"           "$bin" "${t[@]}" --seed minus-one
+check "--log-every"      "$bin" "${t[@]}" --log-every -1
+check "--bogus"          "$bin" "${t[@]}" --bogus 3
+check "subcommand"       "$bin" frobnicate
+check "cannot open metrics file" "$bin" "${t[@]}" --metrics /nonexistent-dir/m.jsonl
+check "--global-batch"   "$bin" manual --global-batch 1 --steps 1
+# With MPI ranks: the verdict is reached identically on every rank, no hang.
+check "--width"          "$mpiexec" -np 2 "${mpi_flags[@]}" "$bin" "${t[@]}" --width 0
+check "smaller than the 3 ranks" "$mpiexec" -np 3 "${mpi_flags[@]}" "$bin" "${t[@]}" --global-batch 2 --width 8 --depth 1
+check "single-process"   "$mpiexec" -np 2 "${mpi_flags[@]}" "$bin" baseline --steps 1 --width 8 --depth 1
+# Ranks started with different options (MPMD launch) are refused at start-up on every rank.
+check "configuration mismatch" "$mpiexec" "${mpi_flags[@]}" -np 1 "$bin" "${t[@]}" --width 16 --depth 1 : \
+                                  -np 1 "$bin" "${t[@]}" --width 8 --depth 1
+
+echo "$((cases - failures)) passed, $failures failed"
+[ "$failures" -eq 0 ]

@@ -1,0 +1,404 @@
+// test_cpu_ops.cpp — CpuOps against float64 references and finite differences.
+// What is checked: gemm for all transpose combinations, beta 0/1 and odd shapes against the triple
+// loop; bias+activation, ReLU backward, bias-gradient accumulation; softmax cross-entropy (values,
+// large logits, scale, bad labels); scale/zero/copy; and central-difference gradient checks (in
+// double) of a whole Linear+bias+ReLU layer and of softmax cross-entropy, which catch wrong
+// transposes, signs and factors in the backward formulas. Outputs are NaN-poisoned first.
+// Tolerances: u = 2^-24 is float32's unit roundoff; each bound is stated where it is used.
+#include <gtest/gtest.h>
+
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "kernel_test_util.hpp"
+#include "kernels/ops.hpp"
+
+namespace microddp::kernels {
+namespace {
+
+using test::gemm_ref;
+using test::poisoned;
+using test::random_labels;
+using test::random_normal;
+
+constexpr double kU = 1.0 / 16777216.0;  // 2^-24, float32 unit roundoff
+
+std::unique_ptr<Ops> cpu() { return make_cpu_ops(1); }
+
+TEST(CpuOps, DescribesItself) {
+  auto ops = cpu();
+  EXPECT_EQ(ops->device(), core::Device::Host);
+  const std::string d = ops->description();
+  EXPECT_NE(d.find("OpenBLAS"), std::string::npos) << d;
+  EXPECT_NE(d.find("1 thread"), std::string::npos) << d;
+  EXPECT_EQ(ops->native_stream(), nullptr);
+  EXPECT_THROW(make_cpu_ops(0), core::Error);
+}
+
+// ---- gemm ---------------------------------------------------------------------------------------
+struct GemmShape {
+  std::int64_t m, n, k;
+};
+
+TEST(CpuOps, GemmMatchesTripleLoopAllTransposes) {
+  auto ops = cpu();
+  const GemmShape shapes[] = {{1, 1, 1}, {7, 5, 3}, {33, 17, 65}, {4, 3, 0}};
+  std::uint64_t stream = 100;
+  for (const GemmShape& s : shapes) {
+    for (int ta = 0; ta < 2; ++ta) {
+      for (int tb = 0; tb < 2; ++tb) {
+        for (float beta : {0.0f, 1.0f}) {
+          SCOPED_TRACE("m=" + std::to_string(s.m) + " n=" + std::to_string(s.n) + " k=" + std::to_string(s.k) +
+                       " ta=" + std::to_string(ta) + " tb=" + std::to_string(tb) + " beta=" + std::to_string(beta));
+          const float alpha = 0.75f;
+          const auto a = random_normal(s.m * s.k, ++stream);
+          const auto b = random_normal(s.k * s.n, ++stream);
+          // beta = 0: C is NaN-poisoned, and BLAS semantics say C is then not read, so NaN must not
+          // leak into the result. beta = 1: C holds data that must be accumulated into.
+          std::vector<float> c = beta == 0.0f ? poisoned(s.m * s.n) : random_normal(s.m * s.n, ++stream);
+          std::vector<double> abs_sum;
+          const auto ref = gemm_ref(ta != 0, tb != 0, s.m, s.n, s.k, alpha, a.data(), b.data(), beta, c.data(), &abs_sum);
+          ops->gemm(ta != 0, tb != 0, s.m, s.n, s.k, alpha, a.data(), b.data(), beta, c.data());
+          for (std::size_t i = 0; i < ref.size(); ++i) {
+            // Higham's bound for a k-term dot product in any order, plus the alpha and beta roundings:
+            // |err| <= (k + 2) u * sum|terms|; x2 margin for how OpenBLAS splits those roundings.
+            const double tol = 2.0 * static_cast<double>(s.k + 2) * kU * abs_sum[i];
+            ASSERT_NEAR(c[i], ref[i], tol) << "element " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuOps, GemmEmptyAndOversizedShapes) {
+  auto ops = cpu();
+  std::vector<float> c = {5.0f};
+  ops->gemm(false, false, 0, 1, 1, 1.0f, nullptr, nullptr, 0.0f, c.data());  // m = 0: nothing to do
+  EXPECT_EQ(c[0], 5.0f);
+  // Counts beyond BLAS's int are refused before any memory is touched (style: no silent narrowing).
+  const std::int64_t too_big = static_cast<std::int64_t>(INT_MAX) + 1;
+  EXPECT_THROW(ops->gemm(false, false, too_big, 1, 1, 1.0f, nullptr, nullptr, 0.0f, nullptr), core::Error);
+  EXPECT_THROW(ops->gemm(false, false, 1, 1, -1, 1.0f, nullptr, nullptr, 0.0f, nullptr), core::Error);
+}
+
+// ---- bias + activation, relu backward, bias grad -----------------------------------------------
+TEST(CpuOps, BiasActForward) {
+  auto ops = cpu();
+  const std::int64_t rows = 9, cols = 13;
+  for (bool relu_on : {false, true}) {
+    const auto y0 = random_normal(rows * cols, 200);
+    const auto bias = random_normal(cols, 201);
+    std::vector<float> y = y0;
+    ops->bias_act_forward(y.data(), bias.data(), rows, cols, relu_on);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      for (std::int64_t j = 0; j < cols; ++j) {
+        // Exact: (double)a + (double)b is exact for these O(1) floats, and rounding it to float gives
+        // the correctly rounded float sum, which is what float addition returns.
+        const float t = static_cast<float>(static_cast<double>(y0[r * cols + j]) + static_cast<double>(bias[j]));
+        const float want = relu_on ? (t > 0.0f ? t : 0.0f) : t;
+        ASSERT_EQ(y[r * cols + j], want) << "relu=" << relu_on << " (" << r << ", " << j << ")";
+      }
+    }
+  }
+}
+
+TEST(CpuOps, ReluBackward) {
+  auto ops = cpu();
+  const std::int64_t n = 37;
+  auto y = random_normal(n, 300);
+  for (auto& v : y) v = v > 0.0f ? v : 0.0f;  // a ReLU output: zeros and positives
+  y[3] = 0.0f;                                 // explicitly the boundary: y == 0 blocks the gradient
+  const auto dy0 = random_normal(n, 301);
+  std::vector<float> dy = dy0;
+  ops->relu_backward(dy.data(), y.data(), n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(dy[i], y[i] > 0.0f ? dy0[i] : 0.0f) << i;  // exact: a select, no arithmetic
+  }
+}
+
+TEST(CpuOps, BiasGradAccumulates) {
+  auto ops = cpu();
+  const std::int64_t rows = 11, cols = 6;
+  const auto dy = random_normal(rows * cols, 400);
+  const auto db0 = random_normal(cols, 401);  // pre-existing gradient: must be added to, not replaced
+  std::vector<float> db = db0;
+  ops->bias_grad(db.data(), dy.data(), rows, cols);
+  for (std::int64_t j = 0; j < cols; ++j) {
+    double want = db0[j], abs_sum = std::fabs(db0[j]);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      want += dy[r * cols + j];
+      abs_sum += std::fabs(dy[r * cols + j]);
+    }
+    // A (rows + 1)-term float sum: |err| <= (rows + 1) u * sum|terms| (Higham).
+    EXPECT_NEAR(db[j], want, static_cast<double>(rows + 1) * kU * abs_sum) << j;
+  }
+  // Twice in a row accumulates twice. Integer-valued dy keeps every partial sum exact, so the
+  // different association ((0 + S) + r_0 + ... vs r_0 + ...) cannot hide behind rounding.
+  std::vector<float> dy_int(dy.size());
+  for (std::size_t i = 0; i < dy.size(); ++i) dy_int[i] = std::round(4.0f * dy[i]);
+  std::vector<float> twice(static_cast<std::size_t>(cols), 0.0f);
+  ops->bias_grad(twice.data(), dy_int.data(), rows, cols);
+  ops->bias_grad(twice.data(), dy_int.data(), rows, cols);
+  std::vector<float> once(static_cast<std::size_t>(cols), 0.0f);
+  ops->bias_grad(once.data(), dy_int.data(), rows, cols);
+  for (std::int64_t j = 0; j < cols; ++j) EXPECT_EQ(twice[j], 2.0f * once[j]) << j;
+}
+
+// ---- softmax cross-entropy ----------------------------------------------------------------------
+// Checks loss and gradient of one call against the double reference.
+void check_xent(Ops& ops, const std::vector<float>& logits, const std::vector<std::int32_t>& labels, std::int64_t rows,
+                std::int64_t classes, float scale) {
+  std::vector<float> d = poisoned(rows * classes);
+  float loss = test::kPoison;
+  ops.softmax_xent(logits.data(), labels.data(), rows, classes, scale, d.data(), &loss);
+  double ref_loss = 0.0;
+  std::vector<double> x(static_cast<std::size_t>(classes)), p(static_cast<std::size_t>(classes));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t j = 0; j < classes; ++j) x[j] = logits[r * classes + j];
+    ref_loss += test::xent_row_ref(x.data(), classes, labels[r], p.data());
+    for (std::int64_t j = 0; j < classes; ++j) {
+      const double want = scale * (p[j] - (j == labels[r] ? 1.0 : 0.0));
+      // p_j = e_j / S with S a classes-term float sum: relative error <= (classes + 3) u; the result
+      // is scaled by `scale`, and |p_j| <= 1, so the absolute bound is (classes + 3) u * scale (x2 margin).
+      ASSERT_NEAR(d[r * classes + j], want, 2.0 * static_cast<double>(classes + 3) * kU * scale)
+          << "row " << r << " class " << j;
+      ASSERT_TRUE(std::isfinite(d[r * classes + j]));
+    }
+  }
+  ref_loss *= scale;
+  // Per row: (M - x_t) is exact, log S is off by <= (classes + 2) u (absolute) from S's rounding; the
+  // rows' float losses then carry u relative each. Bound (classes + 3) u (1 + |row loss|) per row,
+  // times `scale` summed over rows; x2 margin.
+  const double tol = 2.0 * static_cast<double>(classes + 3) * kU * (static_cast<double>(scale) * static_cast<double>(rows) + std::fabs(ref_loss));
+  EXPECT_NEAR(loss, ref_loss, tol);
+  EXPECT_TRUE(std::isfinite(loss));
+}
+
+TEST(CpuOps, SoftmaxXentMatchesDoubleReference) {
+  auto ops = cpu();
+  for (std::int64_t classes : {1, 2, 10, 33}) {
+    const std::int64_t rows = 7;
+    SCOPED_TRACE("classes=" + std::to_string(classes));
+    check_xent(*ops, random_normal(rows * classes, 500 + classes, 3.0f), random_labels(rows, classes, 510 + classes),
+               rows, classes, 1.0f / static_cast<float>(rows));
+  }
+}
+
+TEST(CpuOps, SoftmaxXentLargeLogitsStayFinite) {
+  auto ops = cpu();
+  // exp(1e4) overflows float (max ~ 3.4e38 = e^88.7); the max-subtracted form never exponentiates
+  // anything positive. Row 0: a confident correct prediction; row 1: the label at -1e4 (loss ~ 2e4);
+  // row 2: all equal (loss = log 4); row 3: mixed signs and magnitudes.
+  const std::vector<float> logits = {1e4f, 9999.0f, -1e4f, 0.0f,   //
+                                     1e4f, 9999.0f, -1e4f, 0.0f,   //
+                                     1e4f, 1e4f,    1e4f,  1e4f,   //
+                                     -3.5f, 1e4f,   -1e4f, 42.0f};
+  const std::vector<std::int32_t> labels = {0, 2, 3, 1};
+  check_xent(*ops, logits, labels, 4, 4, 0.25f);
+  std::vector<float> d = poisoned(4);
+  float loss = 0.0f;
+  ops->softmax_xent(logits.data() + 8, labels.data() + 2, 1, 4, 1.0f, d.data(), &loss);
+  EXPECT_NEAR(loss, std::log(4.0), 4 * kU);  // log S with S = 4 exactly: one rounding of log
+}
+
+TEST(CpuOps, SoftmaxXentScaleIsExactForPowersOfTwo) {
+  auto ops = cpu();
+  const std::int64_t rows = 5, classes = 6;
+  const auto logits = random_normal(rows * classes, 600, 2.0f);
+  const auto labels = random_labels(rows, classes, 601);
+  std::vector<float> d1 = poisoned(rows * classes), dq = poisoned(rows * classes);
+  float l1 = test::kPoison, lq = test::kPoison;
+  ops->softmax_xent(logits.data(), labels.data(), rows, classes, 1.0f, d1.data(), &l1);
+  ops->softmax_xent(logits.data(), labels.data(), rows, classes, 0.25f, dq.data(), &lq);
+  // Multiplying by 2^-2 commutes with float rounding (no subnormals here), so results are bitwise
+  // scale * (unscaled result).
+  EXPECT_EQ(lq, 0.25f * l1);
+  for (std::int64_t i = 0; i < rows * classes; ++i) EXPECT_EQ(dq[i], 0.25f * d1[i]) << i;
+}
+
+TEST(CpuOps, SoftmaxXentRejectsBadLabelsAndHandlesEmptyBatch) {
+  auto ops = cpu();
+  const std::vector<float> logits = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f};
+  for (std::int32_t bad : {-1, 3, INT32_MAX}) {
+    const std::vector<std::int32_t> labels = {1, bad};
+    std::vector<float> d = poisoned(6);
+    float loss = test::kPoison;
+    EXPECT_THROW(ops->softmax_xent(logits.data(), labels.data(), 2, 3, 0.5f, d.data(), &loss), core::Error) << bad;
+    EXPECT_TRUE(std::isnan(d[0])) << "a rejected batch leaves the outputs untouched";
+  }
+  float loss = test::kPoison;
+  ops->softmax_xent(logits.data(), nullptr, 0, 3, 0.5f, nullptr, &loss);
+  EXPECT_EQ(loss, 0.0f) << "loss_out is overwritten even for an empty batch";
+}
+
+// ---- scale / zero / copy -----------------------------------------------------------------------
+TEST(CpuOps, ScaleZeroCopy) {
+  auto ops = cpu();
+  const std::int64_t n = 19;
+  const auto x0 = random_normal(n, 700);
+  std::vector<float> x = x0;
+  ops->scale(x.data(), -0.5f, n);
+  for (std::int64_t i = 0; i < n; ++i) EXPECT_EQ(x[i], -0.5f * x0[i]);  // exact: power-of-two factor
+  std::vector<float> z = poisoned(n);
+  ops->zero(z.data(), n);
+  for (float v : z) EXPECT_EQ(v, 0.0f);
+  std::vector<float> c = poisoned(n);
+  ops->copy(c.data(), x0.data(), n);
+  EXPECT_EQ(c, x0);
+  ops->zero(nullptr, 0);
+  ops->copy(nullptr, nullptr, 0);
+  ops->synchronize();
+}
+
+// ---- finite-difference gradient checks -----------------------------------------------------------
+// One Linear layer y = act(x W^T + b), x (B, in), W (out, in), b (out), and the scalar
+// L = sum(w_out * y) with fixed random w_out (B, out). The forward and backward run through the
+// Ops exactly as the model will: forward gemm(N, T) + bias_act; backward relu_backward, bias_grad,
+// dW = dy^T x (gemm(T, N), accumulating), dx = dy W (gemm(N, N)).
+struct LinearCase {
+  std::int64_t batch = 5, in = 7, out = 4;
+  std::vector<float> x, w, b, w_out;
+};
+
+double linear_loss_ref(const LinearCase& c, const std::vector<double>& x, const std::vector<double>& w,
+                       const std::vector<double>& b, bool relu_on, double* min_abs_preact = nullptr) {
+  double loss = 0.0;
+  for (std::int64_t i = 0; i < c.batch; ++i) {
+    for (std::int64_t o = 0; o < c.out; ++o) {
+      double t = b[o];
+      for (std::int64_t p = 0; p < c.in; ++p) t += x[i * c.in + p] * w[o * c.in + p];
+      if (min_abs_preact != nullptr) *min_abs_preact = std::fmin(*min_abs_preact, std::fabs(t));
+      loss += c.w_out[i * c.out + o] * (relu_on ? std::fmax(t, 0.0) : t);
+    }
+  }
+  return loss;
+}
+
+TEST(CpuOps, LinearLayerGradientsMatchFiniteDifferences) {
+  auto ops = cpu();
+  for (bool relu_on : {true, false}) {
+    SCOPED_TRACE(relu_on ? "relu" : "identity");
+    LinearCase c;
+    c.x = random_normal(c.batch * c.in, 800);
+    c.w = random_normal(c.out * c.in, 801, 0.5f);
+    c.b = random_normal(c.out, 802, 0.1f);
+    c.w_out = random_normal(c.batch * c.out, 803);
+
+    // Analytic gradients through the fp32 Ops.
+    std::vector<float> y = poisoned(c.batch * c.out);
+    ops->gemm(false, true, c.batch, c.out, c.in, 1.0f, c.x.data(), c.w.data(), 0.0f, y.data());
+    ops->bias_act_forward(y.data(), c.b.data(), c.batch, c.out, relu_on);
+    std::vector<float> dy = c.w_out;  // dL/dy
+    if (relu_on) ops->relu_backward(dy.data(), y.data(), c.batch * c.out);
+    std::vector<float> db(static_cast<std::size_t>(c.out), 0.0f), dw(static_cast<std::size_t>(c.out * c.in), 0.0f);
+    ops->bias_grad(db.data(), dy.data(), c.batch, c.out);
+    ops->gemm(true, false, c.out, c.in, c.batch, 1.0f, dy.data(), c.x.data(), 1.0f, dw.data());
+    std::vector<float> dx = poisoned(c.batch * c.in);
+    ops->gemm(false, false, c.batch, c.in, c.out, 1.0f, dy.data(), c.w.data(), 0.0f, dx.data());
+
+    // Central differences on the double reference. L is linear in each single coordinate except at
+    // ReLU kinks, so the difference is exact up to roundoff (~1e-16 |L| / h = 1e-10) unless a
+    // pre-activation lies within h * |coefficient| (< 1e-5) of 0 — ruled out by the assertion below.
+    const double h = 1e-6;
+    std::vector<double> xd(c.x.begin(), c.x.end()), wd(c.w.begin(), c.w.end()), bd(c.b.begin(), c.b.end());
+    double min_abs_preact = 1e300;
+    linear_loss_ref(c, xd, wd, bd, relu_on, &min_abs_preact);
+    ASSERT_GT(min_abs_preact, 1e-4) << "inputs too close to a ReLU kink for the finite difference";
+    // The fp32 gradients are sums of <= 7 products of O(1) values: |err| <= 7 u * 7 ~ 3e-6; 1e-5 leaves
+    // margin while any wrong transpose, sign or factor gives O(0.1..1) errors.
+    const double tol = 1e-5;
+    auto check = [&](std::vector<double>& v, const std::vector<float>& grad, const char* name) {
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        const double keep = v[i];
+        v[i] = keep + h;
+        const double lp = linear_loss_ref(c, xd, wd, bd, relu_on);
+        v[i] = keep - h;
+        const double lm = linear_loss_ref(c, xd, wd, bd, relu_on);
+        v[i] = keep;
+        ASSERT_NEAR(grad[i], (lp - lm) / (2 * h), tol) << name << "[" << i << "]";
+      }
+    };
+    check(xd, dx, "dx");
+    check(wd, dw, "dW");
+    check(bd, db, "db");
+  }
+}
+
+TEST(CpuOps, SoftmaxXentGradientMatchesFiniteDifferences) {
+  auto ops = cpu();
+  const std::int64_t rows = 6, classes = 5;
+  const float scale = 1.0f / 8.0f;  // e.g. these 6 rows are one rank's share of a global batch of 8
+  const auto logits = random_normal(rows * classes, 900, 2.0f);
+  const auto labels = random_labels(rows, classes, 901);
+  std::vector<float> d = poisoned(rows * classes);
+  float loss = test::kPoison;
+  ops->softmax_xent(logits.data(), labels.data(), rows, classes, scale, d.data(), &loss);
+
+  std::vector<double> x(logits.begin(), logits.end());
+  auto loss_ref = [&]() {
+    double l = 0.0;
+    for (std::int64_t r = 0; r < rows; ++r) l += test::xent_row_ref(&x[r * classes], classes, labels[r], nullptr);
+    return scale * l;
+  };
+  EXPECT_NEAR(loss, loss_ref(), 1e-6);  // see check_xent's bound: (5 + 3) u * 2 ~ 1e-6 for O(1) losses
+  // Smooth in the logits: central-difference truncation ~ h^2 |L'''| ~ 1e-8 * 0.1, roundoff
+  // ~ 1e-16 / h = 1e-12; the fp32 gradient is off by <= (classes + 3) u * scale ~ 6e-8.
+  const double h = 1e-4, tol = 1e-6;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double keep = x[i];
+    x[i] = keep + h;
+    const double lp = loss_ref();
+    x[i] = keep - h;
+    const double lm = loss_ref();
+    x[i] = keep;
+    ASSERT_NEAR(d[i], (lp - lm) / (2 * h), tol) << "dlogits[" << i << "]";
+  }
+}
+
+// ---- optimizer passes (formulas are checked by hand in test_optimizer_math.cpp) -----------------
+TEST(CpuOps, OptimizerPassesApplyTheSharedFormulaToEveryElement) {
+  auto ops = cpu();
+  const std::int64_t n = 23;
+  const auto g = random_normal(n, 1000);
+  AdamParams a;
+  a.lr = 0.01f;
+  a.weight_decay = 0.1f;
+  a.decoupled = true;
+  a.bias_correction1 = 0.1f;
+  a.bias_correction2 = 0.001f;
+  std::vector<float> p = random_normal(n, 1001), m = random_normal(n, 1002), v(static_cast<std::size_t>(n), 0.5f);
+  std::vector<float> pe = p, me = m, ve = v;
+  ops->adam_step(a, p.data(), g.data(), m.data(), v.data(), n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    adam_update(a, pe[i], g[i], me[i], ve[i]);
+    // Exact: the same inline function on the same inputs (vectorisation does not reassociate here).
+    ASSERT_EQ(p[i], pe[i]) << i;
+    ASSERT_EQ(m[i], me[i]) << i;
+    ASSERT_EQ(v[i], ve[i]) << i;
+  }
+  SgdParams s;
+  s.lr = 0.1f;
+  s.momentum = 0.9f;
+  s.nesterov = true;
+  std::vector<float> buf(static_cast<std::size_t>(n), 0.25f), bufe = buf;
+  ops->sgd_step(s, p.data(), g.data(), buf.data(), n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    sgd_update(s, pe[i], g[i], bufe[i]);
+    ASSERT_EQ(p[i], pe[i]) << i;
+    ASSERT_EQ(buf[i], bufe[i]) << i;
+  }
+  // Momentum 0 needs no buffer; momentum != 0 without one is an error.
+  s.momentum = 0.0f;
+  s.nesterov = false;
+  ops->sgd_step(s, p.data(), g.data(), nullptr, n);
+  s.momentum = 0.5f;
+  EXPECT_THROW(ops->sgd_step(s, p.data(), g.data(), nullptr, n), core::Error);
+}
+
+}  // namespace
+}  // namespace microddp::kernels

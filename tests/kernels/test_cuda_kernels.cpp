@@ -1,0 +1,370 @@
+// test_cuda_kernels.cpp — CudaOps and the launchers of cuda_kernels.hpp against CpuOps / the host
+// functions, on fresh random inputs, with every device output poisoned (all bits 1 = NaN) first.
+// Without a CUDA device it prints "no CUDA device: skipped" and exits 77, which ctest reports as
+// skipped (SKIP_RETURN_CODE), so this file has its own main (the static gtest_main is then not linked
+// in: the linker only pulls archive members for undefined symbols, and main is defined here).
+// Tolerances (u = 2^-24): stated per test; the general fp32 budget is 1e-5 relative to the inputs'
+// magnitude (~170 u), which covers nvcc's FMA contraction (--fmad=true by default) and CUDA's
+// expf (2 ulp) vs glibc's (1 ulp), while any indexing or formula bug shows as O(1) errors or NaN.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "kernel_test_util.hpp"
+#include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/device.hpp"
+#include "kernels/cuda_kernels.hpp"
+#include "kernels/host_reduce.hpp"
+#include "kernels/launch_geometry.hpp"
+#include "kernels/ops.hpp"
+
+namespace microddp::kernels {
+namespace {
+
+using test::random_labels;
+using test::random_normal;
+
+constexpr double kU = 1.0 / 16777216.0;  // 2^-24
+
+// Owning device array for the tests (the product's device buffers live in core).
+template <typename T>
+class DeviceArray {
+ public:
+  explicit DeviceArray(std::int64_t n) : n_(n) {
+    if (n_ > 0) MDDP_CUDA_CHECK(cudaMalloc(&p_, bytes()));
+    poison();
+    MDDP_CUDA_CHECK(cudaDeviceSynchronize());  // see below: the memset must land before other streams read
+  }
+  explicit DeviceArray(const std::vector<T>& host) : DeviceArray(static_cast<std::int64_t>(host.size())) {
+    if (n_ > 0) MDDP_CUDA_CHECK(cudaMemcpy(p_, host.data(), bytes(), cudaMemcpyHostToDevice));
+    // A pageable-memory cudaMemcpy may return before its DMA lands, and CudaOps' stream does not
+    // wait for the legacy stream: make the data visible to every stream before a test uses it.
+    MDDP_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  ~DeviceArray() { (void)cudaFree(p_); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+
+  // All bytes 0xFF: a NaN for float, -1 for integers, 0xFFFF (a NaN) for bf16.
+  void poison() {
+    if (n_ > 0) MDDP_CUDA_CHECK(cudaMemset(p_, 0xFF, bytes()));
+  }
+  std::vector<T> download() const {
+    std::vector<T> h(static_cast<std::size_t>(n_));
+    MDDP_CUDA_CHECK(cudaDeviceSynchronize());
+    if (n_ > 0) MDDP_CUDA_CHECK(cudaMemcpy(h.data(), p_, bytes(), cudaMemcpyDeviceToHost));
+    return h;
+  }
+  T* get() { return p_; }
+  std::int64_t count() const { return n_; }
+
+ private:
+  std::size_t bytes() const { return static_cast<std::size_t>(n_) * sizeof(T); }
+  T* p_ = nullptr;
+  std::int64_t n_ = 0;
+};
+
+class CudaKernels : public ::testing::Test {
+ protected:
+  std::unique_ptr<Ops> gpu_ = make_cuda_ops(0, false);
+  std::unique_ptr<Ops> cpu_ = make_cpu_ops(1);
+};
+
+TEST_F(CudaKernels, DescribesItself) {
+  EXPECT_EQ(gpu_->device(), core::Device::Cuda);
+  EXPECT_NE(gpu_->description().find("cuda:0"), std::string::npos) << gpu_->description();
+  EXPECT_NE(gpu_->native_stream(), nullptr);
+  EXPECT_THROW(make_cuda_ops(cuda_device_count(), false), core::Error);
+  EXPECT_THROW(cuda_device_description(-1), core::Error);
+}
+
+// ---- GEMM: cuBLAS (row-major via the transpose trick) vs OpenBLAS -------------------------------
+void gemm_case(Ops& gpu, Ops& cpu, bool tf32, std::int64_t m, std::int64_t n, std::int64_t k, bool ta, bool tb,
+               float beta, std::uint64_t stream) {
+  SCOPED_TRACE("m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
+               " ta=" + std::to_string(ta) + " tb=" + std::to_string(tb) + " beta=" + std::to_string(beta) +
+               (tf32 ? " tf32" : ""));
+  const float alpha = 0.75f;
+  const auto a = random_normal(m * k, stream);
+  const auto b = random_normal(k * n, stream + 1);
+  const auto c0 = beta == 0.0f ? test::poisoned(m * n) : random_normal(m * n, stream + 2);
+  std::vector<float> c_cpu = c0;
+  cpu.gemm(ta, tb, m, n, k, alpha, a.data(), b.data(), beta, c_cpu.data());
+  DeviceArray<float> da(a), db(b), dc(c0);
+  gpu.gemm(ta, tb, m, n, k, alpha, da.get(), db.get(), beta, dc.get());
+  gpu.synchronize();
+  const auto c_gpu = dc.download();
+  std::vector<double> abs_sum;
+  test::gemm_ref(ta, tb, m, n, k, alpha, a.data(), b.data(), beta, c0.data(), &abs_sum);
+  // Each result is within (k + 2) u sum|terms| of the exact value (Higham), so they are within twice
+  // that of each other; x2 margin. TF32 (10 explicit mantissa bits) perturbs each input by up to
+  // 2^-10 relative even if the hardware truncates, so each product by 2^-9: add 2^-9 sum|terms|.
+  const double rel = 4.0 * static_cast<double>(k + 2) * kU + (tf32 ? std::ldexp(1.0, -9) : 0.0);
+  for (std::size_t i = 0; i < c_cpu.size(); ++i) {
+    ASSERT_NEAR(c_gpu[i], c_cpu[i], rel * abs_sum[i]) << "element " << i;
+  }
+}
+
+TEST_F(CudaKernels, GemmMatchesOpenBlas) {
+  struct Shape { std::int64_t m, n, k; };
+  std::uint64_t stream = 10000;
+  for (Shape s : {Shape{1, 1, 1}, Shape{7, 5, 3}, Shape{33, 17, 65}, Shape{128, 96, 200}, Shape{3, 4, 0}}) {
+    for (int ta = 0; ta < 2; ++ta) {
+      for (int tb = 0; tb < 2; ++tb) {
+        for (float beta : {0.0f, 1.0f}) {
+          gemm_case(*gpu_, *cpu_, false, s.m, s.n, s.k, ta != 0, tb != 0, beta, stream += 3);
+        }
+      }
+    }
+  }
+}
+
+TEST_F(CudaKernels, GemmTf32WithinItsPrecision) {
+  auto tf32 = make_cuda_ops(0, true);
+  EXPECT_NE(tf32->description().find("tf32 on"), std::string::npos);
+  std::uint64_t stream = 20000;
+  for (int ta = 0; ta < 2; ++ta) {
+    for (int tb = 0; tb < 2; ++tb) gemm_case(*tf32, *cpu_, true, 256, 192, 320, ta != 0, tb != 0, 1.0f, stream += 3);
+  }
+}
+
+// ---- element-wise ops: the same float operations as the CPU, so exact where no FMA can form ------
+TEST_F(CudaKernels, BiasActForwardAndReluBackwardAreExact) {
+  const std::int64_t rows = 301, cols = 77;  // neither a multiple of the block nor of a warp
+  for (bool relu_on : {false, true}) {
+    const auto y0 = random_normal(rows * cols, 30000 + relu_on);
+    const auto bias = random_normal(cols, 30010 + relu_on);
+    std::vector<float> y_cpu = y0;
+    cpu_->bias_act_forward(y_cpu.data(), bias.data(), rows, cols, relu_on);
+    DeviceArray<float> dy(y0), dbias(bias);
+    gpu_->bias_act_forward(dy.get(), dbias.get(), rows, cols, relu_on);
+    // Exact: one correctly rounded add and a max per element on both sides.
+    EXPECT_EQ(dy.download(), y_cpu) << "relu=" << relu_on;
+  }
+  auto y = random_normal(rows * cols, 30020);
+  for (auto& v : y) v = v > 0.0f ? v : 0.0f;
+  const auto g0 = random_normal(rows * cols, 30021);
+  std::vector<float> g_cpu = g0;
+  cpu_->relu_backward(g_cpu.data(), y.data(), rows * cols);
+  DeviceArray<float> dg(g0), dyv(y);
+  gpu_->relu_backward(dg.get(), dyv.get(), rows * cols);
+  EXPECT_EQ(dg.download(), g_cpu);  // exact: a select
+}
+
+TEST_F(CudaKernels, BiasGradAccumulatesDeterministically) {
+  struct Shape { std::int64_t rows, cols; };
+  for (const auto [rows, cols] : {Shape{1, 1}, Shape{300, 77}, Shape{4097, 33}, Shape{16, 1030}}) {
+    SCOPED_TRACE("rows=" + std::to_string(rows) + " cols=" + std::to_string(cols));
+    const auto dy = random_normal(rows * cols, 31000 + static_cast<std::uint64_t>(rows));
+    const auto db0 = random_normal(cols, 31100 + static_cast<std::uint64_t>(cols));
+    std::vector<float> db_cpu = db0;
+    cpu_->bias_grad(db_cpu.data(), dy.data(), rows, cols);
+    DeviceArray<float> ddy(dy), ddb(db0), ddb2(db0);
+    gpu_->bias_grad(ddb.get(), ddy.get(), rows, cols);
+    gpu_->bias_grad(ddb2.get(), ddy.get(), rows, cols);
+    const auto db_gpu = ddb.download();
+    EXPECT_EQ(db_gpu, ddb2.download()) << "two runs must be bitwise identical";
+    for (std::int64_t j = 0; j < cols; ++j) {
+      double abs_sum = std::fabs(db0[j]);
+      for (std::int64_t r = 0; r < rows; ++r) abs_sum += std::fabs(dy[r * cols + j]);
+      // Different summation orders, each within (rows + 1) u sum|terms| of the truth (Higham): x2.
+      ASSERT_NEAR(db_gpu[j], db_cpu[j], 2.0 * static_cast<double>(rows + 1) * kU * abs_sum) << j;
+    }
+  }
+}
+
+// ---- softmax cross-entropy -------------------------------------------------------------------------
+void xent_case(Ops& gpu, Ops& cpu, const std::vector<float>& logits, const std::vector<std::int32_t>& labels,
+               std::int64_t rows, std::int64_t classes, float scale) {
+  SCOPED_TRACE("rows=" + std::to_string(rows) + " classes=" + std::to_string(classes));
+  std::vector<float> d_cpu = test::poisoned(rows * classes);
+  float loss_cpu = test::kPoison;
+  cpu.softmax_xent(logits.data(), labels.data(), rows, classes, scale, d_cpu.data(), &loss_cpu);
+  DeviceArray<float> dl(logits), dd(rows * classes), dloss(1), dloss2(1);
+  DeviceArray<std::int32_t> dlab(labels);
+  gpu.softmax_xent(dl.get(), dlab.get(), rows, classes, scale, dd.get(), dloss.get());
+  gpu.softmax_xent(dl.get(), dlab.get(), rows, classes, scale, dd.get(), dloss2.get());
+  gpu.synchronize();
+  const auto d_gpu = dd.download();
+  const float loss_gpu = dloss.download()[0];
+  EXPECT_EQ(loss_gpu, dloss2.download()[0]) << "loss must be bitwise reproducible";
+  // Gradient: each side is within (classes + 3) u * scale of the truth (see test_cpu_ops.cpp), plus
+  // 2 ulp for CUDA's expf: (classes + 5) u * scale each, x2 for the difference, x2 margin.
+  const double tol_d = 4.0 * static_cast<double>(classes + 5) * kU * scale;
+  for (std::size_t i = 0; i < d_cpu.size(); ++i) ASSERT_NEAR(d_gpu[i], d_cpu[i], tol_d) << "dlogits[" << i << "]";
+  // Loss: per row (classes + 5) u (1 + |row loss|) on each side; summed and scaled, x2 x2.
+  const double tol_l =
+      4.0 * static_cast<double>(classes + 5) * kU * (static_cast<double>(scale) * static_cast<double>(rows) + std::fabs(loss_cpu));
+  EXPECT_NEAR(loss_gpu, loss_cpu, tol_l);
+}
+
+TEST_F(CudaKernels, SoftmaxXentMatchesCpu) {
+  // classes 1, 10, 33 (> one warp: lanes stride), 1000; rows up to past the block cap (8 * 1024).
+  for (std::int64_t classes : {1, 10, 33, 1000}) {
+    for (std::int64_t rows : {1, 9, 1000}) {
+      xent_case(*gpu_, *cpu_, random_normal(rows * classes, 40000 + classes * 7 + rows, 3.0f),
+                random_labels(rows, classes, 41000 + classes + rows), rows, classes, 1.0f / 1024.0f);
+    }
+  }
+  xent_case(*gpu_, *cpu_, random_normal(9000 * 10, 42000, 3.0f), random_labels(9000, 10, 42001), 9000, 10,
+            1.0f / 9000.0f);
+}
+
+TEST_F(CudaKernels, SoftmaxXentLargeLogits) {
+  const std::vector<float> logits = {1e4f, 9999.0f, -1e4f, 0.0f,  1e4f, 9999.0f, -1e4f, 0.0f,
+                                     1e4f, 1e4f,    1e4f,  1e4f,  -3.5f, 1e4f,   -1e4f, 42.0f};
+  xent_case(*gpu_, *cpu_, logits, {0, 2, 3, 1}, 4, 4, 0.25f);
+}
+
+TEST_F(CudaKernels, SoftmaxXentBadLabelIsReportedAtSynchronize) {
+  const std::vector<float> logits = random_normal(6, 43000);
+  DeviceArray<float> dl(logits), dd(6), dloss(1);
+  DeviceArray<std::int32_t> dlab(std::vector<std::int32_t>{1, 3});  // 3 is out of [0, 3)
+  gpu_->softmax_xent(dl.get(), dlab.get(), 2, 3, 0.5f, dd.get(), dloss.get());
+  EXPECT_THROW(gpu_->synchronize(), core::Error);
+  EXPECT_TRUE(std::isnan(dloss.download()[0]));
+  gpu_->synchronize();  // the flag was reset: the next synchronize is clean
+  // Empty batch: the loss is still overwritten (with 0).
+  DeviceArray<float> dloss0(1);
+  gpu_->softmax_xent(dl.get(), dlab.get(), 0, 3, 0.5f, dd.get(), dloss0.get());
+  gpu_->synchronize();
+  EXPECT_EQ(dloss0.download()[0], 0.0f);
+}
+
+// ---- optimizers ------------------------------------------------------------------------------------
+TEST_F(CudaKernels, AdamAndSgdMatchCpu) {
+  const std::int64_t n = 100003;
+  const auto g = random_normal(n, 50000);
+  const auto p0 = random_normal(n, 50001);
+  const auto m0 = random_normal(n, 50002, 0.1f);
+  auto v0 = random_normal(n, 50003, 0.1f);
+  for (auto& x : v0) x = x * x;  // second moments are >= 0
+  for (bool decoupled : {false, true}) {
+    AdamParams a;
+    a.lr = 0.01f;
+    a.weight_decay = 0.05f;
+    a.decoupled = decoupled;
+    a.bias_correction1 = 0.271f;
+    a.bias_correction2 = 0.002997001f;
+    std::vector<float> p = p0, m = m0, v = v0;
+    cpu_->adam_step(a, p.data(), g.data(), m.data(), v.data(), n);
+    DeviceArray<float> dp(p0), dg(g), dm(m0), dv(v0);
+    gpu_->adam_step(a, dp.get(), dg.get(), dm.get(), dv.get(), n);
+    const auto pg = dp.download(), mg = dm.download(), vg = dv.download();
+    for (std::int64_t i = 0; i < n; ++i) {
+      // 1e-5 relative to the magnitudes that enter each update (see the file comment).
+      ASSERT_NEAR(mg[i], m[i], 1e-5 * (std::fabs(m0[i]) + std::fabs(g[i]) + std::fabs(p0[i]))) << i;
+      ASSERT_NEAR(vg[i], v[i], 1e-5 * (v0[i] + (std::fabs(g[i]) + std::fabs(p0[i])) * (std::fabs(g[i]) + std::fabs(p0[i])))) << i;
+      ASSERT_NEAR(pg[i], p[i], 1e-5 * (std::fabs(p0[i]) + std::fabs(p[i] - p0[i]))) << i;
+    }
+  }
+  for (int variant = 0; variant < 3; ++variant) {  // plain, momentum, nesterov
+    SgdParams s;
+    s.lr = 0.1f;
+    s.weight_decay = 0.01f;
+    s.momentum = variant == 0 ? 0.0f : 0.9f;
+    s.nesterov = variant == 2;
+    std::vector<float> p = p0, buf = m0;
+    cpu_->sgd_step(s, p.data(), g.data(), variant == 0 ? nullptr : buf.data(), n);
+    DeviceArray<float> dp(p0), dg(g), dbuf(m0);
+    gpu_->sgd_step(s, dp.get(), dg.get(), variant == 0 ? nullptr : dbuf.get(), n);
+    const auto pg = dp.download(), bg = dbuf.download();
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double mag = std::fabs(p0[i]) + std::fabs(g[i]) + std::fabs(m0[i]);
+      ASSERT_NEAR(pg[i], p[i], 1e-5 * mag) << "variant " << variant << " " << i;
+      if (variant != 0) {
+        ASSERT_NEAR(bg[i], buf[i], 1e-5 * mag) << "variant " << variant << " " << i;
+      }
+    }
+  }
+}
+
+// ---- scale / zero / copy (also past the grid-stride cap: 20M > 65536 blocks x 256 threads) --------
+TEST_F(CudaKernels, ScaleZeroCopy) {
+  for (std::int64_t n : {std::int64_t{1}, std::int64_t{1000}, std::int64_t{20'000'000}}) {
+    const auto x0 = random_normal(n, 60000 + static_cast<std::uint64_t>(n % 1000));
+    DeviceArray<float> dx(x0), dz(n), dc(n);
+    gpu_->scale(dx.get(), -0.5f, n);
+    gpu_->zero(dz.get(), n);
+    gpu_->copy(dc.get(), dx.get(), n);
+    gpu_->synchronize();
+    const auto x = dx.download(), z = dz.download(), c = dc.download();
+    for (std::int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(x[i], -0.5f * x0[i]) << i;  // exact: power-of-two factor
+      ASSERT_EQ(z[i], 0.0f) << i;
+      ASSERT_EQ(c[i], x[i]) << i;
+    }
+  }
+}
+
+// ---- launchers used outside Ops: element-wise reduce (GPU ring) and bf16 conversion ----------------
+TEST_F(CudaKernels, ReduceMatchesHostReduceExactly) {
+  const std::int64_t n = 70001;
+  const auto a = random_normal(n, 70000), b = random_normal(n, 70001);
+  for (core::ReduceOp op : {core::ReduceOp::Sum, core::ReduceOp::Max, core::ReduceOp::Min, core::ReduceOp::Mean}) {
+    std::vector<float> want(static_cast<std::size_t>(n));
+    host_reduce(core::TensorView::of(want.data(), n), core::TensorView::of(const_cast<float*>(a.data()), n),
+                core::TensorView::of(const_cast<float*>(b.data()), n), op);
+    DeviceArray<float> da(a), db(b), dd(n);
+    gpu::reduce(dd.get(), da.get(), db.get(), n, op, nullptr);
+    EXPECT_EQ(dd.download(), want) << core::reduce_op_name(op);  // exact: one add / compare per element
+    gpu::reduce(da.get(), da.get(), db.get(), n, op, nullptr);  // in place (dst aliases a)
+    EXPECT_EQ(da.download(), want) << core::reduce_op_name(op) << " in place";
+  }
+}
+
+TEST_F(CudaKernels, Bf16ConversionMatchesHostFunctionsBitwise) {
+  auto x = random_normal(100000, 80000, 100.0f);
+  x[0] = 0.0f;
+  x[1] = -0.0f;
+  x[2] = std::numeric_limits<float>::max();
+  x[3] = std::numeric_limits<float>::infinity();
+  x[4] = std::numeric_limits<float>::quiet_NaN();
+  x[5] = float_from_bits(0x3F808000u);  // a tie
+  const auto n = static_cast<std::int64_t>(x.size());
+  DeviceArray<float> dx(x), back(n);
+  DeviceArray<std::uint16_t> dbf(n);
+  gpu::f32_to_bf16(dbf.get(), dx.get(), n, nullptr);
+  gpu::bf16_to_f32(back.get(), dbf.get(), n, nullptr);
+  const auto bf = dbf.download();
+  const auto f = back.download();
+  for (std::int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(bf[i], float_to_bf16_bits(x[i])) << i;  // the same function on both sides: bitwise
+    const float want = bf16_bits_to_float(bf[i]);
+    if (std::isnan(want)) {
+      ASSERT_TRUE(std::isnan(f[i])) << i;
+    } else {
+      ASSERT_EQ(f[i], want) << i;
+    }
+  }
+}
+
+TEST_F(CudaKernels, LaunchersRejectBadArguments) {
+  EXPECT_THROW(gpu::scale(nullptr, 1.0f, -1, nullptr), core::Error);
+  EXPECT_THROW(gpu::bias_grad(nullptr, nullptr, -1, 3, nullptr), core::Error);
+  EXPECT_THROW(gpu::softmax_xent(nullptr, nullptr, 1, 0, 1.0f, nullptr, nullptr, {}, nullptr), core::Error);
+  SgdParams s;
+  s.momentum = 0.9f;
+  EXPECT_THROW(gpu::sgd_step(s, nullptr, nullptr, nullptr, 5, nullptr), core::Error);
+  gpu::scale(nullptr, 1.0f, 0, nullptr);  // n = 0: no launch, no error
+}
+
+}  // namespace
+}  // namespace microddp::kernels
+
+int main(int argc, char** argv) {
+  if (microddp::kernels::cuda_device_count() == 0) {
+    std::printf("no CUDA device: skipped\n");
+    return 77;  // MICRODDP_SKIP_CODE: ctest shows the test as skipped
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  std::printf("# device 0: %s\n", microddp::kernels::cuda_device_description(0).c_str());
+  return RUN_ALL_TESTS();
+}
