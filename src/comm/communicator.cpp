@@ -22,18 +22,36 @@ std::string_view collective_name(CollectiveKind kind) {
   return "?";
 }
 
-Communicator::Communicator(int rank, int size) : rank_(rank), size_(size) {
+Communicator::Communicator(int rank, int size) : Communicator(rank, size, Dispatch::ProgressEngine) {}
+
+Communicator::Communicator(int rank, int size, Dispatch dispatch) : rank_(rank), size_(size), dispatch_(dispatch) {
   MDDP_CHECK(size >= 1 && rank >= 0 && rank < size, "invalid rank " << rank << " of " << size);
-  engine_ = std::make_unique<ProgressEngine>([this](const CollectiveCall& call) { execute_with_mean(call); });
+  if (dispatch_ == Dispatch::ProgressEngine) {
+    engine_ = std::make_unique<ProgressEngine>([this](const CollectiveCall& call) { execute_with_mean(call); });
+  }
 }
 
 Communicator::~Communicator() { shutdown(); }
 
 void Communicator::shutdown() {
   // Destroying the engine drains the queue and joins the thread; errors of unwaited work are lost
-  // here by design (a destructor must not throw).
+  // here by design (a destructor must not throw). Direct backends: wait for launched work likewise.
+  if (dispatch_ == Dispatch::Direct && !shut_down_) {
+    try {
+      wait_launched();
+    } catch (const std::exception&) {  // reported to whoever waited on the Work; nowhere to go here
+    }
+  }
+  shut_down_ = true;
   engine_.reset();
 }
+
+Work Communicator::launch(const CollectiveCall&, Mode) {
+  MDDP_CHECK(false, name() << ": launch() called on a backend without direct dispatch");
+  return Work();
+}
+
+void Communicator::wait_launched() {}
 
 void Communicator::execute_with_mean(const CollectiveCall& call) {
   if (call.op == ReduceOp::Mean && call.recv.device == core::Device::Host) {
@@ -69,7 +87,11 @@ void check_op(ReduceOp op, core::DType dtype, std::string_view what) {
 }  // namespace
 
 Work Communicator::submit(CollectiveCall call, Mode mode) {
-  MDDP_CHECK(engine_ != nullptr, name() << ": communicator already shut down");
+  MDDP_CHECK(!shut_down_, name() << ": communicator already shut down");
+  if (dispatch_ == Dispatch::Direct) {
+    call.seq = ++launched_;
+    return launch(call, mode);
+  }
   return engine_->submit(call, mode);
 }
 
@@ -134,10 +156,17 @@ Work Communicator::reduce_scatter(TensorView send, TensorView recv, ReduceOp op,
 }
 
 void Communicator::synchronize() {
-  MDDP_CHECK(engine_ != nullptr, name() << ": communicator already shut down");
+  MDDP_CHECK(!shut_down_, name() << ": communicator already shut down");
+  if (dispatch_ == Dispatch::Direct) {
+    wait_launched();
+    return;
+  }
   engine_->wait_all();
 }
 
-std::uint64_t Communicator::collectives_issued() const { return engine_ ? engine_->submitted() : 0; }
+std::uint64_t Communicator::collectives_issued() const {
+  if (dispatch_ == Dispatch::Direct) return launched_;
+  return engine_ ? engine_->submitted() : 0;
+}
 
 }  // namespace microddp::comm

@@ -14,6 +14,13 @@
 // Backends derive from this class and implement execute(), a blocking run of one collective.
 // A backend's destructor must call shutdown() first, so the communication thread stops before
 // the backend's own members are destroyed.
+//
+// Direct dispatch (for NCCL): a backend whose collectives are asynchronous by nature (NCCL enqueues
+// a kernel on a CUDA stream and returns; the GPU makes the progress) gains nothing from a
+// communication thread: a hand-off would only add latency, and a thread calling blocking execute()
+// would serialise launches. Such a backend constructs the base with Dispatch::Direct and overrides
+// launch() (enqueue, return a Work from its own WorkSource) and wait_launched(). Validation and
+// sequence numbers stay here, identical for both kinds; execute() is then never called.
 #pragma once
 
 #include <memory>
@@ -30,6 +37,9 @@ class Communicator {
  public:
   Communicator(int rank, int size);
   virtual ~Communicator();
+  // How collectives reach the backend: the progress engine's thread calling execute() (default), or
+  // launch() on the caller's thread (see the file comment).
+  enum class Dispatch : std::uint8_t { ProgressEngine, Direct };
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
@@ -58,8 +68,17 @@ class Communicator {
   // divides afterwards); device backends receive Mean as is.
   virtual void execute(const CollectiveCall& call) = 0;
 
-  // Stops the communication thread after draining queued work. Idempotent.
+  // Stops the communication thread after draining queued work (Direct: waits for launched work,
+  // errors ignored). Idempotent; afterwards every call throws.
   void shutdown();
+
+  Communicator(int rank, int size, Dispatch dispatch);
+  // Direct dispatch only. Called on the caller's thread, in issue order, with call.seq assigned and
+  // the arguments validated. Mode::Sync returns a completed Work after the collective finished;
+  // Mode::Async returns at once. Every ReduceOp, Mean included, arrives as issued (any device).
+  virtual Work launch(const CollectiveCall& call, Mode mode);
+  // Direct dispatch only: waits for every collective launched so far; throws on failure.
+  virtual void wait_launched();
 
  private:
   Work submit(CollectiveCall call, Mode mode);
@@ -67,6 +86,9 @@ class Communicator {
 
   int rank_;
   int size_;
+  Dispatch dispatch_ = Dispatch::ProgressEngine;
+  bool shut_down_ = false;
+  std::uint64_t launched_ = 0;  // Direct dispatch: last sequence number handed to launch()
   std::unique_ptr<ProgressEngine> engine_;
 };
 

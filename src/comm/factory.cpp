@@ -1,15 +1,35 @@
 // factory.cpp — backend selection by name (--comm).
 #include "comm/factory.hpp"
 
+#include "comm/hand_rolled_communicator.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "core/error.hpp"
 
+#if defined(MICRODDP_HAVE_NCCL)
+#include "comm/nccl_communicator.hpp"
+#endif
+
 namespace microddp::comm {
 
-std::vector<std::string> available_backends() { return {"mpi"}; }
+std::vector<std::string> available_backends() {
+  std::vector<std::string> names = {"mpi", "naive", "ring", "rd", "auto"};
+#if defined(MICRODDP_HAVE_NCCL)
+  // GPU backends: one GPU per rank; host buffers are staged (nccl_communicator.hpp).
+  names.insert(names.end(), {"nccl", "nccl-ring"});
+#endif
+  return names;
+}
 
 std::unique_ptr<Communicator> make_communicator(std::string_view name, const MpiRuntime& runtime) {
   if (name == "mpi") return std::make_unique<MpiCommunicator>(runtime.world());
+  if (name == "naive") return std::make_unique<HandRolledCommunicator>(runtime.world(), AllReduceAlgorithm::Naive);
+  if (name == "ring") return std::make_unique<HandRolledCommunicator>(runtime.world(), AllReduceAlgorithm::Ring);
+  if (name == "rd") return std::make_unique<HandRolledCommunicator>(runtime.world(), AllReduceAlgorithm::RecursiveDoubling);
+  if (name == "auto") return std::make_unique<HandRolledCommunicator>(runtime.world(), AllReduceAlgorithm::Auto);
+#if defined(MICRODDP_HAVE_NCCL)
+  if (name == "nccl") return make_nccl_communicator(runtime);
+  if (name == "nccl-ring") return make_gpu_ring_communicator(runtime);
+#endif
   std::string list;
   for (const auto& b : available_backends()) list += (list.empty() ? "" : ", ") + b;
   MDDP_USAGE_CHECK(false, "unknown communication backend '" << name << "' (this build has: " << list << ")");

@@ -1,6 +1,7 @@
 // mpi_communicator.hpp — the `mpi` backend: every collective is the MPI library's own
 // (MPI_Allreduce, MPI_Bcast, ...) on a private duplicate of the parent communicator.
-// Contract: see communicator.hpp. Host buffers only (a device buffer fails the collective).
+// Contract: see communicator.hpp. Device buffers (Device::Cuda) go through device_staging.hpp: pinned
+// host staging, or CUDA-aware MPI when the library says so at run time; builds without CUDA refuse them.
 // No single MPI call moves more than max_chunk_count elements in total (block collectives: at least
 // one element per rank), so 64-bit counts beyond INT_MAX are split, never truncated; the limit is settable so tests exercise the chunking with
 // small counts. How each collective splits, and what it costs, is documented in the .cpp.
@@ -10,8 +11,10 @@
 
 #include <climits>
 #include <cstdint>
+#include <memory>
 
 #include "comm/communicator.hpp"
+#include "comm/device_staging.hpp"
 
 namespace microddp::comm {
 
@@ -32,7 +35,10 @@ class MpiCommunicator final : public Communicator {
   void execute(const CollectiveCall& call) override;
 
  private:
+  void execute_host(const CollectiveCall& call);  // every used buffer is host memory (or CUDA-aware MPI)
+
   MPI_Comm comm_ = MPI_COMM_NULL;
+  std::unique_ptr<DeviceStaging> staging_ = make_device_staging();
   std::int64_t max_chunk_count_ = INT_MAX;
 };
 

@@ -2,11 +2,12 @@
 #include "comm/progress_engine.hpp"
 
 #include "core/error.hpp"
+#include "core/timer.hpp"
 
 namespace microddp::comm {
 
 ProgressEngine::ProgressEngine(Executor executor, std::size_t capacity)
-    : executor_(std::move(executor)), ring_(capacity) {
+    : executor_(std::move(executor)), ring_(capacity), done_seq_(capacity, 0), done_ns_(capacity, 0) {
   MDDP_CHECK(capacity > 0, "progress engine needs a queue capacity > 0");
   thread_ = std::thread([this] { thread_main(); });
 }
@@ -66,8 +67,11 @@ void ProgressEngine::run_one(const CollectiveCall& call) {
       error = e.what();
     }
   }
+  const std::int64_t done_ns = core::now_ns();
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    done_seq_[call.seq % done_seq_.size()] = call.seq;
+    done_ns_[call.seq % done_ns_.size()] = done_ns;
     if (!error.empty() && failed_seq_ == 0) {
       failed_seq_ = call.seq;
       error_ = std::string(collective_name(call.kind)) + " #" + std::to_string(call.seq) + " failed: " + error;
@@ -99,6 +103,12 @@ void ProgressEngine::wait_for(std::uint64_t seq) {
   std::unique_lock<std::mutex> lock(mutex_);
   done_cv_.wait(lock, [&] { return completed_seq_.load(std::memory_order_acquire) >= seq; });
   if (failed_seq_ != 0 && seq >= failed_seq_) throw core::Error(error_);
+}
+
+std::int64_t ProgressEngine::completion_ns(std::uint64_t seq) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::size_t slot = seq % done_seq_.size();
+  return done_seq_[slot] == seq ? done_ns_[slot] : 0;
 }
 
 void ProgressEngine::wait_all() {

@@ -48,6 +48,9 @@ class ProgressEngine final : public WorkSource {
   bool is_complete(std::uint64_t seq) override;
   void wait_for(std::uint64_t seq) override;
   void wait_all();  // waits for everything submitted so far (throws on failure)
+  // core::now_ns() when `seq` completed, taken on the thread that ran it just before the completion
+  // was published; 0 if `seq` has not completed or is older than the last `capacity` completions.
+  std::int64_t completion_ns(std::uint64_t seq) override;
 
   std::uint64_t submitted() const { return next_seq_ - 1; }
   std::uint64_t completed() const { return completed_seq_.load(std::memory_order_acquire); }
@@ -65,6 +68,9 @@ class ProgressEngine final : public WorkSource {
   bool stop_ = false;
   std::atomic<std::uint64_t> completed_seq_{0};
   std::uint64_t failed_seq_ = 0;  // 0: no failure
+  // Completion timestamps, slot seq % capacity, tagged with their seq (guarded by mutex_).
+  std::vector<std::uint64_t> done_seq_;
+  std::vector<std::int64_t> done_ns_;
   std::string error_;
   std::mutex mutex_;
   std::condition_variable work_cv_;  // the thread waits for work here

@@ -17,6 +17,9 @@ class WorkSource {
   virtual ~WorkSource() = default;
   virtual bool is_complete(std::uint64_t seq) = 0;
   virtual void wait_for(std::uint64_t seq) = 0;  // throws on failure
+  // core::now_ns() at which collective `seq` completed, measured where it ran (the communication
+  // thread); 0 when unknown (not complete yet, or too old: only the most recent completions are kept).
+  virtual std::int64_t completion_ns(std::uint64_t /*seq*/) { return 0; }
 };
 
 class Work {
@@ -29,6 +32,9 @@ class Work {
     if (source_ != nullptr) source_->wait_for(seq_);
   }
   std::uint64_t seq() const { return seq_; }
+  // When the collective completed (core::now_ns() clock), 0 if unknown. A default-constructed
+  // (synchronous) Work has no timestamp: the caller's own clock after the call is the completion.
+  std::int64_t completion_ns() const { return source_ != nullptr ? source_->completion_ns(seq_) : 0; }
 
  private:
   WorkSource* source_ = nullptr;

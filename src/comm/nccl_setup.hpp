@@ -1,0 +1,73 @@
+// nccl_setup.hpp — pure host-side helpers of the NCCL backends' start-up, free of NCCL and CUDA
+// headers so the CPU unit tests check them (tests/comm/test_nccl_host.cpp).
+//
+// Contract:
+//   * UniqueIdMessage is what rank 0 broadcasts (MPI_BYTE) to create the NCCL communicator: the
+//     opaque ncclUniqueId bytes plus what every rank must agree on before ncclCommInitRank, which
+//     otherwise fails obscurely or hangs: the world size, the NCCL version (mixed installations),
+//     and a checksum over all of it (a truncated or mismatched broadcast is caught, not trusted).
+//     check_unique_id_message() throws core::Error naming the first disagreement.
+//   * nccl_device_for_rank() picks the GPU of a rank from its node-local rank. NCCL refuses two ranks
+//     of one communicator on the same GPU, so more ranks on a node than visible GPUs is an error
+//     (with the numbers), never a silent sharing of device 0.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+
+#include "core/error.hpp"
+
+namespace microddp::comm {
+
+// NCCL_UNIQUE_ID_BYTES in nccl.h (static_assert'ed where nccl.h is included).
+inline constexpr std::size_t kNcclUniqueIdBytes = 128;
+
+struct UniqueIdMessage {
+  std::array<char, kNcclUniqueIdBytes> id{};
+  std::int32_t world_size = 0;
+  std::int32_t nccl_version = 0;  // NCCL_VERSION_CODE of the sender's library (ncclGetVersion)
+  std::uint64_t checksum = 0;     // FNV-1a over id, world_size and nccl_version
+};
+
+inline std::uint64_t unique_id_checksum(const UniqueIdMessage& m) {
+  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a 64-bit offset basis / prime
+  auto mix = [&h](const void* p, std::size_t n) {
+    const auto* b = static_cast<const unsigned char*>(p);
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ULL;
+  };
+  mix(m.id.data(), m.id.size());
+  mix(&m.world_size, sizeof m.world_size);
+  mix(&m.nccl_version, sizeof m.nccl_version);
+  return h;
+}
+
+inline UniqueIdMessage make_unique_id_message(const char* id_bytes, int world_size, int nccl_version) {
+  UniqueIdMessage m;
+  std::memcpy(m.id.data(), id_bytes, kNcclUniqueIdBytes);
+  m.world_size = world_size;
+  m.nccl_version = nccl_version;
+  m.checksum = unique_id_checksum(m);
+  return m;
+}
+
+// Run by every rank on the received message with its own view of the world.
+inline void check_unique_id_message(const UniqueIdMessage& m, int world_size, int nccl_version) {
+  MDDP_CHECK(m.checksum == unique_id_checksum(m), "nccl: the unique id received from rank 0 is corrupt (checksum mismatch)");
+  MDDP_CHECK(m.world_size == world_size, "nccl: rank 0 created the unique id for " << m.world_size
+                                                                                   << " ranks, this rank sees " << world_size);
+  MDDP_CHECK(m.nccl_version == nccl_version, "nccl: rank 0 runs NCCL version code " << m.nccl_version << ", this rank "
+                                                                                     << nccl_version
+                                                                                     << " (mixed installations)");
+}
+
+// GPU index of a rank: its node-local rank (one GPU per rank).
+inline int nccl_device_for_rank(int local_rank, int local_size, int device_count) {
+  MDDP_CHECK(device_count >= 1, "nccl: no CUDA device visible to this process (CUDA_VISIBLE_DEVICES, driver?)");
+  MDDP_CHECK(local_rank >= 0 && local_rank < local_size, "nccl: local rank " << local_rank << " of " << local_size);
+  MDDP_CHECK(local_size <= device_count, "nccl: " << local_size << " ranks on this node but only " << device_count
+                                                  << " visible GPU(s); NCCL needs one GPU per rank");
+  return local_rank;
+}
+
+}  // namespace microddp::comm

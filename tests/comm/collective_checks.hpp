@@ -1,0 +1,418 @@
+// collective_checks.hpp — exactness checks for every collective, shared by the backend-generic
+// suite (test_collectives.cpp) and the mpi chunking test (test_mpi_chunking.cpp).
+//
+// Habits from nccl-tests: inputs are integers, small enough to be exact in f32 (< 2^24), so every
+// correct result is exact and compared BITWISE with a closed form; failures report #wrong.
+// Contract of run_case(): runs one collective synchronously on `comm` and returns what this rank
+// saw: wrong elements (with the first one), changed guard elements around the receive buffer
+// (poisoned with kPoison), a changed send buffer (out-of-place), and a hash of the result where all
+// ranks must hold identical bytes. report() agrees on the outcome across ranks (one MPI_Allgather on
+// MPI_COMM_WORLD, never on the communicator under test) so rank 0, the one that prints, reports
+// every rank's failure. Call it only while the backend is idle (sync calls only): MPI runs with
+// MPI_THREAD_SERIALIZED.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.hpp"
+
+namespace microddp::testing {
+
+using comm::CollectiveKind;
+using comm::Communicator;
+using core::DType;
+using core::ReduceOp;
+using core::TensorView;
+
+// Guard elements on each side of every receive buffer: catches off-by-a-block writes.
+constexpr std::int64_t kGuard = 16;
+// Poison byte: as f32 0xA5A5A5A5 is about -2.9e-16, as f64 about -4e-30 and as i32 -1515870811;
+// none of them is a value any case below can produce (all results are integers of magnitude < 2^24).
+constexpr unsigned char kPoison = 0xA5;
+
+struct Case {
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  DType dtype = DType::F32;
+  ReduceOp op = ReduceOp::Sum;
+  std::int64_t count = 0;  // all_reduce/broadcast: the buffer; block collectives: the per-rank block c
+  bool in_place = false;
+  int root = 0;
+
+  std::string describe() const {
+    std::ostringstream os;
+    os << comm::collective_name(kind) << " " << core::dtype_name(dtype);
+    if (kind == CollectiveKind::AllReduce || kind == CollectiveKind::ReduceScatter) os << " " << core::reduce_op_name(op);
+    os << " count=" << count;
+    if (kind == CollectiveKind::Broadcast || kind == CollectiveKind::Scatter || kind == CollectiveKind::Gather) {
+      os << " root=" << root;
+    }
+    if (kind != CollectiveKind::Broadcast && kind != CollectiveKind::Barrier) os << (in_place ? " in-place" : " out-of-place");
+    return os.str();
+  }
+};
+
+struct Outcome {
+  std::int64_t wrong = 0;  // result elements that differ from the closed form
+  std::int64_t first_bad = -1;
+  double first_got = 0, first_want = 0;
+  std::int64_t guard_bad = 0;     // changed guard elements
+  std::int64_t send_changed = 0;  // changed send elements (out-of-place only)
+  std::uint64_t hash = 0;         // of the result bytes, where all ranks must agree
+  bool hashed = false;
+};
+
+// ---- inputs and closed forms --------------------------------------------------------------------
+
+// Payload of the data-movement collectives: element i of rank r's data. Distinct across ranks and
+// blocks; < 2^24 (f32-exact) for up to 16 ranks: 15e6 + 999983 < 16777216.
+inline std::int64_t data_value(int rank, std::int64_t i) { return rank * 1000000LL + i % 999983 + 1; }
+
+// Input of the reductions: element j of rank r. Which rank holds the maximum rotates with j, so
+// every rank contributes to max and min somewhere; negative values exercise signs.
+inline std::int64_t reduce_input(int rank, std::int64_t j, int n) { return ((rank + j) % n) * 1000 - 2000 + j % 977; }
+
+// Closed form over ranks of reduce_input(., j, n): ((r + j) % n) runs over 0..n-1 once.
+template <typename T>
+T reduce_expected(ReduceOp op, int n, std::int64_t j) {
+  const std::int64_t base = j % 977 - 2000;
+  const std::int64_t sum = 1000LL * n * (n - 1) / 2 + n * base;
+  switch (op) {
+    case ReduceOp::Sum: return static_cast<T>(sum);
+    case ReduceOp::Max: return static_cast<T>((n - 1) * 1000LL + base);
+    case ReduceOp::Min: return static_cast<T>(base);
+    case ReduceOp::Mean:
+      // The sum is divisible by n (sum / n = 500 (n - 1) + base), and Mean is Sum scaled by the
+      // rounded reciprocal fl(1/n). For n <= 6 that reciprocal's relative error is <= 2^-25 (f32;
+      // 2^-54 for f64), less than half an ulp of any integer result, so the exact quotient is what
+      // a correct backend returns. Beyond 6 ranks compare with the scaled sum computed the same way.
+      if (n <= 6) return static_cast<T>(sum / n);
+      return static_cast<T>(static_cast<T>(sum) * static_cast<T>(1.0 / n));
+  }
+  return T{};
+}
+
+template <typename T>
+bool same_bits(T a, T b) {
+  return std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+
+// ---- guarded, poisoned buffers ------------------------------------------------------------------
+
+template <typename T>
+class Guarded {
+ public:
+  explicit Guarded(std::int64_t count) : count_(count), storage_(static_cast<std::size_t>(count + 2 * kGuard)) {
+    std::memset(static_cast<void*>(storage_.data()), kPoison, storage_.size() * sizeof(T));
+  }
+  // Count 0 views carry a null pointer: a backend that dereferences them crashes the test.
+  T* data() { return count_ == 0 ? nullptr : storage_.data() + kGuard; }
+  TensorView view() { return TensorView::of(data(), count_); }
+  TensorView view(std::int64_t offset, std::int64_t n) { return TensorView::of(count_ == 0 ? nullptr : data() + offset, n); }
+  T& operator[](std::int64_t i) { return storage_[static_cast<std::size_t>(kGuard + i)]; }
+  std::int64_t count() const { return count_; }
+
+  std::int64_t guards_changed() const {
+    T poison;
+    std::memset(static_cast<void*>(&poison), kPoison, sizeof(T));
+    std::int64_t bad = 0;
+    for (std::int64_t g = 0; g < kGuard; ++g) {
+      bad += !same_bits(storage_[static_cast<std::size_t>(g)], poison);
+      bad += !same_bits(storage_[static_cast<std::size_t>(kGuard + count_ + g)], poison);
+    }
+    return bad;
+  }
+
+  std::uint64_t hash() {  // FNV-1a over the payload bytes
+    std::uint64_t h = 1469598103934665603ULL;
+    const auto* p = reinterpret_cast<const unsigned char*>(storage_.data() + kGuard);
+    for (std::int64_t b = 0; b < count_ * static_cast<std::int64_t>(sizeof(T)); ++b) h = (h ^ p[b]) * 1099511628211ULL;
+    return h;
+  }
+
+ private:
+  std::int64_t count_;
+  std::vector<T> storage_;
+};
+
+template <typename T>
+void expect_element(Outcome& o, std::int64_t i, T got, T want) {
+  if (same_bits(got, want)) return;
+  if (o.wrong++ == 0) {
+    o.first_bad = i;
+    o.first_got = static_cast<double>(got);
+    o.first_want = static_cast<double>(want);
+  }
+}
+
+// ---- one runner per collective ------------------------------------------------------------------
+
+template <typename T>
+Outcome run_all_reduce(Communicator& comm, const Case& k) {
+  const int r = comm.rank(), n = comm.size();
+  Guarded<T> send(k.count), recv(k.in_place ? 0 : k.count);
+  for (std::int64_t i = 0; i < k.count; ++i) send[i] = static_cast<T>(reduce_input(r, i, n));
+  comm.all_reduce(send.view(), k.in_place ? send.view() : recv.view(), k.op);
+  Guarded<T>& out = k.in_place ? send : recv;
+  Outcome o;
+  for (std::int64_t i = 0; i < k.count; ++i) expect_element(o, i, out[i], reduce_expected<T>(k.op, n, i));
+  if (!k.in_place) {
+    for (std::int64_t i = 0; i < k.count; ++i) o.send_changed += !same_bits(send[i], static_cast<T>(reduce_input(r, i, n)));
+  }
+  o.guard_bad = send.guards_changed() + recv.guards_changed();
+  o.hash = out.hash();
+  o.hashed = true;
+  return o;
+}
+
+template <typename T>
+Outcome run_broadcast(Communicator& comm, const Case& k) {
+  const int r = comm.rank();
+  Guarded<T> buf(k.count);
+  if (r == k.root) {
+    for (std::int64_t i = 0; i < k.count; ++i) buf[i] = static_cast<T>(data_value(k.root, i));
+  }
+  comm.broadcast(buf.view(), k.root);
+  Outcome o;
+  for (std::int64_t i = 0; i < k.count; ++i) expect_element(o, i, buf[i], static_cast<T>(data_value(k.root, i)));
+  o.guard_bad = buf.guards_changed();
+  o.hash = buf.hash();
+  o.hashed = true;
+  return o;
+}
+
+template <typename T>
+Outcome run_scatter(Communicator& comm, const Case& k) {
+  const int r = comm.rank(), n = comm.size();
+  const std::int64_t c = k.count;
+  const bool root = r == k.root;
+  // The root's n*c elements: block q goes to rank q; values depend on the root and the position.
+  Guarded<T> send(root ? n * c : 0);
+  if (root) {
+    for (std::int64_t j = 0; j < n * c; ++j) send[j] = static_cast<T>(data_value(k.root, j));
+  }
+  const bool in_place = root && k.in_place;
+  Guarded<T> recv(in_place ? 0 : c);
+  comm.scatter(root ? send.view() : TensorView(), in_place ? send.view(k.root * c, c) : recv.view(), k.root);
+  Outcome o;
+  for (std::int64_t i = 0; i < c; ++i) {
+    expect_element(o, i, in_place ? send[k.root * c + i] : recv[i], static_cast<T>(data_value(k.root, r * c + i)));
+  }
+  for (std::int64_t j = 0; j < send.count(); ++j) o.send_changed += !same_bits(send[j], static_cast<T>(data_value(k.root, j)));
+  o.guard_bad = send.guards_changed() + recv.guards_changed();
+  return o;
+}
+
+template <typename T>
+Outcome run_gather(Communicator& comm, const Case& k) {
+  const int r = comm.rank(), n = comm.size();
+  const std::int64_t c = k.count;
+  const bool root = r == k.root;
+  const bool in_place = root && k.in_place;
+  Guarded<T> recv(root ? n * c : 0);
+  Guarded<T> send(in_place ? 0 : c);
+  for (std::int64_t i = 0; i < c; ++i) (in_place ? recv[k.root * c + i] : send[i]) = static_cast<T>(data_value(r, i));
+  // Non-roots pass an empty recv: the convention says it is ignored there.
+  comm.gather(in_place ? recv.view(k.root * c, c) : send.view(), root ? recv.view() : TensorView(), k.root);
+  Outcome o;
+  if (root) {
+    for (std::int64_t j = 0; j < n * c; ++j) {
+      expect_element(o, j, recv[j], static_cast<T>(data_value(static_cast<int>(j / c), j % c)));
+    }
+  }
+  for (std::int64_t i = 0; i < send.count(); ++i) o.send_changed += !same_bits(send[i], static_cast<T>(data_value(r, i)));
+  o.guard_bad = send.guards_changed() + recv.guards_changed();
+  return o;
+}
+
+template <typename T>
+Outcome run_all_gather(Communicator& comm, const Case& k) {
+  const int r = comm.rank(), n = comm.size();
+  const std::int64_t c = k.count;
+  Guarded<T> recv(n * c);
+  Guarded<T> send(k.in_place ? 0 : c);
+  for (std::int64_t i = 0; i < c; ++i) (k.in_place ? recv[r * c + i] : send[i]) = static_cast<T>(data_value(r, i));
+  comm.all_gather(k.in_place ? recv.view(r * c, c) : send.view(), recv.view());
+  Outcome o;
+  for (std::int64_t j = 0; j < n * c; ++j) {
+    expect_element(o, j, recv[j], static_cast<T>(data_value(static_cast<int>(j / c), j % c)));
+  }
+  for (std::int64_t i = 0; i < send.count(); ++i) o.send_changed += !same_bits(send[i], static_cast<T>(data_value(r, i)));
+  o.guard_bad = send.guards_changed() + recv.guards_changed();
+  o.hash = recv.hash();
+  o.hashed = true;
+  return o;
+}
+
+template <typename T>
+Outcome run_reduce_scatter(Communicator& comm, const Case& k) {
+  const int r = comm.rank(), n = comm.size();
+  const std::int64_t c = k.count;
+  Guarded<T> send(n * c);
+  for (std::int64_t j = 0; j < n * c; ++j) send[j] = static_cast<T>(reduce_input(r, j, n));
+  Guarded<T> recv(k.in_place ? 0 : c);
+  comm.reduce_scatter(send.view(), k.in_place ? send.view(0, c) : recv.view(), k.op);
+  Outcome o;
+  for (std::int64_t i = 0; i < c; ++i) {
+    expect_element(o, i, k.in_place ? send[i] : recv[i], reduce_expected<T>(k.op, n, r * c + i));
+  }
+  // In place, the send buffer beyond the first c elements is scratch (unspecified afterwards).
+  if (!k.in_place) {
+    for (std::int64_t j = 0; j < n * c; ++j) o.send_changed += !same_bits(send[j], static_cast<T>(reduce_input(r, j, n)));
+  }
+  o.guard_bad = send.guards_changed() + recv.guards_changed();
+  return o;
+}
+
+template <typename T>
+Outcome run_typed(Communicator& comm, const Case& k) {
+  switch (k.kind) {
+    case CollectiveKind::AllReduce: return run_all_reduce<T>(comm, k);
+    case CollectiveKind::Broadcast: return run_broadcast<T>(comm, k);
+    case CollectiveKind::Scatter: return run_scatter<T>(comm, k);
+    case CollectiveKind::Gather: return run_gather<T>(comm, k);
+    case CollectiveKind::AllGather: return run_all_gather<T>(comm, k);
+    case CollectiveKind::ReduceScatter: return run_reduce_scatter<T>(comm, k);
+    case CollectiveKind::Barrier: comm.barrier(); return Outcome{};
+  }
+  return Outcome{};
+}
+
+inline Outcome run_case(Communicator& comm, const Case& k) {
+  switch (k.dtype) {
+    case DType::F32: return run_typed<float>(comm, k);
+    case DType::F64: return run_typed<double>(comm, k);
+    case DType::I32: return run_typed<std::int32_t>(comm, k);
+    case DType::I64: return run_typed<std::int64_t>(comm, k);
+  }
+  return Outcome{};
+}
+
+// Agrees on one case's outcome across ranks; records a failure (on every rank) naming each bad
+// rank's #wrong, first wrong element, guard and send damage, and hash disagreement. Returns true if
+// the case passed everywhere.
+inline bool report(const Case& k, const Outcome& o) {
+  constexpr int kFields = 8;
+  std::int64_t mine[kFields] = {o.wrong, o.first_bad, 0, 0, o.guard_bad, o.send_changed, 0, o.hashed ? 1 : 0};
+  std::memcpy(&mine[2], &o.first_got, sizeof(double));
+  std::memcpy(&mine[3], &o.first_want, sizeof(double));
+  std::memcpy(&mine[6], &o.hash, sizeof(std::uint64_t));
+  int n = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  std::vector<std::int64_t> all(static_cast<std::size_t>(kFields) * n);
+  MPI_Allgather(mine, kFields, MPI_INT64_T, all.data(), kFields, MPI_INT64_T, MPI_COMM_WORLD);
+  std::ostringstream msg;
+  bool ok = true;
+  for (int q = 0; q < n; ++q) {
+    const std::int64_t* f = &all[static_cast<std::size_t>(q) * kFields];
+    const bool hash_differs = f[7] != 0 && all[7] != 0 && f[6] != all[6];
+    if (f[0] == 0 && f[4] == 0 && f[5] == 0 && !hash_differs) continue;
+    ok = false;
+    double got = 0, want = 0;
+    std::memcpy(&got, &f[2], sizeof(double));
+    std::memcpy(&want, &f[3], sizeof(double));
+    msg << "\n  rank " << q << ": #wrong " << f[0];
+    if (f[0] != 0) msg << " (first at element " << f[1] << ": got " << got << ", want " << want << ")";
+    if (f[4] != 0) msg << ", guard elements changed " << f[4];
+    if (f[5] != 0) msg << ", send elements changed " << f[5];
+    if (hash_differs) msg << ", result bytes differ from rank 0's";
+  }
+  if (!ok) ADD_FAILURE() << k.describe() << msg.str();
+  return ok;
+}
+
+// ---- case lists ---------------------------------------------------------------------------------
+
+// Element counts: empty, tiny, fewer than / not divisible by the ranks, around powers of two.
+inline std::vector<std::int64_t> counts_for(int n, std::vector<int> pow2_exponents) {
+  std::vector<std::int64_t> c = {0, 1, 2, 7, n - 1, n + 1};
+  for (int k : pow2_exponents) {
+    const std::int64_t p = std::int64_t{1} << k;
+    c.insert(c.end(), {p - 1, p, p + 1});
+  }
+  std::sort(c.begin(), c.end());
+  c.erase(std::unique(c.begin(), c.end()), c.end());
+  c.erase(std::remove_if(c.begin(), c.end(), [](std::int64_t v) { return v < 0; }), c.end());
+  return c;
+}
+
+struct OpType {
+  DType dtype;
+  ReduceOp op;
+};
+
+// Mean only for floating point (the API rejects it for integers; see test_comm_errors.cpp).
+inline std::vector<OpType> reduction_combos() {
+  std::vector<OpType> v;
+  for (DType t : {DType::F32, DType::F64, DType::I32}) {
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::Mean}) {
+      if (op == ReduceOp::Mean && t == DType::I32) continue;
+      v.push_back({t, op});
+    }
+  }
+  return v;
+}
+
+inline std::vector<int> roots_for(int n) {
+  std::vector<int> r = {0, n - 1, n / 2};
+  std::sort(r.begin(), r.end());
+  r.erase(std::unique(r.begin(), r.end()), r.end());
+  return r;
+}
+
+// Every combination of one collective kind over the given counts.
+inline std::vector<Case> cases_for(CollectiveKind kind, int n, const std::vector<std::int64_t>& counts) {
+  std::vector<Case> out;
+  const DType kDtypes[] = {DType::F32, DType::F64, DType::I32};
+  for (std::int64_t count : counts) {
+    switch (kind) {
+      case CollectiveKind::AllReduce:
+      case CollectiveKind::ReduceScatter:
+        for (const OpType& ot : reduction_combos()) {
+          for (bool ip : {false, true}) out.push_back({kind, ot.dtype, ot.op, count, ip, 0});
+        }
+        break;
+      case CollectiveKind::Broadcast:
+        for (DType t : kDtypes) {
+          for (int root : roots_for(n)) out.push_back({kind, t, ReduceOp::Sum, count, false, root});
+        }
+        break;
+      case CollectiveKind::Scatter:
+      case CollectiveKind::Gather:
+        for (DType t : kDtypes) {
+          for (int root : roots_for(n)) {
+            for (bool ip : {false, true}) out.push_back({kind, t, ReduceOp::Sum, count, ip, root});
+          }
+        }
+        break;
+      case CollectiveKind::AllGather:
+        for (DType t : kDtypes) {
+          for (bool ip : {false, true}) out.push_back({kind, t, ReduceOp::Sum, count, ip, 0});
+        }
+        break;
+      case CollectiveKind::Barrier: out.push_back({kind, DType::F32, ReduceOp::Sum, 0, false, 0}); break;
+    }
+  }
+  return out;
+}
+
+// Runs the cases, reporting each failure; stops after `max_failures` failing cases so a broken
+// backend does not print thousands of them.
+inline void run_cases(Communicator& comm, const std::vector<Case>& cases, int max_failures = 10) {
+  int failures = 0;
+  for (const Case& k : cases) {
+    if (!report(k, run_case(comm, k)) && ++failures >= max_failures) {
+      ADD_FAILURE() << "stopping after " << failures << " failing cases";
+      return;
+    }
+  }
+}
+
+}  // namespace microddp::testing
