@@ -1,7 +1,13 @@
 // grad_sync.cpp — shared bookkeeping of strategies and the strategy factory.
 #include "ddp/grad_sync.hpp"
 
+#include <algorithm>
+#include <string>
+
 #include "core/error.hpp"
+#include "ddp/bucket_planner.hpp"
+#include "ddp/bucketed_sync.hpp"
+#include "ddp/flat_sync.hpp"
 #include "ddp/naive_sync.hpp"
 
 namespace microddp::ddp {
@@ -38,12 +44,28 @@ core::TensorView GradSync::grad_slice(std::int64_t offset, std::int64_t count) c
 
 std::int64_t GradSync::bytes_per_step() const { return total_count_ * static_cast<std::int64_t>(sizeof(float)); }
 
-std::vector<std::string_view> available_strategies() { return {"naive"}; }
+std::string GradSync::collective_label(int id) const {
+  if (id >= 0 && static_cast<std::size_t>(id) < params_.size()) return params_[static_cast<std::size_t>(id)].name;
+  return "collective " + std::to_string(id);
+}
+
+std::vector<std::string_view> available_strategies() { return {"naive", "flat", "overlap", "bucketed"}; }
 
 std::unique_ptr<GradSync> make_grad_sync(std::string_view name, comm::Communicator& comm,
                                          const std::vector<model::ParamInfo>& params, float* grads,
-                                         core::EventLog& events) {
+                                         core::EventLog& events, const GradSyncOptions& options) {
   if (name == "naive") return std::make_unique<NaiveSync>(comm, params, grads, events);
+  if (name == "flat") return std::make_unique<FlatSync>(comm, params, grads, events);
+  if (name == "overlap") {
+    return std::make_unique<BucketedSync>("overlap", plan_per_parameter(params), comm, params, grads, events);
+  }
+  if (name == "bucketed") {
+    MDDP_USAGE_CHECK(options.bucket_mb > 0, "--bucket-mb must be > 0, got " << options.bucket_mb);
+    return std::make_unique<BucketedSync>(
+        "bucketed", plan_buckets(params, std::max<std::int64_t>(1, mib_to_bytes(options.bucket_mb)),
+                                 mib_to_bytes(options.first_bucket_mb)),
+        comm, params, grads, events);
+  }
   std::string list;
   for (auto s : available_strategies()) list += (list.empty() ? "" : ", ") + std::string(s);
   MDDP_USAGE_CHECK(false, "unknown strategy '" << name << "' (choose " << list << ")");

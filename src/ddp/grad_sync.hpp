@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -23,6 +24,12 @@
 #include "model/mlp.hpp"
 
 namespace microddp::ddp {
+
+// Strategy settings (only `bucketed` reads them). Sizes in MiB as on the command line.
+struct GradSyncOptions {
+  double bucket_mb = 25.0;       // --bucket-mb: bucket cap (PyTorch DDP's default bucket_cap_mb)
+  double first_bucket_mb = 0.0;  // --first-bucket-mb: cap of the first bucket; 0 = same as bucket_mb
+};
 
 class GradSync {
  public:
@@ -37,6 +44,8 @@ class GradSync {
   // What one synchronising step costs: number of gradient collectives and bytes all-reduced.
   virtual std::int64_t collectives_per_step() const = 0;
   std::int64_t bytes_per_step() const;
+  // Human-readable name of the collective with event id `id` (parameter, bucket, "all gradients").
+  virtual std::string collective_label(int id) const;
 
  protected:
   // Throws if some parameter did not report ready during this backward.
@@ -55,7 +64,7 @@ class GradSync {
 // Builds a strategy by name; unknown names are a UsageError listing the choices.
 std::unique_ptr<GradSync> make_grad_sync(std::string_view name, comm::Communicator& comm,
                                          const std::vector<model::ParamInfo>& params, float* grads,
-                                         core::EventLog& events);
+                                         core::EventLog& events, const GradSyncOptions& options = {});
 std::vector<std::string_view> available_strategies();
 
 }  // namespace microddp::ddp

@@ -24,8 +24,10 @@ std::uint64_t fnv1a64(const void* data, std::size_t bytes, std::uint64_t hash) {
 namespace {
 // Events one step records: step, data, forward, backward, optimizer, loss sync, comm wait, plus per
 // parameter a grad-ready instant and up to one collective, plus per-layer events when enabled.
-std::size_t events_per_step(const model::FullMLP& model, bool layer_events) {
-  return 16 + 2 * model.params().size() + (layer_events ? 2 * static_cast<std::size_t>(model.num_layers()) : 0);
+// With K micro-steps, data/forward/backward (and layer events) repeat K times.
+std::size_t events_per_step(const model::FullMLP& model, bool layer_events, std::int64_t micro_steps) {
+  const std::size_t per_micro = 3 + (layer_events ? 2 * static_cast<std::size_t>(model.num_layers()) : 0);
+  return 16 + 2 * model.params().size() + static_cast<std::size_t>(micro_steps) * per_micro;
 }
 }  // namespace
 
@@ -39,15 +41,23 @@ Trainer::Trainer(const TrainConfig& config, comm::Communicator& comm, kernels::O
       optimizer_(model::make_optimizer(config.optimizer, model_.param_count(), ops)),
       labels_(data::Sampler::max_local_count(config.global_batch, comm.size())),
       loss_buf_(1) {
-  const std::size_t per_step = events_per_step(model_, config.layer_events);
+  MDDP_USAGE_CHECK(config.accum_steps >= 1, "accumulation steps must be >= 1, got " << config.accum_steps);
+  const std::size_t per_step = events_per_step(model_, config.layer_events, config.accum_steps);
   events_.reserve(config.keep_events ? per_step * static_cast<std::size_t>(config.steps + 1) : per_step);
-  sync_ = make_grad_sync(config.strategy, comm, model_.params(), model_.grad_data(), events_);
+  sync_ = make_grad_sync(config.strategy, comm, model_.params(), model_.grad_data(), events_, config.sync_options);
   // Hooks are built once here: constructing std::function objects inside step() could allocate.
   grad_ready_hook_ = [this](const model::ParamInfo& p) { sync_->on_grad_ready(p); };
   if (config.layer_events) {
     fwd_hook_ = [this](int layer, bool begin) { layer_event(core::EventKind::LayerForward, layer, begin); };
     bwd_hook_ = [this](int layer, bool begin) { layer_event(core::EventKind::LayerBackward, layer, begin); };
   }
+}
+
+void Trainer::set_strategy(const std::string& strategy, const GradSyncOptions& options) {
+  comm_.synchronize();
+  sync_ = make_grad_sync(strategy, comm_, model_.params(), model_.grad_data(), events_, options);
+  config_.strategy = strategy;
+  config_.sync_options = options;
 }
 
 void Trainer::layer_event(core::EventKind kind, int layer, bool begin) {
@@ -69,6 +79,9 @@ void Trainer::verify_config_across_ranks() {
       {"classes", config_.model.classes},
       {"param_count", model_.param_count()},
       {"global_batch", config_.global_batch},
+      {"accum_steps", config_.accum_steps},
+      {"bucket_bytes", static_cast<std::int64_t>(config_.sync_options.bucket_mb * 1048576.0)},
+      {"first_bucket_bytes", static_cast<std::int64_t>(config_.sync_options.first_bucket_mb * 1048576.0)},
       {"steps", config_.steps},
       {"seed", static_cast<std::int64_t>(config_.seed)},
       {"strategy", hash_str(config_.strategy)},
@@ -112,6 +125,20 @@ void Trainer::verify_params_across_ranks() {
   }
 }
 
+void Trainer::set_data_source(const data::DataSource& source) {
+  MDDP_USAGE_CHECK(source.in_dim() == config_.model.in_dim && source.classes() == config_.model.classes,
+                   "data source " << source.describe() << " has " << source.in_dim() << " features and "
+                                  << source.classes() << " classes but the model expects " << config_.model.in_dim
+                                  << " and " << config_.model.classes << " (use --in-dim / --classes)");
+  source_ = &source;
+}
+
+void Trainer::restore_progress(std::int64_t steps_done) {
+  MDDP_CHECK(steps_done >= 0, "bad restored step count " << steps_done);
+  steps_done_ = steps_done;
+  verify_params_across_ranks();
+}
+
 void Trainer::setup() {
   verify_config_across_ranks();
   MDDP_AGREED_USAGE_CHECK(config_.global_batch >= comm_.size(),
@@ -130,21 +157,27 @@ StepRecord Trainer::step() {
   if (!config_.keep_events) events_.clear();
   const std::int64_t step_begin = core::now_ns();
   const std::int64_t rows = sampler_.local_count();
-  {
-    core::ScopedEvent e(events_, core::EventKind::Data, step);
-    dataset_.fill(sampler_.first_sample(steps_done_), rows, model_.input(), labels_.data());
-  }
-  model_.zero_grad();
-  {
-    core::ScopedEvent e(events_, core::EventKind::Forward, step);
-    model_.forward(model_.input(), rows, fwd_hook_);
-  }
-  sync_->on_backward_begin(step);
+  const std::int64_t micro_steps = config_.accum_steps;
+  const float loss_scale = 1.0f / static_cast<float>(micro_steps * config_.global_batch);
   double local_loss = 0.0;
-  {
-    core::ScopedEvent e(events_, core::EventKind::Backward, step);
-    local_loss = model_.backward(labels_.data(), 1.0f / static_cast<float>(config_.global_batch), grad_ready_hook_,
-                                 bwd_hook_);
+  model_.zero_grad();
+  for (std::int64_t k = 0; k < micro_steps; ++k) {
+    const bool last = k + 1 == micro_steps;
+    {
+      core::ScopedEvent e(events_, core::EventKind::Data, step);
+      source_->fill(sampler_.first_sample(steps_done_ * micro_steps + k), rows, model_.input(), labels_.data());
+    }
+    {
+      core::ScopedEvent e(events_, core::EventKind::Forward, step);
+      model_.forward(model_.input(), rows, fwd_hook_);
+    }
+    // Only the last micro-step synchronises: the others just accumulate local gradients (no
+    // grad_ready hook, so no collectives at all).
+    if (last) sync_->on_backward_begin(step);
+    {
+      core::ScopedEvent e(events_, core::EventKind::Backward, step);
+      local_loss += model_.backward(labels_.data(), loss_scale, last ? grad_ready_hook_ : no_ready_hook_, bwd_hook_);
+    }
   }
   sync_->finish();
   {

@@ -36,6 +36,12 @@ struct TrainConfig {
   std::int64_t global_batch = 256;
   std::uint64_t seed = 1;
   std::string strategy = "naive";
+  GradSyncOptions sync_options;  // bucket sizes (bucketed)
+  // Gradient accumulation: micro-steps per optimizer step. Micro-step k of step s uses global
+  // samples [(s*K + k)*B, (s*K + k + 1)*B) with B = global_batch, the loss is scaled by 1/(K*B),
+  // and gradients are synchronised only in the last micro-step, so K micro-steps equal one step on
+  // a global batch of K*B samples.
+  std::int64_t accum_steps = 1;
   bool keep_events = false;  // keep every step's events (for traces); otherwise only the last step's
   bool layer_events = false; // record per-layer forward/backward events
 };
@@ -58,8 +64,24 @@ class Trainer {
   model::FullMLP& model() { return model_; }
   const model::FullMLP& model() const { return model_; }
   GradSync& sync() { return *sync_; }
+  // Replaces the strategy between steps (benchmarks compare strategies on one model). Collective
+  // in effect: every rank must switch at the same step to the same strategy and options.
+  void set_strategy(const std::string& strategy, const GradSyncOptions& options);
   core::EventLog& events() { return events_; }
   const data::Sampler& sampler() const { return sampler_; }
+
+  // ---- checkpoint / data-source hooks (src/io) ----
+  model::Optimizer& optimizer() { return *optimizer_; }
+  const model::Optimizer& optimizer() const { return *optimizer_; }
+  // Global index of the next sample the trainer will read (world-size independent).
+  std::int64_t data_position() const { return steps_done_ * config_.accum_steps * config_.global_batch; }
+  // Train from `source` instead of the built-in synthetic set (it must outlive the trainer and
+  // match the model's in_dim and classes). Call before the first step.
+  void set_data_source(const data::DataSource& source);
+  const data::DataSource& data_source() const { return *source_; }
+  // After a checkpoint was loaded into model().param_data() and optimizer(): continue at
+  // `steps_done`; verifies that all ranks hold the same parameters (collective).
+  void restore_progress(std::int64_t steps_done);
 
   // FNV-1a hash of the parameter bytes (equal on all ranks after every step).
   std::uint64_t param_checksum() const;
@@ -73,6 +95,7 @@ class Trainer {
   comm::Communicator& comm_;
   kernels::Ops& ops_;
   data::SyntheticDataset dataset_;
+  const data::DataSource* source_ = &dataset_;  // dataset_ unless set_data_source()
   data::Sampler sampler_;
   model::FullMLP model_;
   std::unique_ptr<model::Optimizer> optimizer_;
@@ -84,6 +107,7 @@ class Trainer {
   std::int64_t current_step_ = 0;
   std::int64_t layer_begin_ns_ = 0;
   model::GradReadyFn grad_ready_hook_;
+  model::GradReadyFn no_ready_hook_;  // empty: non-final accumulation micro-steps
   model::LayerHookFn fwd_hook_, bwd_hook_;
 };
 

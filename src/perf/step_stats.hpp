@@ -7,6 +7,7 @@
 //   overlap       1 - comm_exposed / comm_total (0 when there was no communication)
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -20,7 +21,8 @@ struct StepStats {
   double comm_total_ms = 0, comm_exposed_ms = 0;
   std::int64_t collectives = 0;
   std::int64_t comm_bytes = 0;
-  double overlap() const { return comm_total_ms > 0 ? 1.0 - comm_exposed_ms / comm_total_ms : 0.0; }
+  // Clamped at 0: for blocking strategies exposed == total up to the few ns between the two clock reads.
+  double overlap() const { return comm_total_ms > 0 ? std::max(0.0, 1.0 - comm_exposed_ms / comm_total_ms) : 0.0; }
 };
 
 // Stats of one step from the events recorded for it.

@@ -1,0 +1,227 @@
+// bench_ddp_command.cpp — `microddp bench ddp`: every strategy on the same model and data, side by
+// side in ONE invocation, and the course's comparison table.
+//
+// Variants: the --strategies list; `bucketed` expands into one variant per --bucket-mb value (the
+// bucket-size sweep). One Trainer (one model, one optimizer) switches strategy between blocks of
+// steps; rounds are interleaved (round 1: every variant, round 2: every variant, ...) so drift on
+// a shared machine hits all variants alike (STYLE.md). Each block starts with untimed warm-up
+// steps (fresh strategy: first-touch of its state, Work handles, ...).
+//
+// Columns (means over all timed steps, from rank 0's event log — the one source of timing truth):
+//   step_ms      optimizer step wall time
+//   comm_ms      total gradient communication: sum over collectives of launch -> completion
+//   exposed_ms   time blocked in GradSync::finish() waiting for communication
+//   ops/step     gradient collectives per step
+//   comm_ovh%    exposed_ms / step_ms
+//   overlap%     1 - exposed_ms / comm_ms (communication hidden behind backward)
+//   speedup      naive step_ms / this step_ms
+//   #wrong       ranks whose parameters differ from rank 0's after the variant's steps (must be 0)
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "app/command.hpp"
+#include "app/trace_output.hpp"
+#include "app/train_options.hpp"
+#include "comm/factory.hpp"
+#include "core/error.hpp"
+#include "ddp/trainer.hpp"
+#include "kernels/ops.hpp"
+#include "perf/step_stats.hpp"
+
+namespace microddp::app {
+
+namespace {
+
+struct Variant {
+  std::string strategy;
+  double bucket_mb = 0;  // bucketed only
+  std::string label;
+  std::vector<perf::StepStats> stats;
+  std::vector<core::Event> trace_events;
+  int wrong = 0;
+};
+
+class BenchDdpCommand final : public Command {
+ public:
+  explicit BenchDdpCommand(CLI::App* sub) {
+    opts_.config.model.width = 1024;
+    opts_.config.model.depth = 16;
+    opts_.config.global_batch = 256;
+    opts_.config.steps = 5;
+    add_train_options(sub, opts_, true);
+    sub->remove_option(sub->get_option("--bucket-mb"));
+    sub->remove_option(sub->get_option("--strategy"));
+    sub->get_option("--steps")->description("Timed steps per variant per round");
+    sub->add_option("--strategies", strategies_, "Strategies to compare")->delimiter(',')->capture_default_str();
+    sub->add_option("--bucket-mb", bucket_mbs_, "Bucket caps in MiB for `bucketed` (one variant each: the sweep)")
+        ->delimiter(',')
+        ->check(CLI::Range(1e-6, 1e6))
+        ->capture_default_str();
+    sub->add_option("--rounds", rounds_, "Interleaved rounds")->check(CLI::Range(1, 1000))->capture_default_str();
+    sub->add_option("--warmup", warmup_, "Untimed steps at the start of each variant's block")->check(CLI::Range(0, 1000))->capture_default_str();
+    sub->add_option("--csv", csv_path_, "Also write the table as CSV");
+    sub->add_option("--json", json_path_, "Also write the table as JSON");
+  }
+  void validate() override {
+    validate_train_options(opts_);
+    MDDP_USAGE_CHECK(!strategies_.empty(), "--strategies is empty");
+    for (const auto& s : strategies_) {
+      bool known = false;
+      for (auto a : ddp::available_strategies()) known = known || a == s;
+      MDDP_USAGE_CHECK(known, "unknown strategy '" << s << "' in --strategies");
+    }
+    MDDP_USAGE_CHECK(!bucket_mbs_.empty(), "--bucket-mb is empty");
+  }
+  int run(const comm::MpiRuntime& mpi) override;
+
+ private:
+  TrainOptions opts_;
+  std::vector<std::string> strategies_{"naive", "flat", "overlap", "bucketed"};
+  std::vector<double> bucket_mbs_{0.25, 1, 4, 25, 100};
+  int rounds_ = 3, warmup_ = 1;
+  std::string csv_path_, json_path_;
+};
+
+double mean_of(const std::vector<perf::StepStats>& v, double perf::StepStats::*f) {
+  double s = 0;
+  for (const auto& x : v) s += x.*f;
+  return v.empty() ? 0.0 : s / static_cast<double>(v.size());
+}
+
+int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
+  std::vector<Variant> variants;
+  for (const auto& s : strategies_) {
+    if (s == "bucketed") {
+      for (double mb : bucket_mbs_) {
+        char label[64];
+        std::snprintf(label, sizeof label, "bucketed %gMiB", mb);
+        variants.push_back({s, mb, label, {}, {}, 0});
+      }
+    } else {
+      variants.push_back({s, 0, s, {}, {}, 0});
+    }
+  }
+  const bool tracing = !opts_.trace_path.empty();
+  auto cfg = opts_.config;
+  const std::int64_t steps_per_block = cfg.steps + warmup_;
+  cfg.steps = steps_per_block * rounds_ * static_cast<std::int64_t>(variants.size());
+  cfg.strategy = variants[0].strategy;
+  cfg.sync_options.bucket_mb = variants[0].bucket_mb > 0 ? variants[0].bucket_mb : 25.0;
+  cfg.layer_events = tracing;
+  const int threads = opts_.threads > 0 ? opts_.threads : default_blas_threads(mpi);
+  auto ops = kernels::make_cpu_ops(threads);
+  auto comm = comm::make_communicator(opts_.comm, mpi);
+  ddp::Trainer trainer(cfg, *comm, *ops);
+  trainer.setup();
+  const bool root = mpi.rank() == 0;
+  const double grad_mib = static_cast<double>(trainer.model().param_count()) * 4.0 / (1 << 20);
+  if (root) {
+    std::printf("# microddp bench ddp: width %" PRId64 " depth %" PRId64 " (%.2f M parameters, %.2f MiB of gradients), global "
+                "batch %" PRId64 " x %" PRId64 " accumulation, %d ranks, %s backend, %d BLAS thread(s) per rank\n",
+                cfg.model.width, cfg.model.depth, static_cast<double>(trainer.model().param_count()) * 1e-6, grad_mib,
+                cfg.global_batch, cfg.accum_steps, mpi.size(), opts_.comm.c_str(), threads);
+    std::printf("# %d interleaved rounds x %" PRId64 " timed steps per variant (after %d warm-up step(s) each time); "
+                "means of rank 0's per-step statistics\n",
+                rounds_, opts_.config.steps, warmup_);
+    std::fflush(stdout);
+  }
+  for (int round = 0; round < rounds_; ++round) {
+    for (auto& v : variants) {
+      ddp::GradSyncOptions so = cfg.sync_options;
+      if (v.bucket_mb > 0) so.bucket_mb = v.bucket_mb;
+      trainer.set_strategy(v.strategy, so);
+      for (std::int64_t i = 0; i < steps_per_block; ++i) {
+        const auto rec = trainer.step();
+        if (i < warmup_) continue;
+        v.stats.push_back(perf::step_stats(trainer.events().events(), rec.step));
+        if (tracing && round == rounds_ - 1 && i + 1 == steps_per_block) {
+          v.trace_events.assign(trainer.events().events().begin(), trainer.events().events().end());
+        }
+      }
+      // #wrong: every rank must hold rank 0's parameters.
+      auto mine = static_cast<std::int64_t>(trainer.param_checksum());
+      std::vector<std::int64_t> all(static_cast<std::size_t>(mpi.size()));
+      comm->all_gather(core::TensorView::of(&mine, 1), core::TensorView::of(all.data(), mpi.size()));
+      for (auto c : all) v.wrong += c != all[0] ? 1 : 0;
+      if (tracing && round == rounds_ - 1) {
+        std::string path = opts_.trace_path;
+        const auto dot = path.rfind(".json");
+        std::string tag = v.label;
+        std::replace(tag.begin(), tag.end(), ' ', '_');
+        path = (dot == std::string::npos ? path : path.substr(0, dot)) + "." + tag + ".json";
+        write_trace(path, *comm, v.trace_events, trainer.sync(), trainer.model().params(),
+                    {{"command", "bench ddp"}, {"variant", v.label}});
+        if (root) std::printf("# trace of %s's last step: %s\n", v.label.c_str(), path.c_str());
+      }
+    }
+  }
+  if (!root) return 0;
+  double naive_ms = 0;
+  for (const auto& v : variants) {
+    if (v.strategy == "naive") naive_ms = mean_of(v.stats, &perf::StepStats::step_ms);
+  }
+  nlohmann::json rows = nlohmann::json::array();
+  std::printf("# %-18s %9s %9s %10s %8s %9s %9s %8s %6s\n", "variant", "step_ms", "comm_ms", "exposed_ms", "ops/step",
+              "comm_ovh%", "overlap%", "speedup", "#wrong");
+  bool ok = true;
+  for (const auto& v : variants) {
+    const double step = mean_of(v.stats, &perf::StepStats::step_ms);
+    const double total = mean_of(v.stats, &perf::StepStats::comm_total_ms);
+    const double exposed = mean_of(v.stats, &perf::StepStats::comm_exposed_ms);
+    const std::int64_t ops_per_step = v.stats.empty() ? 0 : v.stats.back().collectives;
+    const double ovh = step > 0 ? 100.0 * exposed / step : 0;
+    const double overlap = total > 0 ? std::max(0.0, 100.0 * (1.0 - exposed / total)) : 0;
+    const double speedup = naive_ms > 0 && step > 0 ? naive_ms / step : 0;
+    ok = ok && v.wrong == 0;
+    char sp[16];
+    if (speedup > 0) {
+      std::snprintf(sp, sizeof sp, "%.2fx", speedup);
+    } else {
+      std::snprintf(sp, sizeof sp, "-");
+    }
+    std::printf("  %-18s %9.2f %9.2f %10.2f %8" PRId64 " %9.1f %9.1f %8s %6d\n", v.label.c_str(), step, total, exposed,
+                ops_per_step, ovh, overlap, sp, v.wrong);
+    rows.push_back({{"variant", v.label}, {"strategy", v.strategy}, {"bucket_mb", v.bucket_mb}, {"step_ms", step},
+                    {"comm_ms", total}, {"exposed_ms", exposed}, {"ops_per_step", ops_per_step}, {"comm_overhead_pct", ovh},
+                    {"overlap_pct", overlap}, {"speedup_vs_naive", speedup}, {"wrong", v.wrong},
+                    {"forward_ms", mean_of(v.stats, &perf::StepStats::forward_ms)},
+                    {"backward_ms", mean_of(v.stats, &perf::StepStats::backward_ms)},
+                    {"optimizer_ms", mean_of(v.stats, &perf::StepStats::optimizer_ms)},
+                    {"steps", v.stats.size()}});
+  }
+  std::printf("# %s\n", ok ? "OK (all ranks hold identical parameters after every variant)" : "FAILED (#wrong > 0)");
+  if (!csv_path_.empty()) {
+    std::ofstream f(csv_path_);
+    MDDP_CHECK(f.good(), "cannot write " << csv_path_);
+    f << "variant,strategy,bucket_mb,step_ms,comm_ms,exposed_ms,ops_per_step,comm_overhead_pct,overlap_pct,speedup_vs_naive,"
+         "wrong,forward_ms,backward_ms,optimizer_ms\n";
+    for (const auto& r : rows) {
+      f << r["variant"].get<std::string>() << ',' << r["strategy"].get<std::string>() << ',' << r["bucket_mb"] << ','
+        << r["step_ms"] << ',' << r["comm_ms"] << ',' << r["exposed_ms"] << ',' << r["ops_per_step"] << ','
+        << r["comm_overhead_pct"] << ',' << r["overlap_pct"] << ',' << r["speedup_vs_naive"] << ',' << r["wrong"] << ','
+        << r["forward_ms"] << ',' << r["backward_ms"] << ',' << r["optimizer_ms"] << '\n';
+    }
+  }
+  if (!json_path_.empty()) {
+    std::ofstream f(json_path_);
+    MDDP_CHECK(f.good(), "cannot write " << json_path_);
+    nlohmann::json j = {{"width", cfg.model.width}, {"depth", cfg.model.depth}, {"global_batch", cfg.global_batch},
+                        {"ranks", mpi.size()}, {"comm", opts_.comm}, {"rows", rows}};
+    f << j.dump(2) << '\n';
+  }
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+std::unique_ptr<Command> register_bench_ddp(CLI::App& bench, CLI::App*& sub) {
+  sub = bench.add_subcommand("ddp", "Compare DDP strategies (and a --bucket-mb sweep) on one model in one run");
+  return std::make_unique<BenchDdpCommand>(sub);
+}
+
+}  // namespace microddp::app

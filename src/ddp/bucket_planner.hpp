@@ -1,0 +1,47 @@
+// bucket_planner.hpp — splits the flat gradient buffer into all-reduce buckets (a pure function).
+//
+// Parameters arrive in gradient-ready order (index 0 first), and the flat gradient buffer is laid
+// out in that order (model/mlp.hpp), so a run of consecutive parameters is one contiguous slice:
+// a bucket is just (offset, count) into the buffer, with no packing copy.
+//
+// Rule (greedy, in gradient-ready order): a parameter joins the open bucket unless that would make
+// the bucket exceed its cap, in which case the bucket is closed and a new one opened. So a bucket
+// never exceeds its cap, except a bucket holding one parameter that is by itself larger than the
+// cap (it gets a bucket of its own). The first bucket (the one ready first, i.e. the output layer's
+// gradients) may have its own, smaller cap, like PyTorch DDP's 1 MiB first bucket: a small first
+// bucket starts communication as early as possible in backward.
+//
+// Every rank computes the same plan from the same parameters and caps, so buckets match up across
+// ranks without negotiation (DESIGN.md invariant).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/mlp.hpp"
+
+namespace microddp::ddp {
+
+struct Bucket {
+  int index = 0;              // launch order (0 = first ready)
+  int first_param = 0;        // parameters [first_param, end_param) in gradient-ready order
+  int end_param = 0;
+  std::int64_t offset = 0;    // elements from the start of the flat gradient buffer
+  std::int64_t count = 0;     // elements
+  std::int64_t bytes() const { return count * static_cast<std::int64_t>(sizeof(float)); }
+  int num_params() const { return end_param - first_param; }
+};
+
+// cap_bytes > 0: the usual bucket cap. first_cap_bytes: the first bucket's cap; 0 = same as cap.
+// Throws core::Error if the parameters are not contiguous in index order (offset_i + count_i ==
+// offset_{i+1}, starting at 0) or a cap is not positive.
+std::vector<Bucket> plan_buckets(const std::vector<model::ParamInfo>& params, std::int64_t cap_bytes,
+                                 std::int64_t first_cap_bytes = 0);
+
+// One bucket per parameter (the `overlap` strategy's plan).
+std::vector<Bucket> plan_per_parameter(const std::vector<model::ParamInfo>& params);
+
+// MiB (as given on the command line) -> bytes, rounded to the nearest byte.
+std::int64_t mib_to_bytes(double mib);
+
+}  // namespace microddp::ddp
