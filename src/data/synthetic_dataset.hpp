@@ -9,20 +9,24 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "core/host_buffer.hpp"
+#include "data/data_source.hpp"
 
 namespace microddp::data {
 
-class SyntheticDataset {
+class SyntheticDataset final : public DataSource {
  public:
   SyntheticDataset(std::uint64_t seed, std::int64_t in_dim, std::int64_t classes);
 
-  std::int64_t in_dim() const { return in_dim_; }
-  std::int64_t classes() const { return classes_; }
+  std::int64_t in_dim() const override { return in_dim_; }
+  std::int64_t classes() const override { return classes_; }
+  std::int64_t rows() const override { return 0; }  // unbounded
+  std::string describe() const override { return "synthetic"; }
 
   // Writes samples [first, first + count): x(count, in_dim) row-major, y(count).
-  void fill(std::int64_t first, std::int64_t count, float* x, std::int32_t* y) const;
+  void fill(std::int64_t first, std::int64_t count, float* x, std::int32_t* y) const override;
 
  private:
   std::uint64_t seed_;

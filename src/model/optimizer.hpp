@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/host_buffer.hpp"
 #include "kernels/ops.hpp"
@@ -29,6 +30,17 @@ class Optimizer {
   virtual std::string_view name() const = 0;
   virtual void step(float* params, const float* grads) = 0;
   std::int64_t steps_taken() const { return steps_; }
+
+  // Checkpoint state API. A state buffer has the flat parameter layout (element i belongs to
+  // parameter element i), so it can be saved per parameter like the parameters themselves.
+  struct StateBuffer {
+    std::string name;  // "exp_avg", "exp_avg_sq" (Adam/AdamW), "momentum" (SGD with momentum)
+    float* data;
+    std::int64_t count;
+  };
+  virtual std::vector<StateBuffer> state_buffers() { return {}; }
+  // Restores the step count (Adam's bias corrections depend on it) after loading the buffers.
+  void set_steps_taken(std::int64_t steps) { steps_ = steps; }
   // Bytes read+written by one step (for the GB/s report).
   virtual double bytes_per_step() const = 0;
 
@@ -44,6 +56,9 @@ class Adam final : public Optimizer {
   std::string_view name() const override { return decoupled_ ? "adamw" : "adam"; }
   void step(float* params, const float* grads) override;
   double bytes_per_step() const override { return 28.0 * static_cast<double>(n_); }  // read p,g,m,v; write p,m,v
+  std::vector<StateBuffer> state_buffers() override {
+    return {{"exp_avg", m_.data(), m_.count()}, {"exp_avg_sq", v_.data(), v_.count()}};
+  }
 
  private:
   OptimizerConfig config_;
@@ -59,6 +74,10 @@ class Sgd final : public Optimizer {
   std::string_view name() const override { return "sgd"; }
   void step(float* params, const float* grads) override;
   double bytes_per_step() const override { return (config_.momentum != 0.0f ? 20.0 : 12.0) * static_cast<double>(n_); }
+  std::vector<StateBuffer> state_buffers() override {
+    if (config_.momentum == 0.0f) return {};
+    return {{"momentum", momentum_.data(), momentum_.count()}};
+  }
 
  private:
   OptimizerConfig config_;

@@ -1,0 +1,149 @@
+// run_control.cpp — checkpoint/resume/signal/data plumbing of `microddp train`.
+#include "app/run_control.hpp"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+
+#include "comm/mpi_check.hpp"
+#include "core/error.hpp"
+#include "io/checkpoint.hpp"
+#include "io/hdf5_dataset.hpp"
+
+namespace microddp::app {
+
+namespace {
+
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
+
+void install_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;  // interrupted system calls (file I/O, sleeps) resume
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGUSR1, &sa, nullptr);
+}
+
+void restore_handlers() {
+  std::signal(SIGTERM, SIG_DFL);
+  std::signal(SIGUSR1, SIG_DFL);
+}
+
+}  // namespace
+
+void add_run_control_options(CLI::App* sub, RunControlOptions& o) {
+  sub->add_option("--data", o.data_path, "Train from an HDF5 data set (microddp make-dataset) instead of the synthetic one");
+  sub->add_option("--checkpoint-every", o.checkpoint_every, "Save a checkpoint every N steps and at the end (0 = only on SIGTERM/SIGUSR1)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40))
+      ->capture_default_str();
+  sub->add_option("--checkpoint-dir", o.checkpoint_dir, "Directory of the checkpoints (shared by all ranks)")->capture_default_str();
+  sub->add_option("--keep", o.keep, "Keep the newest K checkpoints (0 = all); the newest valid one is never deleted")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  sub->add_option("--resume", o.resume, "auto (newest valid checkpoint in --checkpoint-dir, else start fresh) or a checkpoint FILE");
+  sub->add_option("--checkpoint-writer", o.writer,
+                  "rank0 (faster on one node, measured) | parallel (all ranks write disjoint slices with collective MPI-IO)")
+      ->check(CLI::IsMember({"parallel", "rank0"}))
+      ->capture_default_str();
+}
+
+void validate_run_control_options(const RunControlOptions& o) {
+  MDDP_USAGE_CHECK(!o.checkpoint_dir.empty(), "--checkpoint-dir must not be empty");
+  if (!o.resume.empty() && o.resume != "auto") {
+    struct stat st {};
+    MDDP_USAGE_CHECK(::stat(o.resume.c_str(), &st) == 0 && S_ISREG(st.st_mode),
+                     "--resume " << o.resume << ": no such checkpoint file (use --resume auto to pick the newest in --checkpoint-dir)");
+  }
+  if (!o.data_path.empty()) {
+    struct stat st {};
+    MDDP_USAGE_CHECK(::stat(o.data_path.c_str(), &st) == 0, "--data " << o.data_path << ": " << std::strerror(errno));
+  }
+}
+
+RunControl::RunControl(const RunControlOptions& o, const comm::MpiRuntime& mpi, std::string backend)
+    : o_(o), mpi_(mpi), backend_(std::move(backend)) {
+  install_handlers();
+}
+
+RunControl::~RunControl() { restore_handlers(); }
+
+const data::DataSource* RunControl::open_data_source() {
+  if (o_.data_path.empty()) return nullptr;
+  if (mpi_.rank() == 0) std::printf("# data: %s (each rank reads its rows with hyperslabs)\n", o_.data_path.c_str());
+  std::string error;
+  try {
+    data_ = std::make_unique<io::Hdf5DataSource>(o_.data_path);
+  } catch (const core::UsageError& e) {
+    error = e.what();
+  }
+  int failed = error.empty() ? 0 : 1, all_failed = 0, any_failed = 0;
+  MDDP_MPI_CHECK(MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, mpi_.world()));
+  MDDP_MPI_CHECK(MPI_Allreduce(&failed, &all_failed, 1, MPI_INT, MPI_MIN, mpi_.world()));
+  if (any_failed) {
+    if (failed) core::throw_usage_error(error, all_failed == 1);
+    core::throw_usage_error("--data " + o_.data_path + " could not be opened on another rank", false);
+  }
+  return data_.get();
+}
+
+void RunControl::resume(ddp::Trainer& trainer) {
+  if (o_.resume.empty()) return;
+  const io::ResumeResult r = io::resume(mpi_.world(), o_.resume, o_.checkpoint_dir, trainer);
+  if (mpi_.rank() == 0) {
+    for (const auto& n : r.notes) std::printf("# resume: %s\n", n.c_str());
+    if (r.loaded) std::printf("# resume: loaded %s (step %" PRId64 ")\n", r.path.c_str(), r.steps_done);
+    std::fflush(stdout);
+  }
+  if (r.loaded) last_saved_step_ = r.steps_done;
+}
+
+void RunControl::save(const ddp::Trainer& trainer, const char* why) {
+  if (mpi_.rank() == 0) {
+    // mkdir -p of one level is enough for the usual "checkpoints/"; deeper paths must exist.
+    if (::mkdir(o_.checkpoint_dir.c_str(), 0755) != 0 && errno != EEXIST) {
+      std::fprintf(stderr, "microddp: warning: cannot create %s: %s\n", o_.checkpoint_dir.c_str(), std::strerror(errno));
+    }
+  }
+  io::SaveOptions so;
+  so.dir = o_.checkpoint_dir;
+  so.keep = o_.keep;
+  so.writer = o_.writer == "rank0" ? io::WriterMode::Rank0 : io::WriterMode::Parallel;
+  so.backend = backend_;
+  const io::SaveResult r = io::save_checkpoint(mpi_.world(), trainer, so);
+  last_saved_step_ = trainer.steps_done();
+  if (mpi_.rank() == 0) {
+    std::printf("# checkpoint (%s): %s, %.2f MiB, write %.3f s, publish %.3f s, verify %.3f s%s\n", why, r.path.c_str(),
+                static_cast<double>(r.bytes) / (1 << 20), r.write_s, r.publish_s, r.verify_s,
+                r.deleted.empty() ? "" : (", removed " + std::to_string(r.deleted.size()) + " old").c_str());
+    std::fflush(stdout);
+  }
+}
+
+bool RunControl::after_step(ddp::Trainer& trainer, comm::Communicator& comm) {
+  const std::int64_t done = trainer.steps_done();
+  const bool finished = done >= trainer.config().steps;
+  if (o_.checkpoint_every > 0 && (done % o_.checkpoint_every == 0 || finished) && done != last_saved_step_) {
+    save(trainer, finished ? "final" : "periodic");
+  }
+  // Agree on the stop flag: a signal that reached any rank stops all of them after this step.
+  std::int64_t mine = g_stop_signal, agreed = 0;
+  comm.all_reduce(core::TensorView::of(&mine, 1), core::TensorView::of(&agreed, 1), comm::ReduceOp::Max);
+  if (agreed == 0 || finished) return false;
+  if (done != last_saved_step_) save(trainer, agreed == SIGTERM ? "SIGTERM" : "SIGUSR1");
+  if (mpi_.rank() == 0) {
+    std::printf("# stopping after step %" PRId64 " on signal %" PRId64 ": checkpoint written, exit code %d (requeue; rerun with --resume auto)\n",
+                done, agreed, kExitRequeue);
+    std::fflush(stdout);
+  }
+  stopped_by_signal_ = true;
+  return true;
+}
+
+}  // namespace microddp::app

@@ -1,0 +1,66 @@
+// run_control.hpp — what `train` adds around the trainer for long HPC runs: HDF5 data
+// (--data), periodic crash-safe checkpoints (--checkpoint-every/--checkpoint-dir/--keep),
+// resume (--resume auto|PATH) and signal-driven checkpoint-and-exit (SIGTERM, SIGUSR1).
+//
+// Exit codes of `microddp train` (docs/checkpoint_format.md):
+//   0   finished all --steps (also: resumed a checkpoint that had already finished)
+//   75  EX_TEMPFAIL: a signal arrived, every rank agreed, a checkpoint was written: requeue me
+//   2   bad input: options, data file, or a --resume PATH that is invalid or does not fit
+//   1   anything else (I/O failure, bug): the job was aborted
+//
+// Signals: the handler only sets a sig_atomic_t flag (async-signal-safe). After every step the
+// ranks all-reduce (MAX) the flag, so they all stop after the same step even if the signal reached
+// only some of them (or reached them at different steps).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "comm/mpi_runtime.hpp"
+#include "data/data_source.hpp"
+#include "ddp/trainer.hpp"
+
+namespace microddp::app {
+
+inline constexpr int kExitRequeue = 75;  // EX_TEMPFAIL (sysexits.h)
+
+struct RunControlOptions {
+  std::int64_t checkpoint_every = 0;  // 0: only on signal
+  std::string checkpoint_dir = "checkpoints";
+  int keep = 3;
+  std::string resume;                 // "", "auto" or a path
+  std::string writer = "rank0";       // rank0 | parallel: measured choice, docs/checkpoint_format.md
+  std::string data_path;              // --data FILE.h5
+};
+
+void add_run_control_options(CLI::App* sub, RunControlOptions& o);
+void validate_run_control_options(const RunControlOptions& o);
+
+class RunControl {
+ public:
+  RunControl(const RunControlOptions& o, const comm::MpiRuntime& mpi, std::string backend);
+  ~RunControl();
+
+  // Opens --data on every rank (errors agreed across ranks); nullptr for the synthetic set.
+  const data::DataSource* open_data_source();
+  // After Trainer::setup(): loads the checkpoint asked for (prints notes on rank 0).
+  void resume(ddp::Trainer& trainer);
+  // After each step: periodic checkpoint; agreed signal check. Returns true to stop now.
+  bool after_step(ddp::Trainer& trainer, comm::Communicator& comm);
+  int exit_code() const { return stopped_by_signal_ ? kExitRequeue : 0; }
+
+ private:
+  void save(const ddp::Trainer& trainer, const char* why);
+
+  RunControlOptions o_;
+  const comm::MpiRuntime& mpi_;
+  std::string backend_;
+  std::unique_ptr<data::DataSource> data_;
+  std::int64_t last_saved_step_ = -1;
+  bool stopped_by_signal_ = false;
+};
+
+}  // namespace microddp::app
