@@ -1,0 +1,270 @@
+// analyze_command.cpp — `microddp analyze`: where does a step's time go, does the α-β model explain
+// it, what is the bottleneck, and how would it scale.
+//
+// Inputs (one of):
+//   --run FILE.json       a run record written earlier by `analyze --save-run`
+//   --metrics FILE.jsonl  a `train --metrics` record (no per-layer times: estimated, see step_model)
+//   (neither)             a fresh short run on all ranks of this job: every --strategies entry for
+//                         --warmup + --steps steps with per-layer events (one Trainer, one model)
+// Communication model (one of):
+//   --model FILE.json     written by `analyze --fit --fit-out FILE.json`
+//   --bench FILE          `microddp bench collectives` CSV/JSON output: fitted here
+//   (neither)             a quick in-process all-reduce sweep on the run's backend (fresh runs with
+//                         >= 2 ranks), sync and async (through the communication thread)
+// --fit: only fit (from --bench or the in-process sweep), print, write --fit-out, exit.
+// Output: the report on rank 0's stdout; --json FILE for scripts; --save-run FILE keeps the record.
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "app/command.hpp"
+#include "app/train_options.hpp"
+#include "comm/factory.hpp"
+#include "core/error.hpp"
+#include "core/host_buffer.hpp"
+#include "core/timer.hpp"
+#include "ddp/trainer.hpp"
+#include "kernels/ops.hpp"
+#include "perf/alpha_beta.hpp"
+#include "perf/analysis.hpp"
+#include "perf/step_stats.hpp"
+
+namespace microddp::app {
+
+namespace {
+
+class AnalyzeCommand final : public Command {
+ public:
+  explicit AnalyzeCommand(CLI::App* sub) {
+    opts_.config.model.width = 512;
+    opts_.config.model.depth = 8;
+    opts_.config.global_batch = 256;
+    opts_.config.steps = 8;
+    add_train_options(sub, opts_, true);
+    sub->remove_option(sub->get_option("--strategy"));
+    if (auto* m = sub->get_option_no_throw("--metrics")) sub->remove_option(m);
+    sub->get_option("--steps")->description("Timed steps per strategy (fresh run)");
+    sub->add_option("--strategies", strategies_, "Strategies of the fresh run")->delimiter(',')->capture_default_str();
+    sub->add_option("--warmup", warmup_, "Untimed steps before each strategy's timed steps")->check(CLI::Range(0, 1000))->capture_default_str();
+    sub->add_option("--run", run_path_, "Analyse a run record written by --save-run instead of running");
+    sub->add_option("--metrics", metrics_path_, "Analyse a `train --metrics` JSONL record instead of running");
+    sub->add_option("--save-run", save_run_path_, "Write the fresh run's record (JSON) for later --run");
+    sub->add_option("--model", model_path_, "Communication model JSON (from --fit --fit-out)");
+    sub->add_option("--bench", bench_path_, "Fit the model from `microddp bench collectives` CSV/JSON output");
+    sub->add_flag("--fit", fit_only_, "Only fit the communication model (from --bench, or an in-process sweep) and exit");
+    sub->add_option("--fit-out", fit_out_, "Write the fitted communication model to this JSON file");
+    sub->add_option("--fit-max-mb", fit_max_mb_, "Largest all-reduce of the in-process sweep (MiB)")
+        ->check(CLI::Range(0.001, 4096.0))->capture_default_str();
+    sub->add_option("--link-gbps", aopt_.link_gbps, "Scaling prediction: link bandwidth in Gbit/s (0 = use the fitted model)")
+        ->check(CLI::Range(0.0, 1e6))->capture_default_str();
+    sub->add_option("--latency-us", aopt_.latency_us, "Scaling prediction: per-message latency in microseconds")
+        ->check(CLI::Range(0.0, 1e6))->capture_default_str();
+    sub->add_option("--max-ranks", aopt_.max_ranks, "Scaling prediction up to this many ranks")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+    sub->add_option("--peak-gflops", aopt_.peak_gflops_per_thread, "FP32 peak per BLAS thread (verdict)")->capture_default_str();
+    sub->add_option("--mem-gbps", aopt_.mem_gbytes_s, "Reference memory bandwidth in GB/s (verdict)")->capture_default_str();
+    sub->add_option("--json", json_path_, "Write the report as JSON to this file");
+  }
+
+  void validate() override {
+    validate_train_options(opts_);
+    MDDP_USAGE_CHECK(run_path_.empty() || metrics_path_.empty(), "give at most one of --run and --metrics");
+    MDDP_USAGE_CHECK(model_path_.empty() || bench_path_.empty(), "give at most one of --model and --bench");
+    MDDP_USAGE_CHECK(!strategies_.empty(), "--strategies is empty");
+    for (const auto& s : strategies_) {
+      bool known = false;
+      for (auto a : ddp::available_strategies()) known = known || a == s;
+      MDDP_USAGE_CHECK(known, "unknown strategy '" << s << "' in --strategies");
+    }
+  }
+
+  int run(const comm::MpiRuntime& mpi) override;
+
+ private:
+  perf::CommModel sweep_fit(comm::Communicator& comm, const comm::MpiRuntime& mpi);
+  perf::RunRecord fresh_run(comm::Communicator& comm, const comm::MpiRuntime& mpi, int threads);
+
+  TrainOptions opts_;
+  std::vector<std::string> strategies_{"naive", "flat", "overlap", "bucketed"};
+  int warmup_ = 2;
+  std::string run_path_, metrics_path_, save_run_path_, model_path_, bench_path_, fit_out_, json_path_;
+  bool fit_only_ = false;
+  double fit_max_mb_ = 16.0;
+  perf::AnalyzeOptions aopt_;
+};
+
+// All-reduce sweep on this job's ranks: sizes 4 B .. --fit-max-mb by factors of 4, the median of 7
+// repetitions (after 2 warm-ups) of the slowest rank, sync and async. Preallocated buffer.
+perf::CommModel AnalyzeCommand::sweep_fit(comm::Communicator& comm, const comm::MpiRuntime& mpi) {
+  const auto max_count = std::max<std::int64_t>(1, static_cast<std::int64_t>(fit_max_mb_ * (1 << 20) / 4));
+  core::HostBuffer<float> buf(max_count);
+  std::fill(buf.data(), buf.data() + max_count, 1.0f);
+  core::HostBuffer<double> t(1);
+  std::vector<perf::Sample> sync_samples, async_samples;
+  constexpr int kReps = 7, kWarm = 2;  // 7: odd, a true median; 2 warm-ups: first-touch + lazy set-up
+  for (std::int64_t count = 1; count <= max_count; count *= 4) {
+    for (int async = 0; async < 2; ++async) {
+      std::vector<double> times;
+      for (int rep = 0; rep < kWarm + kReps; ++rep) {
+        comm.barrier();
+        const std::int64_t t0 = core::now_ns();
+        comm::Work w = comm.all_reduce(core::TensorView::of(buf.data(), count), comm::ReduceOp::Sum,
+                                       async ? comm::Mode::Async : comm::Mode::Sync);
+        w.wait();
+        t[0] = static_cast<double>(core::now_ns() - t0) * 1e-9;
+        comm.all_reduce(core::TensorView::of(t.data(), 1), comm::ReduceOp::Max);
+        if (rep >= kWarm) times.push_back(t[0]);
+      }
+      std::sort(times.begin(), times.end());
+      (async ? async_samples : sync_samples).push_back({mpi.size(), static_cast<double>(count) * 4.0, times[times.size() / 2]});
+    }
+  }
+  perf::CommModel m;
+  m.source = "in-process all-reduce sweep, " + std::to_string(mpi.size()) + " ranks";
+  for (int async = 0; async < 2; ++async) {
+    perf::ModelEntry e;
+    e.backend = opts_.comm + (async ? "/async" : "");
+    e.algorithm = perf::algorithm_for_backend(opts_.comm);
+    e.fit = perf::fit_alpha_beta(perf::Collective::AllReduce, e.algorithm, async ? async_samples : sync_samples);
+    e.ranks = {mpi.size()};
+    m.entries.push_back(e);
+  }
+  return m;
+}
+
+perf::RunRecord AnalyzeCommand::fresh_run(comm::Communicator& comm, const comm::MpiRuntime& mpi, int threads) {
+  auto ops = kernels::make_cpu_ops(threads);
+  ddp::TrainConfig cfg = opts_.config;
+  cfg.layer_events = true;
+  cfg.keep_events = false;
+  cfg.strategy = strategies_.front();
+  cfg.steps = static_cast<std::int64_t>(strategies_.size()) * (opts_.config.steps + warmup_);
+  ddp::Trainer trainer(cfg, comm, *ops);
+  trainer.setup();
+  perf::RunRecord rec;
+  rec.model = cfg.model;
+  rec.global_batch = cfg.global_batch;
+  rec.ranks = mpi.size();
+  rec.threads = threads;
+  rec.backend = opts_.comm;
+  rec.optimizer = cfg.optimizer.name;
+  rec.source = "fresh run (microddp analyze)";
+  for (std::size_t k = 0; k < strategies_.size(); ++k) {
+    const std::string& s = strategies_[k];
+    if (k > 0) trainer.set_strategy(s, cfg.sync_options);
+    perf::StrategyRun run;
+    run.strategy = s;
+    run.bucket_mb = s == "bucketed" ? cfg.sync_options.bucket_mb : 0.0;
+    std::vector<double> layer_sum;
+    for (std::int64_t i = 0; i < warmup_ + opts_.config.steps; ++i) {
+      const ddp::StepRecord r = trainer.step();
+      if (i < warmup_) continue;
+      run.steps.push_back(perf::step_stats(trainer.events().events(), r.step));
+      std::vector<double> layers;
+      std::vector<int> ids;
+      for (const core::Event& e : trainer.events().events()) {
+        if (e.step != r.step || e.kind != core::EventKind::LayerBackward) continue;
+        layers.push_back(static_cast<double>(e.end_ns - e.begin_ns) * 1e-6);
+        ids.push_back(e.id);
+      }
+      if (layer_sum.empty()) {
+        layer_sum.assign(layers.size(), 0.0);
+        run.layer_ids = ids;
+      }
+      for (std::size_t l = 0; l < layers.size() && l < layer_sum.size(); ++l) layer_sum[l] += layers[l];
+    }
+    for (double& x : layer_sum) x /= static_cast<double>(std::max<std::int64_t>(1, opts_.config.steps));
+    run.layer_backward_ms = layer_sum;
+    rec.runs.push_back(run);
+  }
+  return rec;
+}
+
+int AnalyzeCommand::run(const comm::MpiRuntime& mpi) {
+  const bool root = mpi.rank() == 0;
+  const int threads = opts_.threads > 0 ? opts_.threads : default_blas_threads(mpi);
+  auto comm = comm::make_communicator(opts_.comm, mpi);
+  const bool recorded = !run_path_.empty() || !metrics_path_.empty();
+
+  // 1. The communication model.
+  perf::CommModel model;
+  if (!model_path_.empty()) {
+    model = perf::load_comm_model(model_path_);
+  } else if (!bench_path_.empty()) {
+    model = perf::fit_bench_rows(perf::read_bench_rows(bench_path_), bench_path_);
+  } else if (mpi.size() > 1 && (!recorded || fit_only_)) {
+    model = sweep_fit(*comm, mpi);
+  } else {
+    model.source = "none (one rank: communication is free)";
+  }
+  if (!fit_out_.empty() && root) perf::save_comm_model(model, fit_out_);
+  if (fit_only_) {
+    if (root) {
+      std::printf("# microddp analyze --fit: %s\n", model.source.c_str());
+      std::printf("# %-14s %-14s %-6s %10s %12s %10s %8s %10s %12s\n", "backend", "collective", "algo", "alpha_us",
+                  "beta_ns/B", "GB/s", "R2", "rms_rel", "max_rel");
+      for (const auto& e : model.entries) {
+        const auto& f = e.fit;
+        std::printf("  %-14s %-14s %-6s %10.3f %12.5f %10.3f %8.4f %9.1f%% %11.1f%%\n", e.backend.c_str(),
+                    std::string(perf::collective_name(e.collective)).c_str(), std::string(perf::algorithm_name(e.algorithm)).c_str(),
+                    f.model.alpha_s * 1e6, f.model.beta_s_per_byte * 1e9,
+                    f.model.beta_s_per_byte > 0 ? 1e-9 / f.model.beta_s_per_byte : 0.0, f.r2, 100 * f.rms_rel_residual,
+                    100 * f.max_rel_residual);
+      }
+      if (!fit_out_.empty()) std::printf("# model written to %s\n", fit_out_.c_str());
+    }
+    return 0;
+  }
+
+  // 2. The run.
+  perf::RunRecord rec;
+  if (!run_path_.empty()) {
+    rec = perf::load_run_record(run_path_);
+  } else if (!metrics_path_.empty()) {
+    rec = perf::run_record_from_metrics(metrics_path_);
+  } else {
+    rec = fresh_run(*comm, mpi, threads);
+  }
+  if (!root) return 0;
+  if (!save_run_path_.empty()) {
+    std::ofstream out(save_run_path_);
+    MDDP_USAGE_CHECK(out.good(), "cannot write '" << save_run_path_ << "'");
+    out << perf::to_json(rec).dump(1) << "\n";
+  }
+  // The record's backend must be in the model (a model fitted for another backend cannot predict).
+  if (rec.ranks > 1 && model.find(rec.backend) == nullptr && !model.entries.empty()) {
+    MDDP_USAGE_CHECK(false, "the communication model (" << model.source << ") has no all_reduce entry for backend '"
+                                                         << rec.backend << "'");
+  }
+  MDDP_USAGE_CHECK(rec.ranks <= 1 || !model.entries.empty() || aopt_.link_gbps > 0,
+                   "a " << rec.ranks << "-rank run needs a communication model: give --model or --bench");
+  perf::CommModel used = model;
+  if (rec.ranks > 1 && used.entries.empty()) {  // only --link-gbps: use it for this run too
+    perf::ModelEntry e;
+    e.backend = rec.backend;
+    e.fit.model = perf::AlphaBeta::from_link(aopt_.link_gbps, aopt_.latency_us);
+    used.entries.push_back(e);
+    used.source = "--link-gbps/--latency-us";
+  }
+  const nlohmann::json report = perf::analyze(rec, used, aopt_);
+  std::fputs(perf::format_report(report).c_str(), stdout);
+  std::fflush(stdout);
+  if (!json_path_.empty()) {
+    std::ofstream out(json_path_);
+    MDDP_USAGE_CHECK(out.good(), "cannot write '" << json_path_ << "'");
+    out << report.dump(2) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::unique_ptr<Command> register_analyze(CLI::App& parent, CLI::App*& sub) {
+  sub = parent.add_subcommand("analyze",
+                              "Step breakdown, comm model fit, predicted vs measured per strategy, bottleneck, scaling");
+  return std::make_unique<AnalyzeCommand>(sub);
+}
+
+}  // namespace microddp::app

@@ -1,0 +1,118 @@
+// alpha_beta.hpp — the α-β(-γ) cost model of collectives, and its least-squares fit.
+//
+// A message of S bytes between two ranks costs α + S·β (α: latency in s, β: inverse bandwidth in
+// s/byte); reducing S bytes locally costs S·γ. Every algorithm's time is then a linear function of
+// (α, β, γ) with coefficients that depend only on the rank count n and the payload S:
+//     T(n, S) = A(n)·α + B(n, S)·β + C(n, S)·γ
+// (derivations: docs/performance.md "The model"). Because the coefficients are known, α and β are
+// fitted by (weighted) linear least squares over a size sweep from `microddp bench collectives`.
+// B and C are proportional for every all-reduce algorithm here (both ∝ S with the same n factor up
+// to a constant), so γ cannot be separated from β by timing all-reduces alone: the fit takes γ as
+// a given (default 0) and the fitted β is then an *effective* inverse bandwidth that includes the
+// reduction pass. That is fine for prediction at the rank counts measured; docs say so.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace microddp::perf {
+
+// The collectives' algorithms we model.
+enum class Algorithm {
+  Ring,               // reduce-scatter + all-gather around a ring (bandwidth-optimal)
+  RecursiveDoubling,  // log2(n) rounds of whole-buffer exchange (latency-optimal)
+  Naive,              // everything through rank 0, one rank after the other (O(n) baseline)
+  Auto,               // recursive doubling up to auto_rd_max_bytes, ring above (the `auto` backend)
+};
+
+std::string_view algorithm_name(Algorithm a);
+Algorithm parse_algorithm(std::string_view name);  // throws core::UsageError on unknown names
+// The algorithm a communication backend uses for all-reduce. "mpi" (OpenMPI's tuned choice) is
+// modelled as a ring: its large-message algorithm is ring-based, and the fit absorbs the rest.
+Algorithm algorithm_for_backend(std::string_view backend);
+
+// Collectives whose costs are modelled (names as in the bench output).
+enum class Collective { AllReduce, ReduceScatter, AllGather, Broadcast };
+std::string_view collective_name(Collective c);
+bool parse_collective(std::string_view name, Collective& out);  // accepts all_reduce/allreduce/...
+
+struct Coefficients {
+  double a = 0, b = 0, c = 0;  // T = a·α + b·β + c·γ
+};
+
+// Threshold of the `auto` backend (src/comm/hand_rolled_communicator.cpp, kAutoRdMaxBytes).
+inline constexpr double kAutoRdMaxBytes = 64.0 * 1024.0;
+
+Coefficients cost_coefficients(Collective coll, Algorithm algo, int ranks, double bytes);
+
+struct AlphaBeta {
+  double alpha_s = 0;          // latency per message (s)
+  double beta_s_per_byte = 0;  // inverse bandwidth (s/byte); "effective" when gamma is 0
+  double gamma_s_per_byte = 0; // local reduction (s/byte), not fitted (see header)
+  double time_s(const Coefficients& k) const { return k.a * alpha_s + k.b * beta_s_per_byte + k.c * gamma_s_per_byte; }
+  // Link parameters as users quote them: Gbit/s and µs.
+  static AlphaBeta from_link(double gbps, double latency_us, double gamma_s_per_byte = 0);
+};
+
+// One measured point of a collective sweep.
+struct Sample {
+  int ranks = 0;
+  double bytes = 0;
+  double seconds = 0;
+};
+
+struct FitResult {
+  AlphaBeta model;
+  int samples = 0;
+  double r2 = 0;                 // coefficient of determination of T (unweighted, on the data)
+  double rms_rel_residual = 0;   // sqrt(mean(((pred - meas)/meas)^2))
+  double max_rel_residual = 0;   // max |pred - meas| / meas
+};
+
+// Least squares for (α, β) with γ fixed. Residuals are weighted by 1/T (relative error), because
+// a sweep spans 4 B to hundreds of MiB and unweighted least squares would fit only the largest
+// sizes. α and β are constrained to be >= 0 (a negative fit is clamped to 0 and the other
+// parameter refitted). Throws core::Error with fewer than 2 usable samples.
+FitResult fit_alpha_beta(Collective coll, Algorithm algo, const std::vector<Sample>& samples, double gamma_s_per_byte = 0);
+
+// A fitted model per (backend, collective): the JSON file `analyze --fit` writes.
+struct ModelEntry {
+  std::string backend;
+  Collective collective = Collective::AllReduce;
+  Algorithm algorithm = Algorithm::Ring;
+  FitResult fit;
+  std::vector<int> ranks;  // rank counts the fit saw
+};
+
+struct CommModel {
+  std::vector<ModelEntry> entries;
+  std::string source;  // where the data came from (file or "in-process sweep")
+  // Entry for (backend, all_reduce) or nullptr.
+  const ModelEntry* find(std::string_view backend, Collective coll = Collective::AllReduce) const;
+  double time_s(std::string_view backend, Collective coll, int ranks, double bytes) const;  // throws if absent
+};
+
+nlohmann::json to_json(const CommModel& m);
+CommModel comm_model_from_json(const nlohmann::json& j);
+CommModel load_comm_model(const std::string& path);
+void save_comm_model(const CommModel& m, const std::string& path);
+
+// One row of `microddp bench collectives` output (CSV or JSON). The reader accepts the usual
+// spellings of the fields (backend|comm, collective|op, ranks|np|world_size, bytes|size_bytes,
+// and a time in time_us|median_us|avg_us|time_ms|time_s), so it does not break on cosmetic changes.
+struct BenchRow {
+  std::string backend;
+  std::string collective;
+  int ranks = 0;
+  double bytes = 0;
+  double seconds = 0;
+};
+std::vector<BenchRow> read_bench_rows(const std::string& path);
+// Fits every (backend, collective) group with >= 2 distinct sizes.
+CommModel fit_bench_rows(const std::vector<BenchRow>& rows, const std::string& source);
+
+}  // namespace microddp::perf

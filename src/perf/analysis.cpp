@@ -1,0 +1,501 @@
+// analysis.cpp — run records (I/O), breakdown, bottleneck verdict, the analyze report.
+#include "perf/analysis.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "perf/metrics_jsonl.hpp"
+
+namespace microddp::perf {
+
+namespace {
+StepStats mean_of(const std::vector<StepStats>& v) {
+  StepStats m;
+  if (v.empty()) return m;
+  for (const auto& s : v) {
+    m.step_ms += s.step_ms;
+    m.data_ms += s.data_ms;
+    m.forward_ms += s.forward_ms;
+    m.backward_ms += s.backward_ms;
+    m.optimizer_ms += s.optimizer_ms;
+    m.loss_sync_ms += s.loss_sync_ms;
+    m.comm_total_ms += s.comm_total_ms;
+    m.comm_exposed_ms += s.comm_exposed_ms;
+  }
+  const double n = static_cast<double>(v.size());
+  m.step_ms /= n;
+  m.data_ms /= n;
+  m.forward_ms /= n;
+  m.backward_ms /= n;
+  m.optimizer_ms /= n;
+  m.loss_sync_ms /= n;
+  m.comm_total_ms /= n;
+  m.comm_exposed_ms /= n;
+  m.collectives = v.back().collectives;
+  m.comm_bytes = v.back().comm_bytes;
+  return m;
+}
+
+StepStats stats_from_json(const nlohmann::json& j) {
+  StepStats s;
+  s.step = j.value("step", std::int64_t{0});
+  s.step_ms = j.value("step_ms", 0.0);
+  s.data_ms = j.value("data_ms", 0.0);
+  s.forward_ms = j.value("forward_ms", 0.0);
+  s.backward_ms = j.value("backward_ms", 0.0);
+  s.optimizer_ms = j.value("optimizer_ms", 0.0);
+  s.loss_sync_ms = j.value("loss_sync_ms", 0.0);
+  s.comm_total_ms = j.value("comm_total_ms", 0.0);
+  s.comm_exposed_ms = j.value("comm_exposed_ms", 0.0);
+  s.collectives = j.value("collectives", std::int64_t{0});
+  s.comm_bytes = j.value("comm_bytes", std::int64_t{0});
+  return s;
+}
+}  // namespace
+
+StepStats StrategyRun::mean() const { return mean_of(steps); }
+
+std::vector<model::ParamInfo> mlp_params(const model::MlpConfig& c) {
+  std::vector<model::ParamInfo> out;
+  std::int64_t offset = 0;
+  for (std::int64_t layer = c.depth; layer >= 0; --layer) {
+    const std::int64_t in = layer == 0 ? c.in_dim : c.width;
+    const std::int64_t o = layer == c.depth ? c.classes : c.width;
+    char base[32];
+    std::snprintf(base, sizeof base, "layer_%02lld", static_cast<long long>(layer));
+    out.push_back({std::string(base) + ".bias", static_cast<int>(out.size()), static_cast<int>(layer), true, offset, o, o, 1});
+    offset += o;
+    out.push_back({std::string(base) + ".weight", static_cast<int>(out.size()), static_cast<int>(layer), false, offset, o * in, o, in});
+    offset += o * in;
+  }
+  return out;
+}
+
+nlohmann::json to_json(const RunRecord& r) {
+  nlohmann::json runs = nlohmann::json::array();
+  for (const auto& run : r.runs) {
+    nlohmann::json steps = nlohmann::json::array();
+    for (const auto& s : run.steps) steps.push_back(to_json(s));
+    runs.push_back({{"strategy", run.strategy},
+                    {"bucket_mb", run.bucket_mb},
+                    {"layer_backward_ms", run.layer_backward_ms},
+                    {"layer_ids", run.layer_ids},
+                    {"steps", steps}});
+  }
+  return {{"type", "microddp_run_record"},
+          {"version", 1},
+          {"source", r.source},
+          {"config",
+           {{"in_dim", r.model.in_dim},
+            {"width", r.model.width},
+            {"depth", r.model.depth},
+            {"classes", r.model.classes},
+            {"global_batch", r.global_batch},
+            {"ranks", r.ranks},
+            {"threads", r.threads},
+            {"comm", r.backend},
+            {"optimizer", r.optimizer}}},
+          {"runs", runs}};
+}
+
+namespace {
+void config_from_json(const nlohmann::json& c, RunRecord& r) {
+  r.model.in_dim = c.value("in_dim", c.value("width", std::int64_t{128}));
+  r.model.width = c.value("width", std::int64_t{128});
+  r.model.depth = c.value("depth", std::int64_t{16});
+  r.model.classes = c.value("classes", std::int64_t{2});
+  r.global_batch = c.value("global_batch", std::int64_t{256});
+  r.ranks = c.value("ranks", 1);
+  r.threads = c.value("threads", 1);
+  r.backend = c.value("comm", std::string("mpi"));
+  r.optimizer = c.value("optimizer", std::string("adam"));
+}
+}  // namespace
+
+RunRecord run_record_from_json(const nlohmann::json& j) {
+  MDDP_USAGE_CHECK(j.is_object() && j.value("type", "") == "microddp_run_record",
+                   "not a microddp run record (expected \"type\": \"microddp_run_record\")");
+  RunRecord r;
+  r.source = j.value("source", "");
+  config_from_json(j.at("config"), r);
+  for (const auto& x : j.at("runs")) {
+    StrategyRun run;
+    run.strategy = x.at("strategy").get<std::string>();
+    run.bucket_mb = x.value("bucket_mb", 0.0);
+    run.layer_backward_ms = x.value("layer_backward_ms", std::vector<double>{});
+    run.layer_ids = x.value("layer_ids", std::vector<int>{});
+    for (const auto& s : x.at("steps")) run.steps.push_back(stats_from_json(s));
+    r.runs.push_back(run);
+  }
+  return r;
+}
+
+RunRecord load_run_record(const std::string& path) {
+  std::ifstream in(path);
+  MDDP_USAGE_CHECK(in.good(), "cannot open run record '" << path << "'");
+  nlohmann::json j;
+  try {
+    in >> j;
+  } catch (const std::exception& e) {
+    MDDP_USAGE_CHECK(false, "'" << path << "' is not valid JSON: " << e.what());
+  }
+  RunRecord r = run_record_from_json(j);
+  if (r.source.empty()) r.source = path;
+  return r;
+}
+
+RunRecord run_record_from_metrics(const std::string& path) {
+  std::ifstream in(path);
+  MDDP_USAGE_CHECK(in.good(), "cannot open metrics file '" << path << "'");
+  RunRecord r;
+  r.source = path;
+  StrategyRun run;
+  std::vector<StepStats> steps;
+  bool have_summary = false;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const std::exception& e) {
+      MDDP_USAGE_CHECK(false, "'" << path << "': a line is not JSON: " << e.what());
+    }
+    const std::string type = j.value("type", "");
+    if (type == "step") steps.push_back(stats_from_json(j));
+    if (type == "summary") {
+      config_from_json(j.at("config"), r);
+      run.strategy = j.at("config").value("strategy", std::string("naive"));
+      run.bucket_mb = j.at("config").value("bucket_mb", 25.0);
+      have_summary = true;
+    }
+  }
+  MDDP_USAGE_CHECK(have_summary, "'" << path << "' has no summary line (did the run finish?)");
+  MDDP_USAGE_CHECK(!steps.empty(), "'" << path << "' has no step lines");
+  // Steady state: skip the first step (cold caches), as train's summary does.
+  if (steps.size() > 1) steps.erase(steps.begin());
+  run.steps = steps;
+  r.runs.push_back(run);
+  return r;
+}
+
+Breakdown breakdown_of(const StepStats& m) {
+  Breakdown b;
+  b.step_ms = m.step_ms;
+  b.data_ms = m.data_ms;
+  b.forward_ms = m.forward_ms;
+  b.backward_ms = m.backward_ms;
+  b.exposed_ms = m.comm_exposed_ms;
+  b.loss_sync_ms = m.loss_sync_ms;
+  b.optimizer_ms = m.optimizer_ms;
+  b.comm_total_ms = m.comm_total_ms;
+  b.collectives = m.collectives;
+  b.comm_bytes = m.comm_bytes;
+  b.other_ms = m.step_ms - b.phase_sum_ms();
+  return b;
+}
+
+StepProfile profile_of(const RunRecord& rec, const StrategyRun& run) {
+  const StepStats m = run.mean();
+  StepProfile p;
+  p.data_s = m.data_ms * 1e-3;
+  p.forward_s = m.forward_ms * 1e-3;
+  p.backward_s = m.backward_ms * 1e-3;
+  p.optimizer_s = m.optimizer_ms * 1e-3;
+  p.loss_sync_s = m.loss_sync_ms * 1e-3;
+  p.other_s = std::max(0.0, breakdown_of(m).other_ms * 1e-3);
+  p.params = mlp_params(rec.model);
+  p.rows_per_rank = rec.rows_per_rank();
+  if (!run.layer_backward_ms.empty() && run.layer_backward_ms.size() == run.layer_ids.size()) {
+    for (double ms : run.layer_backward_ms) p.layer_backward_s.push_back(ms * 1e-3);
+    p.layer_ids = run.layer_ids;
+  } else {
+    fill_layer_times_from_params(p);
+  }
+  return p;
+}
+
+Verdict bottleneck(const RunRecord& rec, const Breakdown& b, double peak_gflops_per_thread, double mem_gbytes_s) {
+  Verdict v;
+  const auto params = mlp_params(rec.model);
+  double weights = 0, total = 0;
+  for (const auto& p : params) {
+    total += static_cast<double>(p.count);
+    if (!p.is_bias) weights += static_cast<double>(p.count);
+  }
+  const double rows = static_cast<double>(rec.rows_per_rank());
+  const double flops = 6.0 * rows * weights;  // forward 2·rows·W, backward dW + dX 4·rows·W
+  const double compute_ms = b.forward_ms + b.backward_ms;
+  v.gemm_gflops = compute_ms > 0 ? flops / (compute_ms * 1e-3) * 1e-9 : 0;
+  v.peak_gflops = peak_gflops_per_thread * std::max(1, rec.threads);
+  // Adam/AdamW read p, g, m, v and write p, m, v: 28 bytes per parameter; SGD(+momentum) ~16.
+  const double opt_bytes = (rec.optimizer == "sgd" ? 16.0 : 28.0) * total;
+  v.optimizer_gbytes_s = b.optimizer_ms > 0 ? opt_bytes / (b.optimizer_ms * 1e-3) * 1e-9 : 0;
+  v.memory_gbytes_s = mem_gbytes_s;
+  v.comm_gbytes_s = b.comm_total_ms > 0 ? static_cast<double>(b.comm_bytes) / (b.comm_total_ms * 1e-3) * 1e-9 : 0;
+  const double step = std::max(b.step_ms, 1e-12);
+  v.compute_pct = 100.0 * compute_ms / step;
+  v.communication_pct = 100.0 * (b.exposed_ms + b.loss_sync_ms) / step;
+  v.memory_pct = 100.0 * (b.optimizer_ms + b.data_ms) / step;
+  std::ostringstream why;
+  char buf[512];
+  if (v.communication_pct >= v.compute_pct && v.communication_pct >= v.memory_pct) {
+    v.kind = "communication-bound";
+    std::snprintf(buf, sizeof buf,
+                  "exposed communication is %.1f%% of the step (%.3f of %.3f ms); all-reduce moves %.2f MiB/step at "
+                  "%.2f GB/s algorithm bandwidth",
+                  v.communication_pct, b.exposed_ms + b.loss_sync_ms, b.step_ms,
+                  static_cast<double>(b.comm_bytes) / (1 << 20), v.comm_gbytes_s);
+  } else if (v.memory_pct > v.compute_pct) {
+    v.kind = "memory-bound";
+    std::snprintf(buf, sizeof buf,
+                  "optimizer + data take %.1f%% of the step; the optimizer streams %.1f MB at %.1f GB/s (reference %.1f "
+                  "GB/s) while forward+backward reach %.1f GFLOP/s",
+                  v.memory_pct, opt_bytes * 1e-6, v.optimizer_gbytes_s, mem_gbytes_s, v.gemm_gflops);
+  } else {
+    v.kind = "compute-bound";
+    std::snprintf(buf, sizeof buf,
+                  "forward+backward take %.1f%% of the step at %.1f GFLOP/s (%.0f%% of %.0f GFLOP/s peak for %d "
+                  "thread(s)); exposed communication %.1f%%, optimizer+data %.1f%%",
+                  v.compute_pct, v.gemm_gflops, v.peak_gflops > 0 ? 100.0 * v.gemm_gflops / v.peak_gflops : 0.0,
+                  v.peak_gflops, rec.threads, v.communication_pct, v.memory_pct);
+  }
+  v.reason = buf;
+  return v;
+}
+
+double model_allreduce_s(const CommModel& m, const std::string& backend, int ranks, double bytes, bool async) {
+  if (ranks <= 1) return 0.0;
+  if (async) {
+    if (const ModelEntry* e = m.find(backend + "/async")) {
+      return e->fit.model.time_s(cost_coefficients(Collective::AllReduce, e->algorithm, ranks, bytes));
+    }
+  }
+  return m.time_s(backend, Collective::AllReduce, ranks, bytes);
+}
+
+namespace {
+
+nlohmann::json breakdown_json(const Breakdown& b) {
+  return {{"step_ms", b.step_ms},         {"data_ms", b.data_ms},         {"forward_ms", b.forward_ms},
+          {"backward_ms", b.backward_ms}, {"exposed_comm_ms", b.exposed_ms}, {"loss_sync_ms", b.loss_sync_ms},
+          {"optimizer_ms", b.optimizer_ms}, {"untimed_ms", b.other_ms},  {"phase_sum_ms", b.phase_sum_ms()},
+          {"comm_total_ms", b.comm_total_ms}, {"collectives", b.collectives}, {"comm_bytes", b.comm_bytes},
+          {"comm_overhead_pct", b.comm_overhead_pct()}, {"overlap_pct", b.overlap_pct()}};
+}
+
+nlohmann::json scaling_json(const std::vector<ScalingPoint>& pts) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& p : pts) {
+    a.push_back({{"ranks", p.ranks},
+                 {"rows_per_rank", p.rows_per_rank},
+                 {"step_ms", p.step_s * 1e3},
+                 {"exposed_comm_ms", p.comm_s * 1e3},
+                 {"efficiency", p.efficiency},
+                 {"samples_per_s", p.samples_per_s}});
+  }
+  return a;
+}
+
+}  // namespace
+
+nlohmann::json analyze(const RunRecord& rec, const CommModel& model, const AnalyzeOptions& opt) {
+  MDDP_USAGE_CHECK(!rec.runs.empty(), "the run record holds no runs");
+  nlohmann::json out;
+  out["type"] = "microddp_analysis";
+  out["source"] = rec.source;
+  out["model_source"] = model.source;
+  out["config"] = to_json(rec)["config"];
+  nlohmann::json comm = nlohmann::json::array();
+  for (const auto& e : model.entries) {
+    comm.push_back({{"backend", e.backend},
+                    {"collective", collective_name(e.collective)},
+                    {"algorithm", algorithm_name(e.algorithm)},
+                    {"alpha_us", e.fit.model.alpha_s * 1e6},
+                    {"beta_ns_per_byte", e.fit.model.beta_s_per_byte * 1e9},
+                    {"r2", e.fit.r2},
+                    {"max_rel_residual", e.fit.max_rel_residual}});
+  }
+  out["comm_model"] = comm;
+
+  const auto params = mlp_params(rec.model);
+  const std::string& backend = rec.backend;
+  const int n = rec.ranks;
+  nlohmann::json strategies = nlohmann::json::array();
+  double worst_err = 0;
+  const StrategyRun* reference = &rec.runs.front();
+  for (const auto& run : rec.runs) {
+    const Breakdown b = breakdown_of(run.mean());
+    const StepProfile prof = profile_of(rec, run);
+    const bool async = run.strategy == "overlap" || run.strategy == "bucketed";
+    const AllReduceTime ar = [&](double bytes) { return model_allreduce_s(model, backend, n, bytes, async); };
+    const StepPrediction p = predict_step(prof, run.strategy, ar, run.bucket_mb * (1 << 20));
+    const double err = b.step_ms > 0 ? (p.step_s * 1e3 - b.step_ms) / b.step_ms : 0.0;
+    worst_err = std::max(worst_err, std::abs(err));
+    // Predicting another strategy from this run's compute.
+    strategies.push_back({{"strategy", run.strategy},
+                          {"bucket_mb", run.bucket_mb},
+                          {"steps", run.steps.size()},
+                          {"measured", breakdown_json(b)},
+                          {"predicted",
+                           {{"step_ms", p.step_s * 1e3},
+                            {"exposed_comm_ms", p.exposed_comm_s * 1e3},
+                            {"comm_total_ms", p.comm_total_s * 1e3},
+                            {"collectives", p.collectives},
+                            {"overlap_pct", 100.0 * p.overlap()}}},
+                          {"error_pct", 100.0 * err}});
+    if (run.strategy == "bucketed" || (reference->strategy != "bucketed" && run.strategy == "overlap")) reference = &run;
+  }
+  out["strategies"] = strategies;
+  out["max_abs_error_pct"] = 100.0 * worst_err;
+
+  // Breakdown, verdict, bucket optimum and scaling from the reference run (the overlapping one if
+  // present; otherwise the first).
+  const Breakdown rb = breakdown_of(reference->mean());
+  const StepProfile rprof = profile_of(rec, *reference);
+  out["breakdown"] = breakdown_json(rb);
+  out["breakdown"]["strategy"] = reference->strategy;
+  const Verdict v = bottleneck(rec, rb, opt.peak_gflops_per_thread, opt.mem_gbytes_s);
+  out["bottleneck"] = {{"verdict", v.kind},
+                       {"compute_pct", v.compute_pct},
+                       {"communication_pct", v.communication_pct},
+                       {"memory_pct", v.memory_pct},
+                       {"gemm_gflops", v.gemm_gflops},
+                       {"peak_gflops", v.peak_gflops},
+                       {"optimizer_gbytes_s", v.optimizer_gbytes_s},
+                       {"memory_reference_gbytes_s", v.memory_gbytes_s},
+                       {"comm_algbw_gbytes_s", v.comm_gbytes_s},
+                       {"reason", v.reason}};
+
+  // Every strategy predicted from the reference compute (what-if at this rank count).
+  nlohmann::json whatif = nlohmann::json::array();
+  for (const char* s : {"naive", "flat", "overlap", "bucketed"}) {
+    const bool async = std::string(s) == "overlap" || std::string(s) == "bucketed";
+    const AllReduceTime ar = [&](double bytes) { return model_allreduce_s(model, backend, n, bytes, async); };
+    const StepPrediction p = predict_step(rprof, s, ar, reference->bucket_mb > 0 ? reference->bucket_mb * (1 << 20) : 25.0 * (1 << 20));
+    whatif.push_back({{"strategy", s}, {"step_ms", p.step_s * 1e3}, {"exposed_comm_ms", p.exposed_comm_s * 1e3},
+                      {"collectives", p.collectives}});
+  }
+  out["predicted_strategies"] = whatif;
+  {
+    const AllReduceTime ar = [&](double bytes) { return model_allreduce_s(model, backend, n, bytes, true); };
+    const StepPrediction best = best_bucket(rprof, ar);
+    out["best_bucket"] = {{"bucket_mb", best.bucket_bytes / (1 << 20)},
+                          {"step_ms", best.step_s * 1e3},
+                          {"exposed_comm_ms", best.exposed_comm_s * 1e3},
+                          {"collectives", best.collectives}};
+  }
+
+  // Scaling: user network (α, β from --link-gbps/--latency-us, γ from the fitted model if any) or
+  // the fitted model of this backend.
+  ScalingInput in;
+  in.profile = rprof;
+  in.global_batch = rec.global_batch;
+  in.strategy = "bucketed";
+  in.bucket_cap_bytes = 25.0 * (1 << 20);
+  std::string network;
+  if (opt.link_gbps > 0) {
+    const AlphaBeta ab = AlphaBeta::from_link(opt.link_gbps, opt.latency_us);
+    in.allreduce = [ab](int ranks, double bytes) {
+      return ab.time_s(cost_coefficients(Collective::AllReduce, Algorithm::Ring, ranks, bytes));
+    };
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "ring all-reduce over %.3g Gbit/s links, %.3g us latency", opt.link_gbps, opt.latency_us);
+    network = buf;
+  } else {
+    const ModelEntry* e = model.find(backend);
+    if (e != nullptr) {
+      const AlphaBeta ab = e->fit.model;
+      in.allreduce = [ab](int ranks, double bytes) {
+        return ab.time_s(cost_coefficients(Collective::AllReduce, Algorithm::Ring, ranks, bytes));
+      };
+      network = "fitted model of backend '" + backend + "' extrapolated as a ring all-reduce";
+    } else {
+      in.allreduce = [](int, double) { return 0.0; };
+      network = "no communication model: communication assumed free (give --model/--bench or --link-gbps)";
+    }
+  }
+  out["scaling"] = {{"network", network},
+                    {"strategy", "bucketed 25 MiB"},
+                    {"global_batch", rec.global_batch},
+                    {"rows_per_rank_weak", rprof.rows_per_rank},
+                    {"strong", scaling_json(predict_strong_scaling(in, opt.max_ranks))},
+                    {"weak", scaling_json(predict_weak_scaling(in, opt.max_ranks))}};
+  return out;
+}
+
+std::string format_report(const nlohmann::json& r) {
+  std::ostringstream o;
+  char buf[512];
+  const auto& c = r.at("config");
+  std::snprintf(buf, sizeof buf, "# microddp analyze: %s\n#   model in=%lld width=%lld depth=%lld classes=%lld, global batch %lld, %d rank(s) x %d thread(s), backend %s\n",
+                r.value("source", "").c_str(), c.at("in_dim").get<long long>(), c.at("width").get<long long>(),
+                c.at("depth").get<long long>(), c.at("classes").get<long long>(), c.at("global_batch").get<long long>(),
+                c.at("ranks").get<int>(), c.at("threads").get<int>(), c.at("comm").get<std::string>().c_str());
+  o << buf;
+  o << "# communication model (" << r.value("model_source", "") << ")\n";
+  for (const auto& e : r.at("comm_model")) {
+    std::snprintf(buf, sizeof buf, "#   %-12s %-14s %-6s alpha %8.2f us  beta %8.4f ns/B (%6.2f GB/s)  R2 %.4f  max rel resid %.1f%%\n",
+                  e.at("backend").get<std::string>().c_str(), e.at("collective").get<std::string>().c_str(),
+                  e.at("algorithm").get<std::string>().c_str(), e.at("alpha_us").get<double>(),
+                  e.at("beta_ns_per_byte").get<double>(),
+                  e.at("beta_ns_per_byte").get<double>() > 0 ? 1.0 / e.at("beta_ns_per_byte").get<double>() : 0.0,
+                  e.at("r2").get<double>(), 100.0 * e.at("max_rel_residual").get<double>());
+    o << buf;
+  }
+  const auto& b = r.at("breakdown");
+  std::snprintf(buf, sizeof buf,
+                "\nStep breakdown (%s, means over timed steps, ms):\n  %-16s %9.3f\n  %-16s %9.3f\n  %-16s %9.3f\n  %-16s %9.3f\n"
+                "  %-16s %9.3f\n  %-16s %9.3f\n  %-16s %9.3f\n  %-16s %9.3f  (= step - sum of phases)\n  %-16s %9.3f\n",
+                b.at("strategy").get<std::string>().c_str(), "data", b.at("data_ms").get<double>(), "forward",
+                b.at("forward_ms").get<double>(), "backward", b.at("backward_ms").get<double>(), "exposed comm",
+                b.at("exposed_comm_ms").get<double>(), "loss sync", b.at("loss_sync_ms").get<double>(), "optimizer",
+                b.at("optimizer_ms").get<double>(), "sum of phases", b.at("phase_sum_ms").get<double>(), "untimed",
+                b.at("untimed_ms").get<double>(), "step", b.at("step_ms").get<double>());
+  o << buf;
+  std::snprintf(buf, sizeof buf, "  communication overhead %.1f%% of the step; overlap %.1f%% (total comm %.3f ms, %lld collectives)\n",
+                b.at("comm_overhead_pct").get<double>(), b.at("overlap_pct").get<double>(), b.at("comm_total_ms").get<double>(),
+                b.at("collectives").get<long long>());
+  o << buf;
+  o << "\nPredicted vs measured step time:\n";
+  std::snprintf(buf, sizeof buf, "  %-10s %9s %12s %12s %12s %12s %8s\n", "strategy", "bucketMB", "measured_ms", "predicted_ms",
+                "meas_exp_ms", "pred_exp_ms", "error");
+  o << buf;
+  for (const auto& s : r.at("strategies")) {
+    std::snprintf(buf, sizeof buf, "  %-10s %9.2f %12.3f %12.3f %12.3f %12.3f %+7.1f%%\n", s.at("strategy").get<std::string>().c_str(),
+                  s.at("bucket_mb").get<double>(), s.at("measured").at("step_ms").get<double>(),
+                  s.at("predicted").at("step_ms").get<double>(), s.at("measured").at("exposed_comm_ms").get<double>(),
+                  s.at("predicted").at("exposed_comm_ms").get<double>(), s.at("error_pct").get<double>());
+    o << buf;
+  }
+  const auto& bb = r.at("best_bucket");
+  std::snprintf(buf, sizeof buf, "  best bucket (model): %.3g MiB -> %.3f ms, %lld collectives\n", bb.at("bucket_mb").get<double>(),
+                bb.at("step_ms").get<double>(), bb.at("collectives").get<long long>());
+  o << buf;
+  const auto& v = r.at("bottleneck");
+  o << "\nBottleneck: " << v.at("verdict").get<std::string>() << "\n  " << v.at("reason").get<std::string>() << "\n";
+  const auto& sc = r.at("scaling");
+  o << "\nPredicted scaling (" << sc.at("strategy").get<std::string>() << "; " << sc.at("network").get<std::string>() << "):\n";
+  std::snprintf(buf, sizeof buf, "  %6s | %-36s | %-36s\n", "ranks", "strong (global batch fixed)", "weak (batch per rank fixed)");
+  o << buf;
+  std::snprintf(buf, sizeof buf, "  %6s | %8s %10s %8s %7s | %8s %10s %8s %7s\n", "", "rows", "step_ms", "comm_ms", "eff", "rows",
+                "step_ms", "comm_ms", "eff");
+  o << buf;
+  const auto& st = sc.at("strong");
+  const auto& wk = sc.at("weak");
+  for (std::size_t i = 0; i < st.size() && i < wk.size(); ++i) {
+    std::snprintf(buf, sizeof buf, "  %6d | %8lld %10.3f %8.3f %6.1f%% | %8lld %10.3f %8.3f %6.1f%%\n", st[i].at("ranks").get<int>(),
+                  st[i].at("rows_per_rank").get<long long>(), st[i].at("step_ms").get<double>(),
+                  st[i].at("exposed_comm_ms").get<double>(), 100.0 * st[i].at("efficiency").get<double>(),
+                  wk[i].at("rows_per_rank").get<long long>(), wk[i].at("step_ms").get<double>(),
+                  wk[i].at("exposed_comm_ms").get<double>(), 100.0 * wk[i].at("efficiency").get<double>());
+    o << buf;
+  }
+  return o.str();
+}
+
+}  // namespace microddp::perf

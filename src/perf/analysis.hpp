@@ -1,0 +1,100 @@
+// analysis.hpp — what `microddp analyze` reports, computed from a recorded run and a comm model.
+//
+// A RunRecord holds, per strategy that was run, the per-step phase statistics (from the event log,
+// the one source of timing truth) and the mean per-layer backward times. It is written by
+// `analyze --save-run` (fresh run) and can be rebuilt from `train --metrics` JSONL (then without
+// per-layer times: those are estimated from parameter counts, see step_model.hpp).
+//
+// The report: step breakdown (means, so the phases add up: step = Σ phases + untimed rest),
+// communication overhead % (exposed / step), overlap % (1 - exposed / total comm), predicted vs
+// measured step time per strategy with the relative error, the best bucket size, the bottleneck
+// verdict with its numbers, and predicted strong/weak scaling for 1..max_ranks ranks.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/mlp.hpp"
+#include "perf/alpha_beta.hpp"
+#include "perf/step_model.hpp"
+#include "perf/step_stats.hpp"
+
+namespace microddp::perf {
+
+struct StrategyRun {
+  std::string strategy;
+  double bucket_mb = 0;                 // bucketed only
+  std::vector<StepStats> steps;         // timed steps
+  std::vector<double> layer_backward_ms;  // mean per layer, backward execution order
+  std::vector<int> layer_ids;
+  StepStats mean() const;
+};
+
+struct RunRecord {
+  model::MlpConfig model;
+  std::int64_t global_batch = 0;
+  int ranks = 1;
+  int threads = 1;
+  std::string backend = "mpi";
+  std::string optimizer = "adam";
+  std::string source;  // where it came from
+  std::vector<StrategyRun> runs;
+  std::int64_t rows_per_rank() const { return (global_batch + ranks - 1) / ranks; }
+};
+
+// Parameters of the MLP in gradient-ready order with their flat-buffer offsets (mirrors
+// model::FullMLP: for layer = depth..0: bias, weight).
+std::vector<model::ParamInfo> mlp_params(const model::MlpConfig& c);
+
+nlohmann::json to_json(const RunRecord& r);
+RunRecord run_record_from_json(const nlohmann::json& j);
+RunRecord load_run_record(const std::string& path);
+// `train --metrics` JSONL: the step lines become one StrategyRun (first step skipped as warm-up).
+RunRecord run_record_from_metrics(const std::string& path);
+
+struct Breakdown {
+  double step_ms = 0, data_ms = 0, forward_ms = 0, backward_ms = 0, exposed_ms = 0, loss_sync_ms = 0,
+         optimizer_ms = 0, other_ms = 0, comm_total_ms = 0;
+  std::int64_t collectives = 0, comm_bytes = 0;
+  double comm_overhead_pct() const { return step_ms > 0 ? 100.0 * (exposed_ms + loss_sync_ms) / step_ms : 0.0; }
+  // Clamped at 0: CommWait also covers the loop around the waits, so exposed can exceed total by µs.
+  double overlap_pct() const { return comm_total_ms > 0 ? 100.0 * std::max(0.0, 1.0 - exposed_ms / comm_total_ms) : 0.0; }
+  double phase_sum_ms() const { return data_ms + forward_ms + backward_ms + exposed_ms + loss_sync_ms + optimizer_ms; }
+};
+Breakdown breakdown_of(const StepStats& mean);
+
+StepProfile profile_of(const RunRecord& rec, const StrategyRun& run);
+
+struct Verdict {
+  std::string kind;  // compute-bound | communication-bound | memory-bound
+  double compute_pct = 0, communication_pct = 0, memory_pct = 0;  // shares of the step
+  double gemm_gflops = 0;          // achieved in forward+backward (6·rows·weights FLOPs)
+  double peak_gflops = 0;
+  double optimizer_gbytes_s = 0;   // bytes the optimizer streams / its time
+  double memory_gbytes_s = 0;      // the reference bandwidth
+  double comm_gbytes_s = 0;        // bytes all-reduced / total comm time
+  std::string reason;
+};
+Verdict bottleneck(const RunRecord& rec, const Breakdown& b, double peak_gflops_per_thread, double mem_gbytes_s);
+
+struct AnalyzeOptions {
+  double link_gbps = 0;     // 0: use the fitted model of the run's backend for scaling
+  double latency_us = 0;
+  int max_ranks = 1024;
+  double peak_gflops_per_thread = 166;  // machine-anchors.md: 64 FLOP/cycle × 2.6 GHz
+  double mem_gbytes_s = 15;             // machine-anchors.md: triad, 1 thread
+};
+
+// All-reduce time for the run's backend at `ranks` (0 at one rank); async = the progress-thread
+// variant when the model has one ("<backend>/async").
+double model_allreduce_s(const CommModel& m, const std::string& backend, int ranks, double bytes, bool async);
+
+nlohmann::json analyze(const RunRecord& rec, const CommModel& model, const AnalyzeOptions& opt);
+// Human-readable report of analyze()'s JSON.
+std::string format_report(const nlohmann::json& report);
+
+}  // namespace microddp::perf

@@ -1,0 +1,102 @@
+// step_model.hpp — predicts a training step's time per gradient-synchronisation strategy, the best
+// bucket size, and strong/weak scaling, from measured compute and an α-β communication model.
+//
+// Inputs: a StepProfile — one rank's measured phase times and per-layer backward times (in the
+// order backward runs them) plus the gradients in gradient-ready order — and an all-reduce cost
+// function T(bytes) for the rank count being predicted.
+//
+// The schedule (docs/performance.md "Predicting a step"):
+//   naive     every parameter all-reduced one after the other after backward: exposed = Σ T(S_p)
+//   flat      one all-reduce of all gradients after backward:                 exposed = T(Σ S_p)
+//   overlap   one async all-reduce per parameter, launched when it is ready
+//   bucketed  one async all-reduce per bucket (ddp::plan_buckets), launched when its LAST gradient
+//             is ready
+//   For async strategies the collectives run one at a time on the communication thread, so
+//       start_b = max(ready_b, end_{b-1}),  end_b = start_b + T(S_b),
+//       exposed = max(0, end_last - backward_end).
+//   step = data + forward + backward + exposed + loss_sync + optimizer (+ measured untimed rest).
+// Within a layer's backward (model/mlp.cpp) the bias gradient is ready at its start, the weight's
+// after the dW GEMM, i.e. half-way (dW and dX GEMMs have equal FLOPs; layer 0 has no dX).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/mlp.hpp"
+
+namespace microddp::perf {
+
+struct StepProfile {
+  double data_s = 0, forward_s = 0, backward_s = 0, optimizer_s = 0, loss_sync_s = 0;
+  double other_s = 0;  // step - sum of the timed phases (gaps between events)
+  // Backward of each layer in execution order (index 0 runs first = the output layer); their sum
+  // is <= backward_s (the loss gradient is computed outside the per-layer events).
+  std::vector<double> layer_backward_s;
+  std::vector<int> layer_ids;  // the model layer of each entry above
+  std::vector<model::ParamInfo> params;  // gradient-ready order
+  std::int64_t rows_per_rank = 0;        // local batch the compute was measured at
+  double compute_s() const { return data_s + forward_s + backward_s + optimizer_s; }
+};
+
+// Backward start -> time gradient p is ready (s), for each parameter in gradient-ready order.
+std::vector<double> grad_ready_times(const StepProfile& p);
+
+// If no per-layer times were recorded: split backward_s over the layers in proportion to their
+// parameter counts (their GEMM FLOPs are proportional to parameters × rows).
+void fill_layer_times_from_params(StepProfile& p);
+
+using AllReduceTime = std::function<double(double bytes)>;
+
+struct BucketTiming {
+  double bytes = 0, ready_s = 0, start_s = 0, end_s = 0;  // times from backward start
+};
+
+struct StepPrediction {
+  std::string strategy;
+  double bucket_bytes = 0;       // bucketed: the cap used
+  double step_s = 0;
+  double exposed_comm_s = 0;
+  double comm_total_s = 0;       // Σ T(S_b)
+  std::int64_t collectives = 0;
+  double overlap() const { return comm_total_s > 0 ? 1.0 - exposed_comm_s / comm_total_s : 0.0; }
+  std::vector<BucketTiming> buckets;
+};
+
+// strategy: naive | flat | overlap | bucketed. bucket caps in bytes (bucketed only; first 0 = same).
+StepPrediction predict_step(const StepProfile& prof, const std::string& strategy, const AllReduceTime& allreduce,
+                            double bucket_cap_bytes = 25.0 * (1 << 20), double first_bucket_cap_bytes = 0);
+
+// Bucket caps tried: powers of two from 64 KiB up to the whole gradient (plus the total). Returns
+// the prediction with the smallest step time (ties: the larger bucket, fewer collectives).
+StepPrediction best_bucket(const StepProfile& prof, const AllReduceTime& allreduce);
+
+// ---- scaling ----
+struct ScalingPoint {
+  int ranks = 0;
+  std::int64_t rows_per_rank = 0;
+  double step_s = 0;       // predicted
+  double comm_s = 0;       // exposed
+  double efficiency = 0;   // strong: T1 / (n·Tn); weak: T1 / Tn
+  double samples_per_s = 0;
+};
+
+struct ScalingInput {
+  StepProfile profile;           // measured at profile.rows_per_rank rows per rank
+  std::int64_t global_batch = 0; // strong scaling keeps this fixed
+  std::string strategy = "bucketed";
+  double bucket_cap_bytes = 25.0 * (1 << 20);
+  // All-reduce time for (ranks, bytes).
+  std::function<double(int ranks, double bytes)> allreduce;
+};
+
+// Compute per rank scales with rows per rank (data, forward, backward), the optimizer does not
+// (every rank updates the whole model). Rank counts: powers of two up to max_ranks.
+std::vector<ScalingPoint> predict_strong_scaling(const ScalingInput& in, int max_ranks);
+std::vector<ScalingPoint> predict_weak_scaling(const ScalingInput& in, int max_ranks);
+
+// Compute-phase profile at another local batch size (linear in rows; optimizer constant).
+StepProfile rescale_rows(const StepProfile& p, std::int64_t rows);
+
+}  // namespace microddp::perf

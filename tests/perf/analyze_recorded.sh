@@ -1,0 +1,41 @@
+#!/bin/bash
+# analyze_recorded.sh MICRODDP MPIEXEC [MPI FLAGS...] — `microddp analyze` on recorded runs.
+#   1. a fresh 2-rank run of every strategy, saved as a run record (--save-run) with the model fit
+#   2. analyze of that record (1 process): same numbers as the fresh report; for every strategy the
+#      phases add up to the step time (untimed rest within 5% of the step or 0.2 ms: timer calls
+#      and the gaps between events are all that is not inside a phase)
+#   3. train --metrics on 2 ranks, then analyze --metrics with the saved model
+set -euo pipefail
+bin=$1; mpiexec=$2; shift 2
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+cd "$work"
+small=(--width 128 --depth 3 --global-batch 64 --threads 1)
+"$mpiexec" -np 2 "$@" "$bin" analyze "${small[@]}" --steps 3 --warmup 1 --fit-max-mb 1 \
+  --save-run run.json --fit-out model.json --json fresh.json >fresh.txt
+grep -q "Predicted vs measured" fresh.txt
+"$mpiexec" -np 1 "$@" "$bin" analyze --run run.json --model model.json --json recorded.json >recorded.txt
+"$mpiexec" -np 2 "$@" "$bin" train "${small[@]}" --steps 4 --strategy bucketed --metrics m.jsonl >train.txt
+"$mpiexec" -np 1 "$@" "$bin" analyze --metrics m.jsonl --model model.json --link-gbps 100 --latency-us 5 --json metrics.json >metrics.txt
+python3 - <<'PY'
+import json
+fresh, rec, met = (json.load(open(f)) for f in ("fresh.json", "recorded.json", "metrics.json"))
+def close(a, b, tol=1e-9): return abs(a - b) <= tol * max(1.0, abs(a), abs(b))
+assert [s["strategy"] for s in rec["strategies"]] == ["naive", "flat", "overlap", "bucketed"], rec["strategies"]
+for a, b in zip(fresh["strategies"], rec["strategies"]):
+    assert close(a["measured"]["step_ms"], b["measured"]["step_ms"]), (a, b)
+    assert close(a["predicted"]["step_ms"], b["predicted"]["step_ms"]), (a, b)
+for rep in (rec, met):
+    for s in rep["strategies"]:
+        m = s["measured"]
+        parts = m["data_ms"] + m["forward_ms"] + m["backward_ms"] + m["exposed_comm_ms"] + m["loss_sync_ms"] + m["optimizer_ms"]
+        assert abs(parts - m["phase_sum_ms"]) < 1e-9
+        gap = m["step_ms"] - parts
+        assert -1e-6 <= gap <= max(0.05 * m["step_ms"], 0.2), (s["strategy"], m["step_ms"], parts)
+        assert 0 <= m["overlap_pct"] <= 100 + 1e-9 and m["comm_overhead_pct"] >= 0
+        assert s["predicted"]["step_ms"] > 0
+    assert rep["bottleneck"]["verdict"] in ("compute-bound", "communication-bound", "memory-bound")
+    assert [p["ranks"] for p in rep["scaling"]["strong"]] == [2 ** k for k in range(11)]
+    assert abs(rep["scaling"]["weak"][0]["efficiency"] - 1) < 1e-12
+assert met["strategies"][0]["strategy"] == "bucketed" and met["config"]["ranks"] == 2
+print("analyze on recorded runs: consistent")
+PY

@@ -1,0 +1,251 @@
+// test_perf_model.cpp — the α-β model: cost formulas on hand-computed cases, the fit recovering
+// known parameters from synthetic data, the step schedule simulation, the bench reader and the
+// analysis bookkeeping (phases add up to the step).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <random>
+
+#include "ddp/bucket_planner.hpp"
+#include "perf/alpha_beta.hpp"
+#include "perf/analysis.hpp"
+#include "perf/step_model.hpp"
+
+namespace microddp::perf {
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+TEST(CostFormulas, HandComputedCases) {
+  // Ring, n = 4, S = 1 MiB: 2(n-1) = 6 latencies, 2(n-1)/n·S = 1.5 MiB over the link, (n-1)/n·S reduced.
+  Coefficients k = cost_coefficients(Collective::AllReduce, Algorithm::Ring, 4, kMiB);
+  EXPECT_DOUBLE_EQ(k.a, 6.0);
+  EXPECT_DOUBLE_EQ(k.b, 1.5 * kMiB);
+  EXPECT_DOUBLE_EQ(k.c, 0.75 * kMiB);
+  // α = 5 µs, β = 1/(10 GB/s) = 0.1 ns/B: 30 µs + 1.5·1048576·0.1 ns = 30 + 157.2864 µs.
+  const AlphaBeta ab{5e-6, 1e-10, 0};
+  EXPECT_NEAR(ab.time_s(k), 30e-6 + 157.2864e-6, 1e-12);
+  // Recursive doubling, n = 8: 3 rounds of (α + S·β).
+  k = cost_coefficients(Collective::AllReduce, Algorithm::RecursiveDoubling, 8, 1000);
+  EXPECT_DOUBLE_EQ(k.a, 3.0);
+  EXPECT_DOUBLE_EQ(k.b, 3000.0);
+  // Non-power of two (n = 6): 2 rounds among 4 + fold-in and fold-out.
+  k = cost_coefficients(Collective::AllReduce, Algorithm::RecursiveDoubling, 6, 1000);
+  EXPECT_DOUBLE_EQ(k.a, 4.0);
+  EXPECT_DOUBLE_EQ(k.b, 4000.0);
+  // Naive, n = 3: 2(n-1) = 4 whole-buffer messages through rank 0.
+  k = cost_coefficients(Collective::AllReduce, Algorithm::Naive, 3, 100);
+  EXPECT_DOUBLE_EQ(k.a, 4.0);
+  EXPECT_DOUBLE_EQ(k.b, 400.0);
+  // One rank: free. Auto switches at 64 KiB.
+  k = cost_coefficients(Collective::AllReduce, Algorithm::Ring, 1, kMiB);
+  EXPECT_EQ(k.a + k.b + k.c, 0.0);
+  EXPECT_DOUBLE_EQ(cost_coefficients(Collective::AllReduce, Algorithm::Auto, 4, 1024).a, 2.0);
+  EXPECT_DOUBLE_EQ(cost_coefficients(Collective::AllReduce, Algorithm::Auto, 4, kMiB).a, 6.0);
+  // Link parameters: 100 Gbit/s = 12.5 GB/s -> 0.08 ns/B.
+  const AlphaBeta link = AlphaBeta::from_link(100, 2);
+  EXPECT_NEAR(link.beta_s_per_byte, 0.08e-9, 1e-20);
+  EXPECT_NEAR(link.alpha_s, 2e-6, 1e-18);
+}
+
+TEST(Fit, RecoversKnownAlphaBetaExactly) {
+  const double alpha = 3.5e-6, beta = 0.25e-9;  // 3.5 µs, 4 GB/s
+  for (Algorithm algo : {Algorithm::Ring, Algorithm::RecursiveDoubling, Algorithm::Naive}) {
+    std::vector<Sample> s;
+    for (int n : {2, 4, 8})
+      for (double bytes = 4; bytes <= 64 * kMiB; bytes *= 4) {
+        const AlphaBeta ab{alpha, beta, 0};
+        s.push_back({n, bytes, ab.time_s(cost_coefficients(Collective::AllReduce, algo, n, bytes))});
+      }
+    const FitResult f = fit_alpha_beta(Collective::AllReduce, algo, s);
+    EXPECT_NEAR(f.model.alpha_s / alpha, 1.0, 1e-9) << algorithm_name(algo);
+    EXPECT_NEAR(f.model.beta_s_per_byte / beta, 1.0, 1e-9) << algorithm_name(algo);
+    EXPECT_NEAR(f.r2, 1.0, 1e-12);
+    EXPECT_LT(f.max_rel_residual, 1e-9);
+  }
+}
+
+TEST(Fit, RecoversWithMultiplicativeNoise) {
+  // ±5% uniform noise (the machine's run-to-run spread is ~10%): α and β within 5%.
+  const double alpha = 10e-6, beta = 1.0 / 8e9;
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<double> u(-0.05, 0.05);
+  std::vector<Sample> s;
+  for (int rep = 0; rep < 5; ++rep)
+    for (double bytes = 4; bytes <= 256 * kMiB; bytes *= 2) {
+      const AlphaBeta ab{alpha, beta, 0};
+      s.push_back({2, bytes, ab.time_s(cost_coefficients(Collective::AllReduce, Algorithm::Ring, 2, bytes)) * (1 + u(rng))});
+    }
+  const FitResult f = fit_alpha_beta(Collective::AllReduce, Algorithm::Ring, s);
+  EXPECT_NEAR(f.model.alpha_s / alpha, 1.0, 0.05);
+  EXPECT_NEAR(f.model.beta_s_per_byte / beta, 1.0, 0.05);
+  EXPECT_GT(f.r2, 0.99);
+  EXPECT_LT(f.max_rel_residual, 0.12);
+}
+
+TEST(Fit, ClampsNegativeLatencyAndRejectsTooFewPoints) {
+  // Pure bandwidth data with a slightly concave shape would fit α < 0: clamp to 0.
+  std::vector<Sample> s = {{2, 1e3, 0.9e-6}, {2, 1e6, 1e-3}, {2, 1e7, 1e-2}};
+  const FitResult f = fit_alpha_beta(Collective::AllReduce, Algorithm::Ring, s);
+  EXPECT_GE(f.model.alpha_s, 0.0);
+  EXPECT_GT(f.model.beta_s_per_byte, 0.0);
+  EXPECT_THROW(fit_alpha_beta(Collective::AllReduce, Algorithm::Ring, {{2, 8, 1e-6}}), std::exception);
+}
+
+TEST(BenchReader, CsvAndJsonWithAliasesFitTheSameModel) {
+  const double alpha = 2e-6, beta = 0.5e-9;
+  const std::string csv = ::testing::TempDir() + "bench.csv", json = ::testing::TempDir() + "bench.json";
+  {
+    std::ofstream c(csv), j(json);
+    c << "# bench collectives\nbackend,collective,ranks,bytes,time_us,#wrong\n";
+    j << "{\"backend\":\"ring\",\"ranks\":4,\"rows\":[";
+    bool first = true;
+    for (double bytes = 1024; bytes <= 16 * kMiB; bytes *= 4) {
+      const double t = AlphaBeta{alpha, beta, 0}.time_s(cost_coefficients(Collective::AllReduce, Algorithm::Ring, 4, bytes));
+      c << "ring,all_reduce,4," << bytes << "," << t * 1e6 << ",0\n";
+      j << (first ? "" : ",") << "{\"op\":\"allreduce\",\"size_bytes\":" << bytes << ",\"median_ms\":" << t * 1e3 << "}";
+      first = false;
+    }
+    j << "]}\n";
+  }
+  for (const auto& path : {csv, json}) {
+    const CommModel m = fit_bench_rows(read_bench_rows(path), path);
+    const ModelEntry* e = m.find("ring");
+    ASSERT_NE(e, nullptr) << path;
+    EXPECT_NEAR(e->fit.model.alpha_s / alpha, 1.0, 1e-6) << path;
+    EXPECT_NEAR(e->fit.model.beta_s_per_byte / beta, 1.0, 1e-6) << path;
+    // Round trip through the model file.
+    const CommModel back = comm_model_from_json(to_json(m));
+    EXPECT_NEAR(back.time_s("ring", Collective::AllReduce, 4, kMiB), m.time_s("ring", Collective::AllReduce, 4, kMiB), 1e-15);
+  }
+}
+
+// Two layers (depth 1): params in ready order b1, W1, b0, W0.
+StepProfile tiny_profile() {
+  StepProfile p;
+  p.params = mlp_params({/*in*/ 4, /*width*/ 8, /*depth*/ 1, /*classes*/ 2});
+  p.forward_s = 1e-3;
+  p.backward_s = 2e-3;  // no lead time: layer 1 then layer 0, 1 ms each
+  p.layer_backward_s = {1e-3, 1e-3};
+  p.layer_ids = {1, 0};
+  p.optimizer_s = 0.5e-3;
+  p.rows_per_rank = 16;
+  return p;
+}
+
+TEST(StepModel, ReadyTimesFollowTheBackwardSchedule) {
+  const auto r = grad_ready_times(tiny_profile());
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_DOUBLE_EQ(r[0], 0.0);     // b1: start of layer 1
+  EXPECT_DOUBLE_EQ(r[1], 0.5e-3);  // W1: after its dW GEMM, half of layer 1
+  EXPECT_DOUBLE_EQ(r[2], 1e-3);    // b0: start of layer 0
+  EXPECT_DOUBLE_EQ(r[3], 2e-3);    // W0: end (layer 0 has no dX GEMM)
+}
+
+TEST(StepModel, HandComputedStrategies) {
+  const StepProfile p = tiny_profile();
+  // Constant 0.4 ms per all-reduce regardless of size: easy to follow by hand.
+  const AllReduceTime c = [](double) { return 0.4e-3; };
+  const double compute = 1e-3 + 2e-3 + 0.5e-3;
+  StepPrediction naive = predict_step(p, "naive", c);
+  EXPECT_NEAR(naive.exposed_comm_s, 1.6e-3, 1e-12);  // 4 parameters one after the other
+  EXPECT_NEAR(naive.step_s, compute + 1.6e-3, 1e-12);
+  StepPrediction flat = predict_step(p, "flat", c);
+  EXPECT_NEAR(flat.exposed_comm_s, 0.4e-3, 1e-12);
+  EXPECT_EQ(flat.collectives, 1);
+  // Overlap: b1 0->0.4, W1 0.5->0.9, b0 1.0->1.4, W0 2.0->2.4: exposed 0.4 ms past backward end (2 ms).
+  StepPrediction ov = predict_step(p, "overlap", c);
+  EXPECT_NEAR(ov.exposed_comm_s, 0.4e-3, 1e-12);
+  EXPECT_NEAR(ov.buckets[1].start_s, 0.5e-3, 1e-12);
+  // Serialisation on the link: 1.0 ms per all-reduce -> b1 0-1, W1 1-2, b0 2-3, W0 3-4: exposed 2 ms.
+  const AllReduceTime slow = [](double) { return 1e-3; };
+  EXPECT_NEAR(predict_step(p, "overlap", slow).exposed_comm_s, 2e-3, 1e-12);
+  // Bucketed with a cap holding the whole gradient = one bucket launched when W0 is ready (2 ms).
+  StepPrediction one = predict_step(p, "bucketed", c, 1e9);
+  EXPECT_EQ(one.collectives, 1);
+  EXPECT_NEAR(one.exposed_comm_s, 0.4e-3, 1e-12);
+  // The bucket plan is the trainer's (ddp::plan_buckets): same count of buckets for a small cap.
+  const auto plan = ddp::plan_buckets(p.params, 64);
+  EXPECT_EQ(predict_step(p, "bucketed", c, 64).collectives, static_cast<std::int64_t>(plan.size()));
+}
+
+TEST(StepModel, BestBucketBalancesLatencyAndTail) {
+  // 8 equal layers of 1 MiB weights: α = 1 ms dominates, so one big bucket wins over many small.
+  StepProfile p;
+  p.params = mlp_params({512, 512, 7, 512});
+  p.backward_s = 8e-3;
+  fill_layer_times_from_params(p);
+  p.rows_per_rank = 32;
+  const AllReduceTime lat = [](double bytes) { return 1e-3 + bytes * 1e-12; };
+  const StepPrediction best = best_bucket(p, lat);
+  EXPECT_EQ(best.collectives, 1);
+  // Pure bandwidth (no α): smaller buckets hide more, so the best has several buckets.
+  const AllReduceTime bw = [](double bytes) { return bytes * 1e-9; };
+  EXPECT_GT(best_bucket(p, bw).collectives, 1);
+}
+
+TEST(Scaling, WeakAndStrongEfficiencyByHand) {
+  ScalingInput in;
+  in.profile = tiny_profile();
+  in.global_batch = 16;
+  in.strategy = "flat";
+  in.allreduce = [](int ranks, double) { return ranks > 1 ? 0.35e-3 : 0.0; };
+  const auto weak = predict_weak_scaling(in, 4);
+  ASSERT_EQ(weak.size(), 3u);  // 1, 2, 4
+  const double t1 = 3.5e-3;
+  EXPECT_NEAR(weak[0].step_s, t1, 1e-12);
+  // 2 ranks: + 0.35 ms gradient all-reduce + 0.35 ms loss all-reduce (latency).
+  EXPECT_NEAR(weak[1].step_s, t1 + 0.7e-3, 1e-12);
+  EXPECT_NEAR(weak[1].efficiency, t1 / (t1 + 0.7e-3), 1e-12);
+  const auto strong = predict_strong_scaling(in, 2);
+  // 2 ranks, 8 rows: forward/backward halve (1.5 ms), optimizer stays 0.5 ms, + 0.7 ms comm.
+  EXPECT_NEAR(strong[1].step_s, 1.5e-3 + 0.5e-3 + 0.7e-3, 1e-12);
+  EXPECT_NEAR(strong[1].efficiency, t1 / (2 * strong[1].step_s), 1e-12);
+}
+
+TEST(Analysis, PhasesSumToStepAndReportIsConsistent) {
+  RunRecord rec;
+  rec.model = {32, 32, 2, 4};
+  rec.global_batch = 64;
+  rec.ranks = 2;
+  rec.backend = "mpi";
+  StrategyRun run;
+  run.strategy = "flat";
+  for (int i = 0; i < 3; ++i) {
+    StepStats s;
+    s.data_ms = 0.1;
+    s.forward_ms = 1.0 + i;
+    s.backward_ms = 2.0;
+    s.comm_exposed_ms = 0.3;
+    s.comm_total_ms = 0.3;
+    s.loss_sync_ms = 0.05;
+    s.optimizer_ms = 0.2;
+    s.step_ms = s.data_ms + s.forward_ms + s.backward_ms + s.comm_exposed_ms + s.loss_sync_ms + s.optimizer_ms + 0.01;
+    s.collectives = 1;
+    s.comm_bytes = 4 * 1000;
+    run.steps.push_back(s);
+  }
+  rec.runs.push_back(run);
+  CommModel m;
+  ModelEntry e;
+  e.backend = "mpi";
+  e.fit.model = {10e-6, 1e-10, 0};
+  m.entries.push_back(e);
+  const auto j = analyze(rec, m, AnalyzeOptions{});
+  const auto& b = j.at("breakdown");
+  EXPECT_NEAR(b.at("phase_sum_ms").get<double>() + b.at("untimed_ms").get<double>(), b.at("step_ms").get<double>(), 1e-9);
+  EXPECT_NEAR(b.at("untimed_ms").get<double>(), 0.01, 1e-9);
+  EXPECT_NEAR(b.at("forward_ms").get<double>(), 2.0, 1e-12);  // mean of 1, 2, 3
+  EXPECT_EQ(j.at("scaling").at("strong").size(), 11u);       // 1, 2, ..., 1024
+  EXPECT_NEAR(j.at("scaling").at("weak")[0].at("efficiency").get<double>(), 1.0, 1e-12);
+  EXPECT_FALSE(format_report(j).empty());
+  // Round trip of the run record.
+  const RunRecord back = run_record_from_json(to_json(rec));
+  EXPECT_EQ(back.runs.at(0).steps.size(), 3u);
+  EXPECT_DOUBLE_EQ(back.runs[0].mean().step_ms, rec.runs[0].mean().step_ms);
+}
+
+}  // namespace
+}  // namespace microddp::perf
