@@ -22,6 +22,8 @@ PACKAGES=(
   libopenblas-dev
   libgtest-dev libgmock-dev
   libcli11-dev nlohmann-json3-dev
+  libhdf5-openmpi-dev hdf5-tools
+  slurm-wlm munge python3-matplotlib  # the slurm test: local cluster, job-script aggregation plots
 )
 
 install_deps() {

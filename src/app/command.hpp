@@ -27,6 +27,12 @@ std::unique_ptr<Command> register_train(CLI::App& parent, CLI::App*& sub);
 std::unique_ptr<Command> register_baseline(CLI::App& parent, CLI::App*& sub);
 std::unique_ptr<Command> register_manual(CLI::App& parent, CLI::App*& sub);
 std::unique_ptr<Command> register_bench_compute(CLI::App& bench, CLI::App*& sub);
+std::unique_ptr<Command> register_bench_collectives(CLI::App& bench, CLI::App*& sub);
+std::unique_ptr<Command> register_make_dataset(CLI::App& parent, CLI::App*& sub);
+std::unique_ptr<Command> register_inspect(CLI::App& parent, CLI::App*& sub);
+std::unique_ptr<Command> register_hooks(CLI::App& parent, CLI::App*& sub);
+std::unique_ptr<Command> register_analyze(CLI::App& parent, CLI::App*& sub);
+std::unique_ptr<Command> register_bench_ddp(CLI::App& bench, CLI::App*& sub);
 
 // The number of BLAS threads to use when the user gave none: this node's cores shared by the
 // ranks on it (at least 1), so ranks on one node never oversubscribe the cores with BLAS threads.

@@ -46,9 +46,15 @@ int main(int argc, char** argv) {
   add(app::register_train, app);
   add(app::register_baseline, app);
   add(app::register_manual, app);
+  add(app::register_make_dataset, app);
+  add(app::register_inspect, app);
+  add(app::register_hooks, app);
+  add(app::register_analyze, app);
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks (print tables; targets live here, not in tests)");
   bench->require_subcommand(1);
   add(app::register_bench_compute, *bench);
+  add(app::register_bench_collectives, *bench);
+  add(app::register_bench_ddp, *bench);
 
   const bool print = probably_rank0();
   try {

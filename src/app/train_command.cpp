@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "app/command.hpp"
+#include "app/run_control.hpp"
 #include "app/train_options.hpp"
+#include "app/trace_output.hpp"
 #include "comm/factory.hpp"
 #include "core/error.hpp"
 #include "core/timer.hpp"
@@ -29,23 +31,42 @@ namespace {
 
 class TrainCommand final : public Command {
  public:
-  explicit TrainCommand(CLI::App* sub) { add_train_options(sub, opts_, true); }
-  void validate() override { validate_train_options(opts_); }
+  explicit TrainCommand(CLI::App* sub) {
+    add_train_options(sub, opts_, true);
+    add_run_control_options(sub, run_opts_);
+  }
+  void validate() override {
+    validate_train_options(opts_);
+    validate_run_control_options(run_opts_);
+  }
   int run(const comm::MpiRuntime& mpi) override;
 
  private:
   TrainOptions opts_;
+  RunControlOptions run_opts_;  // data file, checkpoints, resume, signals
 };
 
 int TrainCommand::run(const comm::MpiRuntime& mpi) {
+  if (!opts_.trace_path.empty()) {
+    opts_.config.keep_events = true;  // the trace shows every step, per layer
+    opts_.config.layer_events = true;
+  }
   const auto& cfg = opts_.config;
   const int threads = opts_.threads > 0 ? opts_.threads : default_blas_threads(mpi);
   auto ops = kernels::make_cpu_ops(threads);
   auto comm = comm::make_communicator(opts_.comm, mpi);
   ddp::Trainer trainer(cfg, *comm, *ops);
+  RunControl control(run_opts_, mpi, opts_.comm);
+  if (const data::DataSource* source = control.open_data_source()) trainer.set_data_source(*source);
   std::unique_ptr<perf::MetricsWriter> metrics;
   if (mpi.rank() == 0 && !opts_.metrics_path.empty()) metrics = std::make_unique<perf::MetricsWriter>(opts_.metrics_path);
   trainer.setup();
+  control.resume(trainer);
+  const std::int64_t start = trainer.steps_done();
+  if (start >= cfg.steps) {
+    if (mpi.rank() == 0) std::printf("# nothing to do: the checkpoint is at step %" PRId64 " of %" PRId64 "\n", start, cfg.steps);
+    return 0;
+  }
 
   const bool root = mpi.rank() == 0;
   if (root) {
@@ -64,8 +85,14 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     std::printf("#   strategy   : %s over %s backend; %" PRId64 " collectives, %.2f MiB per step\n",
                 cfg.strategy.c_str(), opts_.comm.c_str(), trainer.sync().collectives_per_step(),
                 static_cast<double>(trainer.sync().bytes_per_step()) / (1 << 20));
+    if (cfg.accum_steps > 1) {
+      std::printf("#   accumulate : %" PRId64 " micro-batches of %" PRId64 " per step (effective batch %" PRId64
+                  "), gradients synchronised on the last only\n",
+                  cfg.accum_steps, cfg.global_batch, cfg.accum_steps * cfg.global_batch);
+    }
     std::printf("#   compute    : %s\n", ops->description().c_str());
-    std::printf("# %8s %12s %10s %12s %10s %9s\n", "step", "loss", "step_ms", "samples/s", "comm_ms", "eta_s");
+    std::printf("# %8s %12s %10s %12s %10s %10s %8s %9s\n", "step", "loss", "step_ms", "samples/s", "comm_ms", "exposed_ms",
+                "overlap", "eta_s");
     std::fflush(stdout);
   }
 
@@ -73,20 +100,22 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
   all_stats.reserve(static_cast<std::size_t>(cfg.steps));
   double first_loss = 0.0, last_loss = 0.0;
   core::Stopwatch wall;
-  for (std::int64_t s = 0; s < cfg.steps; ++s) {
+  for (std::int64_t s = start; s < cfg.steps; ++s) {
     const ddp::StepRecord rec = trainer.step();
     const perf::StepStats st = perf::step_stats(trainer.events().events(), rec.step);
     all_stats.push_back(st);
-    if (s == 0) first_loss = rec.loss;
+    if (s == start) first_loss = rec.loss;
     last_loss = rec.loss;
     if (metrics) metrics->write_step(st, rec.loss);
-    if (root && ((s + 1) % opts_.log_every == 0 || s == 0 || s + 1 == cfg.steps)) {
+    if (root && ((s + 1) % opts_.log_every == 0 || s == start || s + 1 == cfg.steps)) {
       const double elapsed = wall.elapsed_s();
-      const double eta = elapsed / static_cast<double>(s + 1) * static_cast<double>(cfg.steps - s - 1);
-      std::printf("  %8" PRId64 " %12.6f %10.3f %12.0f %10.3f %9.1f\n", rec.step + 1, rec.loss, st.step_ms,
-                  static_cast<double>(cfg.global_batch) / (st.step_ms * 1e-3), st.comm_total_ms, eta);
+      const double eta = elapsed / static_cast<double>(s + 1 - start) * static_cast<double>(cfg.steps - s - 1);
+      std::printf("  %8" PRId64 " %12.6f %10.3f %12.0f %10.3f %10.3f %7.1f%% %9.1f\n", rec.step + 1, rec.loss, st.step_ms,
+                  static_cast<double>(cfg.global_batch * cfg.accum_steps) / (st.step_ms * 1e-3), st.comm_total_ms,
+                  st.comm_exposed_ms, 100.0 * st.overlap(), eta);
       std::fflush(stdout);
     }
+    if (control.after_step(trainer, *comm)) break;  // agreed signal: checkpointed, stop
   }
   const double total_s = wall.elapsed_s();
   // Steady state: skip the first step (cold caches, lazy library set-up) when there are more.
@@ -100,9 +129,20 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
                 "(exposed %.3f), optimizer %.3f, loss sync %.3f ms\n",
                 m.step_ms, static_cast<double>(cfg.global_batch) / (m.step_ms * 1e-3), m.data_ms, m.forward_ms,
                 m.backward_ms, m.comm_total_ms, m.comm_exposed_ms, m.optimizer_ms, m.loss_sync_ms);
-    std::printf("#   communication overhead %.1f%% of the step; parameter checksum %016" PRIx64 "\n",
-                m.step_ms > 0 ? 100.0 * m.comm_exposed_ms / m.step_ms : 0.0, checksum);
+    std::printf("#   communication: %" PRId64 " collectives, %.2f MiB per step; overlap %.1f%% (1 - exposed/total); "
+                "overhead %.1f%% of the step\n",
+                m.collectives, static_cast<double>(m.comm_bytes) / (1 << 20), 100.0 * m.overlap(),
+                m.step_ms > 0 ? 100.0 * m.comm_exposed_ms / m.step_ms : 0.0);
+    std::printf("#   parameter checksum %016" PRIx64 "\n", checksum);
     std::fflush(stdout);
+  }
+  if (!opts_.trace_path.empty()) {
+    write_trace(opts_.trace_path, *comm, trainer.events().events(), trainer.sync(), trainer.model().params(),
+                {{"command", "train"}, {"width", cfg.model.width}, {"depth", cfg.model.depth}});
+    if (root) std::printf("# trace: %s (open in https://ui.perfetto.dev)\n", opts_.trace_path.c_str());
+    if (root && trainer.events().dropped() > 0) {
+      std::printf("# warning: %llu events dropped (event log full)\n", static_cast<unsigned long long>(trainer.events().dropped()));
+    }
   }
   if (metrics) {
     nlohmann::json j;
@@ -120,7 +160,7 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     j["mean"] = perf::to_json(sum.mean);
     metrics->write(j);
   }
-  return 0;
+  return control.exit_code();
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 // train_options.cpp — option definitions with ranges; the defaults are the course model.
 #include "app/train_options.hpp"
 
+#include <cmath>
+#include <string>
+
 #include "comm/factory.hpp"
 #include "core/error.hpp"
 #include "ddp/grad_sync.hpp"
@@ -13,6 +16,20 @@ namespace {
 constexpr std::int64_t kMaxDim = 1 << 24;
 constexpr std::int64_t kMaxDepth = 4096;
 constexpr std::int64_t kMaxSteps = std::int64_t{1} << 40;
+
+// CLI11's Range lets NaN through (every comparison with NaN is false), so real-valued options use
+// this validator: a finite number inside [lo, hi].
+CLI::Validator finite_range(float lo, float hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& input) -> std::string {
+        float v = 0.0f;
+        if (!CLI::detail::lexical_cast(input, v) || !std::isfinite(v) || v < lo || v > hi) {
+          return "value " + input + " is not a finite number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+        }
+        return {};
+      },
+      "FLOAT in [" + std::to_string(lo) + " - " + std::to_string(hi) + "]");
+}
 }  // namespace
 
 void add_train_options(CLI::App* sub, TrainOptions& o, bool with_dist) {
@@ -28,11 +45,11 @@ void add_train_options(CLI::App* sub, TrainOptions& o, bool with_dist) {
   sub->add_option("--optimizer", c.optimizer.name, "adam | adamw | sgd")
       ->check(CLI::IsMember({"adam", "adamw", "sgd"}))
       ->capture_default_str();
-  sub->add_option("--lr", c.optimizer.lr, "Learning rate")->check(CLI::Range(1e-12f, 1e3f))->capture_default_str();
+  sub->add_option("--lr", c.optimizer.lr, "Learning rate")->check(finite_range(1e-12f, 1e3f))->capture_default_str();
   sub->add_option("--weight-decay", c.optimizer.weight_decay, "Weight decay (L2 for adam/sgd, decoupled for adamw)")
-      ->check(CLI::Range(0.0f, 1.0f))
+      ->check(finite_range(0.0f, 1.0f))
       ->capture_default_str();
-  sub->add_option("--momentum", c.optimizer.momentum, "SGD momentum")->check(CLI::Range(0.0f, 0.9999f))->capture_default_str();
+  sub->add_option("--momentum", c.optimizer.momentum, "SGD momentum")->check(finite_range(0.0f, 0.9999f))->capture_default_str();
   sub->add_option("--seed", c.seed, "Seed of initialisation and data")->capture_default_str();
   sub->add_option("--threads", o.threads, "BLAS threads per rank (0 = cores on this node / ranks on this node)")
       ->check(CLI::Range(0, 1024))
@@ -40,7 +57,19 @@ void add_train_options(CLI::App* sub, TrainOptions& o, bool with_dist) {
   sub->add_option("--log-every", o.log_every, "Print a progress line every N steps (0 = about 10 lines)")
       ->check(CLI::Range(std::int64_t{0}, kMaxSteps));
   sub->add_option("--metrics", o.metrics_path, "Write one JSON object per step, then a summary, to FILE.jsonl (rank 0)");
+  sub->add_option("--accum-steps", c.accum_steps,
+                  "Gradient accumulation: micro-batches of --global-batch per optimizer step (sync on the last only)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20))
+      ->capture_default_str();
   if (with_dist) {
+    sub->add_option("--trace", o.trace_path, "Write a Chrome/Perfetto trace of every rank to FILE.json (rank 0 writes)");
+    sub->add_option("--bucket-mb", c.sync_options.bucket_mb, "Bucket cap in MiB (bucketed strategy)")
+        ->check(CLI::Range(1e-6, 1e6))
+        ->capture_default_str();
+    sub->add_option("--first-bucket-mb", c.sync_options.first_bucket_mb,
+                    "Cap of the first bucket in MiB, 0 = same as --bucket-mb (PyTorch DDP uses 1)")
+        ->check(CLI::Range(0.0, 1e6))
+        ->capture_default_str();
     sub->add_option("--strategy", c.strategy, "Gradient synchronisation strategy")->capture_default_str();
     sub->add_option("--comm", o.comm, "Communication backend")->capture_default_str();
   }
@@ -62,6 +91,8 @@ void validate_train_options(TrainOptions& o) {
     list += (list.empty() ? "" : ", ") + b;
   }
   MDDP_USAGE_CHECK(known, "unknown --comm '" << o.comm << "' (this build has: " << list << ")");
+  MDDP_USAGE_CHECK(std::isfinite(c.sync_options.bucket_mb) && std::isfinite(c.sync_options.first_bucket_mb),
+                   "--bucket-mb and --first-bucket-mb must be finite");
   if (o.log_every == 0) o.log_every = std::max<std::int64_t>(1, c.steps / 10);
 }
 

@@ -1,0 +1,426 @@
+// bench_collectives_command.cpp — `microddp bench collectives`: an nccl-tests-style sweep of every
+// collective over several backends side by side, plus an async-progress measurement.
+//
+// Method (also printed in the header):
+//   * Sizes from --min-bytes to --max-bytes, multiplied by --factor. "size" is nccl-tests' size: the
+//     all-reduce/broadcast buffer, the gathered total for all-gather/gather, the scattered total for
+//     reduce-scatter/scatter. Block collectives round it down to a multiple of n·element size.
+//   * For every size the backends run interleaved (size-major, then backend, then out-of-place and
+//     in-place), so machine drift hits all of them alike. Each timed iteration: re-initialise the
+//     inputs and poison the output (untimed), MPI_Barrier, time the collective. time = max over
+//     ranks of each rank's per-iteration MEDIAN.
+//   * algbw = size / time; busbw = algbw · factor with nccl-tests' factors: all-reduce 2(n-1)/n,
+//     all-gather / reduce-scatter / gather / scatter (n-1)/n, broadcast 1 (docs/allreduce.md).
+//   * Inputs are small integers (exact in f32), so every result of every iteration is compared
+//     exactly with its closed form; #wrong sums the wrong elements over iterations and ranks.
+//   * --overlap-bytes: async all-reduce of that size issued, then the caller computes T ms (a
+//     floating-point loop that never touches the communicator), then waits. If the collective
+//     progresses during the compute, wait ≈ max(0, comm - T); if it only progressed inside wait(),
+//     wait ≈ comm.
+#include <mpi.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "app/command.hpp"
+#include "comm/factory.hpp"
+#include "core/error.hpp"
+#include "core/host_buffer.hpp"
+#include "core/timer.hpp"
+
+namespace microddp::app {
+
+namespace {
+
+using comm::Communicator;
+using core::ReduceOp;
+using core::TensorView;
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+enum class Op { AllReduce, AllGather, ReduceScatter, Broadcast, Gather, Scatter };
+const std::map<std::string, Op> kOps = {{"allreduce", Op::AllReduce}, {"allgather", Op::AllGather},
+                                        {"reducescatter", Op::ReduceScatter}, {"broadcast", Op::Broadcast},
+                                        {"gather", Op::Gather}, {"scatter", Op::Scatter}};
+
+double bus_factor(Op op, int n) {
+  switch (op) {
+    case Op::AllReduce: return 2.0 * (n - 1) / n;
+    case Op::Broadcast: return 1.0;
+    default: return static_cast<double>(n - 1) / n;
+  }
+}
+
+// Small integers, f32-exact for sums over thousands of ranks.
+float reduce_in(int rank, std::int64_t j, int n) { return static_cast<float>((rank + j) % n + j % 7 + 1); }
+float reduce_want(ReduceOp op, std::int64_t j, int n) {
+  const double base = static_cast<double>(j % 7 + 1);
+  switch (op) {
+    case ReduceOp::Max: return static_cast<float>(base + (n - 1));
+    case ReduceOp::Min: return static_cast<float>(base);
+    default: return static_cast<float>(n * base + n * (n - 1) / 2.0);
+  }
+}
+float data_in(int rank, std::int64_t i) { return static_cast<float>(rank * 1000 + i % 1000); }
+
+struct Result {
+  std::string op, backend;
+  std::int64_t bytes = 0, count = 0;
+  bool in_place = false;
+  double time_us = 0, algbw = 0, busbw = 0;
+  std::int64_t wrong = 0;
+};
+
+class BenchCollectivesCommand final : public Command {
+ public:
+  explicit BenchCollectivesCommand(CLI::App* sub) {
+    sub->add_option("--min-bytes", min_bytes_, "Smallest size in bytes")->check(CLI::Range(std::int64_t{4}, std::int64_t{1} << 40))->capture_default_str();
+    sub->add_option("--max-bytes", max_bytes_, "Largest size in bytes")->check(CLI::Range(std::int64_t{4}, std::int64_t{1} << 40))->capture_default_str();
+    sub->add_option("--factor", factor_, "Size multiplier between rows")->check(CLI::Range(2, 1024))->capture_default_str();
+    sub->add_option("--warmup", warmup_, "Untimed iterations per cell")->check(CLI::Range(0, 100000))->capture_default_str();
+    sub->add_option("--iters", iters_, "Timed iterations per cell")->check(CLI::Range(1, 100000))->capture_default_str();
+    sub->add_option("--backends", backends_, "Comma-separated backends, compared side by side")->capture_default_str();
+    sub->add_option("--ops", ops_, "Comma-separated: allreduce,allgather,reducescatter,broadcast,gather,scatter")->capture_default_str();
+    sub->add_option("--redop", redop_, "Reduction: sum, max, min")->check(CLI::IsMember({"sum", "max", "min"}))->capture_default_str();
+    sub->add_option("--csv", csv_, "Also write every row to this CSV file (rank 0)");
+    sub->add_option("--json", json_, "Also write every row to this JSON file (rank 0)");
+    sub->add_option("--overlap-bytes", overlap_bytes_, "Async-progress check: all-reduce size (0 = skip)")->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40))->capture_default_str();
+    sub->add_option("--overlap-ms", overlap_ms_, "Async-progress check: compute times in ms, comma-separated")->capture_default_str();
+  }
+  void validate() override {
+    MDDP_USAGE_CHECK(min_bytes_ <= max_bytes_, "--min-bytes " << min_bytes_ << " > --max-bytes " << max_bytes_);
+    MDDP_USAGE_CHECK(!split_list(backends_).empty(), "--backends is empty");
+    for (const auto& o : split_list(ops_)) MDDP_USAGE_CHECK(kOps.count(o) == 1, "unknown op '" << o << "' in --ops");
+    for (const auto& t : split_list(overlap_ms_)) MDDP_USAGE_CHECK(std::atof(t.c_str()) >= 0, "bad --overlap-ms entry '" << t << "'");
+  }
+  int run(const comm::MpiRuntime& mpi) override;
+
+ private:
+  Result run_cell(Communicator& c, Op op, std::int64_t bytes, bool in_place);
+  void run_overlap(const comm::MpiRuntime& mpi, std::vector<std::unique_ptr<Communicator>>& comms);
+
+  std::int64_t min_bytes_ = 8, max_bytes_ = std::int64_t{64} << 20, overlap_bytes_ = 0;
+  int factor_ = 2, warmup_ = 3, iters_ = 20;
+  std::string backends_ = "mpi,ring,rd,auto", ops_ = "allreduce", redop_ = "sum", overlap_ms_ = "0,5,10,20,40";
+  std::string csv_, json_;
+  core::HostBuffer<float> send_, recv_;  // sized once for the largest cell
+  ReduceOp rop_ = ReduceOp::Sum;
+};
+
+Result BenchCollectivesCommand::run_cell(Communicator& c, Op op, std::int64_t bytes, bool in_place) {
+  const int n = c.size(), r = c.rank();
+  const std::int64_t total = bytes / 4;
+  const bool blocky = op != Op::AllReduce && op != Op::Broadcast;
+  const std::int64_t block = blocky ? total / n : total;  // per-rank block (or whole buffer)
+  const std::int64_t count = blocky ? block * n : total;
+  float* s = send_.data();
+  float* d = recv_.data();
+  const int root = 0;
+  // Views for this cell (in place per types.hpp's conventions).
+  TensorView sv, rv;
+  switch (op) {
+    case Op::AllReduce: sv = TensorView::of(in_place ? d : s, count); rv = TensorView::of(d, count); break;
+    case Op::Broadcast: rv = TensorView::of(d, count); break;
+    case Op::AllGather:
+      rv = TensorView::of(d, count);
+      sv = TensorView::of(in_place ? d + r * block : s, block);
+      break;
+    case Op::ReduceScatter:
+      sv = TensorView::of(in_place ? d : s, count);
+      rv = TensorView::of(d, block);
+      break;
+    case Op::Gather:
+      rv = TensorView::of(d, count);
+      sv = TensorView::of(in_place && r == root ? d + r * block : s, block);
+      break;
+    case Op::Scatter:
+      sv = TensorView::of(s, count);
+      rv = TensorView::of(in_place && r == root ? s + r * block : d, block);
+      break;
+  }
+  auto init = [&] {
+    switch (op) {
+      case Op::AllReduce:
+      case Op::ReduceScatter:
+        for (std::int64_t j = 0; j < count; ++j) static_cast<float*>(sv.data)[j] = reduce_in(r, j, n);
+        break;
+      case Op::Broadcast:
+        for (std::int64_t j = 0; j < count; ++j) d[j] = r == root ? data_in(root, j) : -1.0f;
+        break;
+      case Op::AllGather:
+      case Op::Gather:
+        std::fill(d, d + count, -1.0f);
+        for (std::int64_t j = 0; j < block; ++j) static_cast<float*>(sv.data)[j] = data_in(r, j);
+        break;
+      case Op::Scatter:
+        if (rv.data != sv.data) std::fill(d, d + block, -1.0f);
+        if (r == root) {
+          for (std::int64_t b = 0; b < n; ++b) {
+            for (std::int64_t j = 0; j < block; ++j) s[b * block + j] = data_in(static_cast<int>(b), j);
+          }
+        }
+        break;
+    }
+    if (!in_place && (op == Op::AllReduce || op == Op::ReduceScatter)) std::fill(d, d + rv.count, -1.0f);
+  };
+  auto check = [&]() -> std::int64_t {
+    std::int64_t bad = 0;
+    const float* got = static_cast<const float*>(rv.data);
+    switch (op) {
+      case Op::AllReduce:
+        for (std::int64_t j = 0; j < count; ++j) bad += got[j] != reduce_want(rop_, j, n);
+        break;
+      case Op::ReduceScatter:
+        for (std::int64_t j = 0; j < block; ++j) bad += got[j] != reduce_want(rop_, r * block + j, n);
+        break;
+      case Op::Broadcast:
+        for (std::int64_t j = 0; j < count; ++j) bad += got[j] != data_in(root, j);
+        break;
+      case Op::AllGather:
+        for (std::int64_t j = 0; j < count; ++j) bad += got[j] != data_in(static_cast<int>(j / block), j % block);
+        break;
+      case Op::Gather:
+        if (r == root) {
+          for (std::int64_t j = 0; j < count; ++j) bad += got[j] != data_in(static_cast<int>(j / block), j % block);
+        }
+        break;
+      case Op::Scatter:
+        for (std::int64_t j = 0; j < block; ++j) bad += got[j] != data_in(r, j);
+        break;
+    }
+    return bad;
+  };
+  auto launch = [&] {
+    switch (op) {
+      case Op::AllReduce: c.all_reduce(sv, rv, rop_); break;
+      case Op::Broadcast: c.broadcast(rv, root); break;
+      case Op::AllGather: c.all_gather(sv, rv); break;
+      case Op::ReduceScatter: c.reduce_scatter(sv, rv, rop_); break;
+      case Op::Gather: c.gather(sv, rv, root); break;
+      case Op::Scatter: c.scatter(sv, rv, root); break;
+    }
+  };
+  std::vector<double> times;
+  std::int64_t wrong = 0;
+  for (int it = 0; it < warmup_ + iters_; ++it) {
+    init();
+    MPI_Barrier(MPI_COMM_WORLD);  // the communicator under test is idle: sync calls only
+    core::Stopwatch sw;
+    launch();
+    const double us = sw.elapsed_s() * 1e6;
+    wrong += check();
+    if (it >= warmup_) times.push_back(us);
+  }
+  double t = median(times), tmax = 0;
+  std::int64_t wrong_all = 0;
+  MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(&wrong, &wrong_all, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  Result res;
+  res.backend = std::string(c.name());
+  res.bytes = count * 4;
+  res.count = count;
+  res.in_place = in_place;
+  res.time_us = tmax;
+  res.algbw = tmax > 0 ? static_cast<double>(res.bytes) / (tmax * 1e3) : 0;  // GB/s
+  res.busbw = res.algbw * bus_factor(op, n);
+  res.wrong = wrong_all;
+  return res;
+}
+
+// Busy compute on the caller's thread for about `ms` milliseconds: FMAs on a small array, checking
+// the clock every few thousand operations. Touches no communicator.
+double compute_for_ms(double ms) {
+  static float a[1024];
+  core::Stopwatch sw;
+  float acc = 0;
+  while (sw.elapsed_ms() < ms) {
+    for (int i = 0; i < 1024; ++i) a[i] = a[i] * 0.999f + 1.0f;
+    acc += a[0];
+  }
+  return acc;
+}
+
+void BenchCollectivesCommand::run_overlap(const comm::MpiRuntime& mpi, std::vector<std::unique_ptr<Communicator>>& comms) {
+  const std::int64_t count = overlap_bytes_ / 4;
+  std::vector<double> ts;
+  for (const auto& t : split_list(overlap_ms_)) ts.push_back(std::atof(t.c_str()));
+  if (mpi.rank() == 0) {
+    std::printf("#\n# Async progress: all_reduce of %" PRId64 " bytes issued async, caller computes T ms, then wait().\n",
+                count * 4);
+    std::printf("# comm = sync all-reduce time; wait = time spent in wait() after compute; progressed = 1 - wait/comm\n");
+    std::printf("# (1 = finished during the compute, 0 = progressed only inside wait). medians of %d, max over ranks.\n", iters_);
+    std::printf("# %-8s %9s %10s %10s %10s %10s\n", "backend", "T_ms", "comm_ms", "wait_ms", "total_ms", "progressed");
+  }
+  volatile double sink = 0;
+  for (auto& c : comms) {
+    const int r = c->rank(), n = c->size();
+    auto fill = [&] {
+      for (std::int64_t j = 0; j < count; ++j) send_[j] = reduce_in(r, j, n);
+    };
+    std::vector<double> comm_t;
+    for (int it = 0; it < warmup_ + iters_; ++it) {
+      fill();
+      MPI_Barrier(MPI_COMM_WORLD);
+      core::Stopwatch sw;
+      c->all_reduce(TensorView::of(send_.data(), count), ReduceOp::Sum);
+      if (it >= warmup_) comm_t.push_back(sw.elapsed_ms());
+    }
+    double comm_ms = median(comm_t), comm_max = 0;
+    MPI_Allreduce(&comm_ms, &comm_max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    for (double T : ts) {
+      std::vector<double> waits, totals;
+      for (int it = 0; it < warmup_ + iters_; ++it) {
+        fill();
+        MPI_Barrier(MPI_COMM_WORLD);
+        core::Stopwatch sw;
+        comm::Work w = c->all_reduce(TensorView::of(send_.data(), count), ReduceOp::Sum, comm::Mode::Async);
+        sink = sink + compute_for_ms(T);
+        core::Stopwatch ws;
+        w.wait();
+        if (it >= warmup_) {
+          waits.push_back(ws.elapsed_ms());
+          totals.push_back(sw.elapsed_ms());
+        }
+      }
+      double mine[2] = {median(waits), median(totals)}, worst[2] = {0, 0};
+      MPI_Allreduce(mine, worst, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      if (mpi.rank() == 0) {
+        std::printf("  %-8s %9.1f %10.3f %10.3f %10.3f %10.2f\n", std::string(c->name()).c_str(), T, comm_max, worst[0],
+                    worst[1], comm_max > 0 ? 1.0 - worst[0] / comm_max : 0.0);
+      }
+    }
+  }
+}
+
+int BenchCollectivesCommand::run(const comm::MpiRuntime& mpi) {
+  rop_ = redop_ == "max" ? ReduceOp::Max : redop_ == "min" ? ReduceOp::Min : ReduceOp::Sum;
+  const std::vector<std::string> backend_names = split_list(backends_);
+  std::vector<std::unique_ptr<Communicator>> comms;
+  for (const auto& b : backend_names) comms.push_back(comm::make_communicator(b, mpi));
+  const int n = mpi.size();
+  const std::int64_t cap = std::max(max_bytes_, overlap_bytes_) / 4 + n;
+  send_.resize(cap);
+  recv_.resize(cap);
+  const int rank = mpi.rank();
+  if (rank == 0) {
+    std::printf("# microddp bench collectives: %d rank(s) on %s, %s\n", n, mpi.hostname().c_str(), mpi.library_version().c_str());
+    std::printf("# sizes %" PRId64 " .. %" PRId64 " bytes x%d, warmup %d, iters %d, dtype float, redop %s, backends %s\n",
+                min_bytes_, max_bytes_, factor_, warmup_, iters_, redop_.c_str(), backends_.c_str());
+    std::printf("# time = max over ranks of each rank's per-iteration median (us); algbw = size/time, busbw = algbw x\n");
+    std::printf("# factor (allreduce 2(n-1)/n; allgather, reducescatter, gather, scatter (n-1)/n; broadcast 1), GB/s.\n");
+    std::printf("# every iteration's result is checked exactly; #wrong = wrong elements over all iterations and ranks.\n");
+  }
+  std::vector<Result> all;
+  for (const auto& op_name : split_list(ops_)) {
+    const Op op = kOps.at(op_name);
+    if (rank == 0) {
+      std::printf("#\n# %-15s %12s %6s %6s %-8s %s %s\n", "", "", "", "", "", "       out-of-place                  ",
+                  "        in-place");
+      std::printf("# %-13s %12s %12s %6s %6s %-8s %9s %8s %8s %7s %9s %8s %8s %7s\n", "op", "size(B)", "count", "type",
+                  "redop", "backend", "time(us)", "algbw", "busbw", "#wrong", "time(us)", "algbw", "busbw", "#wrong");
+    }
+    for (std::int64_t bytes = min_bytes_; bytes <= max_bytes_; bytes *= factor_) {
+      for (auto& c : comms) {
+        Result oop = run_cell(*c, op, bytes, false);
+        Result ip = run_cell(*c, op, bytes, true);
+        if (oop.count == 0) continue;  // block collectives: fewer elements than ranks
+        oop.op = ip.op = op_name;
+        const bool reduces = op == Op::AllReduce || op == Op::ReduceScatter;
+        if (rank == 0) {
+          std::printf("  %-13s %12" PRId64 " %12" PRId64 " %6s %6s %-8s %9.1f %8.3f %8.3f %7" PRId64 " %9.1f %8.3f %8.3f %7" PRId64 "\n",
+                      op_name.c_str(), oop.bytes, oop.count, "float", reduces ? redop_.c_str() : "none", oop.backend.c_str(),
+                      oop.time_us, oop.algbw, oop.busbw, oop.wrong, ip.time_us, ip.algbw, ip.busbw, ip.wrong);
+          std::fflush(stdout);
+        }
+        all.push_back(oop);
+        all.push_back(ip);
+      }
+    }
+  }
+  // Footer: per backend, average busbw; and the ratios to the first backend (the targets).
+  std::int64_t wrong_total = 0;
+  for (const auto& r : all) wrong_total += r.wrong;
+  if (rank == 0) {
+    std::printf("#\n# Out of bounds values : %" PRId64 " %s\n", wrong_total, wrong_total == 0 ? "OK" : "FAILED");
+    const std::string& base = backend_names.front();
+    for (const auto& op_name : split_list(ops_)) {
+      for (const auto& b : backend_names) {
+        double sum = 0, big = 0, small = 0;
+        int cnt = 0, nbig = 0, nsmall = 0;
+        for (const auto& r : all) {
+          if (r.op != op_name || r.backend != b) continue;
+          sum += r.busbw;
+          ++cnt;
+          for (const auto& q : all) {  // same cell of the baseline backend
+            if (q.op != r.op || q.backend != base || q.bytes != r.bytes || q.in_place != r.in_place) continue;
+            if (r.bytes >= (1 << 20) && q.busbw > 0) big += std::log(r.busbw / q.busbw), ++nbig;
+            if (r.bytes <= 4096 && q.time_us > 0) small += std::log(r.time_us / q.time_us), ++nsmall;
+          }
+        }
+        std::printf("# %-13s %-8s avg busbw %8.3f GB/s", op_name.c_str(), b.c_str(), cnt ? sum / cnt : 0.0);
+        if (b != base) {
+          if (nbig) std::printf("  busbw/%s (>= 1 MiB, geomean) %.3f", base.c_str(), std::exp(big / nbig));
+          if (nsmall) std::printf("  time/%s (<= 4 KiB, geomean) %.3f", base.c_str(), std::exp(small / nsmall));
+        }
+        std::printf("\n");
+      }
+    }
+  }
+  if (overlap_bytes_ > 0) run_overlap(mpi, comms);
+  if (rank == 0 && !csv_.empty()) {
+    std::ofstream f(csv_);
+    MDDP_CHECK(f.good(), "cannot write " << csv_);
+    f << "op,backend,ranks,bytes,count,in_place,time_us,algbw_gbs,busbw_gbs,wrong\n";
+    for (const auto& r : all) {
+      f << r.op << "," << r.backend << "," << n << "," << r.bytes << "," << r.count << "," << (r.in_place ? 1 : 0) << ","
+        << r.time_us << "," << r.algbw << "," << r.busbw << "," << r.wrong << "\n";
+    }
+  }
+  if (rank == 0 && !json_.empty()) {
+    std::ofstream f(json_);
+    MDDP_CHECK(f.good(), "cannot write " << json_);
+    f << "{\"ranks\": " << n << ", \"iters\": " << iters_ << ", \"warmup\": " << warmup_ << ", \"time\": \"max over ranks of per-iteration median\", \"rows\": [\n";
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      const auto& r = all[i];
+      f << "  {\"op\": \"" << r.op << "\", \"backend\": \"" << r.backend << "\", \"bytes\": " << r.bytes
+        << ", \"count\": " << r.count << ", \"in_place\": " << (r.in_place ? "true" : "false") << ", \"time_us\": " << r.time_us
+        << ", \"algbw_gbs\": " << r.algbw << ", \"busbw_gbs\": " << r.busbw << ", \"wrong\": " << r.wrong << "}"
+        << (i + 1 < all.size() ? ",\n" : "\n");
+    }
+    f << "]}\n";
+  }
+  if (rank == 0) std::printf("# %s\n", wrong_total == 0 ? "OK" : "FAILED");
+  return wrong_total == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+std::unique_ptr<Command> register_bench_collectives(CLI::App& bench, CLI::App*& sub) {
+  sub = bench.add_subcommand("collectives", "nccl-tests-style sweep of collectives over backends side by side");
+  return std::make_unique<BenchCollectivesCommand>(sub);
+}
+
+}  // namespace microddp::app
