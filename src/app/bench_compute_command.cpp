@@ -80,9 +80,8 @@ int BenchComputeCommand::run(const comm::MpiRuntime& mpi) {
     ops->synchronize();
   };
   auto model_step = [&] {
-    net.zero_grad();
-    net.forward(net.input(), batch_);
-    net.backward(labels.data(), 1.0f / static_cast<float>(batch_), nullptr);
+    net.forward(net.input(), batch_);  // as the trainer does: the first backward overwrites gradients
+    net.backward(labels.data(), 1.0f / static_cast<float>(batch_), nullptr, nullptr, /*accumulate=*/false);
     ops->synchronize();
   };
   const std::int64_t n = net.param_count();

@@ -22,10 +22,12 @@ int comm_size(MPI_Comm c) {
   return s;
 }
 
-// Pipeline segment of the ring and the tree broadcast: small enough that a 1 MiB all-reduce at np=2
-// still has 2 segments per chunk to overlap, large enough that per-message overhead (~1 us) is < 3%
-// of a segment's transfer at ~8 GB/s. Segment sweep: docs/allreduce.md, "Segment size".
-constexpr std::int64_t kDefaultSegmentBytes = std::int64_t{256} << 10;
+// Pipeline segment of the ring and the tree broadcast. Measured on an idle 2-core machine, np=2
+// (docs/allreduce.md, "Segment size"): with many small segments in flight at once (256 KiB at
+// 64 MiB = 128 outstanding messages per step; 64 KiB at 16 MiB) the ring collapsed to 0.55-0.6 GB/s
+// busbw, while 1-32 MiB segments all gave 2.8-3.3 GB/s at 64 MiB. 4 MiB keeps a few segments per
+// chunk for overlap at large sizes and is a single segment for messages of a few MiB.
+constexpr std::int64_t kDefaultSegmentBytes = std::int64_t{4} << 20;
 
 // auto: recursive doubling up to this many bytes, ring above. Crossover measured with
 // `microddp bench collectives --backends mpi,ring,rd,naive,auto` at np=2 (docs/allreduce.md,

@@ -160,7 +160,6 @@ StepRecord Trainer::step() {
   const std::int64_t micro_steps = config_.accum_steps;
   const float loss_scale = 1.0f / static_cast<float>(micro_steps * config_.global_batch);
   double local_loss = 0.0;
-  model_.zero_grad();
   for (std::int64_t k = 0; k < micro_steps; ++k) {
     const bool last = k + 1 == micro_steps;
     {
@@ -176,7 +175,9 @@ StepRecord Trainer::step() {
     if (last) sync_->on_backward_begin(step);
     {
       core::ScopedEvent e(events_, core::EventKind::Backward, step);
-      local_loss += model_.backward(labels_.data(), loss_scale, last ? grad_ready_hook_ : no_ready_hook_, bwd_hook_);
+      // The first micro-step overwrites the gradients (no zero_grad pass), later ones accumulate.
+      local_loss += model_.backward(labels_.data(), loss_scale, last ? grad_ready_hook_ : no_ready_hook_, bwd_hook_,
+                                    /*accumulate=*/k > 0);
     }
   }
   sync_->finish();

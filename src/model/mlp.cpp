@@ -80,7 +80,8 @@ const float* FullMLP::forward(const float* x, std::int64_t rows, const LayerHook
   return acts_[static_cast<std::size_t>(config_.depth + 1)].data();
 }
 
-double FullMLP::backward(const std::int32_t* labels, float scale, const GradReadyFn& on_ready, const LayerHookFn& hook) {
+double FullMLP::backward(const std::int32_t* labels, float scale, const GradReadyFn& on_ready, const LayerHookFn& hook,
+                         bool accumulate) {
   const std::int64_t rows = rows_;
   float* dy = dy_a_.data();
   float* dx = dy_b_.data();
@@ -94,10 +95,11 @@ double FullMLP::backward(const std::int32_t* labels, float scale, const GradRead
     const ParamInfo& b = bias(static_cast<int>(layer));
     const float* in = acts_[static_cast<std::size_t>(layer)].data();
     // dy is the gradient w.r.t. this layer's output (after the ReLU mask was applied below).
+    if (!accumulate) ops_.zero(grads_.data() + b.offset, b.count);  // bias_grad accumulates
     ops_.bias_grad(grads_.data() + b.offset, dy, rows, w.rows);
     if (on_ready) on_ready(b);
-    // dW(out, in) += dy(rows, out)^T * in(rows, in)
-    ops_.gemm(true, false, w.rows, w.cols, rows, 1.0f, dy, in, 1.0f, grads_.data() + w.offset);
+    // dW(out, in) (+)= dy(rows, out)^T * in(rows, in)
+    ops_.gemm(true, false, w.rows, w.cols, rows, 1.0f, dy, in, accumulate ? 1.0f : 0.0f, grads_.data() + w.offset);
     if (on_ready) on_ready(w);
     if (layer > 0) {
       // dx(rows, in) = dy(rows, out) * W(out, in); then mask by the previous layer's ReLU.

@@ -81,8 +81,11 @@ class FullMLP {
   // Softmax cross-entropy on the last forward's logits with loss scale `scale` (1 / GLOBAL batch):
   // returns this rank's share of the global loss, then backpropagates, accumulating gradients and
   // calling on_ready for every parameter in gradient-ready order.
+  // accumulate == false OVERWRITES the gradients instead (the first micro-step of a step): it saves
+  // a zero_grad() pass over the whole gradient buffer, which for large models costs as much as a
+  // few percent of the step (a memory-bound memset of 4 bytes per parameter).
   double backward(const std::int32_t* labels, float scale, const GradReadyFn& on_ready,
-                  const LayerHookFn& hook = nullptr);
+                  const LayerHookFn& hook = nullptr, bool accumulate = true);
 
   // FLOPs of one forward+backward over `rows` rows (GEMMs only: 2*m*n*k each, 3 GEMMs per layer
   // backward except the first layer's unused input gradient).

@@ -204,3 +204,27 @@ TEST(FullMLP, BackwardAccumulatesIntoGradients) {
 
 }  // namespace
 }  // namespace microddp::model
+
+namespace microddp::model {
+namespace {
+
+TEST(FullMLP, BackwardWithoutAccumulateOverwritesPoisonedGradients) {
+  auto ops = kernels::make_cpu_ops(1);
+  MlpConfig cfg{4, 5, 2, 3};
+  FullMLP m(cfg, 3, *ops);
+  m.init(2);
+  std::vector<float> x(12);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = core::normal01(6, 0, i);
+  std::vector<std::int32_t> y{2, 0, 1};
+  m.zero_grad();
+  m.forward(x.data(), 3);
+  m.backward(y.data(), 0.5f, nullptr);
+  std::vector<float> want(m.grad_data(), m.grad_data() + m.param_count());
+  for (std::int64_t i = 0; i < m.param_count(); ++i) m.grad_data()[i] = 1e30f;  // poison
+  m.forward(x.data(), 3);
+  m.backward(y.data(), 0.5f, nullptr, nullptr, /*accumulate=*/false);
+  for (std::int64_t i = 0; i < m.param_count(); ++i) ASSERT_EQ(m.grad_data()[i], want[static_cast<std::size_t>(i)]) << i;
+}
+
+}  // namespace
+}  // namespace microddp::model
