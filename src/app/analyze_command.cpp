@@ -186,6 +186,7 @@ int AnalyzeCommand::run(const comm::MpiRuntime& mpi) {
   const bool root = mpi.rank() == 0;
   const int threads = opts_.threads > 0 ? opts_.threads : default_blas_threads(mpi);
   auto comm = comm::make_communicator(opts_.comm, mpi);
+  comm->set_comm_timeout(opts_.comm_timeout_s);
   const bool recorded = !run_path_.empty() || !metrics_path_.empty();
 
   // 1. The communication model.

@@ -116,6 +116,7 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
   const int threads = opts_.threads > 0 ? opts_.threads : default_blas_threads(mpi);
   auto ops = kernels::make_cpu_ops(threads);
   auto comm = comm::make_communicator(opts_.comm, mpi);
+  comm->set_comm_timeout(opts_.comm_timeout_s);
   ddp::Trainer trainer(cfg, *comm, *ops);
   trainer.setup();
   const bool root = mpi.rank() == 0;

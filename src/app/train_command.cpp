@@ -55,6 +55,7 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
   const int threads = opts_.threads > 0 ? opts_.threads : default_blas_threads(mpi);
   auto ops = kernels::make_cpu_ops(threads);
   auto comm = comm::make_communicator(opts_.comm, mpi);
+  comm->set_comm_timeout(opts_.comm_timeout_s);
   ddp::Trainer trainer(cfg, *comm, *ops);
   RunControl control(run_opts_, mpi, opts_.comm);
   if (const data::DataSource* source = control.open_data_source()) trainer.set_data_source(*source);

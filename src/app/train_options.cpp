@@ -57,6 +57,12 @@ void add_train_options(CLI::App* sub, TrainOptions& o, bool with_dist) {
   sub->add_option("--log-every", o.log_every, "Print a progress line every N steps (0 = about 10 lines)")
       ->check(CLI::Range(std::int64_t{0}, kMaxSteps));
   sub->add_option("--metrics", o.metrics_path, "Write one JSON object per step, then a summary, to FILE.jsonl (rank 0)");
+  // Five minutes: far above any healthy collective of the model sizes we run (a 1 GiB all-reduce
+  // over 1 Gbit/s Ethernet takes ~16 s), far below a job's wall-clock limit.
+  sub->add_option("--comm-timeout", o.comm_timeout_s,
+                  "Seconds one collective may take before the job is aborted with a report naming it (0 = never)")
+      ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
   sub->add_option("--accum-steps", c.accum_steps,
                   "Gradient accumulation: micro-batches of --global-batch per optimizer step (sync on the last only)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20))

@@ -2,6 +2,13 @@
 // progress engine.
 #include "comm/communicator.hpp"
 
+#include <algorithm>
+#include <cstdlib>
+#include <sstream>
+
+#include "comm/mpi_runtime.hpp"
+#include "core/log.hpp"
+
 #include "core/error.hpp"
 #include "kernels/host_reduce.hpp"
 
@@ -44,6 +51,29 @@ void Communicator::shutdown() {
   }
   shut_down_ = true;
   engine_.reset();
+  watchdog_.reset();
+}
+
+void Communicator::set_comm_timeout(double seconds) {
+  if (!engine_) return;  // Direct dispatch without an override: nothing runs on our thread to watch
+  synchronize();
+  engine_->set_watchdog(nullptr);
+  watchdog_.reset();
+  if (seconds <= 0.0) return;
+  watchdog_ = std::make_unique<CollectiveWatchdog>(seconds, [this, seconds](const CollectiveCall& c, double waited) {
+    std::ostringstream os;
+    os << "collective timeout on rank " << rank_ << ": " << collective_name(c.kind) << " seq=" << c.seq
+       << " count=" << std::max(c.send.count, c.recv.count) << " dtype=" << core::dtype_name(c.recv.dtype)
+       << " backend=" << name() << " has not completed after " << waited << " s (--comm-timeout " << seconds
+       << " s): another rank did not reach this collective, issued a different one, or is stopped. Aborting the job.";
+    core::log_line(core::LogLevel::Error, os.str());
+    // MPI_Abort from this thread while the communication thread is blocked inside MPI: the one
+    // MPI call that is allowed to cut across MPI_THREAD_SERIALIZED in practice, and the way the
+    // launcher learns to kill every rank. (Open MPI 4.1's mpiexec itself occasionally deadlocks
+    // after the ranks are gone; see docs/reliability.md.)
+    MpiRuntime::abort_all(1);
+  });
+  engine_->set_watchdog(watchdog_.get());
 }
 
 Work Communicator::launch(const CollectiveCall&, Mode) {

@@ -61,6 +61,12 @@ class Communicator {
   // Number of collectives issued so far (the last sequence number).
   std::uint64_t collectives_issued() const;
 
+  // Abort the whole job with a message naming the collective (kind, sequence number, count, dtype,
+  // backend) when one collective has not completed after `seconds` (<= 0: no watchdog). Waits for
+  // outstanding work first; call it at the same point on every rank. Backends with Direct dispatch
+  // (NCCL) override it: they enforce the timeout themselves while waiting on their stream.
+  virtual void set_comm_timeout(double seconds);
+
  protected:
   // Runs one collective to completion. Called on the communication thread or, for synchronous
   // calls with nothing queued, on the caller's thread; never concurrently with itself.
@@ -89,6 +95,8 @@ class Communicator {
   Dispatch dispatch_ = Dispatch::ProgressEngine;
   bool shut_down_ = false;
   std::uint64_t launched_ = 0;  // Direct dispatch: last sequence number handed to launch()
+  // Declared before engine_ so it outlives the engine thread that reports to it.
+  std::unique_ptr<CollectiveWatchdog> watchdog_;
   std::unique_ptr<ProgressEngine> engine_;
 };
 

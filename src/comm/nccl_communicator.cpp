@@ -245,6 +245,11 @@ std::string NcclCommunicator::description() const {
          kernels::cuda_device_description(s_->device);
 }
 
+void NcclCommunicator::set_comm_timeout(double seconds) {
+  synchronize();
+  s_->timeout_s = seconds > 0.0 ? seconds : 0.0;  // 0: wait forever, as for the other backends
+}
+
 void NcclCommunicator::execute(const CollectiveCall& call) {
   MDDP_CHECK(false, name() << ": execute(" << collective_name(call.kind) << ") called on a direct-dispatch backend");
 }
@@ -304,7 +309,7 @@ void NcclCommunicator::wait_for(std::uint64_t seq) {
     if (s.timeout_s > 0 && static_cast<double>(core::now_ns() - start) * 1e-9 > s.timeout_s) {
       mark_failed(std::string(collective_name(s.slot_kind[seq % kSlots])) + " #" + std::to_string(seq) +
                   ": not complete after " + std::to_string(s.timeout_s) +
-                  " s (MICRODDP_NCCL_TIMEOUT_S): a rank died, hangs, or issued different collectives");
+                  " s (--comm-timeout / MICRODDP_NCCL_TIMEOUT_S): a rank died, hangs, or issued different collectives");
       break;
     }
     if (polls < kYieldPolls) {

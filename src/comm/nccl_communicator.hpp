@@ -47,6 +47,8 @@ class NcclCommunicator : public Communicator, private WorkSource {
   NcclCommunicator(MPI_Comm parent, int device);
   ~NcclCommunicator() override;
   std::string_view name() const override { return "nccl"; }
+  // --comm-timeout: how long wait_for() lets one collective run before aborting the communicator.
+  void set_comm_timeout(double seconds) override;
 
   int device() const;
   // Later collectives are ordered after the work queued so far on `stream` (a cudaStream_t of this

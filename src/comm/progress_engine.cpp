@@ -61,11 +61,14 @@ void ProgressEngine::run_one(const CollectiveCall& call) {
     skip = failed_seq_ != 0;  // after a failure nothing else is executed
   }
   if (!skip) {
+    CollectiveWatchdog* watchdog = watchdog_.load();
+    if (watchdog) watchdog->begin(call);
     try {
       executor_(call);
     } catch (const std::exception& e) {
       error = e.what();
     }
+    if (watchdog) watchdog->end();
   }
   const std::int64_t done_ns = core::now_ns();
   {

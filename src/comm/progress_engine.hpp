@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "comm/collective_watchdog.hpp"
 #include "comm/types.hpp"
 #include "comm/work.hpp"
 
@@ -52,6 +53,9 @@ class ProgressEngine final : public WorkSource {
   // was published; 0 if `seq` has not completed or is older than the last `capacity` completions.
   std::int64_t completion_ns(std::uint64_t seq) override;
 
+  // Watch every collective executed from now on (nullptr: stop watching). Not owned.
+  void set_watchdog(CollectiveWatchdog* watchdog) { watchdog_.store(watchdog); }
+
   std::uint64_t submitted() const { return next_seq_ - 1; }
   std::uint64_t completed() const { return completed_seq_.load(std::memory_order_acquire); }
 
@@ -60,6 +64,7 @@ class ProgressEngine final : public WorkSource {
   void run_one(const CollectiveCall& call);  // executes and records completion/failure
 
   Executor executor_;
+  std::atomic<CollectiveWatchdog*> watchdog_{nullptr};
   std::vector<CollectiveCall> ring_;
   std::size_t head_ = 0;  // next slot to execute
   std::size_t size_ = 0;  // queued, not yet started
