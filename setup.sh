@@ -5,9 +5,15 @@
 #   ./setup.sh test    install + build + run the whole test suite (what CI runs)
 #   ./setup.sh deps    install the dependencies only
 #   ./setup.sh build   install + build only
+#   ./setup.sh sanitize  install + build and test the sanitizer configurations (CMakePresets.json:
+#                      asan = ASan+UBSan in build-asan/, tsan = ThreadSanitizer in build-tsan/),
+#                      unit and MPI tests; CI runs it after `test`
+#   ./setup.sh fuzz    clang/libFuzzer build (preset fuzz, build-fuzz/), then FUZZ_SECONDS (default
+#                      15) of fuzzing per target (tests/fuzz/run_fuzz.sh); CI runs it last
 #
 # Idempotent and quiet when everything is already installed. Settings from the environment:
-#   BUILD_DIR (default build), JOBS (default: number of cores), MICRODDP_CMAKE_ARGS (extra -D...).
+#   BUILD_DIR (default build), JOBS (default: number of cores), MICRODDP_CMAKE_ARGS (extra -D...),
+#   SANITIZERS (default "asan tsan": the presets `sanitize` runs).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -24,6 +30,7 @@ PACKAGES=(
   libcli11-dev nlohmann-json3-dev
   libhdf5-openmpi-dev hdf5-tools
   slurm-wlm munge python3-matplotlib  # the slurm test: local cluster, job-script aggregation plots
+  clang libclang-rt-14-dev            # the fuzz build: libFuzzer and clang's sanitizer runtimes
 )
 
 install_deps() {
@@ -50,6 +57,23 @@ build() {
   cmake --build "$BUILD_DIR" -j "$JOBS"
 }
 
+# Configure, build and test each sanitizer preset; run all of them, then fail if any failed.
+sanitize() {
+  local failed=() p t0
+  for p in ${SANITIZERS:-asan tsan}; do
+    echo "[setup] sanitizer build: $p (build-$p/)"
+    t0=$SECONDS
+    if cmake --preset "$p" >/dev/null && cmake --build --preset "$p" -j "$JOBS" &&
+       ctest --preset "$p" -j "$JOBS" ${CTEST_ARGS:-}; then
+      echo "[setup] $p: passed in $((SECONDS - t0)) s"
+    else
+      echo "[setup] $p: FAILED after $((SECONDS - t0)) s"
+      failed+=("$p")
+    fi
+  done
+  if [ ${#failed[@]} -ne 0 ]; then echo "[setup] sanitizer runs failed: ${failed[*]}" >&2; return 1; fi
+}
+
 # mpirun flags for running as root in a container and on small machines: launcher configuration,
 # never library code.
 mpirun_flags() {
@@ -72,5 +96,11 @@ case "$cmd" in
     cd "$BUILD_DIR"
     ctest --output-on-failure -j "$JOBS" ${CTEST_ARGS:-}
     ;;
-  *) echo "usage: $0 [run|test|deps|build]" >&2; exit 2 ;;
+  sanitize) install_deps; sanitize ;;
+  fuzz)  # clang + libFuzzer + ASan/UBSan build of tests/fuzz, then a short run of every target
+    install_deps
+    cmake --preset fuzz >/dev/null && cmake --build --preset fuzz -j "$JOBS" &&
+      tests/fuzz/run_fuzz.sh build-fuzz "${FUZZ_SECONDS:-15}"
+    ;;
+  *) echo "usage: $0 [run|test|deps|build|sanitize|fuzz]" >&2; exit 2 ;;
 esac

@@ -44,6 +44,9 @@ using comm::Communicator;
 using core::ReduceOp;
 using core::TensorView;
 
+// "ring", or "ring+dsync" when the communicator compares every collective's fingerprint first.
+std::string backend_label(const Communicator& c) { return std::string(c.name()) + (c.debug_sync() ? "+dsync" : ""); }
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -102,7 +105,8 @@ class BenchCollectivesCommand final : public Command {
     sub->add_option("--factor", factor_, "Size multiplier between rows")->check(CLI::Range(2, 1024))->capture_default_str();
     sub->add_option("--warmup", warmup_, "Untimed iterations per cell")->check(CLI::Range(0, 100000))->capture_default_str();
     sub->add_option("--iters", iters_, "Timed iterations per cell")->check(CLI::Range(1, 100000))->capture_default_str();
-    sub->add_option("--backends", backends_, "Comma-separated backends, compared side by side")->capture_default_str();
+    sub->add_option("--backends", backends_, "Comma-separated backends, compared side by side (NAME+dsync: with --debug-sync)")
+        ->capture_default_str();
     sub->add_option("--ops", ops_, "Comma-separated: allreduce,allgather,reducescatter,broadcast,gather,scatter")->capture_default_str();
     sub->add_option("--redop", redop_, "Reduction: sum, max, min")->check(CLI::IsMember({"sum", "max", "min"}))->capture_default_str();
     sub->add_option("--csv", csv_, "Also write every row to this CSV file (rank 0)");
@@ -239,7 +243,7 @@ Result BenchCollectivesCommand::run_cell(Communicator& c, Op op, std::int64_t by
   MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   MPI_Allreduce(&wrong, &wrong_all, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
   Result res;
-  res.backend = std::string(c.name());
+  res.backend = backend_label(c);
   res.bytes = count * 4;
   res.count = count;
   res.in_place = in_place;
@@ -308,7 +312,7 @@ void BenchCollectivesCommand::run_overlap(const comm::MpiRuntime& mpi, std::vect
       double mine[2] = {median(waits), median(totals)}, worst[2] = {0, 0};
       MPI_Allreduce(mine, worst, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       if (mpi.rank() == 0) {
-        std::printf("  %-8s %9.1f %10.3f %10.3f %10.3f %10.2f\n", std::string(c->name()).c_str(), T, comm_max, worst[0],
+        std::printf("  %-8s %9.1f %10.3f %10.3f %10.3f %10.2f\n", backend_label(*c).c_str(), T, comm_max, worst[0],
                     worst[1], comm_max > 0 ? 1.0 - worst[0] / comm_max : 0.0);
       }
     }
@@ -319,7 +323,13 @@ int BenchCollectivesCommand::run(const comm::MpiRuntime& mpi) {
   rop_ = redop_ == "max" ? ReduceOp::Max : redop_ == "min" ? ReduceOp::Min : ReduceOp::Sum;
   const std::vector<std::string> backend_names = split_list(backends_);
   std::vector<std::unique_ptr<Communicator>> comms;
-  for (const auto& b : backend_names) comms.push_back(comm::make_communicator(b, mpi));
+  for (const auto& b : backend_names) {
+    // NAME+dsync: the same backend with --debug-sync (every collective's fingerprint compared first),
+    // so the check's latency shows side by side with the plain backend.
+    const bool dsync = b.size() > 6 && b.compare(b.size() - 6, 6, "+dsync") == 0;
+    comms.push_back(comm::make_communicator(dsync ? b.substr(0, b.size() - 6) : b, mpi));
+    comms.back()->set_debug_sync(dsync);
+  }
   const int n = mpi.size();
   const std::int64_t cap = std::max(max_bytes_, overlap_bytes_) / 4 + n;
   send_.resize(cap);

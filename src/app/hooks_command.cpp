@@ -54,6 +54,7 @@ int HooksCommand::run(const comm::MpiRuntime& mpi) {
   auto ops = kernels::make_cpu_ops(opts_.threads > 0 ? opts_.threads : default_blas_threads(mpi));
   auto comm = comm::make_communicator(opts_.comm, mpi);
   comm->set_comm_timeout(opts_.comm_timeout_s);
+  comm->set_debug_sync(opts_.debug_sync);  // collective: ranks must agree
   ddp::Trainer trainer(cfg, *comm, *ops);
   trainer.setup();
   const bool root = mpi.rank() == 0;

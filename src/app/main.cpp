@@ -3,18 +3,17 @@
 // Error policy (STYLE.md): library code throws; here every error becomes one clear message and a
 // non-zero exit, never a hang. Bad options are found before MPI starts and end every rank with
 // exit code 2. Errors after MPI is up: a UsageError that all ranks raise identically shuts MPI
-// down cleanly with exit code 2; anything else aborts the whole job (MPI_Abort) so no rank is
-// left waiting in a collective.
+// down cleanly with exit code 2; an AgreedError (every rank stopped the run at the same point,
+// e.g. --on-nan abort or a divergence check) shuts MPI down cleanly with exit code 1; anything
+// else aborts the whole job (MPI_Abort) so no rank is left waiting in a collective.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <string>
-#include <utility>
-#include <vector>
 
-#include "app/command.hpp"
+#include "app/cli.hpp"
 #include "comm/mpi_runtime.hpp"
 #include "core/error.hpp"
 
@@ -33,58 +32,21 @@ bool probably_rank0() {
 
 int main(int argc, char** argv) {
   using namespace microddp;
-  CLI::App app{"microddp — data-parallel deep-learning training from first principles (C++20, MPI)"};
-  app.require_subcommand(1);
-  app.set_help_all_flag("--help-all", "Show help for all subcommands");
-
-  std::vector<std::pair<CLI::App*, std::unique_ptr<app::Command>>> commands;
-  auto add = [&](auto reg, CLI::App& parent) {
-    CLI::App* sub = nullptr;
-    auto cmd = reg(parent, sub);
-    commands.emplace_back(sub, std::move(cmd));
-  };
-  add(app::register_train, app);
-  add(app::register_baseline, app);
-  add(app::register_manual, app);
-  add(app::register_make_dataset, app);
-  add(app::register_inspect, app);
-  add(app::register_hooks, app);
-  add(app::register_analyze, app);
-  CLI::App* bench = app.add_subcommand("bench", "Benchmarks (print tables; targets live here, not in tests)");
-  bench->require_subcommand(1);
-  add(app::register_bench_compute, *bench);
-  add(app::register_bench_collectives, *bench);
-  add(app::register_bench_ddp, *bench);
-
+  auto cl = app::build_command_line();
   const bool print = probably_rank0();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) {  // --help
-      if (print) app.exit(e);
-      return 0;
-    }
+  const app::ParseOutcome parsed = app::parse_command_line(*cl, argc, argv);
+  if (parsed.help) {
+    if (print) std::fputs(parsed.help_text.c_str(), stdout);
+    return 0;
+  }
+  if (parsed.chosen == nullptr) {
     if (print) {
-      std::fprintf(stderr, "microddp: error: %s\n", e.what());
-      std::fprintf(stderr, "Run with --help for usage.\n");
+      std::fprintf(stderr, "microddp: error: %s\n", parsed.error.c_str());
+      if (parsed.suggest_help) std::fprintf(stderr, "Run with --help for usage.\n");
     }
-    return 2;
+    return parsed.exit_code;
   }
-
-  app::Command* chosen = nullptr;
-  for (auto& [sub, cmd] : commands) {
-    if (sub->parsed()) chosen = cmd.get();
-  }
-  if (chosen == nullptr) {
-    if (print) std::fprintf(stderr, "microddp: error: no command given (run with --help)\n");
-    return 2;
-  }
-  try {
-    chosen->validate();
-  } catch (const core::UsageError& e) {
-    if (print) std::fprintf(stderr, "microddp: error: %s\n", e.what());
-    return 2;
-  }
+  app::Command* chosen = parsed.chosen;
 
   int code = 0;
   try {
@@ -99,6 +61,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "microddp: error (rank %d): %s\n", mpi.rank(), e.what());
       std::fflush(stderr);
       comm::MpiRuntime::abort_all(2);
+    } catch (const core::AgreedError& e) {
+      // Every rank raised it at the same point (e.g. --on-nan abort, divergence check).
+      if (mpi.rank() == 0) std::fprintf(stderr, "microddp: error: %s\n", e.what());
+      return 1;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "microddp: fatal error (rank %d): %s\n", mpi.rank(), e.what());
       std::fflush(stderr);

@@ -6,7 +6,8 @@
 //   0   finished all --steps (also: resumed a checkpoint that had already finished)
 //   75  EX_TEMPFAIL: a signal arrived, every rank agreed, a checkpoint was written: requeue me
 //   2   bad input: options, data file, or a --resume PATH that is invalid or does not fit
-//   1   anything else (I/O failure, bug): the job was aborted
+//   1   anything else (I/O failure, bug): the job was aborted; or every rank stopped cleanly at the
+//       same step on a non-finite loss/gradient (--on-nan abort) or a divergence check
 //
 // Signals: the handler only sets a sig_atomic_t flag (async-signal-safe). After every step the
 // ranks all-reduce (MAX) the flag, so they all stop after the same step even if the signal reached

@@ -5,6 +5,7 @@
 #include <memory>
 #include <cinttypes>
 #include <cstdio>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -38,6 +39,7 @@ class TrainCommand final : public Command {
   void validate() override {
     validate_train_options(opts_);
     validate_run_control_options(run_opts_);
+    opts_.config.faults = ddp::faults_from_env();  // hidden test hooks (docs/reliability.md)
   }
   int run(const comm::MpiRuntime& mpi) override;
 
@@ -56,6 +58,7 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
   auto ops = kernels::make_cpu_ops(threads);
   auto comm = comm::make_communicator(opts_.comm, mpi);
   comm->set_comm_timeout(opts_.comm_timeout_s);
+  comm->set_debug_sync(opts_.debug_sync);  // collective: ranks must agree
   ddp::Trainer trainer(cfg, *comm, *ops);
   RunControl control(run_opts_, mpi, opts_.comm);
   if (const data::DataSource* source = control.open_data_source()) trainer.set_data_source(*source);
@@ -92,6 +95,12 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
                   cfg.accum_steps, cfg.global_batch, cfg.accum_steps * cfg.global_batch);
     }
     std::printf("#   compute    : %s\n", ops->description().c_str());
+    char clip[64] = "off";
+    if (cfg.clip_grad_norm > 0.0f) std::snprintf(clip, sizeof clip, "to norm %g", static_cast<double>(cfg.clip_grad_norm));
+    char every[64] = "at the end only";
+    if (cfg.check_every > 0) std::snprintf(every, sizeof every, "every %" PRId64 " steps and at the end", cfg.check_every);
+    std::printf("#   checks     : divergence %s; on NaN/Inf: %s; grad clipping %s\n", every,
+                std::string(ddp::nan_policy_name(cfg.on_nan)).c_str(), clip);
     std::printf("# %8s %12s %10s %12s %10s %10s %8s %9s\n", "step", "loss", "step_ms", "samples/s", "comm_ms", "exposed_ms",
                 "overlap", "eta_s");
     std::fflush(stdout);
@@ -118,6 +127,7 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     }
     if (control.after_step(trainer, *comm)) break;  // agreed signal: checkpointed, stop
   }
+  trainer.check_divergence();  // at the end of every run (no-op if the last step was just checked)
   const double total_s = wall.elapsed_s();
   // Steady state: skip the first step (cold caches, lazy library set-up) when there are more.
   std::vector<perf::StepStats> steady(all_stats.begin() + (all_stats.size() > 1 ? 1 : 0), all_stats.end());
@@ -135,6 +145,23 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
                 m.collectives, static_cast<double>(m.comm_bytes) / (1 << 20), 100.0 * m.overlap(),
                 m.step_ms > 0 ? 100.0 * m.comm_exposed_ms / m.step_ms : 0.0);
     std::printf("#   parameter checksum %016" PRIx64 "\n", checksum);
+    const double check_ms = trainer.checks_done() > 0 ? trainer.check_ms_total() / static_cast<double>(trainer.checks_done()) : 0.0;
+    std::printf("#   checks: %" PRId64 " divergence checks passed (mean %.3f ms each, %.1f%% of the median step); %" PRId64
+                " steps skipped for non-finite loss/gradient\n",
+                trainer.checks_done(), check_ms, m.step_ms > 0 ? 100.0 * check_ms / m.step_ms : 0.0, trainer.skipped_steps());
+    const comm::Communicator::SyncCheckStats sc = comm->sync_check_stats();
+    if (sc.checks > 0) {
+      std::printf("#   desync: %" PRId64 " sync checks passed (start-up", sc.checks);
+      if (cfg.sync_check_every > 0) std::printf(", every %" PRId64 " steps", cfg.sync_check_every);
+      std::printf(")");
+      if (sc.timed > 0) {
+        std::printf("; one took min %.3f ms, mean %.3f ms incl. waiting for the slowest rank (%.2f%% / %.2f%% of the "
+                    "median step)",
+                    sc.min_ms, sc.mean_ms, m.step_ms > 0 ? 100.0 * sc.min_ms / m.step_ms : 0.0,
+                    m.step_ms > 0 ? 100.0 * sc.mean_ms / m.step_ms : 0.0);
+      }
+      std::printf("%s\n", opts_.debug_sync ? "; --debug-sync: every collective compared before it ran" : "");
+    }
     std::fflush(stdout);
   }
   if (!opts_.trace_path.empty()) {
@@ -152,11 +179,14 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
                    {"classes", cfg.model.classes}, {"global_batch", cfg.global_batch}, {"steps", cfg.steps},
                    {"seed", cfg.seed},            {"optimizer", cfg.optimizer.name}, {"lr", cfg.optimizer.lr},
                    {"strategy", cfg.strategy},    {"comm", opts_.comm},             {"ranks", mpi.size()},
-                   {"threads", threads}};
+                   {"threads", threads},          {"check_every", cfg.check_every},
+                   {"on_nan", ddp::nan_policy_name(cfg.on_nan)}, {"clip_grad_norm", cfg.clip_grad_norm}};
     j["first_loss"] = first_loss;
     j["final_loss"] = last_loss;
     j["total_s"] = total_s;
     j["param_checksum"] = checksum;
+    j["skipped_steps"] = trainer.skipped_steps();
+    j["divergence_checks"] = trainer.checks_done();
     j["median"] = perf::to_json(sum.median);
     j["mean"] = perf::to_json(sum.mean);
     metrics->write(j);

@@ -20,6 +20,8 @@ struct TrainOptions {
   std::string metrics_path;    // --metrics FILE.jsonl
   double comm_timeout_s = 300;  // --comm-timeout: abort when one collective exceeds it (0: off)
   std::string trace_path;      // --trace FILE.json: Chrome/Perfetto trace of all ranks (written by rank 0)
+  bool debug_sync = false;     // --debug-sync: compare every collective's fingerprint across ranks
+  std::string on_nan = "abort";  // --on-nan abort|skip (parsed into config.on_nan by validate)
 };
 
 // Adds the options to `sub`. `with_dist`: also --strategy and --comm (not for single-process commands).

@@ -23,11 +23,12 @@ CollectiveWatchdog::~CollectiveWatchdog() {
   thread_.join();
 }
 
-void CollectiveWatchdog::begin(const CollectiveCall& call) {
+void CollectiveWatchdog::begin(const CollectiveCall& call, const char* label) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     active_ = true;
     current_ = call;
+    label_ = label;
     since_ns_ = core::now_ns();
   }
   cv_.notify_all();
@@ -48,8 +49,9 @@ void CollectiveWatchdog::thread_main() {
     const std::int64_t waited = core::now_ns() - since_ns_;
     if (waited >= timeout_ns_) {
       const CollectiveCall call = current_;
+      const char* label = label_;
       lock.unlock();
-      on_timeout_(call, static_cast<double>(waited) * 1e-9);
+      on_timeout_(call, label, static_cast<double>(waited) * 1e-9);
       return;
     }
     cv_.wait_for(lock, std::chrono::nanoseconds(timeout_ns_ - waited));

@@ -8,8 +8,10 @@
 // on_timeout (which reports the collective — kind, sequence number, count, dtype — and aborts
 // the job). The watchdog sleeps on a condition variable between events: no polling cost.
 //
-// Contract: begin()/end() bracket each executing collective (called by the progress engine);
-// on_timeout runs on the watchdog thread at most once.
+// Contract: begin()/end() bracket each executing collective (called by the progress engine) or
+// another blocking exchange of the communicator (the desync check: begin(call, "sync check")); at
+// most one is active at a time. on_timeout runs on the watchdog thread at most once; `label` is the
+// one given to begin() (nullptr for collectives).
 #pragma once
 
 #include <condition_variable>
@@ -24,14 +26,15 @@ namespace microddp::comm {
 
 class CollectiveWatchdog {
  public:
-  using OnTimeout = std::function<void(const CollectiveCall& call, double waited_s)>;
+  using OnTimeout = std::function<void(const CollectiveCall& call, const char* label, double waited_s)>;
 
   CollectiveWatchdog(double timeout_s, OnTimeout on_timeout);
   ~CollectiveWatchdog();
   CollectiveWatchdog(const CollectiveWatchdog&) = delete;
   CollectiveWatchdog& operator=(const CollectiveWatchdog&) = delete;
 
-  void begin(const CollectiveCall& call);
+  // `label`: a string literal naming a non-collective exchange (nullptr: `call` itself runs).
+  void begin(const CollectiveCall& call, const char* label = nullptr);
   void end();
   double timeout_s() const { return static_cast<double>(timeout_ns_) * 1e-9; }
 
@@ -45,6 +48,7 @@ class CollectiveWatchdog {
   bool active_ = false;
   bool stop_ = false;
   CollectiveCall current_;
+  const char* label_ = nullptr;
   std::int64_t since_ns_ = 0;
   std::thread thread_;
 };

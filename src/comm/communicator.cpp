@@ -3,11 +3,13 @@
 #include "comm/communicator.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
 #include "comm/mpi_runtime.hpp"
 #include "core/log.hpp"
+#include "core/timer.hpp"
 
 #include "core/error.hpp"
 #include "kernels/host_reduce.hpp"
@@ -33,8 +35,27 @@ Communicator::Communicator(int rank, int size) : Communicator(rank, size, Dispat
 
 Communicator::Communicator(int rank, int size, Dispatch dispatch) : rank_(rank), size_(size), dispatch_(dispatch) {
   MDDP_CHECK(size >= 1 && rank >= 0 && rank < size, "invalid rank " << rank << " of " << size);
+  // Hidden test hooks (docs/reliability.md), "RANK:SEQ[:CODE]"; only that rank acts.
+  auto fault = [this](const char* var, std::uint64_t& seq_out, int* code_out) {
+    const char* v = std::getenv(var);
+    if (v == nullptr) return;
+    long long r = -1, seq = 0;
+    int code = code_out ? *code_out : 0, used = 0;
+    const int got = std::sscanf(v, "%lld:%lld%n:%d%n", &r, &seq, &used, &code, &used);
+    MDDP_USAGE_CHECK(got >= 2 && seq >= 1 && code >= 0 && code <= 255 && v[used] == '\0' && (code_out || got == 2),
+                     var << "='" << v << "' must be RANK:SEQ" << (code_out ? "[:CODE]" : "") << " with SEQ >= 1"
+                         << (code_out ? ", CODE in [0, 255]" : ""));
+    if (r != rank_) return;
+    seq_out = static_cast<std::uint64_t>(seq);
+    if (code_out) *code_out = code;
+  };
+  fault("MICRODDP_FAULT_EXIT", fault_exit_seq_, &fault_exit_code_);
+  fault("MICRODDP_FAULT_EXTRA_COLLECTIVE", fault_extra_seq_, nullptr);
   if (dispatch_ == Dispatch::ProgressEngine) {
-    engine_ = std::make_unique<ProgressEngine>([this](const CollectiveCall& call) { execute_with_mean(call); });
+    engine_ = std::make_unique<ProgressEngine>([this](const CollectiveCall& call) {
+      before_collective(call);  // on the executing thread, in issue order, inside the watchdog's window
+      execute_with_mean(call);
+    });
   }
 }
 
@@ -52,6 +73,7 @@ void Communicator::shutdown() {
   shut_down_ = true;
   engine_.reset();
   watchdog_.reset();
+  sync_.reset();
 }
 
 void Communicator::set_comm_timeout(double seconds) {
@@ -60,11 +82,17 @@ void Communicator::set_comm_timeout(double seconds) {
   engine_->set_watchdog(nullptr);
   watchdog_.reset();
   if (seconds <= 0.0) return;
-  watchdog_ = std::make_unique<CollectiveWatchdog>(seconds, [this, seconds](const CollectiveCall& c, double waited) {
+  watchdog_ = std::make_unique<CollectiveWatchdog>(seconds, [this, seconds](const CollectiveCall& c, const char* label,
+                                                                              double waited) {
     std::ostringstream os;
-    os << "collective timeout on rank " << rank_ << ": " << collective_name(c.kind) << " seq=" << c.seq
-       << " count=" << std::max(c.send.count, c.recv.count) << " dtype=" << core::dtype_name(c.recv.dtype)
-       << " backend=" << name() << " has not completed after " << waited << " s (--comm-timeout " << seconds
+    os << "collective timeout on rank " << rank_ << ": ";
+    if (label != nullptr) {
+      os << label << " after seq=" << c.seq;
+    } else {
+      os << collective_name(c.kind) << " seq=" << c.seq << " count=" << std::max(c.send.count, c.recv.count)
+         << " dtype=" << core::dtype_name(c.recv.dtype);
+    }
+    os << " backend=" << name() << " has not completed after " << waited << " s (--comm-timeout " << seconds
        << " s): another rank did not reach this collective, issued a different one, or is stopped. Aborting the job.";
     core::log_line(core::LogLevel::Error, os.str());
     // MPI_Abort from this thread while the communication thread is blocked inside MPI: the one
@@ -74,6 +102,84 @@ void Communicator::set_comm_timeout(double seconds) {
     MpiRuntime::abort_all(1);
   });
   engine_->set_watchdog(watchdog_.get());
+}
+
+void Communicator::attach_sync_comm(MPI_Comm parent) {
+  MDDP_CHECK(sync_ == nullptr && collectives_issued() == 0,
+             name() << ": attach_sync_comm() must be called once, before the first collective");
+  sync_ = std::make_unique<SyncChecker>(parent);
+}
+
+void Communicator::before_collective(const CollectiveCall& call) {
+  if (call.seq == fault_exit_seq_) {
+    std::fprintf(stderr, "[microddp r%d/%d] fault injection (MICRODDP_FAULT_EXIT): rank %d exits with code %d before %.*s "
+                 "seq=%llu\n", rank_, size_, rank_, fault_exit_code_, static_cast<int>(collective_name(call.kind).size()),
+                 collective_name(call.kind).data(), static_cast<unsigned long long>(call.seq));
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(fault_exit_code_);  // like a crash: no destructors, no MPI_Finalize
+  }
+  if (sync_) sync_->before_collective(call, debug_sync_.load(std::memory_order_relaxed), name());
+}
+
+void Communicator::set_debug_sync(bool on) {
+  MDDP_CHECK(!on || sync_ != nullptr || size_ == 1,
+             name() << ": --debug-sync needs a communicator made by make_communicator (no sync communicator attached)");
+  synchronize();  // collectives already queued keep the mode they were issued under
+  if (sync_ != nullptr && size_ > 1) {
+    MDDP_AGREED_USAGE_CHECK(sync_->all_equal(on), "--debug-sync is set on some ranks but not on others "
+                                                      "(all ranks must be started with the same options)");
+  }
+  debug_sync_.store(on, std::memory_order_relaxed);
+}
+
+void Communicator::check_sync(std::string_view where, std::int64_t step) {
+  synchronize();
+  if (size_ == 1 && sync_ == nullptr) return;  // nothing to compare with
+  MDDP_CHECK(sync_ != nullptr, name() << ": sync check needs a communicator made by make_communicator");
+  // The exchange runs on this thread while the communication thread is idle (synchronize() above);
+  // the watchdog covers it like a collective, so a rank that never arrives cannot hang the others.
+  CollectiveWatchdog* watchdog = dispatch_ == Dispatch::ProgressEngine ? watchdog_.get() : nullptr;
+  if (watchdog) {
+    CollectiveCall last;
+    last.seq = sync_->issued();
+    watchdog->begin(last, "sync check (all-gather of collective fingerprints)");
+  }
+  const std::int64_t t0 = core::now_ns();
+  try {
+    if (step >= 0) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "%.*s step %lld", static_cast<int>(std::min<std::size_t>(where.size(), 64)),
+                    where.data(), static_cast<long long>(step));
+      sync_->check(buf, name());
+    } else {
+      sync_->check(where, name());
+    }
+  } catch (...) {
+    if (watchdog) watchdog->end();
+    throw;
+  }
+  if (watchdog) watchdog->end();
+  ++sync_checks_;
+  if (step >= 0) {
+    const std::int64_t ns = core::now_ns() - t0;
+    sync_ns_min_ = sync_timed_ == 0 ? ns : std::min(sync_ns_min_, ns);
+    sync_ns_total_ += ns;
+    ++sync_timed_;
+  }
+}
+
+std::uint64_t Communicator::sync_history() const { return sync_ ? sync_->history() : kEmptyHistory; }
+
+Communicator::SyncCheckStats Communicator::sync_check_stats() const {
+  SyncCheckStats s;
+  s.checks = sync_checks_;
+  s.timed = sync_timed_;
+  if (sync_timed_ > 0) {
+    s.min_ms = static_cast<double>(sync_ns_min_) * 1e-6;
+    s.mean_ms = static_cast<double>(sync_ns_total_) * 1e-6 / static_cast<double>(sync_timed_);
+  }
+  return s;
 }
 
 Work Communicator::launch(const CollectiveCall&, Mode) {
@@ -118,8 +224,19 @@ void check_op(ReduceOp op, core::DType dtype, std::string_view what) {
 
 Work Communicator::submit(CollectiveCall call, Mode mode) {
   MDDP_CHECK(!shut_down_, name() << ": communicator already shut down");
+  if (fault_extra_seq_ != 0 && collectives_issued() + 1 == fault_extra_seq_) {
+    fault_extra_seq_ = 0;
+    std::fprintf(stderr, "[microddp r%d/%d] fault injection (MICRODDP_FAULT_EXTRA_COLLECTIVE): rank %d issues an extra "
+                 "empty all_reduce as its collective %llu\n", rank_, size_, rank_,
+                 static_cast<unsigned long long>(collectives_issued() + 1));
+    std::fflush(stderr);
+    submit(CollectiveCall{CollectiveKind::AllReduce, TensorView(nullptr, 0, core::DType::F32),
+                          TensorView(nullptr, 0, core::DType::F32), ReduceOp::Sum, 0, 0},
+           Mode::Sync);
+  }
   if (dispatch_ == Dispatch::Direct) {
     call.seq = ++launched_;
+    before_collective(call);  // Direct: launches happen here, in issue order, on the caller's thread
     return launch(call, mode);
   }
   return engine_->submit(call, mode);

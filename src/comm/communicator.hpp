@@ -21,13 +21,22 @@
 // would serialise launches. Such a backend constructs the base with Dispatch::Direct and overrides
 // launch() (enqueue, return a Work from its own WorkSource) and wait_launched(). Validation and
 // sequence numbers stay here, identical for both kinds; execute() is then never called.
+//
+// Desync detection (sync_check.hpp): every collective's fingerprint enters a running hash in issue
+// order. check_sync() compares it across ranks; set_debug_sync(true) compares every collective's
+// fingerprint before it runs. Both need attach_sync_comm() (make_communicator calls it).
 #pragma once
+
+#include <mpi.h>
+
+#include <atomic>
 
 #include <memory>
 #include <string>
 #include <string_view>
 
 #include "comm/progress_engine.hpp"
+#include "comm/sync_check.hpp"
 #include "comm/types.hpp"
 #include "comm/work.hpp"
 
@@ -67,6 +76,34 @@ class Communicator {
   // (NCCL) override it: they enforce the timeout themselves while waiting on their stream.
   virtual void set_comm_timeout(double seconds);
 
+  // ---- desync detection (sync_check.hpp) ----
+  // Gives this communicator a private duplicate of `parent` for fingerprint exchanges. Collective
+  // over parent; once, before the first collective. make_communicator() does it for every backend.
+  void attach_sync_comm(MPI_Comm parent);
+  // Compares (collectives issued, running hash of their fingerprints) across ranks; on a mismatch
+  // every rank logs a report naming the ranks, their sequence numbers and last collectives, and
+  // this throws core::Error. Waits for outstanding work first; call it at the same point on every
+  // rank. `where` names the point in the report (e.g. "sync check at start-up"), `step` >= 0 is
+  // appended as " step N". Allocates nothing when the ranks agree. Covered by the watchdog.
+  void check_sync(std::string_view where, std::int64_t step = -1);
+  // Debug mode: before every collective, ranks all-gather its fingerprint (on the thread that runs
+  // it, so the order is the collectives' order) and a mismatch throws naming each rank's
+  // collective before any of its data moves. Waits for outstanding work first. Collective: every
+  // rank calls it at the same point; ranks passing different values get an agreed core::UsageError.
+  // Cost: one small all-gather per collective.
+  void set_debug_sync(bool on);
+  bool debug_sync() const { return debug_sync_.load(std::memory_order_relaxed); }
+  // Running hash over the fingerprints of every collective executed so far (after synchronize()).
+  std::uint64_t sync_history() const;
+  // Cost report: check_sync() calls so far, and the wall time of those with step >= 0 (the
+  // periodic ones; the start-up check also absorbs the ranks' different set-up times).
+  struct SyncCheckStats {
+    std::int64_t checks = 0;           // all check_sync() calls that passed
+    std::int64_t timed = 0;            // those with step >= 0
+    double min_ms = 0.0, mean_ms = 0.0;  // of the timed ones; the mean includes waiting for the slowest rank
+  };
+  SyncCheckStats sync_check_stats() const;
+
  protected:
   // Runs one collective to completion. Called on the communication thread or, for synchronous
   // calls with nothing queued, on the caller's thread; never concurrently with itself.
@@ -89,6 +126,7 @@ class Communicator {
  private:
   Work submit(CollectiveCall call, Mode mode);
   void execute_with_mean(const CollectiveCall& call);
+  void before_collective(const CollectiveCall& call);  // desync fingerprint (and debug exchange)
 
   int rank_;
   int size_;
@@ -97,6 +135,17 @@ class Communicator {
   std::uint64_t launched_ = 0;  // Direct dispatch: last sequence number handed to launch()
   // Declared before engine_ so it outlives the engine thread that reports to it.
   std::unique_ptr<CollectiveWatchdog> watchdog_;
+  std::unique_ptr<SyncChecker> sync_;  // null until attach_sync_comm()
+  // Fault injection for the reliability tests (docs/reliability.md), read from the environment:
+  //   MICRODDP_FAULT_EXIT="rank:seq[:code]": that rank _Exit(code)s (default 3) just before
+  //     executing collective `seq` (no destructors, no MPI_Finalize: like a crash);
+  //   MICRODDP_FAULT_EXTRA_COLLECTIVE="rank:seq": that rank issues one extra empty all_reduce (it
+  //     moves no data on any backend, so nothing hangs) as its collective `seq`: a silent desync.
+  std::uint64_t fault_exit_seq_ = 0;   // 0: off
+  int fault_exit_code_ = 3;
+  std::uint64_t fault_extra_seq_ = 0;  // 0: off
+  std::atomic<bool> debug_sync_{false};
+  std::int64_t sync_checks_ = 0, sync_timed_ = 0, sync_ns_total_ = 0, sync_ns_min_ = 0;
   std::unique_ptr<ProgressEngine> engine_;
 };
 

@@ -20,7 +20,9 @@ std::vector<std::string> available_backends() {
   return names;
 }
 
-std::unique_ptr<Communicator> make_communicator(std::string_view name, const MpiRuntime& runtime) {
+namespace {
+
+std::unique_ptr<Communicator> make_backend(std::string_view name, const MpiRuntime& runtime) {
   if (name == "mpi") return std::make_unique<MpiCommunicator>(runtime.world());
   if (name == "naive") return std::make_unique<HandRolledCommunicator>(runtime.world(), AllReduceAlgorithm::Naive);
   if (name == "ring") return std::make_unique<HandRolledCommunicator>(runtime.world(), AllReduceAlgorithm::Ring);
@@ -30,6 +32,16 @@ std::unique_ptr<Communicator> make_communicator(std::string_view name, const Mpi
   if (name == "nccl") return make_nccl_communicator(runtime);
   if (name == "nccl-ring") return make_gpu_ring_communicator(runtime);
 #endif
+  return nullptr;
+}
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_communicator(std::string_view name, const MpiRuntime& runtime) {
+  if (auto c = make_backend(name, runtime)) {
+    c->attach_sync_comm(runtime.world());  // desync detection, the same for every backend
+    return c;
+  }
   std::string list;
   for (const auto& b : available_backends()) list += (list.empty() ? "" : ", ") + b;
   MDDP_USAGE_CHECK(false, "unknown communication backend '" << name << "' (this build has: " << list << ")");

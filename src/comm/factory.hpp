@@ -1,7 +1,8 @@
 // factory.hpp — the only place that knows which communication backends were compiled in.
 // Contract: make_communicator(name, runtime) returns a ready communicator over all ranks of
 // MPI_COMM_WORLD, or throws core::UsageError naming the available backends for an unknown name
-// or a backend not compiled into this build.
+// or a backend not compiled into this build. Every communicator it makes has desync detection
+// attached (Communicator::check_sync, set_debug_sync).
 #pragma once
 
 #include <memory>

@@ -31,6 +31,15 @@ class UsageError : public Error {
   bool agreed_;
 };
 
+// A failure of the run that every rank detected identically, from all-reduced or all-gathered
+// information (non-finite loss/gradients under --on-nan abort, parameter divergence): main shuts
+// MPI down cleanly and exits 1 on every rank instead of aborting the job (no MPI_Abort, so no
+// rank is killed before it reports and the launcher's abort path is not needed).
+class AgreedError : public Error {
+ public:
+  using Error::Error;
+};
+
 [[noreturn]] void throw_error(const std::string& what, const char* expr, const char* file, int line);
 [[noreturn]] void throw_usage_error(const std::string& what, bool agreed = false);
 

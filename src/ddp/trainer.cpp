@@ -1,14 +1,19 @@
 // trainer.cpp — start-up verification and the per-step loop.
 #include "ddp/trainer.hpp"
 
+#include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <sstream>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/log.hpp"
+#include "core/timer.hpp"
 
 namespace microddp::ddp {
 
@@ -19,6 +24,30 @@ std::uint64_t fnv1a64(const void* data, std::size_t bytes, std::uint64_t hash) {
     hash *= 0x100000001b3ull;
   }
   return hash;
+}
+
+std::uint64_t state_hash64(const void* data, std::size_t bytes) {
+  constexpr std::uint64_t kPrime = 0x100000001b3ull;
+  constexpr std::size_t kLanes = 4;
+  std::uint64_t lane[kLanes] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull, 0x9e3779b97f4a7c15ull, 0xbf58476d1ce4e5b9ull};
+  const auto* p = static_cast<const unsigned char*>(data);
+  const std::size_t words = bytes / 8;
+  std::size_t w = 0;
+  for (; w + kLanes <= words; w += kLanes) {
+    for (std::size_t l = 0; l < kLanes; ++l) {
+      std::uint64_t v;
+      std::memcpy(&v, p + 8 * (w + l), 8);  // unaligned-safe; compiles to one load
+      lane[l] = (lane[l] ^ v) * kPrime;
+    }
+  }
+  for (; w < words; ++w) {
+    std::uint64_t v;
+    std::memcpy(&v, p + 8 * w, 8);
+    lane[0] = (lane[0] ^ v) * kPrime;
+  }
+  std::uint64_t h = fnv1a64(p + 8 * words, bytes - 8 * words, lane[0]);
+  for (std::size_t l = 1; l < kLanes; ++l) h = (h ^ lane[l]) * kPrime;
+  return (h ^ bytes) * kPrime;  // the length too: a truncated tensor must not hash equal
 }
 
 namespace {
@@ -40,8 +69,30 @@ Trainer::Trainer(const TrainConfig& config, comm::Communicator& comm, kernels::O
       model_(config.model, data::Sampler::max_local_count(config.global_batch, comm.size()), ops),
       optimizer_(model::make_optimizer(config.optimizer, model_.param_count(), ops)),
       labels_(data::Sampler::max_local_count(config.global_batch, comm.size())),
-      loss_buf_(1) {
+      loss_buf_(3),
+      nonfinite_all_(2 * static_cast<std::size_t>(comm.size())) {
   MDDP_USAGE_CHECK(config.accum_steps >= 1, "accumulation steps must be >= 1, got " << config.accum_steps);
+  MDDP_USAGE_CHECK(config.check_every >= 0, "check interval must be >= 0, got " << config.check_every);
+  MDDP_USAGE_CHECK(std::isfinite(config.clip_grad_norm) && config.clip_grad_norm >= 0.0f,
+                   "gradient clipping norm must be finite and >= 0, got " << config.clip_grad_norm);
+  // Divergence-check entries: parameters in layer order (weight, bias), then the optimizer state
+  // tensors per parameter, then the optimizer's step count. "First differing" follows this order,
+  // so a corrupted parameter is named before the state that later diverges because of it.
+  std::vector<const model::ParamInfo*> by_layer;
+  for (const auto& p : model_.params()) by_layer.push_back(&p);
+  std::sort(by_layer.begin(), by_layer.end(), [](const model::ParamInfo* a, const model::ParamInfo* b) {
+    return a->layer != b->layer ? a->layer < b->layer : (!a->is_bias && b->is_bias);
+  });
+  for (const auto* p : by_layer) {
+    state_entries_.push_back({p->name, model_.param_data() + p->offset, static_cast<std::size_t>(p->count) * sizeof(float)});
+  }
+  for (const auto& buf : optimizer_->state_buffers()) {
+    for (const auto* p : by_layer) {
+      state_entries_.push_back({p->name + ":" + buf.name, buf.data + p->offset, static_cast<std::size_t>(p->count) * sizeof(float)});
+    }
+  }
+  state_entries_.push_back({"optimizer.steps", nullptr, sizeof(std::int64_t)});
+  hash_buf_ = core::HostBuffer<std::int64_t>(2 * state_entries_.size());
   const std::size_t per_step = events_per_step(model_, config.layer_events, config.accum_steps);
   events_.reserve(config.keep_events ? per_step * static_cast<std::size_t>(config.steps + 1) : per_step);
   sync_ = make_grad_sync(config.strategy, comm, model_.params(), model_.grad_data(), events_, config.sync_options);
@@ -90,6 +141,10 @@ void Trainer::verify_config_across_ranks() {
       {"lr", bits(config_.optimizer.lr)},
       {"weight_decay", bits(config_.optimizer.weight_decay)},
       {"momentum", bits(config_.optimizer.momentum)},
+      {"check_every", config_.check_every},
+      {"sync_check_every", config_.sync_check_every},
+      {"on_nan", static_cast<std::int64_t>(config_.on_nan)},
+      {"clip_grad_norm", bits(config_.clip_grad_norm)},
   };
   const auto n = static_cast<std::int64_t>(fields.size());
   std::vector<std::int64_t> mine(fields.size());
@@ -116,13 +171,59 @@ std::uint64_t Trainer::param_checksum() const {
   return fnv1a64(model_.param_data(), static_cast<std::size_t>(model_.param_count()) * sizeof(float));
 }
 
-void Trainer::verify_params_across_ranks() {
-  auto mine = static_cast<std::int64_t>(param_checksum());
-  std::vector<std::int64_t> all(static_cast<std::size_t>(comm_.size()));
-  comm_.all_gather(core::TensorView::of(&mine, 1), core::TensorView::of(all.data(), comm_.size()));
-  for (int r = 1; r < comm_.size(); ++r) {
-    MDDP_CHECK(all[static_cast<std::size_t>(r)] == all[0], "rank " << r << " holds different parameters than rank 0 after the initial broadcast");
+void Trainer::fill_state_hashes() {
+  const std::size_t n = state_entries_.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& e = state_entries_[i];
+    const std::int64_t steps = optimizer_->steps_taken();
+    const auto h = static_cast<std::int64_t>(state_hash64(e.data != nullptr ? e.data : &steps, e.bytes));
+    hash_buf_[i] = h;
+    hash_buf_[n + i] = ~h;  // ~ reverses the order of signed integers: max(~h) = ~min(h)
   }
+}
+
+void Trainer::verify_state_across_ranks(const char* when, std::int64_t step) {
+  // One all-reduce (MAX) of 2E integers, independent of the number of ranks: every entry's max and
+  // min agree iff all ranks hold the same hash. The result is exact and identical on every rank, so
+  // all ranks take the reporting path below together.
+  fill_state_hashes();
+  const std::size_t n = state_entries_.size();
+  comm_.all_reduce(core::TensorView::of(hash_buf_.data(), static_cast<std::int64_t>(2 * n)), comm::ReduceOp::Max);
+  std::size_t first = n, differing = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (hash_buf_[i] != ~hash_buf_[n + i]) {
+      if (first == n) first = i;
+      ++differing;
+    }
+  }
+  if (differing == 0) return;
+  // Rare path (allocates): gather every rank's hashes to name the ranks that disagree with rank 0.
+  fill_state_hashes();
+  const auto ranks = static_cast<std::size_t>(comm_.size());
+  std::vector<std::int64_t> all(n * ranks);
+  comm_.all_gather(core::TensorView::of(hash_buf_.data(), static_cast<std::int64_t>(n)),
+                   core::TensorView::of(all.data(), static_cast<std::int64_t>(n * ranks)));
+  std::ostringstream who;
+  int count = 0;
+  for (std::size_t r = 1; r < ranks; ++r) {
+    if (all[r * n + first] != all[first]) who << (count++ ? ", " : "") << r;
+  }
+  std::ostringstream msg;
+  msg << "ranks diverged " << when;
+  if (step >= 0) msg << " " << step;
+  msg << ": " << state_entries_[first].name << " differs on rank(s) " << who.str()
+      << " from rank 0";
+  if (differing > 1) msg << " (" << differing << " of " << n << " tensors differ)";
+  throw core::AgreedError(msg.str());
+}
+
+void Trainer::check_divergence() {
+  if (last_checked_steps_ == steps_done_) return;
+  const std::int64_t t0 = core::now_ns();
+  verify_state_across_ranks("after step", steps_done_);  // allocates nothing unless ranks differ
+  last_checked_steps_ = steps_done_;
+  ++checks_done_;
+  check_ms_total_ += static_cast<double>(core::now_ns() - t0) * 1e-6;
 }
 
 void Trainer::set_data_source(const data::DataSource& source) {
@@ -136,7 +237,8 @@ void Trainer::set_data_source(const data::DataSource& source) {
 void Trainer::restore_progress(std::int64_t steps_done) {
   MDDP_CHECK(steps_done >= 0, "bad restored step count " << steps_done);
   steps_done_ = steps_done;
-  verify_params_across_ranks();
+  verify_state_across_ranks("after loading the checkpoint of step", steps_done);
+  last_checked_steps_ = steps_done_;
 }
 
 void Trainer::setup() {
@@ -148,7 +250,44 @@ void Trainer::setup() {
   // Initialisation is already rank-independent; the broadcast makes rank 0 the single source of
   // truth anyway (as PyTorch DDP does), and the checksum proves every rank holds it.
   comm_.broadcast(model_.param_view(), 0);
-  verify_params_across_ranks();
+  verify_state_across_ranks("after the initial broadcast", -1);
+  comm_.check_sync("sync check at start-up");  // every set-up collective matched on every rank
+}
+
+void Trainer::handle_nonfinite(std::int64_t step, bool loss_bad, bool grad_bad) {
+  // Rare path (allocates): name the ranks that saw a non-finite loss / gradient. Every rank comes
+  // here at the same step (the verdict was all-reduced) and gathers the same flags.
+  std::int64_t mine[2] = {loss_bad ? 1 : 0, grad_bad ? 1 : 0};
+  comm_.all_gather(core::TensorView::of(mine, 2), core::TensorView::of(nonfinite_all_.data(), 2 * comm_.size()));
+  std::ostringstream loss_ranks, grad_ranks;
+  int nl = 0, ng = 0;
+  for (int r = 0; r < comm_.size(); ++r) {
+    if (nonfinite_all_[2 * static_cast<std::size_t>(r)] != 0) loss_ranks << (nl++ ? ", " : "") << r;
+    if (nonfinite_all_[2 * static_cast<std::size_t>(r) + 1] != 0) grad_ranks << (ng++ ? ", " : "") << r;
+  }
+  std::ostringstream msg;
+  msg << "non-finite values at step " << step + 1 << ": loss non-finite on rank(s) " << (nl ? loss_ranks.str() : "none")
+      << "; synchronised gradient non-finite on rank(s) " << (ng ? grad_ranks.str() : "none");
+  if (config_.on_nan == NanPolicy::Skip) {
+    ++skipped_steps_;
+    msg << "; update skipped (--on-nan skip; " << skipped_steps_ << " skipped so far)";
+    if (comm_.rank() == 0) MDDP_WARN(msg.str());
+    return;
+  }
+  msg << " (--on-nan abort; --on-nan skip would skip such steps)";
+  throw core::AgreedError(msg.str());
+}
+
+void Trainer::apply_perturb_fault() {
+  const auto& f = config_.faults;
+  if (f.perturb_rank != comm_.rank() || f.perturb_step != steps_done_ + 1) return;  // called before ++steps_done_
+  for (const auto& p : model_.params()) {
+    if (p.name != f.perturb_param) continue;
+    float* x = model_.param_data() + p.offset;
+    *x = std::bit_cast<float>(std::bit_cast<std::uint32_t>(*x) ^ 1u);  // lowest mantissa bit
+    return;
+  }
+  MDDP_CHECK(false, "MICRODDP_FAULT_PERTURB names no parameter '" << f.perturb_param << "'");
 }
 
 StepRecord Trainer::step() {
@@ -160,11 +299,14 @@ StepRecord Trainer::step() {
   const std::int64_t micro_steps = config_.accum_steps;
   const float loss_scale = 1.0f / static_cast<float>(micro_steps * config_.global_batch);
   double local_loss = 0.0;
+  const auto& fault = config_.faults;
+  const bool nan_fault = fault.nan_rank == comm_.rank() && fault.nan_step == step + 1;
   for (std::int64_t k = 0; k < micro_steps; ++k) {
     const bool last = k + 1 == micro_steps;
     {
       core::ScopedEvent e(events_, core::EventKind::Data, step);
       source_->fill(sampler_.first_sample(steps_done_ * micro_steps + k), rows, model_.input(), labels_.data());
+      if (nan_fault && !fault.nan_in_grad && k == 0) model_.input()[0] = std::numeric_limits<float>::quiet_NaN();
     }
     {
       core::ScopedEvent e(events_, core::EventKind::Forward, step);
@@ -181,18 +323,42 @@ StepRecord Trainer::step() {
     }
   }
   sync_->finish();
+  if (nan_fault && fault.nan_in_grad) model_.grad_data()[0] = std::numeric_limits<float>::quiet_NaN();
+  double grad_sumsq = 0.0;
+  bool loss_bad = false, grad_bad = false;
   {
     core::ScopedEvent e(events_, core::EventKind::LossSync, step);
+    // The numerics verdict rides in the loss all-reduce (no extra collective): a local check alone
+    // could differ between ranks (e.g. a NaN in one rank's copy only), the all-reduced counts cannot.
+    grad_sumsq = grad_sum_squares(model_.grad_data(), model_.param_count());
+    loss_bad = !std::isfinite(local_loss);
+    grad_bad = !std::isfinite(grad_sumsq);
     loss_buf_[0] = local_loss;
-    comm_.all_reduce(core::TensorView::of(loss_buf_.data(), 1), comm::ReduceOp::Sum);
+    loss_buf_[1] = loss_bad ? 1.0 : 0.0;
+    loss_buf_[2] = grad_bad ? 1.0 : 0.0;
+    comm_.all_reduce(core::TensorView::of(loss_buf_.data(), 3), comm::ReduceOp::Sum);
   }
-  {
+  const bool nonfinite = loss_buf_[1] != 0.0 || loss_buf_[2] != 0.0;
+  if (nonfinite) handle_nonfinite(step, loss_bad, grad_bad);  // throws under --on-nan abort
+  const double grad_norm = std::sqrt(grad_sumsq);
+  if (!nonfinite) {
     core::ScopedEvent e(events_, core::EventKind::Optimizer, step);
+    if (config_.clip_grad_norm > 0.0f) {
+      // Same gradient bits on every rank => same norm and factor; applied before the update.
+      const double factor = clip_factor(grad_norm, static_cast<double>(config_.clip_grad_norm));
+      if (factor < 1.0) ops_.scale(model_.grad_data(), static_cast<float>(factor), model_.param_count());
+    }
     optimizer_->step(model_.param_data(), model_.grad_data());
   }
+  apply_perturb_fault();
   events_.record(core::EventKind::Step, step, -1, step_begin, core::now_ns());
   ++steps_done_;
-  return StepRecord{step, loss_buf_[0]};
+  // Desync first: a divergence check over mismatched collectives could itself hang or mislead.
+  if (config_.sync_check_every > 0 && steps_done_ % config_.sync_check_every == 0) {
+    comm_.check_sync("sync check at", steps_done_);
+  }
+  if (config_.check_every > 0 && steps_done_ % config_.check_every == 0) check_divergence();
+  return StepRecord{step, loss_buf_[0], grad_norm, nonfinite};
 }
 
 }  // namespace microddp::ddp

@@ -73,6 +73,35 @@ int ceil_log2(int n) {
   while ((1 << k) < n) ++k;
   return k;
 }
+
+// The whole file as text; a file that cannot be opened is a usage error naming `what`.
+std::string read_text_file(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  MDDP_USAGE_CHECK(in.good(), "cannot open " << what << " '" << path << "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// nlohmann::json::parse with a nesting limit (its parser and our recursive walk would otherwise
+// overflow the stack on "[[[[...") and every parse error turned into a UsageError.
+nlohmann::json parse_json_limited(const std::string& text, const std::string& source) {
+  constexpr int kMaxDepth = 64;
+  bool too_deep = false;
+  const nlohmann::json::parser_callback_t limit = [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+    if (depth > kMaxDepth) too_deep = true;
+    return !too_deep;
+  };
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text, limit);
+  } catch (const nlohmann::json::exception& e) {
+    MDDP_USAGE_CHECK(false, "'" << source << "' is not valid JSON: " << e.what());
+  }
+  MDDP_USAGE_CHECK(!too_deep, "'" << source << "' nests JSON deeper than " << kMaxDepth << " levels");
+  return j;
+}
+
 }  // namespace
 
 Coefficients cost_coefficients(Collective coll, Algorithm algo, int ranks, double bytes) {
@@ -249,6 +278,11 @@ CommModel comm_model_from_json(const nlohmann::json& j) {
     me.fit.model.alpha_s = e.at("alpha_us").get<double>() * 1e-6;
     me.fit.model.beta_s_per_byte = e.at("beta_ns_per_byte").get<double>() * 1e-9;
     me.fit.model.gamma_s_per_byte = e.value("gamma_ns_per_byte", 0.0) * 1e-9;
+    MDDP_USAGE_CHECK(std::isfinite(me.fit.model.alpha_s) && me.fit.model.alpha_s >= 0 &&
+                         std::isfinite(me.fit.model.beta_s_per_byte) && me.fit.model.beta_s_per_byte >= 0 &&
+                         std::isfinite(me.fit.model.gamma_s_per_byte) && me.fit.model.gamma_s_per_byte >= 0,
+                     "communication model entry " << me.backend << "/" << e.at("collective").get<std::string>()
+                                                  << ": alpha, beta and gamma must be finite and >= 0");
     me.fit.samples = e.value("samples", 0);
     me.fit.r2 = e.value("r2", 0.0);
     me.fit.rms_rel_residual = e.value("rms_rel_residual", 0.0);
@@ -259,16 +293,18 @@ CommModel comm_model_from_json(const nlohmann::json& j) {
   return m;
 }
 
-CommModel load_comm_model(const std::string& path) {
-  std::ifstream in(path);
-  MDDP_USAGE_CHECK(in.good(), "cannot open communication model '" << path << "'");
-  nlohmann::json j;
+CommModel parse_comm_model(const std::string& text, const std::string& source) {
+  const nlohmann::json j = parse_json_limited(text, source);
   try {
-    in >> j;
-  } catch (const std::exception& e) {
-    MDDP_USAGE_CHECK(false, "'" << path << "' is not valid JSON: " << e.what());
+    return comm_model_from_json(j);
+  } catch (const nlohmann::json::exception& e) {  // a missing field or a field of the wrong type
+    MDDP_USAGE_CHECK(false, "'" << source << "' is not a valid communication model: " << e.what());
   }
-  return comm_model_from_json(j);
+  return {};
+}
+
+CommModel load_comm_model(const std::string& path) {
+  return parse_comm_model(read_text_file(path, "communication model"), path);
 }
 
 void save_comm_model(const CommModel& m, const std::string& path) {
@@ -323,7 +359,9 @@ bool row_from_fields(const Fields& f, const std::string& default_backend, int de
   } else {
     return false;
   }
-  return row.ranks > 0 && row.seconds > 0;
+  // Rows with impossible numbers (nan, inf, negative sizes, absurd rank counts) are not data.
+  return row.ranks > 0 && row.ranks <= (1 << 24) && std::isfinite(row.seconds) && row.seconds > 0 &&
+         std::isfinite(row.bytes) && row.bytes >= 0;
 }
 
 std::vector<std::string> split_csv(const std::string& line) {
@@ -377,24 +415,26 @@ void collect_json_rows(const nlohmann::json& j, const std::string& backend, int 
 
 }  // namespace
 
-std::vector<BenchRow> read_bench_rows(const std::string& path) {
-  std::ifstream in(path);
-  MDDP_USAGE_CHECK(in.good(), "cannot open benchmark output '" << path << "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
+std::vector<BenchRow> parse_bench_rows(const std::string& text, const std::string& source) {
   std::vector<BenchRow> rows;
   const auto first = text.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && (text[first] == '{' || text[first] == '[')) {
-    // JSON, or JSON Lines.
+    // JSON, or JSON Lines (one object per line).
+    bool whole = true;
+    nlohmann::json j;
     try {
-      collect_json_rows(nlohmann::json::parse(text), "", 0, rows);
-    } catch (const nlohmann::json::parse_error&) {
+      j = parse_json_limited(text, source);
+    } catch (const core::UsageError&) {
+      whole = false;
+    }
+    if (whole) {
+      collect_json_rows(j, "", 0, rows);
+    } else {
       std::istringstream lines(text);
       std::string line;
       while (std::getline(lines, line)) {
         if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-        collect_json_rows(nlohmann::json::parse(line), "", 0, rows);
+        collect_json_rows(parse_json_limited(line, source), "", 0, rows);
       }
     }
   } else {
@@ -414,8 +454,12 @@ std::vector<BenchRow> read_bench_rows(const std::string& path) {
       if (row_from_fields(f, "", 0, row)) rows.push_back(row);
     }
   }
-  MDDP_USAGE_CHECK(!rows.empty(), "no benchmark rows (backend, collective, ranks, bytes, time) found in '" << path << "'");
+  MDDP_USAGE_CHECK(!rows.empty(), "no benchmark rows (backend, collective, ranks, bytes, time) found in '" << source << "'");
   return rows;
+}
+
+std::vector<BenchRow> read_bench_rows(const std::string& path) {
+  return parse_bench_rows(read_text_file(path, "benchmark output"), path);
 }
 
 CommModel fit_bench_rows(const std::vector<BenchRow>& rows, const std::string& source) {

@@ -98,6 +98,10 @@ struct CommModel {
 
 nlohmann::json to_json(const CommModel& m);
 CommModel comm_model_from_json(const nlohmann::json& j);
+// The text of a model file; `source` names it in errors. Any malformed input (not JSON, nesting
+// deeper than 64, missing or mistyped fields, non-finite or negative coefficients) throws
+// core::UsageError and nothing else (fuzzed: tests/fuzz/fuzz_comm_model.cpp).
+CommModel parse_comm_model(const std::string& text, const std::string& source);
 CommModel load_comm_model(const std::string& path);
 void save_comm_model(const CommModel& m, const std::string& path);
 
@@ -111,6 +115,9 @@ struct BenchRow {
   double bytes = 0;
   double seconds = 0;
 };
+// Same contract as parse_comm_model: rows whose numbers are not finite and positive are skipped,
+// malformed text throws core::UsageError (fuzzed: tests/fuzz/fuzz_bench_rows.cpp).
+std::vector<BenchRow> parse_bench_rows(const std::string& text, const std::string& source);
 std::vector<BenchRow> read_bench_rows(const std::string& path);
 // Fits every (backend, collective) group with >= 2 distinct sizes.
 CommModel fit_bench_rows(const std::vector<BenchRow>& rows, const std::string& source);

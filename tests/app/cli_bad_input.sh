@@ -50,16 +50,36 @@ check "unknown --comm"   "$bin" "${t[@]}" --comm carrier-pigeon
 check "--threads"        "$bin" "${t[@]}" --threads -2
 check "--seed"           "$bin" "${t[@]}" --seed minus-one
 check "--log-every"      "$bin" "${t[@]}" --log-every -1
+check "--check-every"    "$bin" "${t[@]}" --check-every -1
+check "--check-every"    "$bin" "${t[@]}" --check-every 1.5
+check "--on-nan"         "$bin" "${t[@]}" --on-nan ignore
+check "--clip-grad-norm" "$bin" "${t[@]}" --clip-grad-norm -1
+check "--clip-grad-norm" "$bin" "${t[@]}" --clip-grad-norm nan
+check "--clip-grad-norm" "$bin" "${t[@]}" --clip-grad-norm inf
+check "MICRODDP_FAULT_NAN" env MICRODDP_FAULT_NAN=0:zero "$bin" "${t[@]}"
+check "MICRODDP_FAULT_PERTURB" env MICRODDP_FAULT_PERTURB=1 "$bin" "${t[@]}"
 check "--bogus"          "$bin" "${t[@]}" --bogus 3
 check "subcommand"       "$bin" frobnicate
 check "cannot open metrics file" "$bin" "${t[@]}" --metrics /nonexistent-dir/m.jsonl
 check "--global-batch"   "$bin" manual --global-batch 1 --steps 1
+check "--sync-check-every" "$bin" "${t[@]}" --sync-check-every -1
+check "--sync-check-every" "$bin" "${t[@]}" --sync-check-every 2.5
+check "--sync-check-every" "$bin" hooks --sync-check-every x
+check "debug-sync was given a disallowed" "$bin" "${t[@]}" --debug-sync=yes
+check "debug-sync was given a disallowed" "$bin" bench ddp --debug-sync=1
+check "MICRODDP_FAULT_EXIT" env MICRODDP_FAULT_EXIT=1:0 "$bin" "${t[@]}" --width 8 --depth 1
 # With MPI ranks: the verdict is reached identically on every rank, no hang.
 check "--width"          "$mpiexec" -np 2 "${mpi_flags[@]}" "$bin" "${t[@]}" --width 0
 check "smaller than the 3 ranks" "$mpiexec" -np 3 "${mpi_flags[@]}" "$bin" "${t[@]}" --global-batch 2 --width 8 --depth 1
 check "single-process"   "$mpiexec" -np 2 "${mpi_flags[@]}" "$bin" baseline --steps 1 --width 8 --depth 1
+check "clip_grad_norm"   "$mpiexec" "${mpi_flags[@]}" -np 1 "$bin" "${t[@]}" --width 8 --depth 1 --clip-grad-norm 1 : \
+                                  -np 1 "$bin" "${t[@]}" --width 8 --depth 1
 # Ranks started with different options (MPMD launch) are refused at start-up on every rank.
 check "configuration mismatch" "$mpiexec" "${mpi_flags[@]}" -np 1 "$bin" "${t[@]}" --width 16 --depth 1 : \
+                                  -np 1 "$bin" "${t[@]}" --width 8 --depth 1
+check "--debug-sync is set on some ranks" "$mpiexec" "${mpi_flags[@]}" -np 1 "$bin" "${t[@]}" --width 8 --depth 1 \
+                                  --debug-sync : -np 1 "$bin" "${t[@]}" --width 8 --depth 1
+check "sync_check_every" "$mpiexec" "${mpi_flags[@]}" -np 1 "$bin" "${t[@]}" --width 8 --depth 1 --sync-check-every 5 : \
                                   -np 1 "$bin" "${t[@]}" --width 8 --depth 1
 
 echo "$((cases - failures)) passed, $failures failed"

@@ -77,6 +77,7 @@ std::vector<float> params_of(const ddp::Trainer& t) {
 TrainRun train(MPI_Comm mpi, const ddp::TrainConfig& cfg, std::int64_t until, const std::string& dir, std::int64_t save_at,
           const std::string& resume_spec = "") {
   comm::MpiCommunicator comm(mpi);
+  comm.attach_sync_comm(mpi);  // as make_communicator does: the trainer checks collective fingerprints
   auto ops = kernels::make_cpu_ops(1);
   ddp::Trainer t(cfg, comm, *ops);
   t.setup();
@@ -103,6 +104,7 @@ TEST(Checkpoint, RoundTripIsBitwise) {
   const std::string dir = shared_tmpdir(world, "rt");
   const auto cfg = small_config("naive");
   comm::MpiCommunicator comm(world);
+  comm.attach_sync_comm(world);
   auto ops = kernels::make_cpu_ops(1);
   ddp::Trainer a(cfg, comm, *ops);
   a.setup();
@@ -196,6 +198,7 @@ TEST(Checkpoint, AutoSkipsCorruptNewest) {
   }
   MPI_Barrier(world);
   comm::MpiCommunicator comm(world);
+  comm.attach_sync_comm(world);
   auto ops = kernels::make_cpu_ops(1);
   ddp::Trainer t(cfg, comm, *ops);
   t.setup();

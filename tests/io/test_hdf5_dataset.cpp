@@ -92,6 +92,7 @@ TEST(Hdf5Dataset, TrainingFromFileEqualsSynthetic) {
   cfg.steps = 10;  // 100 samples < 101 rows: no wrap, so the file holds exactly the generator's samples
   cfg.seed = kSeed;
   comm::MpiCommunicator comm(MPI_COMM_WORLD);
+  comm.attach_sync_comm(MPI_COMM_WORLD);  // as make_communicator does
   auto ops = kernels::make_cpu_ops(1);
   ddp::Trainer a(cfg, comm, *ops), b(cfg, comm, *ops);
   Hdf5DataSource src(p);
@@ -151,6 +152,7 @@ TEST(Hdf5Dataset, BadFilesAreRejected) {
   cfg.model = model::MlpConfig{kDim + 1, 8, 2, kClasses};
   cfg.global_batch = 4;
   comm::MpiCommunicator comm(MPI_COMM_WORLD);
+  comm.attach_sync_comm(MPI_COMM_WORLD);  // as make_communicator does
   auto ops = kernels::make_cpu_ops(1);
   ddp::Trainer t(cfg, comm, *ops);
   EXPECT_THROW(t.set_data_source(src), core::UsageError);
