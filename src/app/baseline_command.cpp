@@ -3,6 +3,7 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "core/hash.hpp"
 #include "app/command.hpp"
 #include "app/train_options.hpp"
 #include "core/error.hpp"
@@ -46,7 +47,7 @@ class BaselineCommand final : public Command {
         std::printf("  %8" PRId64 " %12.6f %10.3f\n", s + 1, loss, sw.elapsed_ms());
       }
     }
-    const auto checksum = ddp::fnv1a64(model.param_data(), static_cast<std::size_t>(model.param_count()) * sizeof(float));
+    const auto checksum = core::fnv1a64(model.param_data(), static_cast<std::size_t>(model.param_count()) * sizeof(float));
     std::printf("# summary: %" PRId64 " steps in %.2f s; parameter checksum %016" PRIx64 "\n", cfg.steps, wall.elapsed_s(),
                 checksum);
     return 0;

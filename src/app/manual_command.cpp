@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/hash.hpp"
 #include "app/command.hpp"
 #include "app/train_options.hpp"
 #include "core/error.hpp"
@@ -78,7 +79,7 @@ class ManualCommand final : public Command {
                     same ? "yes" : "NO");
       }
     }
-    const auto checksum = ddp::fnv1a64(replicas[0]->param_data(), static_cast<std::size_t>(n) * sizeof(float));
+    const auto checksum = core::fnv1a64(replicas[0]->param_data(), static_cast<std::size_t>(n) * sizeof(float));
     std::printf("# summary: replicas identical after %" PRId64 " steps; parameter checksum %016" PRIx64 "\n", cfg.steps,
                 checksum);
     return 0;

@@ -7,6 +7,7 @@
 
 #include "comm/mpi_check.hpp"
 #include "core/error.hpp"
+#include "core/hash.hpp"
 #include "core/log.hpp"
 
 namespace microddp::comm {
@@ -57,10 +58,9 @@ std::string describe(const CollectiveFingerprint& f) {
 
 std::uint64_t chain_hash(std::uint64_t h, const CollectiveFingerprint& f) {
   auto mix = [&h](std::uint64_t v, int bytes) {
-    for (int i = 0; i < bytes; ++i) {
-      h ^= (v >> (8 * i)) & 0xffu;
-      h *= 0x100000001b3ull;  // FNV-1a 64-bit prime
-    }
+    unsigned char le[8];  // little-endian on every host, so mixed-endian jobs agree
+    for (int i = 0; i < bytes; ++i) le[i] = static_cast<unsigned char>(v >> (8 * i));
+    h = core::fnv1a64(le, static_cast<std::size_t>(bytes), h);
   };
   mix(f.seq, 8);
   mix(static_cast<std::uint64_t>(f.count), 8);

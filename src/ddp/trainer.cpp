@@ -12,43 +12,14 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/hash.hpp"
 #include "core/log.hpp"
 #include "core/timer.hpp"
 
 namespace microddp::ddp {
 
-std::uint64_t fnv1a64(const void* data, std::size_t bytes, std::uint64_t hash) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < bytes; ++i) {
-    hash ^= p[i];
-    hash *= 0x100000001b3ull;
-  }
-  return hash;
-}
-
-std::uint64_t state_hash64(const void* data, std::size_t bytes) {
-  constexpr std::uint64_t kPrime = 0x100000001b3ull;
-  constexpr std::size_t kLanes = 4;
-  std::uint64_t lane[kLanes] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull, 0x9e3779b97f4a7c15ull, 0xbf58476d1ce4e5b9ull};
-  const auto* p = static_cast<const unsigned char*>(data);
-  const std::size_t words = bytes / 8;
-  std::size_t w = 0;
-  for (; w + kLanes <= words; w += kLanes) {
-    for (std::size_t l = 0; l < kLanes; ++l) {
-      std::uint64_t v;
-      std::memcpy(&v, p + 8 * (w + l), 8);  // unaligned-safe; compiles to one load
-      lane[l] = (lane[l] ^ v) * kPrime;
-    }
-  }
-  for (; w < words; ++w) {
-    std::uint64_t v;
-    std::memcpy(&v, p + 8 * w, 8);
-    lane[0] = (lane[0] ^ v) * kPrime;
-  }
-  std::uint64_t h = fnv1a64(p + 8 * words, bytes - 8 * words, lane[0]);
-  for (std::size_t l = 1; l < kLanes; ++l) h = (h ^ lane[l]) * kPrime;
-  return (h ^ bytes) * kPrime;  // the length too: a truncated tensor must not hash equal
-}
+using core::fnv1a64;
+using core::state_hash64;
 
 namespace {
 // Events one step records: step, data, forward, backward, optimizer, loss sync, comm wait, plus per

@@ -168,11 +168,5 @@ class Trainer {
   model::LayerHookFn fwd_hook_, bwd_hook_;
 };
 
-// 64-bit FNV-1a over raw bytes.
-std::uint64_t fnv1a64(const void* data, std::size_t bytes, std::uint64_t hash = 0xcbf29ce484222325ull);
-// Bit-exact hash for the divergence check: FNV-1a's step over 64-bit words in 4 interleaved lanes
-// (about 8x faster than byte-wise FNV-1a). Every step is a bijection of the lane state, so any
-// single differing word always changes the result; several differences collide with ~2^-64.
-std::uint64_t state_hash64(const void* data, std::size_t bytes);
 
 }  // namespace microddp::ddp

@@ -1,4 +1,5 @@
 // checkpoint.cpp — see checkpoint.hpp for the schema and the protocol.
+#include "core/hash.hpp"
 #include "io/checkpoint.hpp"
 
 #include <dirent.h>
@@ -75,7 +76,7 @@ std::string join(const std::vector<std::string>& v) {
 }
 
 std::uint64_t fnv(const float* p, std::int64_t count) {
-  return ddp::fnv1a64(p, static_cast<std::size_t>(count) * sizeof(float));
+  return core::fnv1a64(p, static_cast<std::size_t>(count) * sizeof(float));
 }
 
 std::string hex(std::uint64_t v) {
@@ -163,7 +164,7 @@ std::uint64_t attrs_digest(const std::vector<Attr>& attrs) {
     }
     s += ";";
   }
-  return ddp::fnv1a64(s.data(), s.size());
+  return core::fnv1a64(s.data(), s.size());
 }
 
 void write_attrs(hid_t obj, const std::vector<Attr>& attrs) {

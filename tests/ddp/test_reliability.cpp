@@ -42,6 +42,17 @@ TrainConfig small_config() {
   return c;
 }
 
+// Steps `t` up to `steps` times; returns the message of the AgreedError that stopped it (every
+// rank raises the same one), or "" when none did.
+std::string steps_until_agreed_error(Trainer& t, std::int64_t steps) {
+  try {
+    for (std::int64_t s = 0; s < steps; ++s) t.step();
+  } catch (const core::AgreedError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 struct RunResult {
   std::vector<float> params;
   std::vector<std::vector<float>> state;  // optimizer state buffers
@@ -180,12 +191,7 @@ TEST_P(OnNan, AbortStopsEveryRankAtThatStep) {
   auto ops = kernels::make_cpu_ops(1);
   Trainer t(cfg, *comm, *ops);
   t.setup();
-  std::string what;
-  try {
-    for (std::int64_t s = 0; s < cfg.steps; ++s) t.step();
-  } catch (const core::AgreedError& e) {
-    what = e.what();
-  }
+  const std::string what = steps_until_agreed_error(t, cfg.steps);
   EXPECT_EQ(t.steps_done(), 2) << "rank " << rt.rank() << " did not stop at step 3";
   EXPECT_EQ(t.optimizer().steps_taken(), 2);
   EXPECT_NE(what.find("non-finite values at step 3"), std::string::npos) << what;
@@ -211,12 +217,7 @@ TEST(Divergence, PeriodicCheckNamesParameterStepAndRank) {
   auto ops = kernels::make_cpu_ops(1);
   Trainer t(cfg, *comm, *ops);
   t.setup();
-  std::string what;
-  try {
-    for (std::int64_t s = 0; s < cfg.steps; ++s) t.step();
-  } catch (const core::AgreedError& e) {
-    what = e.what();
-  }
+  const std::string what = steps_until_agreed_error(t, cfg.steps);
   EXPECT_EQ(t.steps_done(), 3);
   const std::string want = "ranks diverged after step 3: layer_02.weight differs on rank(s) " + std::to_string(rt.size() - 1) + " from rank 0";
   EXPECT_EQ(what, want);
