@@ -9,10 +9,12 @@
 # noted ("launcher-deadlock"). Ranks are found as descendants of the launcher's pid (never by
 # name: other jobs on the machine may run the same programs).
 #
-# fault_run LIMIT_S PATTERN [--sigstop COMM | --kill COMM SIGNAL AFTER_PATTERN] COMMAND...
+# fault_run LIMIT_S PATTERN [--sigstop COMM AFTER_PATTERN | --kill COMM SIGNAL AFTER_PATTERN] COMMAND...
 #   Runs COMMAND in the background, output in $FAULT_LOG. PATTERN (grep -E) is the report that
 #   lets a deadlocked launcher be killed once the ranks are gone ("" = none needed).
-#   --sigstop COMM: once two processes named COMM run, wait 1 s and SIGSTOP the newest one.
+#   --sigstop COMM AFTER_PATTERN: once AFTER_PATTERN appears in the output, SIGSTOP the newest
+#     process named COMM. (Waiting for output, not for a fixed delay: a rank stopped inside
+#     MPI_Init, before any watchdog exists, hangs the launcher's start-up fence on a loaded machine.)
 #   --kill COMM SIGNAL AFTER_PATTERN: once AFTER_PATTERN appears in the output, send SIGNAL to the
 #     newest process named COMM (the job's last rank).
 #   Sets FAULT_RC (exit code, "timeout" or "launcher-deadlock"), FAULT_TOOK (s), FAULT_LEFT (live
@@ -47,18 +49,10 @@ fault_newest_named() {
   echo "$best"
 }
 
-fault_count_named() {
-  local p n=0
-  for p in $(fault_descendants "$1"); do
-    [ "$(ps -o comm= -p "$p" 2>/dev/null)" = "${2:0:15}" ] && n=$((n + 1))
-  done
-  echo "$n"
-}
-
 fault_run() {
   local limit="$1" pattern="$2"; shift 2
   local mode="" comm="" sig="" after=""
-  if [ "$1" = "--sigstop" ]; then mode=stop; comm="$2"; shift 2; fi
+  if [ "$1" = "--sigstop" ]; then mode=stop; comm="$2"; after="$3"; shift 3; fi
   if [ "$1" = "--kill" ]; then mode=kill; comm="$2"; sig="$3"; after="$4"; shift 4; fi
   FAULT_RC=""; FAULT_VICTIM=""; FAULT_VICTIM_RANK=""; FAULT_KILLED_AT=""; FAULT_LEFT=0
   local start; start=$(date +%s.%N)
@@ -68,8 +62,7 @@ fault_run() {
     local now; now=$(date +%s.%N)
     local elapsed; elapsed=$(awk -v a="$start" -v b="$now" 'BEGIN { printf "%d", b - a }')
     if [ -z "$FAULT_VICTIM" ] && [ -n "$mode" ]; then
-      if [ "$mode" = stop ] && [ "$(fault_count_named "$launcher" "$comm")" -ge 2 ]; then
-        sleep 1
+      if [ "$mode" = stop ] && grep -Eq -- "$after" "$FAULT_LOG"; then
         FAULT_VICTIM=$(fault_newest_named "$launcher" "$comm")
         [ -n "$FAULT_VICTIM" ] && kill -STOP "$FAULT_VICTIM" 2>/dev/null
       elif [ "$mode" = kill ] && grep -Eq -- "$after" "$FAULT_LOG"; then
