@@ -12,6 +12,9 @@
 #
 # MPI tests link tests/support/mpi_gtest_main.cpp (MPI up, rank-0 output, results agreed across
 # ranks). GPU tests exit with code 77 when no device is present, which ctest reports as skipped.
+# Every test environment sets MICRODDP_DEVICE=cpu (the default of `train --device`): the CPU suite
+# stays on the CPU on GPU machines too (it compares `train` with CPU references, bitwise); GPU
+# training has its own tests (ddp_device, label cuda) that pass --device / CudaOps explicitly.
 include_guard(GLOBAL)
 find_package(GTest REQUIRED)
 
@@ -42,7 +45,7 @@ function(microddp_add_test name)
         LABELS "mpi;${T_LABELS}" TIMEOUT ${T_TIMEOUT} PROCESSORS ${np}
         SKIP_RETURN_CODE ${MICRODDP_SKIP_CODE}
         # OpenMPI refuses to run as root without these; harmless for other users (test config only).
-        ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
+        ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;MICRODDP_DEVICE=cpu")
     endforeach()
   else()
     if(NOT T_EXECUTABLE)

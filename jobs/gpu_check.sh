@@ -2,12 +2,14 @@
 # gpu_check.sh — the first thing to run on a new GPU machine or cluster: builds microddp with CUDA and
 # NCCL, runs every GPU test (ctest -L 'cuda|nccl': kernels vs the CPU ops, NCCL and GPU-ring
 # collectives exact at np = 1..number of GPUs), a short GPU-vs-CPU comparison of the collectives
-# (the same exactness suite on `mpi` and on `nccl` at np = number of GPUs), and prints a verdict:
+# (the same exactness suite on `mpi` and on `nccl` at np = number of GPUs), an end-to-end GPU-vs-CPU
+# *training* comparison (`train --device cuda` vs `--device cpu`, same configuration: the final loss
+# must agree within 1e-3 relative), and prints a verdict:
 #   PASS                    everything ran and passed
 #   FAIL                    something failed (the log lines above say what)
 #   SKIPPED-not-passed      no GPU visible: nothing GPU-related was verified
-# Exit code: 0 PASS, 1 FAIL, 77 SKIPPED. Not yet covered: a GPU-vs-CPU *training* run, because
-# `train --device cuda` does not exist yet (docs/gpu.md, "Not done yet").
+# Exit code: 0 PASS, 1 FAIL, 77 SKIPPED. (ctest -L cuda includes ddp_device: GPU training against
+# CPU training step by step, 1e-4 relative, and bitwise resume on the GPU.)
 #
 # Run: bash jobs/gpu_check.sh                     (interactive node with GPUs)
 #      sbatch jobs/gpu_check.sh                   (through SLURM; tune the lines below)
@@ -93,6 +95,25 @@ for backend in mpi nccl nccl-ring; do
   fi
   echo "# collectives: ${backend} at np=${NGPU}"
   "${MPIEXEC}" -n "${NGPU}" "${exe}" "${args[@]}" || status=FAIL
+done
+
+# 5. GPU vs CPU training, end to end through the command line: the same run on the GPU (each device
+#    backend) and on the CPU; the final losses must agree within 1e-3 relative (different GEMM
+#    summation orders, TF32 off), and the GPU run must report a cuda compute line.
+final_loss() { sed -n 's/^# summary: .* -> \([0-9.eE+-]*\)$/\1/p'; }
+train_args=(train --steps 200 --width 256 --depth 8 --global-batch 512 --optimizer sgd --lr 0.05 --momentum 0.9)
+cpu_loss=$("${MPIEXEC}" -n "${NGPU}" "${BUILD_DIR}/microddp" "${train_args[@]}" --device cpu --comm mpi | final_loss)
+for backend in nccl nccl-ring mpi; do
+  out=$("${MPIEXEC}" -n "${NGPU}" "${BUILD_DIR}/microddp" "${train_args[@]}" --device cuda --comm "${backend}" --strategy bucketed) ||
+    { echo "# train --device cuda --comm ${backend}: FAILED"; status=FAIL; continue; }
+  gpu_loss=$(final_loss <<<"${out}")
+  grep -m1 'compute    :' <<<"${out}"
+  if ! grep -q 'compute    : cuda' <<<"${out}" ||
+     ! awk -v a="${gpu_loss}" -v b="${cpu_loss}" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-3 * b) }'; then
+    echo "# train --device cuda --comm ${backend}: final loss ${gpu_loss} vs cpu ${cpu_loss}: FAILED"; status=FAIL
+  else
+    echo "# train --device cuda --comm ${backend}: final loss ${gpu_loss} vs cpu ${cpu_loss}: ok"
+  fi
 done
 
 verdict "${status}"

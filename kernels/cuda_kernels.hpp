@@ -3,8 +3,8 @@
 // Contract of every launcher: pointers are device memory; it checks its arguments (core::Error),
 // enqueues on the caller's `stream` (nullptr = legacy default stream) and checks the launch; it does
 // not synchronise. Shapes are row-major as in ops.hpp; per-element math is elementwise.hpp's.
-// Reductions (bias_grad, softmax_xent) use a fixed order that depends only on the shape, so repeated
-// runs are bitwise identical.
+// Reductions (bias_grad, softmax_xent, sum_squares) use a fixed order that depends only on the
+// shape, so repeated runs are bitwise identical.
 //
 // Stream type: we forward-declare cudaStream_t exactly as the CUDA runtime defines it
 // (`typedef struct CUstream_st* cudaStream_t;` in driver_types.h). Repeating an identical typedef is
@@ -48,6 +48,17 @@ XentWorkspace softmax_xent_workspace(void* base, std::size_t bytes);
 // makes the loss NaN; the caller checks the flag later (CudaOps does in synchronize()).
 void softmax_xent(const float* logits, const std::int32_t* labels, std::int64_t rows, std::int64_t classes,
                   float scale, float* dlogits, float* loss_out, XentWorkspace ws, cudaStream_t stream);
+
+// Sum of squares as Ops::sum_squares: *out (one device double) = sum_i x_i^2 over x(n), accumulated
+// in double in two deterministic passes: at most kSumSquaresMaxBlocks blocks (grid a function of n
+// only) each write one partial to `partials`, then one block adds the partials in a fixed order.
+// Overwrites *out also for n == 0 (with 0). Non-finite exactly when some x_i is (NaN or Inf).
+// `partials` is device scratch of sum_squares_workspace_bytes() (kSumSquaresMaxBlocks doubles; no
+// zeroing needed: pass 1 writes every partial that pass 2 reads). Stream-ordered: reuse partials
+// only on the same stream (or after synchronising).
+inline constexpr std::uint32_t kSumSquaresMaxBlocks = 1024;
+std::size_t sum_squares_workspace_bytes();
+void sum_squares(const float* x, std::int64_t n, double* partials, double* out, cudaStream_t stream);
 
 // Fused optimizer passes (one read and one write of each state array).
 void adam_step(const AdamParams& params, float* p, const float* g, float* m, float* v, std::int64_t n,

@@ -9,6 +9,7 @@
 // Implementations: CpuOps (OpenBLAS + loops, always built) and CudaOps (cuBLAS + custom kernels).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -58,9 +59,32 @@ class Ops {
   // Copy n floats (both on device()).
   virtual void copy(float* dst, const float* src, std::int64_t n) = 0;
 
+  // Sum of x_i^2 over n floats of device() memory, accumulated in double in an order fixed by n
+  // (repeated calls are bitwise identical); the result is finite exactly when every element is
+  // finite (float squares cannot overflow a double). Waits for the work issued before it.
+  virtual double sum_squares(const float* x, std::int64_t n) = 0;
+
+  // ---- memory of device() (kernels/ops_buffer.hpp wraps it; allocate only at set-up) ----
+  // `bytes` of zero-filled memory on device(), aligned for any element type; nullptr for 0 bytes.
+  // Throws core::Error (naming the size) when the device is out of memory.
+  virtual void* allocate_bytes(std::size_t bytes) = 0;
+  // Releases memory from allocate_bytes (nullptr: nothing). Waits for work that may still use it.
+  virtual void free_bytes(void* p) noexcept = 0;
+  // Host -> device() copy, ordered after the work issued so far; returns when the copy is complete
+  // (src may be reused at once, and timing a step around it measures real work).
+  virtual void copy_from_host(void* dst, const void* src, std::size_t bytes) = 0;
+  // device() -> host copy, ordered after the work issued so far; returns when dst holds the bytes.
+  virtual void copy_to_host(void* dst, const void* src, std::size_t bytes) = 0;
+
   // Waits for everything issued so far. CudaOps also reports here errors that a kernel could only
   // flag on the device (e.g. a softmax_xent label out of range), as core::Error.
   virtual void synchronize() = 0;
+
+  // Named profiler ranges around phases and layers: NVTX on CudaOps (so `nsys profile` shows forward,
+  // backward and the optimizer per layer on the timeline), nothing on the CPU. Ranges nest; `name`
+  // must stay valid until the matching range_pop().
+  virtual void range_push(const char* /*name*/) {}
+  virtual void range_pop() {}
 
   // The stream the ops are queued on, for callers that must order other work after them (e.g. an
   // NCCL all-reduce of the gradients): a cudaStream_t for CudaOps, nullptr for CpuOps.

@@ -1,7 +1,8 @@
 // cpu_ops.cpp — CpuOps: the Ops interface on the host (OpenBLAS sgemm + single-pass loops).
 // Contract (see ops.hpp): row-major; backward ops accumulate; softmax_xent overwrites dlogits and
-// loss_out and throws core::Error on a label outside [0, classes); nothing allocates; every call
-// finishes before it returns (synchronize() is a no-op).
+// loss_out and throws core::Error on a label outside [0, classes); nothing allocates but
+// allocate_bytes (host memory, 64-byte aligned, zero-filled); every call finishes before it returns
+// (synchronize() is a no-op, the host copies are memcpy).
 // Performance: GEMM dominates the step, so each element-wise op is one streaming pass (bias + ReLU
 // fused, the optimizer one pass over p/g/m/v) with __restrict pointers and branch-free inner loops
 // that GCC vectorises; per-element math comes from elementwise.hpp (shared with the CUDA kernels).
@@ -9,7 +10,9 @@
 
 #include <climits>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <sstream>
@@ -17,6 +20,7 @@
 
 #include "core/error.hpp"
 #include "kernels/elementwise.hpp"
+#include "kernels/host_reduce.hpp"
 #include "kernels/ops.hpp"
 
 // OpenBLAS extensions; Debian's openblas cblas.h declares them, other cblas.h variants may not.
@@ -30,6 +34,10 @@ char* openblas_get_config(void);
 namespace microddp::kernels {
 
 namespace {
+
+// 64 bytes: a cache line and an AVX-512 vector, so buffers never split a vector load or share a line
+// with a neighbour; also a multiple of every element type's alignment ("aligned for any type").
+constexpr std::size_t kHostAlignBytes = 64;
 
 // BLAS takes int dimensions; refuse (instead of silently wrapping) anything larger.
 int blas_int(std::int64_t v, const char* what) {
@@ -150,6 +158,33 @@ class CpuOps final : public Ops {
   void copy(float* dst, const float* src, std::int64_t n) override {
     MDDP_CHECK(n >= 0, "copy: negative count " << n);
     if (n > 0 && dst != src) std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(float));
+  }
+
+  double sum_squares(const float* x, std::int64_t n) override { return host_sum_squares(x, n); }
+
+  void* allocate_bytes(std::size_t bytes) override {
+    if (bytes == 0) return nullptr;
+    // No object may exceed PTRDIFF_MAX bytes (glibc refuses such requests); checking here also keeps
+    // the rounding below from overflowing.
+    MDDP_CHECK(bytes <= static_cast<std::size_t>(PTRDIFF_MAX) - (kHostAlignBytes - 1),
+               "allocate_bytes: " << bytes << " bytes is more than any host object can hold");
+    // std::aligned_alloc requires the size to be a multiple of the alignment.
+    const std::size_t rounded = (bytes + kHostAlignBytes - 1) / kHostAlignBytes * kHostAlignBytes;
+    void* p = std::aligned_alloc(kHostAlignBytes, rounded);
+    MDDP_CHECK(p != nullptr, "allocate_bytes: out of host memory allocating " << bytes << " bytes");
+    std::memset(p, 0, rounded);  // zero-filled by contract (all-zero bits are 0 for every dtype)
+    return p;
+  }
+
+  void free_bytes(void* p) noexcept override { std::free(p); }
+
+  // Host "device" memory: both copies are memcpy (dst == src, possible here, would be memcpy UB).
+  void copy_from_host(void* dst, const void* src, std::size_t bytes) override {
+    if (bytes > 0 && dst != src) std::memcpy(dst, src, bytes);
+  }
+
+  void copy_to_host(void* dst, const void* src, std::size_t bytes) override {
+    if (bytes > 0 && dst != src) std::memcpy(dst, src, bytes);
   }
 
   void synchronize() override {}

@@ -1,4 +1,5 @@
-// host_reduce.cpp — typed reduction loops over host buffers (vectorisable, no allocation).
+// host_reduce.cpp — typed reduction loops over host buffers and the host sum of squares
+// (vectorisable, no allocation).
 #include "kernels/host_reduce.hpp"
 
 #include <cstdint>
@@ -65,6 +66,28 @@ void host_scale(core::TensorView x, double alpha) {
   } else {
     MDDP_CHECK(false, "host_scale needs a floating-point dtype, got " << core::dtype_name(x.dtype));
   }
+}
+
+double host_sum_squares(const float* x, std::int64_t n) {
+  MDDP_CHECK(n >= 0, "host_sum_squares: negative count " << n);
+  // 8 independent accumulators: the compiler may not reorder a floating-point sum by itself, and a
+  // single chain would be bound by the add latency (~4 cycles per element).
+  constexpr std::int64_t kLanes = 8;
+  double acc[kLanes] = {};
+  std::int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (std::int64_t l = 0; l < kLanes; ++l) {
+      const double v = x[i + l];
+      acc[l] += v * v;
+    }
+  }
+  for (; i < n; ++i) {
+    const double v = x[i];
+    acc[0] += v * v;
+  }
+  double sum = 0.0;
+  for (double a : acc) sum += a;
+  return sum;
 }
 
 }  // namespace microddp::kernels

@@ -1,21 +1,27 @@
 // cuda_ops.cpp — CudaOps: the Ops interface on one GPU (cuBLAS for GEMM, kernels/cuda/*.cu for
 // the rest). Contract (see ops.hpp): row-major; backward ops accumulate; every call is queued on the
 // object's own non-blocking stream (native_stream()) and returns at once; synchronize() waits for the
-// stream and reports device-flagged errors (a softmax_xent label out of range). All device memory
-// (cuBLAS workspace, softmax_xent scratch) and the pinned flag mirror are allocated in the
-// constructor; no method allocates. The stream is non-blocking (it does not wait for the legacy
-// default stream): memory filled by other streams or by cudaMemcpy/cudaMemset must be synchronised
-// (or enqueued on native_stream()) before these ops use it.
+// stream and reports device-flagged errors (a softmax_xent label out of range). sum_squares and the
+// host copies wait for the stream (they return a value or finished bytes); copy_to_host also reports
+// the device-flagged errors, as synchronize() does. All scratch memory (cuBLAS workspace,
+// softmax_xent and sum_squares scratch) and the pinned host mirrors are allocated in the
+// constructor; only allocate_bytes allocates afterwards (cudaMalloc, zeroed on our stream). The
+// stream is non-blocking (it does not wait for the legacy default stream): memory filled by other
+// streams or by cudaMemcpy/cudaMemset must be synchronised (or enqueued on native_stream()) before
+// these ops use it.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h>
 
 #include <climits>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <sstream>
 #include <string>
 
 #include "core/error.hpp"
+#include "core/log.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/device.hpp"
 #include "kernels/cuda_kernels.hpp"
@@ -54,6 +60,12 @@ class CudaOps final : public Ops {
       xent_ws_ = gpu::softmax_xent_workspace(xent_scratch_, gpu::softmax_xent_workspace_bytes());
       MDDP_CUDA_CHECK(cudaMallocHost(&host_flag_, sizeof(int)));
       *host_flag_ = 0;
+      // sum_squares: pass-1 partials (written before they are read: no zeroing), the device result
+      // and its pinned host mirror (so the read-back is a real async copy, as for the flag).
+      MDDP_CUDA_CHECK(cudaMalloc(&sumsq_partials_, gpu::sum_squares_workspace_bytes()));
+      MDDP_CUDA_CHECK(cudaMalloc(&sumsq_out_, sizeof(double)));
+      MDDP_CUDA_CHECK(cudaMallocHost(&host_sumsq_, sizeof(double)));
+      *host_sumsq_ = 0.0;
       description_ = describe();
       // The memset above ran on the legacy default stream, which our non-blocking stream does not
       // wait for: finish it before any kernel can read the flag.
@@ -71,6 +83,10 @@ class CudaOps final : public Ops {
   core::Device device() const override { return core::Device::Cuda; }
   std::string description() const override { return description_; }
   void* native_stream() const override { return stream_; }
+  // NVTX v3 (header-only; it loads the profiler's injection library only when a tool such as nsys
+  // is attached, otherwise each call is a check of a null function pointer).
+  void range_push(const char* name) override { nvtxRangePushA(name); }
+  void range_pop() override { nvtxRangePop(); }
 
   // Row-major GEMM on column-major cuBLAS. A row-major (r, c) matrix is, byte for byte, the
   // column-major (c, r) matrix of its transpose. So instead of C = op(A) op(B) we ask cuBLAS for
@@ -118,7 +134,83 @@ class CudaOps final : public Ops {
   void zero(float* x, std::int64_t n) override { gpu::zero(x, n, stream_); }
   void copy(float* dst, const float* src, std::int64_t n) override { gpu::copy(dst, src, n, stream_); }
 
-  void synchronize() override {
+  double sum_squares(const float* x, std::int64_t n) override {
+    gpu::sum_squares(x, n, sumsq_partials_, sumsq_out_, stream_);
+    MDDP_CUDA_CHECK(cudaMemcpyAsync(host_sumsq_, sumsq_out_, sizeof(double), cudaMemcpyDeviceToHost, stream_));
+    MDDP_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return *host_sumsq_;
+  }
+
+  void* allocate_bytes(std::size_t bytes) override {
+    if (bytes == 0) return nullptr;
+    // cudaMalloc allocates on the calling thread's current device, which another library may have
+    // changed since the constructor.
+    MDDP_CUDA_CHECK(cudaSetDevice(device_));
+    void* p = nullptr;
+    const cudaError_t err = cudaMalloc(&p, bytes);
+    if (err != cudaSuccess) {
+      // An out-of-memory error is not sticky, but cudaGetLastError() would still return it and a
+      // later launch check would blame an innocent kernel: clear it before reporting.
+      (void)cudaGetLastError();
+      std::ostringstream os;
+      os << "CUDA error " << cudaGetErrorName(err) << ": " << cudaGetErrorString(err) << " (allocate_bytes of "
+         << bytes << " bytes on GPU " << device_ << ")";
+      core::throw_error(os.str(), "cudaMalloc(&p, bytes)", __FILE__, __LINE__);
+    }
+    try {
+      // Zeroed on our stream and waited for: cudaMemset (legacy stream) would not be ordered before
+      // our non-blocking stream's work, and the caller may use the memory from any stream.
+      MDDP_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_));
+      MDDP_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    } catch (...) {
+      (void)cudaFree(p);
+      throw;
+    }
+    return p;
+  }
+
+  void free_bytes(void* p) noexcept override {
+    if (p == nullptr) return;
+    // Work queued on our stream may still read or write p; cudaFree of cudaMalloc memory also waits
+    // for the device, but waiting on our stream first makes the contract explicit.
+    (void)cudaStreamSynchronize(stream_);
+    const cudaError_t err = cudaFree(p);
+    if (err != cudaSuccess) {
+      // This runs in destructors (noexcept): warn instead of throwing, and clear a non-sticky error
+      // so the next launch check does not blame an innocent kernel. Once per CudaOps: after a sticky
+      // error (a faulted kernel) every buffer's free fails the same way.
+      (void)cudaGetLastError();
+      if (!free_warned_) {
+        free_warned_ = true;
+        try {
+          MDDP_WARN("free_bytes: cudaFree on GPU " << device_ << " failed: " << cudaGetErrorName(err) << ": "
+                                                   << cudaGetErrorString(err));
+        } catch (...) {  // out of memory while formatting the warning: nothing more to do
+        }
+      }
+    }
+  }
+
+  void copy_from_host(void* dst, const void* src, std::size_t bytes) override {
+    if (bytes == 0) return;
+    MDDP_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+    // Returns when the bytes have landed (the contract): src may be reused at once.
+    MDDP_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+  void copy_to_host(void* dst, const void* src, std::size_t bytes) override {
+    if (bytes == 0) return;
+    MDDP_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+    // Host code is about to read what the GPU computed: report a device-flagged error now, as
+    // synchronize() would, instead of letting a NaN loss be read silently.
+    wait_and_check_flag();
+  }
+
+  void synchronize() override { wait_and_check_flag(); }
+
+ private:
+  // Waits for the stream and reports (once) an error that a kernel flagged on the device.
+  void wait_and_check_flag() {
     // Read the flag behind all queued work, then reset it so one bad batch is reported once.
     MDDP_CUDA_CHECK(cudaMemcpyAsync(host_flag_, xent_ws_.error_flag, sizeof(int), cudaMemcpyDeviceToHost, stream_));
     MDDP_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -130,7 +222,6 @@ class CudaOps final : public Ops {
     }
   }
 
- private:
   std::string describe() const {
     int version = 0;
     MDDP_CUBLAS_CHECK(cublasGetVersion(cublas_, &version));
@@ -144,11 +235,17 @@ class CudaOps final : public Ops {
   // No throwing here (destructor path); errors at teardown have nowhere useful to go.
   void release() noexcept {
     if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);
+    if (host_sumsq_ != nullptr) (void)cudaFreeHost(host_sumsq_);
+    if (sumsq_out_ != nullptr) (void)cudaFree(sumsq_out_);
+    if (sumsq_partials_ != nullptr) (void)cudaFree(sumsq_partials_);
     if (host_flag_ != nullptr) (void)cudaFreeHost(host_flag_);
     if (xent_scratch_ != nullptr) (void)cudaFree(xent_scratch_);
     if (cublas_ != nullptr) (void)cublasDestroy(cublas_);
     if (cublas_workspace_ != nullptr) (void)cudaFree(cublas_workspace_);
     if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+    host_sumsq_ = nullptr;
+    sumsq_out_ = nullptr;
+    sumsq_partials_ = nullptr;
     host_flag_ = nullptr;
     xent_scratch_ = nullptr;
     cublas_ = nullptr;
@@ -164,6 +261,10 @@ class CudaOps final : public Ops {
   void* xent_scratch_ = nullptr;
   gpu::XentWorkspace xent_ws_{};
   int* host_flag_ = nullptr;  // pinned, so the flag read-back is a real async copy
+  double* sumsq_partials_ = nullptr;  // gpu::sum_squares_workspace_bytes(): pass-1 block partials
+  double* sumsq_out_ = nullptr;       // one device double: the sum_squares result
+  double* host_sumsq_ = nullptr;      // pinned mirror of sumsq_out_
+  bool free_warned_ = false;          // free_bytes has reported a cudaFree failure
   std::string description_;
 };
 

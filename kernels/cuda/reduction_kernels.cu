@@ -1,5 +1,5 @@
-// reduction_kernels.cu — the CUDA kernels that reduce: bias gradient (column sums) and softmax
-// cross-entropy (row max / row sum / loss over the batch).
+// reduction_kernels.cu — the CUDA kernels that reduce: bias gradient (column sums), softmax
+// cross-entropy (row max / row sum / loss over the batch) and the sum of squares (gradient norms).
 // Contract: see cuda_kernels.hpp. Deterministic: every sum is taken in an order fixed by the shape
 // and the launch geometry (which depends only on the shape), never by atomics or scheduling, so a
 // rerun is bitwise identical. Per-element math is elementwise.hpp's (xent_*, shared with CpuOps).
@@ -111,6 +111,52 @@ __global__ void softmax_xent_finish_kernel(const double* __restrict__ block_part
   *loss_out = static_cast<float>(static_cast<double>(scale) * total);
 }
 
+// ---- sum_squares ------------------------------------------------------------------------------
+// 256 threads: as kElementwiseThreads (a streaming read); also the width of the shared-memory tree.
+// kSumSquaresMaxBlocks = 1024 blocks x 256 threads = 262144 threads, about one full wave of an H100
+// (132 SMs x 2048 threads): enough loads in flight to stream x at memory bandwidth, while pass 2
+// only has 1024 partials (8 KiB) to add.
+constexpr unsigned kSumSquaresThreads = 256;
+static_assert((kSumSquaresThreads & (kSumSquaresThreads - 1)) == 0, "the tree below halves a power of two");
+
+// Sum of the block's `v` in a fixed tree order (pairs at distance 128, 64, ..., 1), identical on
+// every run; the result is valid in thread 0. Every thread of the block must call it.
+__device__ double block_sum(double v) {
+  __shared__ double partial[kSumSquaresThreads];
+  partial[threadIdx.x] = v;
+  __syncthreads();
+  for (unsigned stride = kSumSquaresThreads / 2; stride > 0; stride >>= 1) {
+    if (threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
+    __syncthreads();
+  }
+  return partial[0];
+}
+
+// Pass 1: thread t of block b squares elements b * 256 + t, + gridDim.x * 256, ... in double (a
+// float's square is exact in double: 24-bit mantissas give a 48-bit product, so FMA contraction
+// cannot change the result) and block b writes its tree sum to partials[b].
+__global__ void sum_squares_kernel(const float* __restrict__ x, std::int64_t n, double* __restrict__ partials) {
+  double acc = 0.0;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kSumSquaresThreads;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * kSumSquaresThreads + threadIdx.x; i < n;
+       i += stride) {
+    const double v = x[i];
+    acc += v * v;
+  }
+  const double block_total = block_sum(acc);
+  if (threadIdx.x == 0) partials[blockIdx.x] = block_total;
+}
+
+// Pass 2 (one block): thread t adds partials t, t + 256, ... in order, then the same tree as pass 1.
+// blocks == 0 (n == 0) leaves every thread at 0, so *out = 0.
+__global__ void sum_squares_finish_kernel(const double* __restrict__ partials, unsigned blocks,
+                                          double* __restrict__ out) {
+  double acc = 0.0;
+  for (unsigned b = threadIdx.x; b < blocks; b += kSumSquaresThreads) acc += partials[b];
+  const double total = block_sum(acc);
+  if (threadIdx.x == 0) *out = total;
+}
+
 }  // namespace
 
 void bias_grad(float* db, const float* dy, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
@@ -149,6 +195,23 @@ void softmax_xent(const float* logits, const std::int32_t* labels, std::int64_t 
   }
   // Also for rows == 0, so the loss is always overwritten (with 0).
   softmax_xent_finish_kernel<<<1, 1, 0, stream>>>(ws.block_partials, g.blocks, scale, loss_out);
+  MDDP_CUDA_CHECK_LAUNCH();
+}
+
+std::size_t sum_squares_workspace_bytes() { return kSumSquaresMaxBlocks * sizeof(double); }
+
+void sum_squares(const float* x, std::int64_t n, double* partials, double* out, cudaStream_t stream) {
+  MDDP_CHECK(n >= 0, "sum_squares: negative count " << n);
+  MDDP_CHECK(partials != nullptr && out != nullptr, "sum_squares: no workspace or output");
+  MDDP_CHECK(x != nullptr || n == 0, "sum_squares: null input for " << n << " elements");
+  // The grid depends on n only (never on the GPU), so the summation order and its rounding do too.
+  const LaunchGeometry g = grid_stride_geometry(n, kSumSquaresThreads, kSumSquaresMaxBlocks);
+  if (!g.empty()) {
+    sum_squares_kernel<<<g.blocks, kSumSquaresThreads, 0, stream>>>(x, n, partials);
+    MDDP_CUDA_CHECK_LAUNCH();
+  }
+  // Also for n == 0, so *out is always overwritten (with 0).
+  sum_squares_finish_kernel<<<1, kSumSquaresThreads, 0, stream>>>(partials, g.blocks, out);
   MDDP_CUDA_CHECK_LAUNCH();
 }
 

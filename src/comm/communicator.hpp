@@ -76,6 +76,13 @@ class Communicator {
   // (NCCL) override it: they enforce the timeout themselves while waiting on their stream.
   virtual void set_comm_timeout(double seconds);
 
+  // Orders later collectives after the work queued so far on `stream` (a cudaStream_t of this rank's
+  // GPU, e.g. kernels::Ops::native_stream()) without blocking the host: backends that run on CUDA
+  // streams (NCCL) must know the compute stream or they could read gradients not yet written. Host
+  // backends ignore it: they wait for the whole device before touching device buffers
+  // (device_staging.hpp).
+  virtual void set_compute_stream(void* /*stream*/) {}
+
   // ---- desync detection (sync_check.hpp) ----
   // Gives this communicator a private duplicate of `parent` for fingerprint exchanges. Collective
   // over parent; once, before the first collective. make_communicator() does it for every backend.

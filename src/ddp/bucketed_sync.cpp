@@ -9,7 +9,7 @@
 namespace microddp::ddp {
 
 BucketedSync::BucketedSync(std::string name, std::vector<Bucket> plan, comm::Communicator& comm,
-                           const std::vector<model::ParamInfo>& params, float* grads, core::EventLog& events)
+                           const std::vector<model::ParamInfo>& params, core::TensorView grads, core::EventLog& events)
     : GradSync(comm, params, grads, events),
       name_(std::move(name)),
       plan_(std::move(plan)),

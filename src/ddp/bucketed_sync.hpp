@@ -26,7 +26,7 @@ namespace microddp::ddp {
 class BucketedSync final : public GradSync {
  public:
   BucketedSync(std::string name, std::vector<Bucket> plan, comm::Communicator& comm,
-               const std::vector<model::ParamInfo>& params, float* grads, core::EventLog& events);
+               const std::vector<model::ParamInfo>& params, core::TensorView grads, core::EventLog& events);
   std::string_view name() const override { return name_; }
   void on_backward_begin(std::int64_t step) override;
   void on_grad_ready(const model::ParamInfo& param) override;

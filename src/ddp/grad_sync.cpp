@@ -12,10 +12,12 @@
 
 namespace microddp::ddp {
 
-GradSync::GradSync(comm::Communicator& comm, const std::vector<model::ParamInfo>& params, float* grads,
+GradSync::GradSync(comm::Communicator& comm, const std::vector<model::ParamInfo>& params, core::TensorView grads,
                    core::EventLog& events)
     : comm_(comm), params_(params), grads_(grads), events_(events), ready_(params.size(), 0) {
   for (const auto& p : params) total_count_ += p.count;
+  MDDP_CHECK(grads.dtype == core::DType::F32 && grads.count == total_count_,
+             "gradient buffer of " << grads.count << " elements for parameters of " << total_count_);
 }
 
 void GradSync::on_backward_begin(std::int64_t step) {
@@ -39,7 +41,7 @@ void GradSync::check_all_ready() const {
 }
 
 core::TensorView GradSync::grad_slice(std::int64_t offset, std::int64_t count) const {
-  return core::TensorView::of(grads_ + offset, count);
+  return grads_.slice(offset, count);
 }
 
 std::int64_t GradSync::bytes_per_step() const { return total_count_ * static_cast<std::int64_t>(sizeof(float)); }
@@ -52,7 +54,7 @@ std::string GradSync::collective_label(int id) const {
 std::vector<std::string_view> available_strategies() { return {"naive", "flat", "overlap", "bucketed"}; }
 
 std::unique_ptr<GradSync> make_grad_sync(std::string_view name, comm::Communicator& comm,
-                                         const std::vector<model::ParamInfo>& params, float* grads,
+                                         const std::vector<model::ParamInfo>& params, core::TensorView grads,
                                          core::EventLog& events, const GradSyncOptions& options) {
   if (name == "naive") return std::make_unique<NaiveSync>(comm, params, grads, events);
   if (name == "flat") return std::make_unique<FlatSync>(comm, params, grads, events);

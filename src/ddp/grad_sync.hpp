@@ -33,7 +33,9 @@ struct GradSyncOptions {
 
 class GradSync {
  public:
-  GradSync(comm::Communicator& comm, const std::vector<model::ParamInfo>& params, float* grads, core::EventLog& events);
+  // `grads`: the whole flat gradient buffer (host or device memory; its device goes to every collective).
+  GradSync(comm::Communicator& comm, const std::vector<model::ParamInfo>& params, core::TensorView grads,
+           core::EventLog& events);
   virtual ~GradSync() = default;
   virtual std::string_view name() const = 0;
 
@@ -54,7 +56,7 @@ class GradSync {
 
   comm::Communicator& comm_;
   const std::vector<model::ParamInfo>& params_;
-  float* grads_;
+  core::TensorView grads_;
   core::EventLog& events_;
   std::int64_t step_ = 0;
   std::vector<char> ready_;  // per parameter, reset at on_backward_begin
@@ -63,7 +65,7 @@ class GradSync {
 
 // Builds a strategy by name; unknown names are a UsageError listing the choices.
 std::unique_ptr<GradSync> make_grad_sync(std::string_view name, comm::Communicator& comm,
-                                         const std::vector<model::ParamInfo>& params, float* grads,
+                                         const std::vector<model::ParamInfo>& params, core::TensorView grads,
                                          core::EventLog& events, const GradSyncOptions& options = {});
 std::vector<std::string_view> available_strategies();
 

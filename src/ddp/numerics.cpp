@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "kernels/host_reduce.hpp"
 
 namespace microddp::ddp {
 
@@ -20,24 +21,8 @@ NanPolicy parse_nan_policy(std::string_view name) {
 }
 
 double grad_sum_squares(const float* g, std::int64_t n) {
-  // 8 independent accumulators: the compiler may not reorder a floating-point sum by itself, and a
-  // single chain would be bound by the add latency (~4 cycles per element).
-  constexpr std::int64_t kLanes = 8;
-  double acc[kLanes] = {};
-  std::int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (std::int64_t l = 0; l < kLanes; ++l) {
-      const double v = g[i + l];
-      acc[l] += v * v;
-    }
-  }
-  for (; i < n; ++i) {
-    const double v = g[i];
-    acc[0] += v * v;
-  }
-  double sum = 0.0;
-  for (double a : acc) sum += a;
-  return sum;
+  // One implementation for the trainer (via CpuOps::sum_squares) and this host helper.
+  return kernels::host_sum_squares(g, n);
 }
 
 double clip_factor(double norm, double max_norm) { return std::min(1.0, max_norm / (norm + kClipEps)); }

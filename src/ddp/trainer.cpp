@@ -25,6 +25,18 @@ namespace {
 // Events one step records: step, data, forward, backward, optimizer, loss sync, comm wait, plus per
 // parameter a grad-ready instant and up to one collective, plus per-layer events when enabled.
 // With K micro-steps, data/forward/backward (and layer events) repeat K times.
+// A profiler range (NVTX with CudaOps, so nsys shows the phases; nothing on the CPU) for one scope.
+class OpsRange {
+ public:
+  OpsRange(kernels::Ops& ops, const char* name) : ops_(ops) { ops_.range_push(name); }
+  ~OpsRange() { ops_.range_pop(); }
+  OpsRange(const OpsRange&) = delete;
+  OpsRange& operator=(const OpsRange&) = delete;
+
+ private:
+  kernels::Ops& ops_;
+};
+
 std::size_t events_per_step(const model::FullMLP& model, bool layer_events, std::int64_t micro_steps) {
   const std::size_t per_micro = 3 + (layer_events ? 2 * static_cast<std::size_t>(model.num_layers()) : 0);
   return 16 + 2 * model.params().size() + static_cast<std::size_t>(micro_steps) * per_micro;
@@ -39,9 +51,16 @@ Trainer::Trainer(const TrainConfig& config, comm::Communicator& comm, kernels::O
       sampler_(config.global_batch, comm.rank(), comm.size()),
       model_(config.model, data::Sampler::max_local_count(config.global_batch, comm.size()), ops),
       optimizer_(model::make_optimizer(config.optimizer, model_.param_count(), ops)),
+      on_host_(ops.device() == core::Device::Host),
       labels_(data::Sampler::max_local_count(config.global_batch, comm.size())),
       loss_buf_(3),
       nonfinite_all_(2 * static_cast<std::size_t>(comm.size())) {
+  if (!on_host_) {
+    const std::int64_t rows = data::Sampler::max_local_count(config.global_batch, comm.size());
+    host_input_.resize(rows * config.model.in_dim);
+    device_labels_ = kernels::OpsBuffer<std::int32_t>(ops, rows);
+    host_mirror_.resize(model_.param_count() * static_cast<std::int64_t>(1 + optimizer_->state_buffers().size()));
+  }
   MDDP_USAGE_CHECK(config.accum_steps >= 1, "accumulation steps must be >= 1, got " << config.accum_steps);
   MDDP_USAGE_CHECK(config.check_every >= 0, "check interval must be >= 0, got " << config.check_every);
   MDDP_USAGE_CHECK(std::isfinite(config.clip_grad_norm) && config.clip_grad_norm >= 0.0f,
@@ -54,10 +73,11 @@ Trainer::Trainer(const TrainConfig& config, comm::Communicator& comm, kernels::O
   std::sort(by_layer.begin(), by_layer.end(), [](const model::ParamInfo* a, const model::ParamInfo* b) {
     return a->layer != b->layer ? a->layer < b->layer : (!a->is_bias && b->is_bias);
   });
+  const HostState host = host_state();
   for (const auto* p : by_layer) {
-    state_entries_.push_back({p->name, model_.param_data() + p->offset, static_cast<std::size_t>(p->count) * sizeof(float)});
+    state_entries_.push_back({p->name, host.params + p->offset, static_cast<std::size_t>(p->count) * sizeof(float)});
   }
-  for (const auto& buf : optimizer_->state_buffers()) {
+  for (const auto& buf : host.optimizer) {
     for (const auto* p : by_layer) {
       state_entries_.push_back({p->name + ":" + buf.name, buf.data + p->offset, static_cast<std::size_t>(p->count) * sizeof(float)});
     }
@@ -66,7 +86,7 @@ Trainer::Trainer(const TrainConfig& config, comm::Communicator& comm, kernels::O
   hash_buf_ = core::HostBuffer<std::int64_t>(2 * state_entries_.size());
   const std::size_t per_step = events_per_step(model_, config.layer_events, config.accum_steps);
   events_.reserve(config.keep_events ? per_step * static_cast<std::size_t>(config.steps + 1) : per_step);
-  sync_ = make_grad_sync(config.strategy, comm, model_.params(), model_.grad_data(), events_, config.sync_options);
+  sync_ = make_grad_sync(config.strategy, comm, model_.params(), model_.grad_view(), events_, config.sync_options);
   // Hooks are built once here: constructing std::function objects inside step() could allocate.
   grad_ready_hook_ = [this](const model::ParamInfo& p) { sync_->on_grad_ready(p); };
   if (config.layer_events) {
@@ -77,7 +97,7 @@ Trainer::Trainer(const TrainConfig& config, comm::Communicator& comm, kernels::O
 
 void Trainer::set_strategy(const std::string& strategy, const GradSyncOptions& options) {
   comm_.synchronize();
-  sync_ = make_grad_sync(strategy, comm_, model_.params(), model_.grad_data(), events_, options);
+  sync_ = make_grad_sync(strategy, comm_, model_.params(), model_.grad_view(), events_, options);
   config_.strategy = strategy;
   config_.sync_options = options;
 }
@@ -108,6 +128,7 @@ void Trainer::verify_config_across_ranks() {
       {"seed", static_cast<std::int64_t>(config_.seed)},
       {"strategy", hash_str(config_.strategy)},
       {"communicator", hash_str(std::string(comm_.name()))},
+      {"device (0 cpu, 1 cuda)", static_cast<std::int64_t>(ops_.device())},
       {"optimizer", hash_str(config_.optimizer.name)},
       {"lr", bits(config_.optimizer.lr)},
       {"weight_decay", bits(config_.optimizer.weight_decay)},
@@ -138,11 +159,49 @@ void Trainer::verify_config_across_ranks() {
   }
 }
 
+Trainer::HostState Trainer::host_state() const {
+  HostState h;
+  auto buffers = optimizer_->state_buffers();
+  if (on_host_) {
+    h.params = const_cast<float*>(model_.param_data());  // CpuOps: the live buffers are host memory
+    h.optimizer = std::move(buffers);
+    return h;
+  }
+  const std::int64_t n = model_.param_count();
+  h.params = host_mirror_.data();
+  for (std::size_t i = 0; i < buffers.size(); ++i) {
+    h.optimizer.push_back({buffers[i].name, host_mirror_.data() + n * static_cast<std::int64_t>(i + 1), buffers[i].count});
+  }
+  return h;
+}
+
+void Trainer::state_to_host() const {
+  if (on_host_) return;
+  const HostState h = host_state();
+  model_.param_buffer().to_host(h.params, 0, model_.param_count());
+  const auto device = optimizer_->state_buffers();
+  for (std::size_t i = 0; i < device.size(); ++i) {
+    ops_.copy_to_host(h.optimizer[i].data, device[i].data, static_cast<std::size_t>(device[i].count) * sizeof(float));
+  }
+}
+
+void Trainer::state_from_host() {
+  if (on_host_) return;
+  const HostState h = host_state();
+  model_.param_buffer().from_host(h.params, 0, model_.param_count());
+  const auto device = optimizer_->state_buffers();
+  for (std::size_t i = 0; i < device.size(); ++i) {
+    ops_.copy_from_host(device[i].data, h.optimizer[i].data, static_cast<std::size_t>(device[i].count) * sizeof(float));
+  }
+}
+
 std::uint64_t Trainer::param_checksum() const {
-  return fnv1a64(model_.param_data(), static_cast<std::size_t>(model_.param_count()) * sizeof(float));
+  state_to_host();
+  return fnv1a64(host_state().params, static_cast<std::size_t>(model_.param_count()) * sizeof(float));
 }
 
 void Trainer::fill_state_hashes() {
+  state_to_host();  // GPU: refresh the mirror the entries point into
   const std::size_t n = state_entries_.size();
   for (std::size_t i = 0; i < n; ++i) {
     const auto& e = state_entries_[i];
@@ -254,8 +313,10 @@ void Trainer::apply_perturb_fault() {
   if (f.perturb_rank != comm_.rank() || f.perturb_step != steps_done_ + 1) return;  // called before ++steps_done_
   for (const auto& p : model_.params()) {
     if (p.name != f.perturb_param) continue;
-    float* x = model_.param_data() + p.offset;
-    *x = std::bit_cast<float>(std::bit_cast<std::uint32_t>(*x) ^ 1u);  // lowest mantissa bit
+    float x = 0.0f;  // one element through explicit copies: works on every device
+    model_.param_buffer().to_host(&x, p.offset, 1);
+    x = std::bit_cast<float>(std::bit_cast<std::uint32_t>(x) ^ 1u);  // lowest mantissa bit
+    model_.param_buffer().from_host(&x, p.offset, 1);
     return;
   }
   MDDP_CHECK(false, "MICRODDP_FAULT_PERTURB names no parameter '" << f.perturb_param << "'");
@@ -276,32 +337,50 @@ StepRecord Trainer::step() {
     const bool last = k + 1 == micro_steps;
     {
       core::ScopedEvent e(events_, core::EventKind::Data, step);
-      source_->fill(sampler_.first_sample(steps_done_ * micro_steps + k), rows, model_.input(), labels_.data());
-      if (nan_fault && !fault.nan_in_grad && k == 0) model_.input()[0] = std::numeric_limits<float>::quiet_NaN();
+      OpsRange r(ops_, "data");
+      // CPU: straight into the model's input buffer. GPU: into host staging, then one upload each.
+      float* x = on_host_ ? model_.input() : host_input_.data();
+      source_->fill(sampler_.first_sample(steps_done_ * micro_steps + k), rows, x, labels_.data());
+      if (nan_fault && !fault.nan_in_grad && k == 0) x[0] = std::numeric_limits<float>::quiet_NaN();
+      if (!on_host_) {
+        ops_.copy_from_host(model_.input(), x, static_cast<std::size_t>(rows * config_.model.in_dim) * sizeof(float));
+        device_labels_.from_host(labels_.data(), 0, rows);
+      }
     }
     {
       core::ScopedEvent e(events_, core::EventKind::Forward, step);
+      OpsRange r(ops_, "forward");
       model_.forward(model_.input(), rows, fwd_hook_);
+      end_device_phase();
     }
     // Only the last micro-step synchronises: the others just accumulate local gradients (no
     // grad_ready hook, so no collectives at all).
     if (last) sync_->on_backward_begin(step);
     {
       core::ScopedEvent e(events_, core::EventKind::Backward, step);
+      OpsRange r(ops_, "backward");
       // The first micro-step overwrites the gradients (no zero_grad pass), later ones accumulate.
-      local_loss += model_.backward(labels_.data(), loss_scale, last ? grad_ready_hook_ : no_ready_hook_, bwd_hook_,
-                                    /*accumulate=*/k > 0);
+      local_loss += model_.backward(on_host_ ? labels_.data() : device_labels_.data(), loss_scale,
+                                    last ? grad_ready_hook_ : no_ready_hook_, bwd_hook_, /*accumulate=*/k > 0);
+      end_device_phase();
     }
   }
-  sync_->finish();
-  if (nan_fault && fault.nan_in_grad) model_.grad_data()[0] = std::numeric_limits<float>::quiet_NaN();
+  {
+    OpsRange r(ops_, "gradient sync wait");
+    sync_->finish();
+  }
+  if (nan_fault && fault.nan_in_grad) {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    model_.grad_buffer().from_host(&nan, 0, 1);
+  }
   double grad_sumsq = 0.0;
   bool loss_bad = false, grad_bad = false;
   {
     core::ScopedEvent e(events_, core::EventKind::LossSync, step);
+    OpsRange r(ops_, "loss sync and numerics");
     // The numerics verdict rides in the loss all-reduce (no extra collective): a local check alone
     // could differ between ranks (e.g. a NaN in one rank's copy only), the all-reduced counts cannot.
-    grad_sumsq = grad_sum_squares(model_.grad_data(), model_.param_count());
+    grad_sumsq = ops_.sum_squares(model_.grad_data(), model_.param_count());  // on the device, one double back
     loss_bad = !std::isfinite(local_loss);
     grad_bad = !std::isfinite(grad_sumsq);
     loss_buf_[0] = local_loss;
@@ -314,12 +393,14 @@ StepRecord Trainer::step() {
   const double grad_norm = std::sqrt(grad_sumsq);
   if (!nonfinite) {
     core::ScopedEvent e(events_, core::EventKind::Optimizer, step);
+    OpsRange r(ops_, "optimizer");
     if (config_.clip_grad_norm > 0.0f) {
       // Same gradient bits on every rank => same norm and factor; applied before the update.
       const double factor = clip_factor(grad_norm, static_cast<double>(config_.clip_grad_norm));
       if (factor < 1.0) ops_.scale(model_.grad_data(), static_cast<float>(factor), model_.param_count());
     }
     optimizer_->step(model_.param_data(), model_.grad_data());
+    end_device_phase();
   }
   apply_perturb_fault();
   events_.record(core::EventKind::Step, step, -1, step_begin, core::now_ns());

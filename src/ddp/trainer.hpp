@@ -24,6 +24,13 @@
 //     batch. clip_grad_norm > 0 scales the gradient by min(1, X / (norm + 1e-6)) (PyTorch's
 //     clip_grad_norm_) before the optimizer step; the norm is that of the global-batch gradient.
 //
+// Devices: the model, gradients and optimizer state live on the Ops's device. On a GPU the host
+// touches them only through explicit copies: a batch is filled on the host and uploaded; the loss
+// comes back as one float; the gradient norm is reduced on the device (Ops::sum_squares); state
+// hashes and checkpoints go through a host mirror (state_to_host / state_from_host). Phase events
+// on a GPU end with Ops::synchronize() so forward/backward/optimizer times are the device's work,
+// not the launch time (the collectives run on their own stream and are not waited for there).
+//
 // Contract: same config + same strategy + same backend + same world size => bitwise identical
 // runs. No allocation inside step() (buffers are sized in the constructor; the event log is
 // reserved for one step, or for all steps when keep_events is set).
@@ -107,11 +114,22 @@ class Trainer {
   // match the model's in_dim and classes). Call before the first step.
   void set_data_source(const data::DataSource& source);
   const data::DataSource& data_source() const { return *source_; }
-  // After a checkpoint was loaded into model().param_data() and optimizer(): continue at
-  // `steps_done`; verifies that all ranks hold the same parameters (collective).
+  // After a checkpoint was loaded (host_state() + state_from_host()): continue at `steps_done`;
+  // verifies that all ranks hold the same parameters (collective).
   void restore_progress(std::int64_t steps_done);
 
-  // FNV-1a hash of the parameter bytes (equal on all ranks after every step).
+  // Host view of the parameters and the optimizer state (checkpoints, hashes). With CpuOps these are
+  // the live buffers; on a GPU a host mirror: state_to_host() refreshes it from the device,
+  // state_from_host() uploads it (both synchronous; no-ops on the CPU).
+  struct HostState {
+    float* params = nullptr;                             // param_count floats
+    std::vector<model::Optimizer::StateBuffer> optimizer;  // same names and counts as the optimizer's
+  };
+  HostState host_state() const;
+  void state_to_host() const;
+  void state_from_host();
+
+  // FNV-1a hash of the parameter bytes (equal on all ranks after every step). Copies from a GPU.
   std::uint64_t param_checksum() const;
 
   // Divergence check (collective): throws core::AgreedError on every rank when any parameter or
@@ -132,6 +150,10 @@ class Trainer {
   void handle_nonfinite(std::int64_t step, bool loss_bad, bool grad_bad);
   void apply_perturb_fault();
   void layer_event(core::EventKind kind, int layer, bool begin);
+  // On a GPU, waits for the compute stream so the phase event closing after it is the device's time.
+  void end_device_phase() {
+    if (!on_host_) ops_.synchronize();
+  }
 
   TrainConfig config_;
   comm::Communicator& comm_;
@@ -143,7 +165,12 @@ class Trainer {
   std::unique_ptr<model::Optimizer> optimizer_;
   core::EventLog events_;
   std::unique_ptr<GradSync> sync_;
-  core::HostBuffer<std::int32_t> labels_;
+  bool on_host_ = true;                       // ops_.device() == Host: no staging, no mirror
+  core::HostBuffer<std::int32_t> labels_;     // host: the data source fills it
+  core::HostBuffer<float> host_input_;        // GPU only: the batch is filled here, then uploaded
+  kernels::OpsBuffer<std::int32_t> device_labels_;  // GPU only: labels_ uploaded
+  // GPU only: host copies of [params | optimizer state buffers...] (hashes, checkpoints).
+  mutable core::HostBuffer<float> host_mirror_;
   // All-reduced (sum) once per step: [loss, ranks with a non-finite loss, ranks with a non-finite
   // synchronised gradient]. Counts are small integers, exact in double.
   core::HostBuffer<double> loss_buf_;

@@ -395,8 +395,11 @@ SaveResult save_checkpoint(MPI_Comm comm, const ddp::Trainer& trainer, const Sav
   const auto& cfg = trainer.config();
   const auto specs = param_layout(cfg.model);
   check_layout_matches(specs, trainer.model().params());
-  auto& opt = const_cast<ddp::Trainer&>(trainer).optimizer();  // state_buffers() hands out pointers; we only read
-  const auto buffers = opt.state_buffers();
+  // Host copies of the parameters and optimizer state (the live buffers with CpuOps; a refreshed
+  // host mirror when they live on a GPU).
+  trainer.state_to_host();
+  const ddp::Trainer::HostState host = trainer.host_state();
+  const auto& buffers = host.optimizer;
   std::vector<std::string> names;
   for (const auto& b : buffers) names.push_back(b.name);
   MDDP_CHECK(names == state_names(cfg.optimizer), "optimizer state buffers " << join(names) << " are not the expected "
@@ -414,7 +417,7 @@ SaveResult save_checkpoint(MPI_Comm comm, const ddp::Trainer& trainer, const Sav
   meta.data_source = trainer.data_source().describe();
   meta.config = cfg;
   std::vector<WriteItem> items;
-  for (const auto& s : specs) items.push_back({"/model/" + s.rel, trainer.model().param_data() + s.offset, s});
+  for (const auto& s : specs) items.push_back({"/model/" + s.rel, host.params + s.offset, s});
   for (const auto& b : buffers) {
     MDDP_CHECK(b.count == trainer.model().param_count(), "optimizer buffer " << b.name << " has " << b.count << " elements");
     for (const auto& s : specs) items.push_back({"/optimizer/" + b.name + "/" + s.rel, b.data + s.offset, s});
@@ -438,7 +441,7 @@ SaveResult save_checkpoint(MPI_Comm comm, const ddp::Trainer& trainer, const Sav
       MDDP_HDF5_CHECK(H5Pset_create_intermediate_group(lcpl, 1));
       Hid g(MDDP_HDF5_CHECK(H5Gcreate2(file, "/optimizer", lcpl, H5P_DEFAULT, H5P_DEFAULT)));
       write_attr(g, "name", cfg.optimizer.name);
-      write_attr(g, "step_count", opt.steps_taken());
+      write_attr(g, "step_count", trainer.optimizer().steps_taken());
       write_attr(g, "state_buffers", join(names));
     }
     fault_point("created", rank);
@@ -646,9 +649,11 @@ ResumeResult resume(MPI_Comm comm, const std::string& spec, const std::string& d
   // Staging -> model and optimizer (rank 0 copies, then everyone receives the broadcast).
   auto& model = trainer.model();
   check_layout_matches(param_layout(trainer.config().model), model.params());
-  if (rank == 0) std::memcpy(model.param_data(), chosen.params.data(), chosen.params.size() * sizeof(float));
-  bcast_floats(comm, model.param_data(), model.param_count());
-  auto buffers = trainer.optimizer().state_buffers();
+  // Into the host view (the live buffers with CpuOps, the host mirror on a GPU), uploaded below.
+  const ddp::Trainer::HostState host = trainer.host_state();
+  if (rank == 0) std::memcpy(host.params, chosen.params.data(), chosen.params.size() * sizeof(float));
+  bcast_floats(comm, host.params, model.param_count());
+  const auto& buffers = host.optimizer;
   for (std::size_t i = 0; i < buffers.size(); ++i) {
     if (rank == 0) {
       MDDP_CHECK(i < chosen.optimizer_state.size() && chosen.optimizer_state[i].first == buffers[i].name &&
@@ -658,6 +663,7 @@ ResumeResult resume(MPI_Comm comm, const std::string& spec, const std::string& d
     }
     bcast_floats(comm, buffers[i].data, buffers[i].count);
   }
+  trainer.state_from_host();
   trainer.optimizer().set_steps_taken(hdr[2]);
   trainer.restore_progress(hdr[1]);
   return res;

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
@@ -15,7 +17,6 @@ FullMLP::FullMLP(const MlpConfig& config, std::int64_t max_rows, kernels::Ops& o
              "bad MLP shape: in_dim " << config.in_dim << ", width " << config.width << ", depth " << config.depth
                                       << ", classes " << config.classes);
   MDDP_CHECK(max_rows >= 0, "negative max_rows");
-  MDDP_CHECK(ops.device() == core::Device::Host, "FullMLP currently keeps its buffers in host memory");
   // Layout in gradient-ready order: b_L, W_L, b_{L-1}, W_{L-1}, ..., b_0, W_0.
   std::int64_t offset = 0;
   for (std::int64_t layer = config.depth; layer >= 0; --layer) {
@@ -29,23 +30,32 @@ FullMLP::FullMLP(const MlpConfig& config, std::int64_t max_rows, kernels::Ops& o
     offset += out * in;
     infos_.push_back(w);
   }
-  params_.resize(offset);
-  grads_.resize(offset);
-  acts_.resize(static_cast<std::size_t>(config.depth + 2));
+  params_ = kernels::OpsBuffer<float>(ops, offset);
+  grads_ = kernels::OpsBuffer<float>(ops, offset);
+  acts_.reserve(static_cast<std::size_t>(config.depth + 2));
   std::int64_t max_features = config.classes;
   for (std::int64_t layer = 0; layer <= config.depth; ++layer) {
-    acts_[static_cast<std::size_t>(layer)].resize(max_rows * in_features(layer));
+    acts_.emplace_back(ops, max_rows * in_features(layer));
     max_features = std::max({max_features, in_features(layer), out_features(layer)});
   }
-  acts_[static_cast<std::size_t>(config.depth + 1)].resize(max_rows * config.classes);
-  dy_a_.resize(max_rows * max_features);
-  dy_b_.resize(max_rows * max_features);
-  loss_.resize(1);
+  acts_.emplace_back(ops, max_rows * config.classes);
+  dy_a_ = kernels::OpsBuffer<float>(ops, max_rows * max_features);
+  dy_b_ = kernels::OpsBuffer<float>(ops, max_rows * max_features);
+  loss_ = kernels::OpsBuffer<float>(ops, 1);
+  for (std::int64_t layer = 0; layer <= config.depth; ++layer) {
+    char name[48];
+    std::snprintf(name, sizeof name, "layer_%02lld forward", static_cast<long long>(layer));
+    fwd_range_.emplace_back(name);
+    std::snprintf(name, sizeof name, "layer_%02lld backward", static_cast<long long>(layer));
+    bwd_range_.emplace_back(name);
+  }
 }
 
 void FullMLP::init(std::uint64_t seed) {
+  // Generated on the host (the same bits for every device), then copied to device() in one go.
+  std::vector<float> host(static_cast<std::size_t>(params_.count()));
   for (const ParamInfo& p : infos_) {
-    float* dst = params_.data() + p.offset;
+    float* dst = host.data() + p.offset;
     if (p.is_bias) {
       std::fill(dst, dst + p.count, 0.0f);
       continue;
@@ -58,6 +68,7 @@ void FullMLP::init(std::uint64_t seed) {
     const auto stream = static_cast<std::uint64_t>(p.index);
     for (std::int64_t i = 0; i < p.count; ++i) dst[i] = std_dev * core::normal01(seed, stream, static_cast<std::uint64_t>(i));
   }
+  params_.from_host(host.data(), 0, params_.count());
 }
 
 void FullMLP::zero_grad() { ops_.zero(grads_.data(), grads_.count()); }
@@ -65,9 +76,10 @@ void FullMLP::zero_grad() { ops_.zero(grads_.data(), grads_.count()); }
 const float* FullMLP::forward(const float* x, std::int64_t rows, const LayerHookFn& hook) {
   MDDP_CHECK(rows >= 0 && rows <= max_rows_, "forward with " << rows << " rows, model sized for " << max_rows_);
   rows_ = rows;
-  if (x != acts_[0].data()) std::copy(x, x + rows * config_.in_dim, acts_[0].data());
+  if (x != acts_[0].data()) ops_.copy(acts_[0].data(), x, rows * config_.in_dim);
   for (std::int64_t layer = 0; layer <= config_.depth; ++layer) {
     if (hook) hook(static_cast<int>(layer), true);
+    ops_.range_push(fwd_range_[static_cast<std::size_t>(layer)].c_str());
     const ParamInfo& w = weight(static_cast<int>(layer));
     const ParamInfo& b = bias(static_cast<int>(layer));
     float* out = acts_[static_cast<std::size_t>(layer + 1)].data();
@@ -75,6 +87,7 @@ const float* FullMLP::forward(const float* x, std::int64_t rows, const LayerHook
     ops_.gemm(false, true, rows, w.rows, w.cols, 1.0f, acts_[static_cast<std::size_t>(layer)].data(),
               params_.data() + w.offset, 0.0f, out);
     ops_.bias_act_forward(out, params_.data() + b.offset, rows, w.rows, layer < config_.depth);
+    ops_.range_pop();
     if (hook) hook(static_cast<int>(layer), false);
   }
   return acts_[static_cast<std::size_t>(config_.depth + 1)].data();
@@ -87,10 +100,13 @@ double FullMLP::backward(const std::int32_t* labels, float scale, const GradRead
   float* dx = dy_b_.data();
   ops_.softmax_xent(acts_[static_cast<std::size_t>(config_.depth + 1)].data(), labels, rows, config_.classes, scale, dy,
                     loss_.data());
-  ops_.synchronize();
-  const double loss = loss_[0];
+  ops_.synchronize();  // CudaOps reports a label out of range here
+  float loss_value = 0.0f;
+  loss_.to_host(&loss_value, 0, 1);
+  const double loss = loss_value;
   for (std::int64_t layer = config_.depth; layer >= 0; --layer) {
     if (hook) hook(static_cast<int>(layer), true);
+    ops_.range_push(bwd_range_[static_cast<std::size_t>(layer)].c_str());
     const ParamInfo& w = weight(static_cast<int>(layer));
     const ParamInfo& b = bias(static_cast<int>(layer));
     const float* in = acts_[static_cast<std::size_t>(layer)].data();
@@ -107,6 +123,7 @@ double FullMLP::backward(const std::int32_t* labels, float scale, const GradRead
       ops_.relu_backward(dx, in, rows * w.cols);
       std::swap(dy, dx);
     }
+    ops_.range_pop();
     if (hook) hook(static_cast<int>(layer), false);
   }
   return loss;

@@ -12,6 +12,9 @@
 //     b_L, W_L, b_{L-1}, W_{L-1}, ..., b_0, W_0 and any run of consecutive ready gradients is one
 //     contiguous slice (buckets need no packing).
 //   * Activations and workspaces are allocated once, for at most max_rows rows.
+//   * Every buffer lives in the memory of the Ops's device (kernels/ops_buffer.hpp): host memory
+//     with CpuOps, GPU memory with CudaOps. Pointers from param_data(), grad_data(), input() are
+//     device pointers; the host reaches the values only through the buffers' to_host()/from_host().
 //   * backward() ACCUMULATES into the gradient buffer (gradient accumulation); zero_grad() clears.
 //   * Initialisation is a pure function of (seed, parameter index, element index).
 #pragma once
@@ -21,9 +24,9 @@
 #include <string>
 #include <vector>
 
-#include "core/host_buffer.hpp"
 #include "core/tensor_view.hpp"
 #include "kernels/ops.hpp"
+#include "kernels/ops_buffer.hpp"
 
 namespace microddp::model {
 
@@ -68,15 +71,22 @@ class FullMLP {
   const float* grad_data() const { return grads_.data(); }
   core::TensorView param_view() { return params_.view(); }
   core::TensorView grad_view() { return grads_.view(); }
+  // Where the buffers live (the Ops's device), and the buffers themselves for explicit host copies.
+  core::Device device() const { return ops_.device(); }
+  kernels::OpsBuffer<float>& param_buffer() { return params_; }
+  const kernels::OpsBuffer<float>& param_buffer() const { return params_; }
+  kernels::OpsBuffer<float>& grad_buffer() { return grads_; }
 
   // He (Kaiming-normal) initialisation for ReLU layers, LeCun for the output layer; biases 0.
   void init(std::uint64_t seed);
   void zero_grad();
 
-  // The model's input buffer (max_rows, in_dim): data loaders write here to skip a copy.
+  // The model's input buffer (max_rows, in_dim) on device(): on the CPU data loaders write here to
+  // skip a copy; on a GPU the trainer uploads into it.
   float* input() { return acts_[0].data(); }
 
-  // x(rows, in_dim) -> logits(rows, classes); returns a pointer to the logits (owned by the model).
+  // x(rows, in_dim) on device() -> logits(rows, classes); returns a device pointer to the logits
+  // (owned by the model).
   const float* forward(const float* x, std::int64_t rows, const LayerHookFn& hook = nullptr);
   // Softmax cross-entropy on the last forward's logits with loss scale `scale` (1 / GLOBAL batch):
   // returns this rank's share of the global loss, then backpropagates, accumulating gradients and
@@ -84,6 +94,7 @@ class FullMLP {
   // accumulate == false OVERWRITES the gradients instead (the first micro-step of a step): it saves
   // a zero_grad() pass over the whole gradient buffer, which for large models costs as much as a
   // few percent of the step (a memory-bound memset of 4 bytes per parameter).
+  // labels: device() memory. Reading the loss back synchronises the Ops (on a GPU: once per call).
   double backward(const std::int32_t* labels, float scale, const GradReadyFn& on_ready,
                   const LayerHookFn& hook = nullptr, bool accumulate = true);
 
@@ -99,13 +110,15 @@ class FullMLP {
   std::int64_t max_rows_;
   kernels::Ops& ops_;
   std::vector<ParamInfo> infos_;
-  core::HostBuffer<float> params_;
-  core::HostBuffer<float> grads_;
+  kernels::OpsBuffer<float> params_;
+  kernels::OpsBuffer<float> grads_;
   // acts_[l] is the input of layer l, (rows, in_features(l)); acts_[L+1] are the logits.
-  std::vector<core::HostBuffer<float>> acts_;
-  core::HostBuffer<float> dy_a_, dy_b_;  // ping-pong upstream gradients, (rows, max features)
-  core::HostBuffer<float> loss_;         // 1 element
+  std::vector<kernels::OpsBuffer<float>> acts_;
+  kernels::OpsBuffer<float> dy_a_, dy_b_;  // ping-pong upstream gradients, (rows, max features)
+  kernels::OpsBuffer<float> loss_;         // 1 element
   std::int64_t rows_ = 0;                // rows of the last forward
+  // Profiler range names ("layer_03 forward"), built once: Ops::range_push keeps the pointer.
+  std::vector<std::string> fwd_range_, bwd_range_;
 };
 
 }  // namespace microddp::model

@@ -16,7 +16,7 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, std::in
 }
 
 Adam::Adam(const OptimizerConfig& config, std::int64_t n, kernels::Ops& ops, bool decoupled)
-    : config_(config), n_(n), ops_(ops), decoupled_(decoupled), m_(n), v_(n) {}
+    : config_(config), n_(n), ops_(ops), decoupled_(decoupled), m_(ops, n), v_(ops, n) {}
 
 void Adam::step(float* params, const float* grads) {
   ++steps_;
@@ -34,7 +34,7 @@ void Adam::step(float* params, const float* grads) {
 }
 
 Sgd::Sgd(const OptimizerConfig& config, std::int64_t n, kernels::Ops& ops)
-    : config_(config), n_(n), ops_(ops), momentum_(config.momentum != 0.0f ? n : 0) {}
+    : config_(config), n_(n), ops_(ops), momentum_(ops, config.momentum != 0.0f ? n : 0) {}
 
 void Sgd::step(float* params, const float* grads) {
   ++steps_;

@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/host_buffer.hpp"
 #include "kernels/ops.hpp"
+#include "kernels/ops_buffer.hpp"
 
 namespace microddp::model {
 
@@ -32,7 +32,8 @@ class Optimizer {
   std::int64_t steps_taken() const { return steps_; }
 
   // Checkpoint state API. A state buffer has the flat parameter layout (element i belongs to
-  // parameter element i), so it can be saved per parameter like the parameters themselves.
+  // parameter element i), so it can be saved per parameter like the parameters themselves. Its data
+  // is memory of the Ops's device (copy with Ops::copy_to_host / copy_from_host).
   struct StateBuffer {
     std::string name;  // "exp_avg", "exp_avg_sq" (Adam/AdamW), "momentum" (SGD with momentum)
     float* data;
@@ -65,7 +66,7 @@ class Adam final : public Optimizer {
   std::int64_t n_;
   kernels::Ops& ops_;
   bool decoupled_;
-  core::HostBuffer<float> m_, v_;
+  kernels::OpsBuffer<float> m_, v_;
 };
 
 class Sgd final : public Optimizer {
@@ -83,7 +84,7 @@ class Sgd final : public Optimizer {
   OptimizerConfig config_;
   std::int64_t n_;
   kernels::Ops& ops_;
-  core::HostBuffer<float> momentum_;
+  kernels::OpsBuffer<float> momentum_;
 };
 
 }  // namespace microddp::model

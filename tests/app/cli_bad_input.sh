@@ -67,6 +67,15 @@ check "--sync-check-every" "$bin" "${t[@]}" --sync-check-every 2.5
 check "--sync-check-every" "$bin" hooks --sync-check-every x
 check "debug-sync was given a disallowed" "$bin" "${t[@]}" --debug-sync=yes
 check "debug-sync was given a disallowed" "$bin" bench ddp --debug-sync=1
+check "--device must be cpu, cuda or auto" "$bin" "${t[@]}" --device tpu
+# --device cuda where this process sees no GPU (or the build has no CUDA): one message, exit 2 on
+# every rank. Where a GPU is visible, a host-only backend is refused instead.
+if "$bin" train --steps 1 --width 8 --depth 1 --device auto 2>/dev/null | grep -q "compute    : cpu"; then
+  check "--device cuda"  "$bin" "${t[@]}" --device cuda --width 8 --depth 1
+  check "--device cuda"  "$mpiexec" -np 2 "${mpi_flags[@]}" "$bin" "${t[@]}" --device cuda --width 8 --depth 1
+else
+  check "runs on host memory only" "$bin" "${t[@]}" --device cuda --comm ring --width 8 --depth 1
+fi
 check "MICRODDP_FAULT_EXIT" env MICRODDP_FAULT_EXIT=1:0 "$bin" "${t[@]}" --width 8 --depth 1
 # With MPI ranks: the verdict is reached identically on every rank, no hang.
 check "--width"          "$mpiexec" -np 2 "${mpi_flags[@]}" "$bin" "${t[@]}" --width 0

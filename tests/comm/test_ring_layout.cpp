@@ -69,7 +69,9 @@ TEST(RingLayout, RingScheduleIsConsistent) {
       std::set<int> ag_blocks;
       for (int s = 0; s <= n - 2; ++s) {
         EXPECT_EQ(ring_mod(r - s - 2, n), ring_mod(left - s - 1, n));  // RS: recv == left's send
-        if (s + 1 <= n - 2) EXPECT_EQ(ring_mod(r - s - 2, n), ring_mod(r - (s + 1) - 1, n));
+        if (s + 1 <= n - 2) {
+          EXPECT_EQ(ring_mod(r - s - 2, n), ring_mod(r - (s + 1) - 1, n));
+        }
         EXPECT_EQ(ring_mod(r - s - 1, n), ring_mod(left - s, n));  // AG: recv == left's send
         ag_blocks.insert(ring_mod(r - s - 1, n));
       }

@@ -62,7 +62,9 @@ TEST_P(Trace, MergedTraceIsValidAndShowsOverlap) {
     ASSERT_GE(e["ts"].get<double>(), 0.0);
     const std::string cat = e.value("cat", "");
     const std::int64_t step = e["args"]["step"].get<std::int64_t>();
-    if (ph == "X") ASSERT_GE(e["dur"].get<double>(), 0.0);
+    if (ph == "X") {
+      ASSERT_GE(e["dur"].get<double>(), 0.0);
+    }
     if (cat == "collective") {
       ++collectives[pid];
       EXPECT_GT(e["args"]["bytes"].get<std::int64_t>(), 0);

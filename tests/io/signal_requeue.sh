@@ -10,7 +10,9 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 checksum() { grep -o "parameter checksum [0-9a-f]*" | awk '{print $3}'; }
-A=(train --width 64 --depth 4 --global-batch 64 --threads 1 --steps 400)
+# 3000 steps (a few seconds): the signal, sent once step 5 is printed (polled every 50 ms), must
+# arrive before the run ends; with 400 steps a quiet machine finished first now and then.
+A=(train --width 64 --depth 4 --global-batch 64 --threads 1 --steps 3000)
 ref=$(timeout 200 "$mpiexec" -np 2 "${mpi_flags[@]}" "$bin" "${A[@]}" | checksum)
 
 for how in usr1-mpirun term-one-rank; do

@@ -3,19 +3,26 @@
 // loop; bias+activation, ReLU backward, bias-gradient accumulation; softmax cross-entropy (values,
 // large logits, scale, bad labels); scale/zero/copy; and central-difference gradient checks (in
 // double) of a whole Linear+bias+ReLU layer and of softmax cross-entropy, which catch wrong
-// transposes, signs and factors in the backward formulas. Outputs are NaN-poisoned first.
+// transposes, signs and factors in the backward formulas. Outputs are NaN-poisoned first. Also the
+// memory methods (allocate_bytes zero-filled and 64-byte aligned, host copies, OpsBuffer) and
+// sum_squares (exact on integer inputs, non-finite inputs, no overflow for huge floats).
 // Tolerances: u = 2^-24 is float32's unit roundoff; each bound is stated where it is used.
 #include <gtest/gtest.h>
 
 #include <climits>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "core/error.hpp"
 #include "kernel_test_util.hpp"
+#include "kernels/host_reduce.hpp"
 #include "kernels/ops.hpp"
+#include "kernels/ops_buffer.hpp"
 
 namespace microddp::kernels {
 namespace {
@@ -398,6 +405,157 @@ TEST(CpuOps, OptimizerPassesApplyTheSharedFormulaToEveryElement) {
   ops->sgd_step(s, p.data(), g.data(), nullptr, n);
   s.momentum = 0.5f;
   EXPECT_THROW(ops->sgd_step(s, p.data(), g.data(), nullptr, n), core::Error);
+}
+
+// ---- memory: allocate_bytes / free_bytes / host copies / OpsBuffer --------------------------------
+TEST(CpuOps, AllocateBytesIsZeroFilledAndAligned) {
+  auto ops = cpu();
+  EXPECT_EQ(ops->allocate_bytes(0), nullptr);
+  ops->free_bytes(nullptr);  // nothing to do, must not crash
+  for (std::size_t bytes : {std::size_t{1}, std::size_t{63}, std::size_t{64}, std::size_t{65}, std::size_t{1000},
+                            std::size_t{(1u << 20) + 1}}) {
+    SCOPED_TRACE("bytes=" + std::to_string(bytes));
+    // Dirty 8 blocks of the same size and give them back first: glibc hands (some of) that memory out
+    // again (checked: without the zero-fill this fails from 1000 bytes up), so a missing zero-fill
+    // shows as 0xAB instead of hiding behind fresh zero pages.
+    constexpr int kBlocks = 8;
+    void* p[kBlocks];
+    for (void*& q : p) {
+      q = ops->allocate_bytes(bytes);
+      ASSERT_NE(q, nullptr);
+      std::memset(q, 0xAB, bytes);
+    }
+    for (void* q : p) ops->free_bytes(q);
+    for (void*& q : p) {
+      q = ops->allocate_bytes(bytes);
+      ASSERT_NE(q, nullptr);
+      EXPECT_EQ(reinterpret_cast<std::uintptr_t>(q) % 64, 0u) << "64-byte alignment (cache line)";
+      const auto* b = static_cast<const unsigned char*>(q);
+      for (std::size_t i = 0; i < bytes; ++i) ASSERT_EQ(b[i], 0u) << "byte " << i;
+    }
+    for (void* q : p) ops->free_bytes(q);
+  }
+}
+
+TEST(CpuOps, AllocateBytesRefusesImpossibleSizesNamingThem) {
+  auto ops = cpu();
+  // Larger than any object (PTRDIFF_MAX): refused before the allocator is asked, so this also holds
+  // under ASan (which aborts on such requests instead of returning null).
+  const std::size_t huge = std::numeric_limits<std::size_t>::max();
+  try {
+    (void)ops->allocate_bytes(huge);
+    FAIL() << "allocate_bytes(SIZE_MAX) returned";
+  } catch (const core::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(std::to_string(huge)), std::string::npos) << e.what();
+  }
+}
+
+TEST(CpuOps, HostCopiesRoundTrip) {
+  auto ops = cpu();
+  const std::int64_t n = 1001;
+  const auto x = random_normal(n, 1100);
+  const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(float);
+  auto* dev = static_cast<float*>(ops->allocate_bytes(bytes));
+  ASSERT_NE(dev, nullptr);
+  ops->copy_from_host(dev, x.data(), bytes);
+  std::vector<float> back = poisoned(n);
+  ops->copy_to_host(back.data(), dev, bytes);
+  EXPECT_EQ(back, x);
+  ops->copy_from_host(nullptr, nullptr, 0);  // 0 bytes: nothing touched
+  ops->copy_to_host(nullptr, nullptr, 0);
+  ops->free_bytes(dev);
+}
+
+TEST(CpuOps, OpsBufferOwnsZeroedMemoryAndCopiesRanges) {
+  auto ops = cpu();
+  const std::int64_t n = 100;
+  OpsBuffer<float> buf(*ops, n);
+  EXPECT_EQ(buf.count(), n);
+  EXPECT_EQ(buf.bytes(), n * 4);
+  EXPECT_EQ(buf.device(), core::Device::Host);
+  const auto x = random_normal(50, 1200);
+  buf.from_host(x.data(), 10, 50);  // elements [10, 60)
+  std::vector<float> all = poisoned(n);
+  buf.to_host(all.data(), 0, n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float want = (i >= 10 && i < 60) ? x[i - 10] : 0.0f;  // outside the copy: still zero
+    ASSERT_EQ(all[i], want) << i;
+  }
+  EXPECT_THROW(buf.to_host(all.data(), 60, 41), core::Error);  // [60, 101) is past the end
+  EXPECT_THROW(buf.from_host(x.data(), -1, 1), core::Error);
+  EXPECT_THROW(OpsBuffer<float>(*ops, -1), core::Error);
+  OpsBuffer<float> moved = std::move(buf);
+  EXPECT_EQ(moved.count(), n);
+  EXPECT_EQ(buf.count(), 0);  // NOLINT(bugprone-use-after-move): the moved-from state is specified
+  EXPECT_EQ(buf.data(), nullptr);
+  OpsBuffer<double> empty(*ops, 0);
+  EXPECT_EQ(empty.data(), nullptr);
+}
+
+// ---- sum_squares ----------------------------------------------------------------------------------
+// x_i = +-(i % 13 + 1): never 0 (a skipped element always changes the sum), signs alternate (a
+// missing square shows), and every square and partial sum is a small integer, so double sums are
+// exact in any order and the int64 reference is the exact answer.
+std::vector<float> small_integers(std::int64_t n) {
+  std::vector<float> x(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) x[i] = static_cast<float>((i % 13 + 1) * (i % 2 == 0 ? 1 : -1));
+  return x;
+}
+
+TEST(CpuOps, SumSquaresIsExactOnIntegers) {
+  auto ops = cpu();
+  // 0, 1, below / at / past one round of the 8 accumulators, and large with a tail (1000003 % 8 = 3).
+  for (std::int64_t n : {0, 1, 7, 8, 9, 1000003}) {
+    const auto x = small_integers(n);
+    std::int64_t want = 0;  // exact: <= 169 * 1000003 < 2^31
+    for (std::int64_t i = 0; i < n; ++i) want += (i % 13 + 1) * (i % 13 + 1);
+    EXPECT_EQ(ops->sum_squares(x.data(), n), static_cast<double>(want)) << "n=" << n;
+  }
+  EXPECT_THROW(ops->sum_squares(nullptr, -1), core::Error);
+}
+
+TEST(CpuOps, SumSquaresMatchesLongDoubleOnRandomData) {
+  auto ops = cpu();
+  for (std::int64_t n : {1, 9, 1000003}) {
+    const auto x = random_normal(n, 1300 + static_cast<std::uint64_t>(n));
+    long double want = 0.0L;
+    for (float v : x) want += static_cast<long double>(v) * static_cast<long double>(v);
+    const double got = ops->sum_squares(x.data(), n);
+    // Positive terms, each square exact in double: every accumulator is off by at most
+    // (its term count) * 2^-53 relative and the final 8 additions add 8 * 2^-53, so n * 2^-53 bounds
+    // the whole (long double's own error is 2^11 times smaller). A dropped or unsquared element is
+    // ~1e-6 relative at n = 1e6, far above 1.1e-10.
+    const double tol = static_cast<double>(n + 8) * std::ldexp(1.0, -53) * static_cast<double>(want);
+    EXPECT_NEAR(got, static_cast<double>(want), tol) << "n=" << n;
+    EXPECT_EQ(got, host_sum_squares(x.data(), n)) << "CpuOps uses the shared host algorithm bitwise";
+    EXPECT_EQ(got, ops->sum_squares(x.data(), n)) << "repeatable";
+  }
+}
+
+TEST(CpuOps, SumSquaresIsNonFiniteExactlyWhenAnInputIs) {
+  auto ops = cpu();
+  const std::int64_t n = 1000003;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  // First element, the last of the first 8-lane round, a middle one, and the tail (past n / 8 * 8).
+  for (std::int64_t pos : {std::int64_t{0}, std::int64_t{7}, n / 2, n - 1}) {
+    SCOPED_TRACE("pos=" + std::to_string(pos));
+    auto x = small_integers(n);
+    x[pos] = nan;
+    EXPECT_TRUE(std::isnan(ops->sum_squares(x.data(), n)));
+    x[pos] = inf;
+    EXPECT_EQ(ops->sum_squares(x.data(), n), std::numeric_limits<double>::infinity());
+    x[pos] = -inf;
+    EXPECT_EQ(ops->sum_squares(x.data(), n), std::numeric_limits<double>::infinity());
+  }
+  // Huge but finite floats: their squares (up to FLT_MAX^2 = 1.2e77) overflow float but not double.
+  std::vector<float> big(1000, 1e30f);
+  big[3] = -std::numeric_limits<float>::max();
+  const double got = ops->sum_squares(big.data(), 1000);
+  EXPECT_TRUE(std::isfinite(got));
+  const double fmax = std::numeric_limits<float>::max();
+  const double v = 1e30f;
+  EXPECT_NEAR(got, 999.0 * v * v + fmax * fmax, 1e-12 * got);  // 1000 positive terms: <= 1000 * 2^-53 relative
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 // Without a CUDA device it prints "no CUDA device: skipped" and exits 77, which ctest reports as
 // skipped (SKIP_RETURN_CODE), so this file has its own main (the static gtest_main is then not linked
 // in: the linker only pulls archive members for undefined symbols, and main is defined here).
+// Also sum_squares (vs host_sum_squares), device memory through allocate_bytes / the Ops copies /
+// OpsBuffer, and the out-of-memory path.
 // Tolerances (u = 2^-24): stated per test; the general fp32 budget is 1e-5 relative to the inputs'
 // magnitude (~170 u), which covers nvcc's FMA contraction (--fmad=true by default) and CUDA's
 // expf (2 ulp) vs glibc's (1 ulp), while any indexing or formula bug shows as O(1) errors or NaN.
@@ -24,6 +26,7 @@
 #include "kernels/host_reduce.hpp"
 #include "kernels/launch_geometry.hpp"
 #include "kernels/ops.hpp"
+#include "kernels/ops_buffer.hpp"
 
 namespace microddp::kernels {
 namespace {
@@ -344,6 +347,156 @@ TEST_F(CudaKernels, Bf16ConversionMatchesHostFunctionsBitwise) {
       ASSERT_EQ(f[i], want) << i;
     }
   }
+}
+
+// ---- sum_squares: two-pass deterministic reduction vs the host algorithm ------------------------
+// Both sides add exact double squares (a float's square needs 48 of double's 53 bits) of one sign, in
+// different orders; each is within (longest chain) * 2^-53 relative of the truth: the host's 8 lanes
+// have n / 8 terms, so up to 1.5e-11 at n = 2^20 in the worst case; on normal data the host is off by
+// ~9e-14 and the GPU's short chains by ~1.5e-15 (a CPU emulation of both orders, n = 2^20 + 3), hence
+// 1e-12 (10x that). A dropped or doubled element is ~1e-6 relative at n = 2^20.
+constexpr double kSumSquaresRel = 1e-12;
+
+TEST_F(CudaKernels, SumSquaresMatchesHostAndRepeatsBitwise) {
+  // 0; 1; 1000 (4 blocks, partial last block); 2^20 + 3 (1024 blocks, each thread strides 4 times,
+  // ragged end).
+  for (std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{1000}, (std::int64_t{1} << 20) + 3}) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    const auto x = random_normal(n, 90000 + static_cast<std::uint64_t>(n % 1000), 3.0f);
+    const double want = host_sum_squares(x.data(), n);
+    DeviceArray<float> dx(x);
+    const double got = gpu_->sum_squares(dx.get(), n);
+    const double again = gpu_->sum_squares(dx.get(), n);
+    EXPECT_EQ(got, again) << "two runs must be bitwise identical";
+    if (n <= 1) {
+      EXPECT_EQ(got, want);  // no addition of two non-zero terms: exact on both sides
+    } else {
+      EXPECT_NEAR(got, want, kSumSquaresRel * want);
+    }
+  }
+}
+
+TEST_F(CudaKernels, SumSquaresLauncherWritesOnlyWhatItReads) {
+  // Workspace and output poisoned (NaN): reading a partial that pass 1 did not write, or not
+  // writing *out (n == 0 included), shows as NaN.
+  for (std::int64_t n : {std::int64_t{0}, std::int64_t{1000}, std::int64_t{300000}}) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    const auto x = random_normal(n, 91000 + static_cast<std::uint64_t>(n % 1000));
+    DeviceArray<float> dx(x);
+    DeviceArray<double> partials(static_cast<std::int64_t>(gpu::sum_squares_workspace_bytes() / sizeof(double)));
+    DeviceArray<double> out(1);
+    ASSERT_GE(partials.count(), std::int64_t{gpu::kSumSquaresMaxBlocks});
+    gpu::sum_squares(dx.get(), n, partials.get(), out.get(), nullptr);
+    const double got = out.download()[0];
+    const double want = host_sum_squares(x.data(), n);
+    if (n == 0) {
+      EXPECT_EQ(got, 0.0);
+    } else {
+      EXPECT_NEAR(got, want, kSumSquaresRel * want);
+    }
+  }
+  EXPECT_THROW(gpu::sum_squares(nullptr, -1, nullptr, nullptr, nullptr), core::Error);
+  DeviceArray<double> out(1);
+  EXPECT_THROW(gpu::sum_squares(nullptr, 5, nullptr, out.get(), nullptr), core::Error);  // no workspace
+}
+
+TEST_F(CudaKernels, SumSquaresIsNonFiniteExactlyWhenAnInputIs) {
+  const std::int64_t n = (std::int64_t{1} << 20) + 3;
+  auto x = random_normal(n, 92000);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  // First element, one in the middle of a stride, the last (in the ragged final stride).
+  for (std::int64_t pos : {std::int64_t{0}, n / 2 + 17, n - 1}) {
+    SCOPED_TRACE("pos=" + std::to_string(pos));
+    const float keep = x[pos];
+    x[pos] = nan;
+    {
+      DeviceArray<float> dx(x);
+      EXPECT_TRUE(std::isnan(gpu_->sum_squares(dx.get(), n)));
+    }
+    x[pos] = -inf;
+    {
+      DeviceArray<float> dx(x);
+      EXPECT_EQ(gpu_->sum_squares(dx.get(), n), std::numeric_limits<double>::infinity());
+    }
+    x[pos] = keep;
+  }
+  // Huge finite floats: squares up to FLT_MAX^2 = 1.2e77 overflow float, not double.
+  std::vector<float> big(100000, 1e30f);
+  big[5] = -std::numeric_limits<float>::max();
+  DeviceArray<float> dbig(big);
+  const double got = gpu_->sum_squares(dbig.get(), static_cast<std::int64_t>(big.size()));
+  EXPECT_TRUE(std::isfinite(got));
+  EXPECT_NEAR(got, host_sum_squares(big.data(), static_cast<std::int64_t>(big.size())), kSumSquaresRel * got);
+}
+
+// ---- device memory through the Ops: allocate_bytes / copies / OpsBuffer ----------------------------
+TEST_F(CudaKernels, OpsBufferAllocatesZeroedMemoryAndCopiesRanges) {
+  const std::int64_t n = 300001;
+  const auto x = random_normal(n, 93000);
+  {
+    // Dirty memory of the same size and give it back, so the zero-fill below is tested on memory
+    // that is likely to be handed out again rather than only on fresh pages.
+    OpsBuffer<float> dirty(*gpu_, n);
+    dirty.from_host(x.data(), 0, n);
+  }
+  OpsBuffer<float> buf(*gpu_, n);
+  EXPECT_EQ(buf.device(), core::Device::Cuda);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(buf.data()) % 64, 0u);
+  std::vector<float> back = test::poisoned(n);
+  buf.to_host(back.data(), 0, n);
+  for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(back[i], 0.0f) << "zero-filled, element " << i;
+  buf.from_host(x.data(), 0, n);
+  back = test::poisoned(n);
+  buf.to_host(back.data(), 0, n);
+  EXPECT_EQ(back, x);
+  // A sub-range in the middle, then read back a range that straddles it.
+  const std::vector<float> ones(1000, 1.0f);
+  buf.from_host(ones.data(), 5000, 1000);
+  std::vector<float> part = test::poisoned(3000);
+  buf.to_host(part.data(), 4000, 3000);
+  for (std::int64_t i = 0; i < 3000; ++i) {
+    const std::int64_t j = 4000 + i;
+    ASSERT_EQ(part[i], (j >= 5000 && j < 6000) ? 1.0f : x[j]) << j;
+  }
+  // The buffer is usable by the ops on their stream, and copies are ordered after them.
+  gpu_->scale(buf.data(), 2.0f, n);
+  buf.to_host(back.data(), 0, n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float want = 2.0f * ((i >= 5000 && i < 6000) ? 1.0f : x[i]);  // exact: power-of-two factor
+    ASSERT_EQ(back[i], want) << i;
+  }
+  EXPECT_EQ(gpu_->allocate_bytes(0), nullptr);
+  gpu_->free_bytes(nullptr);
+  gpu_->copy_from_host(nullptr, nullptr, 0);
+  gpu_->copy_to_host(nullptr, nullptr, 0);
+  OpsBuffer<double> empty(*gpu_, 0);
+  EXPECT_EQ(empty.data(), nullptr);
+}
+
+TEST_F(CudaKernels, AllocateBytesOutOfMemoryThrowsAndLeavesNoStaleError) {
+  const std::size_t huge = std::size_t{1} << 60;  // 1 EiB: no GPU has it
+  try {
+    (void)gpu_->allocate_bytes(huge);
+    FAIL() << "allocate_bytes(2^60) returned";
+  } catch (const core::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(std::to_string(huge)), std::string::npos) << e.what();
+  }
+  // The failed cudaMalloc must not be reported again by the next launch check.
+  DeviceArray<float> dx(std::vector<float>(100, 3.0f));
+  EXPECT_NO_THROW(gpu_->scale(dx.get(), 0.5f, 100));
+  EXPECT_EQ(gpu_->sum_squares(dx.get(), 100), 100 * 1.5 * 1.5);  // exact: small binary fractions
+}
+
+TEST_F(CudaKernels, CopyToHostReportsDeviceFlaggedErrorsLikeSynchronize) {
+  const std::vector<float> logits = random_normal(6, 94000);
+  DeviceArray<float> dl(logits), dd(6), dloss(1);
+  DeviceArray<std::int32_t> dlab(std::vector<std::int32_t>{1, 3});  // 3 is out of [0, 3)
+  gpu_->softmax_xent(dl.get(), dlab.get(), 2, 3, 0.5f, dd.get(), dloss.get());
+  float loss = 0.0f;
+  EXPECT_THROW(gpu_->copy_to_host(&loss, dloss.get(), sizeof(float)), core::Error);
+  EXPECT_TRUE(std::isnan(loss)) << "the bytes were still copied";
+  gpu_->synchronize();  // reported once: the flag was reset
 }
 
 TEST_F(CudaKernels, LaunchersRejectBadArguments) {

@@ -1,0 +1,94 @@
+// compute_device.cpp — --device: CPU ops or CUDA ops on the rank's GPU, and the matching backend.
+#include "app/compute_device.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+
+#include "comm/factory.hpp"
+#include "comm/mpi_check.hpp"
+#include "core/error.hpp"
+
+#if MICRODDP_HAVE_CUDA
+#include "kernels/cuda/device.hpp"
+#endif
+
+namespace microddp::app {
+
+namespace {
+// GPUs this process can use: 0 in a build without the CUDA path (no driver calls at all).
+int visible_gpus() {
+#if MICRODDP_HAVE_CUDA
+  return kernels::cuda_device_count();
+#else
+  return 0;
+#endif
+}
+
+// The backend a GPU model uses when --comm was not given: NCCL when this build has it.
+std::string default_device_backend() {
+  const auto names = comm::available_backends();
+  return std::find(names.begin(), names.end(), "nccl") != names.end() ? "nccl" : "mpi";
+}
+
+ComputeChoice choose_local(const std::string& device, const std::string& comm, bool comm_given, bool tf32,
+                           int blas_threads, const comm::MpiRuntime& mpi) {
+  validate_device_name(device);
+  bool use_gpu = false;
+  if (device == "cuda") {
+#if !MICRODDP_HAVE_CUDA
+    MDDP_USAGE_CHECK(false, "--device cuda: this microddp was built without CUDA (MICRODDP_CUDA=OFF); "
+                            "rebuild with nvcc available or use --device cpu");
+#endif
+    MDDP_USAGE_CHECK(visible_gpus() > 0, "--device cuda: no CUDA device visible (driver, CUDA_VISIBLE_DEVICES?); "
+                                         "use --device cpu");
+    MDDP_USAGE_CHECK(!comm_given || backend_accepts_device_buffers(comm),
+                     "--comm " << comm << " runs on host memory only; a model on the GPU (--device cuda) needs "
+                                  "--comm nccl, nccl-ring or mpi");
+    use_gpu = true;
+  } else if (device == "auto") {
+    use_gpu = visible_gpus() > 0 && (!comm_given || backend_accepts_device_buffers(comm));
+  }
+  ComputeChoice c;
+  if (use_gpu) {
+    c.ops = kernels::make_cuda_ops(mpi.local_rank() % visible_gpus(), tf32);
+    c.comm = comm_given ? comm : default_device_backend();
+  } else {
+    c.ops = kernels::make_cpu_ops(blas_threads);
+    c.comm = comm;
+  }
+  return c;
+}
+}  // namespace
+
+void validate_device_name(const std::string& device) {
+  MDDP_USAGE_CHECK(device == "cpu" || device == "cuda" || device == "auto",
+                   "--device must be cpu, cuda or auto, got '" << device << "'");
+}
+
+bool backend_accepts_device_buffers(const std::string& comm) {
+  return comm == "nccl" || comm == "nccl-ring" || comm == "mpi";
+}
+
+ComputeChoice choose_compute(const std::string& device, const std::string& comm, bool comm_given, bool tf32,
+                             int blas_threads, const comm::MpiRuntime& mpi) {
+  // Ranks agree on the outcome first, so "no GPU" everywhere is one clean message and exit 2 on
+  // every rank (an error on some ranks only still ends the job, through MPI_Abort).
+  std::string error;
+  ComputeChoice choice;
+  try {
+    choice = choose_local(device, comm, comm_given, tf32, blas_threads, mpi);
+  } catch (const core::UsageError& e) {
+    error = e.what();
+  }
+  int failed = error.empty() ? 0 : 1, any_failed = 0, all_failed = 0;
+  MDDP_MPI_CHECK(MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, mpi.world()));
+  MDDP_MPI_CHECK(MPI_Allreduce(&failed, &all_failed, 1, MPI_INT, MPI_MIN, mpi.world()));
+  if (any_failed) {
+    if (failed) core::throw_usage_error(error, all_failed == 1);
+    core::throw_usage_error("--device " + device + ": another rank cannot use its device", false);
+  }
+  return choice;
+}
+
+}  // namespace microddp::app
