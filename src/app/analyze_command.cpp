@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "app/command.hpp"
@@ -62,6 +63,13 @@ class AnalyzeCommand final : public Command {
         ->check(CLI::Range(0.0, 1e6))->capture_default_str();
     sub->add_option("--latency-us", aopt_.latency_us, "Scaling prediction: per-message latency in microseconds")
         ->check(CLI::Range(0.0, 1e6))->capture_default_str();
+    sub->add_option("--scaling-strategy", aopt_.scaling_strategy,
+                    "Scaling prediction: the strategy assumed at every rank count (naive | flat | overlap | bucketed)")
+        ->check(CLI::IsMember({"naive", "flat", "overlap", "bucketed"}))
+        ->capture_default_str();
+    sub->add_option("--scaling-bucket-mb", aopt_.scaling_bucket_mb, "Scaling prediction: bucket cap of bucketed (MiB)")
+        ->check(CLI::Range(1e-6, 1e6))
+        ->capture_default_str();
     sub->add_option("--max-ranks", aopt_.max_ranks, "Scaling prediction up to this many ranks")->check(CLI::Range(1, 1 << 20))->capture_default_str();
     sub->add_option("--peak-gflops", aopt_.peak_gflops_per_thread, "FP32 peak per BLAS thread (verdict)")->capture_default_str();
     sub->add_option("--mem-gbps", aopt_.mem_gbytes_s, "Reference memory bandwidth in GB/s (verdict)")->capture_default_str();
@@ -148,6 +156,8 @@ perf::RunRecord AnalyzeCommand::fresh_run(comm::Communicator& comm, const comm::
   rec.global_batch = cfg.global_batch;
   rec.ranks = mpi.size();
   rec.threads = threads;
+  rec.ranks_per_node = mpi.local_size();
+  rec.cores_per_node = static_cast<int>(std::thread::hardware_concurrency());
   rec.backend = opts_.comm;
   rec.optimizer = cfg.optimizer.name;
   rec.source = "fresh run (microddp analyze)";
@@ -157,26 +167,16 @@ perf::RunRecord AnalyzeCommand::fresh_run(comm::Communicator& comm, const comm::
     perf::StrategyRun run;
     run.strategy = s;
     run.bucket_mb = s == "bucketed" ? cfg.sync_options.bucket_mb : 0.0;
-    std::vector<double> layer_sum;
+    perf::LayerTimesMean layers;
     for (std::int64_t i = 0; i < warmup_ + opts_.config.steps; ++i) {
       const ddp::StepRecord r = trainer.step();
       if (i < warmup_) continue;
       run.steps.push_back(perf::step_stats(trainer.events().events(), r.step));
-      std::vector<double> layers;
-      std::vector<int> ids;
-      for (const core::Event& e : trainer.events().events()) {
-        if (e.step != r.step || e.kind != core::EventKind::LayerBackward) continue;
-        layers.push_back(static_cast<double>(e.end_ns - e.begin_ns) * 1e-6);
-        ids.push_back(e.id);
-      }
-      if (layer_sum.empty()) {
-        layer_sum.assign(layers.size(), 0.0);
-        run.layer_ids = ids;
-      }
-      for (std::size_t l = 0; l < layers.size() && l < layer_sum.size(); ++l) layer_sum[l] += layers[l];
+      layers.add(perf::layer_backward_times(trainer.events().events(), r.step));
     }
-    for (double& x : layer_sum) x /= static_cast<double>(std::max<std::int64_t>(1, opts_.config.steps));
-    run.layer_backward_ms = layer_sum;
+    const perf::LayerTimes mean = layers.mean();
+    run.layer_backward_ms = mean.backward_ms;
+    run.layer_ids = mean.layer_ids;
     rec.runs.push_back(run);
   }
   return rec;

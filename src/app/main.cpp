@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
     try {
       code = chosen->run(mpi);
     } catch (const core::UsageError& e) {
-      if (e.agreed()) {
+      if (e.agreed() || mpi.size() == 1) {  // a single rank always agrees with itself
         if (mpi.rank() == 0) std::fprintf(stderr, "microddp: error: %s\n", e.what());
         return 2;  // every rank raised it: MpiRuntime's destructor finalises cleanly
       }

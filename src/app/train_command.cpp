@@ -42,6 +42,9 @@ class TrainCommand final : public Command {
         ->envname("MICRODDP_DEVICE")
         ->capture_default_str();
     comm_option_ = sub->get_option("--comm");
+    sub->add_flag("--layer-events", layer_events_,
+                  "Time every layer's forward and backward (a few us per layer); with --metrics the summary "
+                  "gets the mean backward time per layer, which `analyze --metrics` uses for bucket timing");
     sub->add_flag("--tf32", tf32_, "GPU only: let cuBLAS use TF32 tensor cores for the GEMMs (about 10-bit mantissa)");
   }
   void validate() override {
@@ -58,9 +61,11 @@ class TrainCommand final : public Command {
   std::string device_ = "auto";  // --device (or MICRODDP_DEVICE)
   CLI::Option* comm_option_ = nullptr;  // to know whether --comm was given
   bool tf32_ = false;            // --tf32
+  bool layer_events_ = false;    // --layer-events
 };
 
 int TrainCommand::run(const comm::MpiRuntime& mpi) {
+  if (layer_events_) opts_.config.layer_events = true;
   if (!opts_.trace_path.empty()) {
     opts_.config.keep_events = true;  // the trace shows every step, per layer
     opts_.config.layer_events = true;
@@ -121,6 +126,7 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     std::fflush(stdout);
   }
 
+  perf::LayerTimesMean layer_times;  // steady state (first step skipped), with --layer-events
   std::vector<perf::StepStats> all_stats;
   all_stats.reserve(static_cast<std::size_t>(cfg.steps));
   double first_loss = 0.0, last_loss = 0.0;
@@ -129,6 +135,7 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     const ddp::StepRecord rec = trainer.step();
     const perf::StepStats st = perf::step_stats(trainer.events().events(), rec.step);
     all_stats.push_back(st);
+    if (cfg.layer_events && s > start) layer_times.add(perf::layer_backward_times(trainer.events().events(), rec.step));
     if (s == start) first_loss = rec.loss;
     last_loss = rec.loss;
     if (metrics) metrics->write_step(st, rec.loss);
@@ -196,6 +203,9 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
                    {"strategy", cfg.strategy},    {"comm", opts_.comm},             {"ranks", mpi.size()},
                    {"threads", threads},          {"check_every", cfg.check_every},
                    {"device", ops->device() == core::Device::Cuda ? "cuda" : "cpu"},
+                   {"bucket_mb", cfg.sync_options.bucket_mb},
+                   {"ranks_per_node", mpi.local_size()},
+                   {"cores_per_node", static_cast<int>(std::thread::hardware_concurrency())},
                    {"on_nan", ddp::nan_policy_name(cfg.on_nan)}, {"clip_grad_norm", cfg.clip_grad_norm}};
     j["first_loss"] = first_loss;
     j["final_loss"] = last_loss;
@@ -203,6 +213,11 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     j["param_checksum"] = checksum;
     j["skipped_steps"] = trainer.skipped_steps();
     j["divergence_checks"] = trainer.checks_done();
+    if (cfg.layer_events) {
+      const perf::LayerTimes lt = layer_times.mean();
+      j["layer_backward_ms"] = lt.backward_ms;
+      j["layer_ids"] = lt.layer_ids;
+    }
     j["median"] = perf::to_json(sum.median);
     j["mean"] = perf::to_json(sum.mean);
     metrics->write(j);

@@ -97,6 +97,8 @@ nlohmann::json to_json(const RunRecord& r) {
             {"global_batch", r.global_batch},
             {"ranks", r.ranks},
             {"threads", r.threads},
+            {"ranks_per_node", r.ranks_per_node},
+            {"cores_per_node", r.cores_per_node},
             {"comm", r.backend},
             {"optimizer", r.optimizer}}},
           {"runs", runs}};
@@ -111,14 +113,16 @@ void config_from_json(const nlohmann::json& c, RunRecord& r) {
   r.global_batch = c.value("global_batch", std::int64_t{256});
   r.ranks = c.value("ranks", 1);
   r.threads = c.value("threads", 1);
+  r.ranks_per_node = std::max(0, c.value("ranks_per_node", 0));
+  r.cores_per_node = std::max(0, c.value("cores_per_node", 0));
   r.backend = c.value("comm", std::string("mpi"));
   r.optimizer = c.value("optimizer", std::string("adam"));
 }
 }  // namespace
 
-RunRecord run_record_from_json(const nlohmann::json& j) {
-  MDDP_USAGE_CHECK(j.is_object() && j.value("type", "") == "microddp_run_record",
-                   "not a microddp run record (expected \"type\": \"microddp_run_record\")");
+namespace {
+// The fields of a run record, unchecked (nlohmann throws on a missing or mistyped one).
+RunRecord run_record_fields(const nlohmann::json& j) {
   RunRecord r;
   r.source = j.value("source", "");
   config_from_json(j.at("config"), r);
@@ -133,6 +137,54 @@ RunRecord run_record_from_json(const nlohmann::json& j) {
   }
   return r;
 }
+
+// A record read from a file drives divisions and array indexing below: refuse what no run of
+// microddp could have written, with a message naming the field (UsageError, exit 2).
+void check_record(const RunRecord& r, const std::string& where) {
+  constexpr std::int64_t kMaxDim = std::int64_t{1} << 24;
+  const auto& m = r.model;
+  MDDP_USAGE_CHECK(m.in_dim >= 1 && m.in_dim <= kMaxDim && m.width >= 1 && m.width <= kMaxDim && m.depth >= 1 &&
+                       m.depth <= 4096 && m.classes >= 2 && m.classes <= kMaxDim,
+                   where << ": model shape in_dim " << m.in_dim << ", width " << m.width << ", depth " << m.depth
+                         << ", classes " << m.classes << " is out of range");
+  MDDP_USAGE_CHECK(r.ranks >= 1 && r.ranks <= (1 << 24), where << ": ranks " << r.ranks << " is out of range");
+  MDDP_USAGE_CHECK(r.threads >= 1 && r.threads <= 4096, where << ": threads " << r.threads << " is out of range");
+  MDDP_USAGE_CHECK(r.global_batch >= 1 && r.global_batch <= (std::int64_t{1} << 40),
+                   where << ": global_batch " << r.global_batch << " is out of range");
+  for (const auto& run : r.runs) {
+    MDDP_USAGE_CHECK(run.layer_backward_ms.size() == run.layer_ids.size(),
+                     where << ": " << run.layer_backward_ms.size() << " layer times for " << run.layer_ids.size()
+                           << " layer ids");
+    for (std::size_t i = 0; i < run.layer_ids.size(); ++i) {
+      MDDP_USAGE_CHECK(run.layer_ids[i] >= 0 && run.layer_ids[i] <= m.depth && std::isfinite(run.layer_backward_ms[i]) &&
+                           run.layer_backward_ms[i] >= 0,
+                       where << ": layer entry " << i << " (id " << run.layer_ids[i] << ", "
+                             << run.layer_backward_ms[i] << " ms) does not fit a model of depth " << m.depth);
+    }
+    MDDP_USAGE_CHECK(std::isfinite(run.bucket_mb) && run.bucket_mb >= 0, where << ": bucket_mb " << run.bucket_mb);
+    for (const auto& s : run.steps) {
+      for (double v : {s.step_ms, s.data_ms, s.forward_ms, s.backward_ms, s.optimizer_ms, s.loss_sync_ms,
+                       s.comm_total_ms, s.comm_exposed_ms}) {
+        MDDP_USAGE_CHECK(std::isfinite(v) && v >= 0, where << ": step " << s.step << " has a time of " << v << " ms");
+      }
+    }
+  }
+}
+}  // namespace
+
+RunRecord run_record_from_json(const nlohmann::json& j) {
+  MDDP_USAGE_CHECK(j.is_object() && j.value("type", "") == "microddp_run_record",
+                   "not a microddp run record (expected \"type\": \"microddp_run_record\")");
+  try {
+    RunRecord r = run_record_fields(j);
+    check_record(r, "run record");
+    return r;
+  } catch (const nlohmann::json::exception& e) {  // a field of the wrong type or missing
+    MDDP_USAGE_CHECK(false, "malformed run record: " << e.what());
+  }
+  return {};  // not reached
+}
+
 
 RunRecord load_run_record(const std::string& path) {
   std::ifstream in(path);
@@ -165,13 +217,20 @@ RunRecord run_record_from_metrics(const std::string& path) {
     } catch (const std::exception& e) {
       MDDP_USAGE_CHECK(false, "'" << path << "': a line is not JSON: " << e.what());
     }
-    const std::string type = j.value("type", "");
-    if (type == "step") steps.push_back(stats_from_json(j));
-    if (type == "summary") {
-      config_from_json(j.at("config"), r);
-      run.strategy = j.at("config").value("strategy", std::string("naive"));
-      run.bucket_mb = j.at("config").value("bucket_mb", 25.0);
-      have_summary = true;
+    try {
+      const std::string type = j.is_object() ? j.value("type", "") : "";
+      if (type == "step") steps.push_back(stats_from_json(j));
+      if (type == "summary") {
+        config_from_json(j.at("config"), r);
+        run.strategy = j.at("config").value("strategy", std::string("naive"));
+        run.bucket_mb = j.at("config").value("bucket_mb", 25.0);
+        // Per-layer backward times, when train ran with --layer-events (else spread by FLOPs).
+        run.layer_backward_ms = j.value("layer_backward_ms", std::vector<double>{});
+        run.layer_ids = j.value("layer_ids", std::vector<int>{});
+        have_summary = true;
+      }
+    } catch (const nlohmann::json::exception& e) {  // a field of the wrong type or missing
+      MDDP_USAGE_CHECK(false, "'" << path << "': malformed line: " << e.what());
     }
   }
   MDDP_USAGE_CHECK(have_summary, "'" << path << "' has no summary line (did the run finish?)");
@@ -180,6 +239,7 @@ RunRecord run_record_from_metrics(const std::string& path) {
   if (steps.size() > 1) steps.erase(steps.begin());
   run.steps = steps;
   r.runs.push_back(run);
+  check_record(r, "'" + path + "'");
   return r;
 }
 
@@ -303,6 +363,14 @@ nlohmann::json scaling_json(const std::vector<ScalingPoint>& pts) {
 
 }  // namespace
 
+namespace {
+std::string format_mib(double mb) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", mb);
+  return buf;
+}
+}  // namespace
+
 nlohmann::json analyze(const RunRecord& rec, const CommModel& model, const AnalyzeOptions& opt) {
   MDDP_USAGE_CHECK(!rec.runs.empty(), "the run record holds no runs");
   nlohmann::json out;
@@ -321,6 +389,20 @@ nlohmann::json analyze(const RunRecord& rec, const CommModel& model, const Analy
                     {"max_rel_residual", e.fit.max_rel_residual}});
   }
   out["comm_model"] = comm;
+  nlohmann::json warnings = nlohmann::json::array();
+  if (rec.ranks_per_node > 0 && rec.cores_per_node > 0 &&
+      static_cast<std::int64_t>(rec.ranks_per_node) * rec.threads > rec.cores_per_node) {
+    // Compute threads alone exceed the cores (the communication threads sleep or poll briefly: at
+    // 2 ranks x 1 thread on 2 cores the predictions held within 15%, docs/performance.md).
+    std::ostringstream w;
+    w << "oversubscribed: " << rec.ranks_per_node << " ranks x " << rec.threads << " compute thread(s) on "
+      << rec.cores_per_node
+      << " cores. The ranks time-slice the cores, and a collective also waits for peers that are descheduled; "
+         "the alpha-beta model has no term for that, so predictions here are optimistic (most for many small "
+         "collectives, e.g. overlap)";
+    warnings.push_back(w.str());
+  }
+  out["warnings"] = warnings;
 
   const auto params = mlp_params(rec.model);
   const std::string& backend = rec.backend;
@@ -395,8 +477,10 @@ nlohmann::json analyze(const RunRecord& rec, const CommModel& model, const Analy
   ScalingInput in;
   in.profile = rprof;
   in.global_batch = rec.global_batch;
-  in.strategy = "bucketed";
-  in.bucket_cap_bytes = 25.0 * (1 << 20);
+  in.strategy = opt.scaling_strategy;
+  in.bucket_cap_bytes = opt.scaling_bucket_mb * (1 << 20);
+  MDDP_USAGE_CHECK(std::isfinite(opt.scaling_bucket_mb) && opt.scaling_bucket_mb > 0,
+                   "--scaling-bucket-mb must be > 0, got " << opt.scaling_bucket_mb);
   std::string network;
   if (opt.link_gbps > 0) {
     const AlphaBeta ab = AlphaBeta::from_link(opt.link_gbps, opt.latency_us);
@@ -420,7 +504,9 @@ nlohmann::json analyze(const RunRecord& rec, const CommModel& model, const Analy
     }
   }
   out["scaling"] = {{"network", network},
-                    {"strategy", "bucketed 25 MiB"},
+                    {"strategy", opt.scaling_strategy == "bucketed"
+                                     ? "bucketed " + format_mib(opt.scaling_bucket_mb) + " MiB"
+                                     : opt.scaling_strategy},
                     {"global_batch", rec.global_batch},
                     {"rows_per_rank_weak", rprof.rows_per_rank},
                     {"strong", scaling_json(predict_strong_scaling(in, opt.max_ranks))},
@@ -472,6 +558,7 @@ std::string format_report(const nlohmann::json& r) {
                   s.at("predicted").at("exposed_comm_ms").get<double>(), s.at("error_pct").get<double>());
     o << buf;
   }
+  for (const auto& w : r.value("warnings", nlohmann::json::array())) o << "  warning: " << w.get<std::string>() << "\n";
   const auto& bb = r.at("best_bucket");
   std::snprintf(buf, sizeof buf, "  best bucket (model): %.3g MiB -> %.3f ms, %lld collectives\n", bb.at("bucket_mb").get<double>(),
                 bb.at("step_ms").get<double>(), bb.at("collectives").get<long long>());

@@ -39,6 +39,11 @@ struct RunRecord {
   std::int64_t global_batch = 0;
   int ranks = 1;
   int threads = 1;
+  // Ranks on the busiest node and that node's hardware threads (0: unknown, e.g. an older record).
+  // With ranks_per_node * threads > cores_per_node the ranks time-slice the cores: the model has no
+  // term for that, and analyze() says so in "warnings".
+  int ranks_per_node = 0;
+  int cores_per_node = 0;
   std::string backend = "mpi";
   std::string optimizer = "adam";
   std::string source;  // where it came from
@@ -85,6 +90,9 @@ struct AnalyzeOptions {
   double link_gbps = 0;     // 0: use the fitted model of the run's backend for scaling
   double latency_us = 0;
   int max_ranks = 1024;
+  // The strategy (and bucket cap) the scaling prediction assumes: naive | flat | overlap | bucketed.
+  std::string scaling_strategy = "bucketed";
+  double scaling_bucket_mb = 25.0;
   double peak_gflops_per_thread = 166;  // machine-anchors.md: 64 FLOP/cycle × 2.6 GHz
   double mem_gbytes_s = 15;             // machine-anchors.md: triad, 1 thread
 };

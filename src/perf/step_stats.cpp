@@ -71,4 +71,29 @@ RunSummary summarize(const std::vector<StepStats>& steps) {
   return r;
 }
 
+LayerTimes layer_backward_times(const std::vector<core::Event>& events, std::int64_t step) {
+  LayerTimes t;
+  for (const core::Event& e : events) {
+    if (e.step != step || e.kind != core::EventKind::LayerBackward) continue;
+    t.backward_ms.push_back(static_cast<double>(e.end_ns - e.begin_ns) * 1e-6);
+    t.layer_ids.push_back(e.id);
+  }
+  return t;
+}
+
+void LayerTimesMean::add(const LayerTimes& t) {
+  if (count_ == 0) {
+    sum_.layer_ids = t.layer_ids;
+    sum_.backward_ms.assign(t.backward_ms.size(), 0.0);
+  }
+  for (std::size_t l = 0; l < t.backward_ms.size() && l < sum_.backward_ms.size(); ++l) sum_.backward_ms[l] += t.backward_ms[l];
+  ++count_;
+}
+
+LayerTimes LayerTimesMean::mean() const {
+  LayerTimes m = sum_;
+  for (double& x : m.backward_ms) x /= static_cast<double>(std::max<std::int64_t>(1, count_));
+  return m;
+}
+
 }  // namespace microddp::perf

@@ -28,6 +28,25 @@ struct StepStats {
 // Stats of one step from the events recorded for it.
 StepStats step_stats(const std::vector<core::Event>& events, std::int64_t step);
 
+// Per-layer backward times of one step, in backward execution order (last layer first), from the
+// LayerBackward events (recorded when TrainConfig::layer_events is set; empty otherwise).
+struct LayerTimes {
+  std::vector<double> backward_ms;
+  std::vector<int> layer_ids;
+};
+LayerTimes layer_backward_times(const std::vector<core::Event>& events, std::int64_t step);
+
+// Running mean of LayerTimes over steps (the layer list of the first step added fixes the order).
+class LayerTimesMean {
+ public:
+  void add(const LayerTimes& t);
+  LayerTimes mean() const;
+
+ private:
+  LayerTimes sum_;
+  std::int64_t count_ = 0;
+};
+
 // Summary over many steps: medians (robust to the noisy shared machine) and means.
 struct RunSummary {
   std::int64_t steps = 0;

@@ -4,7 +4,10 @@
 #   2. analyze of that record (1 process): same numbers as the fresh report; for every strategy the
 #      phases add up to the step time (untimed rest within 5% of the step or 0.2 ms: timer calls
 #      and the gaps between events are all that is not inside a phase)
-#   3. train --metrics on 2 ranks, then analyze --metrics with the saved model
+#   3. train --metrics --layer-events on 2 ranks (the summary holds the per-layer backward times),
+#      then analyze --metrics with the saved model and --scaling-strategy flat
+#   4. malformed records (a mistyped field, a layer id outside the model, ranks 0): exit 2 with a
+#      message naming the problem, no abort
 set -euo pipefail
 bin=$1; mpiexec=$2; shift 2
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
@@ -14,8 +17,9 @@ small=(--width 128 --depth 3 --global-batch 64 --threads 1)
   --save-run run.json --fit-out model.json --json fresh.json >fresh.txt
 grep -q "Predicted vs measured" fresh.txt
 "$mpiexec" -np 1 "$@" "$bin" analyze --run run.json --model model.json --json recorded.json >recorded.txt
-"$mpiexec" -np 2 "$@" "$bin" train "${small[@]}" --steps 4 --strategy bucketed --metrics m.jsonl >train.txt
-"$mpiexec" -np 1 "$@" "$bin" analyze --metrics m.jsonl --model model.json --link-gbps 100 --latency-us 5 --json metrics.json >metrics.txt
+"$mpiexec" -np 2 "$@" "$bin" train "${small[@]}" --steps 4 --strategy bucketed --metrics m.jsonl --layer-events >train.txt
+"$mpiexec" -np 1 "$@" "$bin" analyze --metrics m.jsonl --model model.json --link-gbps 100 --latency-us 5 \
+  --scaling-strategy flat --json metrics.json >metrics.txt
 python3 - <<'PY'
 import json
 fresh, rec, met = (json.load(open(f)) for f in ("fresh.json", "recorded.json", "metrics.json"))
@@ -37,5 +41,26 @@ for rep in (rec, met):
     assert [p["ranks"] for p in rep["scaling"]["strong"]] == [2 ** k for k in range(11)]
     assert abs(rep["scaling"]["weak"][0]["efficiency"] - 1) < 1e-12
 assert met["strategies"][0]["strategy"] == "bucketed" and met["config"]["ranks"] == 2
+assert met["scaling"]["strategy"] == "flat", met["scaling"]["strategy"]
+summary = [json.loads(l) for l in open("m.jsonl") if '"summary"' in l][-1]
+assert summary["layer_ids"] == [3, 2, 1, 0], summary.get("layer_ids")
+assert len(summary["layer_backward_ms"]) == 4 and all(t > 0 for t in summary["layer_backward_ms"]), summary
+assert summary["config"]["ranks_per_node"] == 2 and summary["config"]["cores_per_node"] >= 1
+# Malformed copies for step 4.
+def mutate(name, f):
+    lines = [json.loads(l) for l in open("m.jsonl")]
+    f(lines[-1])
+    open(name, "w").write("\n".join(json.dumps(l) for l in lines) + "\n")
+mutate("bad_type.jsonl", lambda j: j.__setitem__("layer_ids", "x"))
+mutate("bad_layer.jsonl", lambda j: j.__setitem__("layer_ids", [3, 2, 1, 9]))
+mutate("bad_ranks.jsonl", lambda j: j["config"].__setitem__("ranks", 0))
 print("analyze on recorded runs: consistent")
 PY
+for c in "bad_type.jsonl:malformed line" "bad_layer.jsonl:does not fit a model of depth 3" "bad_ranks.jsonl:ranks 0 is out of range"; do
+  f=${c%%:*}; want=${c#*:}
+  set +e; out=$("$bin" analyze --metrics "$f" --link-gbps 100 2>&1); rc=$?; set -e
+  if [ "$rc" -ne 2 ] || ! grep -qF -- "$want" <<<"$out" || grep -q "MPI_ABORT" <<<"$out"; then
+    echo "FAIL: analyze --metrics $f: exit $rc, want 2 and '$want'"; echo "$out" | head -3; exit 1
+  fi
+  echo "ok   analyze --metrics $f: $want"
+done

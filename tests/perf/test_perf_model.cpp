@@ -241,8 +241,34 @@ TEST(Analysis, PhasesSumToStepAndReportIsConsistent) {
   EXPECT_EQ(j.at("scaling").at("strong").size(), 11u);       // 1, 2, ..., 1024
   EXPECT_NEAR(j.at("scaling").at("weak")[0].at("efficiency").get<double>(), 1.0, 1e-12);
   EXPECT_FALSE(format_report(j).empty());
+  EXPECT_TRUE(j.at("warnings").empty());  // node layout unknown: no verdict
+  EXPECT_EQ(j.at("scaling").at("strategy").get<std::string>(), "bucketed 25 MiB");
+  // The scaling strategy is the user's: naive at 2 ranks pays the per-parameter all-reduces
+  // after backward, so it is never faster than bucketed with overlap.
+  AnalyzeOptions naive_opt;
+  naive_opt.scaling_strategy = "naive";
+  const auto jn = analyze(rec, m, naive_opt);
+  EXPECT_EQ(jn.at("scaling").at("strategy").get<std::string>(), "naive");
+  EXPECT_GE(jn.at("scaling").at("weak")[1].at("step_ms").get<double>(),
+            j.at("scaling").at("weak")[1].at("step_ms").get<double>());
+  EXPECT_GT(jn.at("scaling").at("weak")[1].at("exposed_comm_ms").get<double>(), 0.0);
+  // Oversubscription is named: 4 ranks x 1 compute thread on 2 cores; not 2 ranks, not 16 cores.
+  rec.ranks_per_node = 4;
+  rec.threads = 1;
+  rec.cores_per_node = 2;
+  const auto over = analyze(rec, m, AnalyzeOptions{});
+  ASSERT_EQ(over.at("warnings").size(), 1u);
+  EXPECT_NE(over.at("warnings")[0].get<std::string>().find("oversubscribed: 4 ranks"), std::string::npos);
+  EXPECT_NE(format_report(over).find("warning: oversubscribed"), std::string::npos);
+  rec.ranks_per_node = 2;
+  EXPECT_TRUE(analyze(rec, m, AnalyzeOptions{}).at("warnings").empty());
+  rec.ranks_per_node = 4;
+  rec.cores_per_node = 16;
+  EXPECT_TRUE(analyze(rec, m, AnalyzeOptions{}).at("warnings").empty());
   // Round trip of the run record.
   const RunRecord back = run_record_from_json(to_json(rec));
+  EXPECT_EQ(back.ranks_per_node, 4);
+  EXPECT_EQ(back.cores_per_node, 16);
   EXPECT_EQ(back.runs.at(0).steps.size(), 3u);
   EXPECT_DOUBLE_EQ(back.runs[0].mean().step_ms, rec.runs[0].mean().step_ms);
 }
