@@ -6,10 +6,12 @@
 #   ./setup.sh deps    install the dependencies only
 #   ./setup.sh build   install + build only
 #   ./setup.sh sanitize  install + build and test the sanitizer configurations (CMakePresets.json:
-#                      asan = ASan+UBSan in build-asan/, tsan = ThreadSanitizer in build-tsan/),
-#                      unit and MPI tests; CI runs it after `test`
-#   ./setup.sh fuzz    clang/libFuzzer build (preset fuzz, build-fuzz/), then FUZZ_SECONDS (default
-#                      15) of fuzzing per target (tests/fuzz/run_fuzz.sh); CI runs it last
+#                      asan = ASan+UBSan with clang in build-asan/, which also builds the libFuzzer
+#                      targets; tsan = ThreadSanitizer in build-tsan/), unit and MPI tests; CI runs
+#                      it after `test`
+#   ./setup.sh fuzz    the libFuzzer targets of build-asan/ (build preset fuzz: only what is missing
+#                      after `sanitize`), then FUZZ_SECONDS (default 15) of fuzzing per target
+#                      (tests/fuzz/run_fuzz.sh); CI runs it last
 #
 # Idempotent and quiet when everything is already installed. Settings from the environment:
 #   BUILD_DIR (default build), JOBS (default: number of cores), MICRODDP_CMAKE_ARGS (extra -D...),
@@ -97,10 +99,10 @@ case "$cmd" in
     ctest --output-on-failure -j "$JOBS" ${CTEST_ARGS:-}
     ;;
   sanitize) install_deps; sanitize ;;
-  fuzz)  # clang + libFuzzer + ASan/UBSan build of tests/fuzz, then a short run of every target
+  fuzz)  # the libFuzzer targets of the clang ASan/UBSan build (build-asan/), then a short run of each
     install_deps
-    cmake --preset fuzz >/dev/null && cmake --build --preset fuzz -j "$JOBS" &&
-      tests/fuzz/run_fuzz.sh build-fuzz "${FUZZ_SECONDS:-15}"
+    cmake --preset asan >/dev/null && cmake --build --preset fuzz -j "$JOBS" &&
+      tests/fuzz/run_fuzz.sh build-asan "${FUZZ_SECONDS:-15}"
     ;;
   *) echo "usage: $0 [run|test|deps|build|sanitize|fuzz]" >&2; exit 2 ;;
 esac

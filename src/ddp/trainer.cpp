@@ -22,9 +22,6 @@ using core::fnv1a64;
 using core::state_hash64;
 
 namespace {
-// Events one step records: step, data, forward, backward, optimizer, loss sync, comm wait, plus per
-// parameter a grad-ready instant and up to one collective, plus per-layer events when enabled.
-// With K micro-steps, data/forward/backward (and layer events) repeat K times.
 // A profiler range (NVTX with CudaOps, so nsys shows the phases; nothing on the CPU) for one scope.
 class OpsRange {
  public:
@@ -37,6 +34,9 @@ class OpsRange {
   kernels::Ops& ops_;
 };
 
+// Events one step records: step, data, forward, backward, optimizer, loss sync, comm wait, plus per
+// parameter a grad-ready instant and up to one collective, plus per-layer events when enabled.
+// With K micro-steps, data/forward/backward (and layer events) repeat K times.
 std::size_t events_per_step(const model::FullMLP& model, bool layer_events, std::int64_t micro_steps) {
   const std::size_t per_micro = 3 + (layer_events ? 2 * static_cast<std::size_t>(model.num_layers()) : 0);
   return 16 + 2 * model.params().size() + static_cast<std::size_t>(micro_steps) * per_micro;

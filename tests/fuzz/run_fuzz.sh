@@ -1,7 +1,7 @@
 #!/bin/bash
-# run_fuzz.sh — a short libFuzzer run of every fuzz target (CI: 20 s each), from a build made with
-# the `fuzz` preset (clang, ASan+UBSan, MICRODDP_FUZZ=ON).
-# Usage: run_fuzz.sh [BUILD_DIR (default build-fuzz)] [SECONDS per target (default 20)]
+# run_fuzz.sh — a short libFuzzer run of every fuzz target (CI: 15 s each), from a build made with
+# the `asan` preset (clang, ASan+UBSan, MICRODDP_FUZZ=ON; build preset `fuzz` builds just the targets).
+# Usage: run_fuzz.sh [BUILD_DIR (default build-asan)] [SECONDS per target (default 20)]
 #
 # The kept corpus (tests/fuzz/corpus/<target>/) seeds each run; new interesting inputs go to a
 # scratch copy, never into the repository. On a finding, libFuzzer writes the input to
@@ -9,7 +9,7 @@
 # tests/fuzz/corpus/<target>/ so the normal build replays it forever (ctest -L fuzz).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-build="$(cd "${1:-build-fuzz}" && pwd)"
+build="$(cd "${1:-build-asan}" && pwd)"
 seconds="${2:-20}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 seeds="$build/tests/fuzz/seeds"
