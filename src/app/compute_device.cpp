@@ -1,12 +1,10 @@
 // compute_device.cpp — --device: CPU ops or CUDA ops on the rank's GPU, and the matching backend.
 #include "app/compute_device.hpp"
 
-#include <mpi.h>
-
 #include <algorithm>
 
+#include "app/agreed_usage_error.hpp"
 #include "comm/factory.hpp"
-#include "comm/mpi_check.hpp"
 #include "core/error.hpp"
 
 #if MICRODDP_HAVE_CUDA
@@ -81,13 +79,7 @@ ComputeChoice choose_compute(const std::string& device, const std::string& comm,
   } catch (const core::UsageError& e) {
     error = e.what();
   }
-  int failed = error.empty() ? 0 : 1, any_failed = 0, all_failed = 0;
-  MDDP_MPI_CHECK(MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, mpi.world()));
-  MDDP_MPI_CHECK(MPI_Allreduce(&failed, &all_failed, 1, MPI_INT, MPI_MIN, mpi.world()));
-  if (any_failed) {
-    if (failed) core::throw_usage_error(error, all_failed == 1);
-    core::throw_usage_error("--device " + device + ": another rank cannot use its device", false);
-  }
+  agree_on_usage_error(mpi.world(), error, "--device " + device + ": another rank cannot use its device");
   return choice;
 }
 

@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "comm/mpi_check.hpp"
+#include "app/agreed_usage_error.hpp"
 #include "core/error.hpp"
 #include "io/checkpoint.hpp"
 #include "io/hdf5_dataset.hpp"
@@ -83,13 +83,7 @@ const data::DataSource* RunControl::open_data_source() {
   } catch (const core::UsageError& e) {
     error = e.what();
   }
-  int failed = error.empty() ? 0 : 1, all_failed = 0, any_failed = 0;
-  MDDP_MPI_CHECK(MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, mpi_.world()));
-  MDDP_MPI_CHECK(MPI_Allreduce(&failed, &all_failed, 1, MPI_INT, MPI_MIN, mpi_.world()));
-  if (any_failed) {
-    if (failed) core::throw_usage_error(error, all_failed == 1);
-    core::throw_usage_error("--data " + o_.data_path + " could not be opened on another rank", false);
-  }
+  agree_on_usage_error(mpi_.world(), error, "--data " + o_.data_path + " could not be opened on another rank");
   return data_.get();
 }
 

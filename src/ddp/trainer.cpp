@@ -61,6 +61,18 @@ Trainer::Trainer(const TrainConfig& config, comm::Communicator& comm, kernels::O
     device_labels_ = kernels::OpsBuffer<std::int32_t>(ops, rows);
     host_mirror_.resize(model_.param_count() * static_cast<std::int64_t>(1 + optimizer_->state_buffers().size()));
   }
+  device_state_ = optimizer_->state_buffers();
+  if (on_host_) {
+    host_state_.params = model_.param_data();  // CpuOps: the live buffers are host memory
+    host_state_.optimizer = device_state_;
+  } else {
+    const std::int64_t n = model_.param_count();
+    host_state_.params = host_mirror_.data();
+    for (std::size_t i = 0; i < device_state_.size(); ++i) {
+      host_state_.optimizer.push_back(
+          {device_state_[i].name, host_mirror_.data() + n * static_cast<std::int64_t>(i + 1), device_state_[i].count});
+    }
+  }
   MDDP_USAGE_CHECK(config.accum_steps >= 1, "accumulation steps must be >= 1, got " << config.accum_steps);
   MDDP_USAGE_CHECK(config.check_every >= 0, "check interval must be >= 0, got " << config.check_every);
   MDDP_USAGE_CHECK(std::isfinite(config.clip_grad_norm) && config.clip_grad_norm >= 0.0f,
@@ -73,7 +85,7 @@ Trainer::Trainer(const TrainConfig& config, comm::Communicator& comm, kernels::O
   std::sort(by_layer.begin(), by_layer.end(), [](const model::ParamInfo* a, const model::ParamInfo* b) {
     return a->layer != b->layer ? a->layer < b->layer : (!a->is_bias && b->is_bias);
   });
-  const HostState host = host_state();
+  const HostState& host = host_state_;
   for (const auto* p : by_layer) {
     state_entries_.push_back({p->name, host.params + p->offset, static_cast<std::size_t>(p->count) * sizeof(float)});
   }
@@ -159,45 +171,27 @@ void Trainer::verify_config_across_ranks() {
   }
 }
 
-Trainer::HostState Trainer::host_state() const {
-  HostState h;
-  auto buffers = optimizer_->state_buffers();
-  if (on_host_) {
-    h.params = const_cast<float*>(model_.param_data());  // CpuOps: the live buffers are host memory
-    h.optimizer = std::move(buffers);
-    return h;
-  }
-  const std::int64_t n = model_.param_count();
-  h.params = host_mirror_.data();
-  for (std::size_t i = 0; i < buffers.size(); ++i) {
-    h.optimizer.push_back({buffers[i].name, host_mirror_.data() + n * static_cast<std::int64_t>(i + 1), buffers[i].count});
-  }
-  return h;
-}
-
 void Trainer::state_to_host() const {
   if (on_host_) return;
-  const HostState h = host_state();
-  model_.param_buffer().to_host(h.params, 0, model_.param_count());
-  const auto device = optimizer_->state_buffers();
-  for (std::size_t i = 0; i < device.size(); ++i) {
-    ops_.copy_to_host(h.optimizer[i].data, device[i].data, static_cast<std::size_t>(device[i].count) * sizeof(float));
+  model_.param_buffer().to_host(host_state_.params, 0, model_.param_count());
+  for (std::size_t i = 0; i < device_state_.size(); ++i) {
+    ops_.copy_to_host(host_state_.optimizer[i].data, device_state_[i].data,
+                      static_cast<std::size_t>(device_state_[i].count) * sizeof(float));
   }
 }
 
 void Trainer::state_from_host() {
   if (on_host_) return;
-  const HostState h = host_state();
-  model_.param_buffer().from_host(h.params, 0, model_.param_count());
-  const auto device = optimizer_->state_buffers();
-  for (std::size_t i = 0; i < device.size(); ++i) {
-    ops_.copy_from_host(device[i].data, h.optimizer[i].data, static_cast<std::size_t>(device[i].count) * sizeof(float));
+  model_.param_buffer().from_host(host_state_.params, 0, model_.param_count());
+  for (std::size_t i = 0; i < device_state_.size(); ++i) {
+    ops_.copy_from_host(device_state_[i].data, host_state_.optimizer[i].data,
+                        static_cast<std::size_t>(device_state_[i].count) * sizeof(float));
   }
 }
 
 std::uint64_t Trainer::param_checksum() const {
   state_to_host();
-  return fnv1a64(host_state().params, static_cast<std::size_t>(model_.param_count()) * sizeof(float));
+  return fnv1a64(host_state_.params, static_cast<std::size_t>(model_.param_count()) * sizeof(float));
 }
 
 void Trainer::fill_state_hashes() {

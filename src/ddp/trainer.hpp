@@ -125,7 +125,7 @@ class Trainer {
     float* params = nullptr;                             // param_count floats
     std::vector<model::Optimizer::StateBuffer> optimizer;  // same names and counts as the optimizer's
   };
-  HostState host_state() const;
+  const HostState& host_state() const { return host_state_; }
   void state_to_host() const;
   void state_from_host();
 
@@ -171,6 +171,10 @@ class Trainer {
   kernels::OpsBuffer<std::int32_t> device_labels_;  // GPU only: labels_ uploaded
   // GPU only: host copies of [params | optimizer state buffers...] (hashes, checkpoints).
   mutable core::HostBuffer<float> host_mirror_;
+  // Built once in the constructor (the checks and checkpoints then allocate nothing): the host view
+  // (the live buffers with CpuOps, host_mirror_ on a GPU) and the optimizer's device-side buffers.
+  HostState host_state_;
+  std::vector<model::Optimizer::StateBuffer> device_state_;
   // All-reduced (sum) once per step: [loss, ranks with a non-finite loss, ranks with a non-finite
   // synchronised gradient]. Counts are small integers, exact in double.
   core::HostBuffer<double> loss_buf_;

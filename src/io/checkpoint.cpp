@@ -398,7 +398,7 @@ SaveResult save_checkpoint(MPI_Comm comm, const ddp::Trainer& trainer, const Sav
   // Host copies of the parameters and optimizer state (the live buffers with CpuOps; a refreshed
   // host mirror when they live on a GPU).
   trainer.state_to_host();
-  const ddp::Trainer::HostState host = trainer.host_state();
+  const ddp::Trainer::HostState& host = trainer.host_state();
   const auto& buffers = host.optimizer;
   std::vector<std::string> names;
   for (const auto& b : buffers) names.push_back(b.name);
@@ -650,7 +650,7 @@ ResumeResult resume(MPI_Comm comm, const std::string& spec, const std::string& d
   auto& model = trainer.model();
   check_layout_matches(param_layout(trainer.config().model), model.params());
   // Into the host view (the live buffers with CpuOps, the host mirror on a GPU), uploaded below.
-  const ddp::Trainer::HostState host = trainer.host_state();
+  const ddp::Trainer::HostState& host = trainer.host_state();
   if (rank == 0) std::memcpy(host.params, chosen.params.data(), chosen.params.size() * sizeof(float));
   bcast_floats(comm, host.params, model.param_count());
   const auto& buffers = host.optimizer;

@@ -25,6 +25,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm/factory.hpp"
@@ -61,7 +62,7 @@ struct RunState {
 RunState snapshot(Trainer& t, std::vector<StepRecord> records) {
   RunState r;
   t.state_to_host();
-  const Trainer::HostState h = t.host_state();
+  const Trainer::HostState& h = t.host_state();
   r.params.assign(h.params, h.params + t.model().param_count());
   for (const auto& b : h.optimizer) r.state.emplace_back(b.data, b.data + b.count);
   r.records = std::move(records);
@@ -120,22 +121,27 @@ std::vector<std::string> device_backends() {
   return out;
 }
 
-class DeviceTraining : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(DeviceTraining, MatchesCpuTraining) {
+// The reference (CpuOps over `mpi`) and the run under test (device ops over `backend`), same config.
+std::pair<RunState, RunState> cpu_and_device_runs(const TrainConfig& cfg, const std::string& backend, int gpu) {
   const auto& rt = microddp::testing::runtime();
-  const int gpu = gpu_for(GetParam());
-  if (gpu < 0) GTEST_SKIP() << "no GPU for backend " << GetParam() << " on every rank of this node";
-  const TrainConfig cfg = gpu_config();
   RunState cpu_run;
   {
     auto cpu = kernels::make_cpu_ops(1);
     auto comm = comm::make_communicator("mpi", rt);
     cpu_run = train(cfg, *comm, *cpu);
   }
-  auto gpu_ops = device_ops(gpu);
-  auto comm = comm::make_communicator(GetParam(), rt);
-  const RunState gpu_run = train(cfg, *comm, *gpu_ops);
+  auto ops = device_ops(gpu);
+  auto comm = comm::make_communicator(backend, rt);
+  return {std::move(cpu_run), train(cfg, *comm, *ops)};
+}
+
+class DeviceTraining : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DeviceTraining, MatchesCpuTraining) {
+  const int gpu = gpu_for(GetParam());
+  if (gpu < 0) GTEST_SKIP() << "no GPU for backend " << GetParam() << " on every rank of this node";
+  const TrainConfig cfg = gpu_config();
+  const auto [cpu_run, gpu_run] = cpu_and_device_runs(cfg, GetParam(), gpu);
   ASSERT_EQ(gpu_run.records.size(), cpu_run.records.size());
   for (std::size_t s = 0; s < cpu_run.records.size(); ++s) {
     EXPECT_NEAR(gpu_run.records[s].loss, cpu_run.records[s].loss, 1e-4 * cpu_run.records[s].loss) << "step " << s + 1;
@@ -173,7 +179,7 @@ TEST_P(DeviceTraining, ResumeFromHostStateIsBitwise) {
   }
   Trainer resumed(cfg, *comm, *ops);
   resumed.setup();
-  const Trainer::HostState h = resumed.host_state();
+  const Trainer::HostState& h = resumed.host_state();
   std::memcpy(h.params, saved.params.data(), saved.params.size() * sizeof(float));
   ASSERT_EQ(h.optimizer.size(), saved.state.size());
   for (std::size_t i = 0; i < saved.state.size(); ++i) {
@@ -203,15 +209,7 @@ TEST_P(DeviceTraining, ClippingAndNanSkipMatchCpu) {
   cfg.faults.nan_rank = rt.size() - 1;  // the last rank's synchronised gradient gets a NaN at step 4
   cfg.faults.nan_step = 4;
   cfg.faults.nan_in_grad = true;
-  RunState cpu_run;
-  {
-    auto cpu = kernels::make_cpu_ops(1);
-    auto comm = comm::make_communicator("mpi", rt);
-    cpu_run = train(cfg, *comm, *cpu);
-  }
-  auto gpu_ops = device_ops(gpu);
-  auto comm = comm::make_communicator(GetParam(), rt);
-  const RunState gpu_run = train(cfg, *comm, *gpu_ops);
+  const auto [cpu_run, gpu_run] = cpu_and_device_runs(cfg, GetParam(), gpu);
   for (std::size_t s = 0; s < cpu_run.records.size(); ++s) {
     EXPECT_EQ(gpu_run.records[s].skipped, cpu_run.records[s].skipped) << "step " << s + 1;
     if (cpu_run.records[s].skipped) continue;

@@ -1,0 +1,17 @@
+// agreed_usage_error.hpp — ranks agree on the outcome of a step that can fail with bad input (a
+// data file that does not open, a device that is not there), so that the common case, every rank
+// failing the same way, ends as one message and exit 2 everywhere instead of an MPI_Abort.
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+
+namespace microddp::app {
+
+// Collective over `comm`. `error`: this rank's failure message ("" = it succeeded). Returns when no
+// rank failed. Otherwise a failing rank throws core::UsageError with its own message (agreed when
+// every rank failed), and a rank that succeeded throws `elsewhere` (not agreed).
+void agree_on_usage_error(MPI_Comm comm, const std::string& error, const std::string& elsewhere);
+
+}  // namespace microddp::app
