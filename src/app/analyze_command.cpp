@@ -31,6 +31,7 @@
 #include "kernels/ops.hpp"
 #include "perf/alpha_beta.hpp"
 #include "perf/analysis.hpp"
+#include "perf/peer_arrival.hpp"
 #include "perf/step_stats.hpp"
 
 namespace microddp::app {
@@ -168,8 +169,10 @@ perf::RunRecord AnalyzeCommand::fresh_run(comm::Communicator& comm, const comm::
     run.strategy = s;
     run.bucket_mb = s == "bucketed" ? cfg.sync_options.bucket_mb : 0.0;
     perf::LayerTimesMean layers;
+    perf::PeerArrival arrival;
     for (std::int64_t i = 0; i < warmup_ + opts_.config.steps; ++i) {
       const ddp::StepRecord r = trainer.step();
+      arrival.add(trainer.events().events(), r.step, /*keep=*/i >= warmup_);
       if (i < warmup_) continue;
       run.steps.push_back(perf::step_stats(trainer.events().events(), r.step));
       layers.add(perf::layer_backward_times(trainer.events().events(), r.step));
@@ -177,6 +180,7 @@ perf::RunRecord AnalyzeCommand::fresh_run(comm::Communicator& comm, const comm::
     const perf::LayerTimes mean = layers.mean();
     run.layer_backward_ms = mean.backward_ms;
     run.layer_ids = mean.layer_ids;
+    run.peer_lag_ms = arrival.mean_lag_ms(comm);  // collective, after the timed steps
     rec.runs.push_back(run);
   }
   return rec;

@@ -20,6 +20,7 @@
 #include "ddp/trainer.hpp"
 #include "kernels/ops.hpp"
 #include "perf/metrics_jsonl.hpp"
+#include "perf/peer_arrival.hpp"
 #include "perf/step_stats.hpp"
 
 namespace microddp::app {
@@ -127,6 +128,7 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
   }
 
   perf::LayerTimesMean layer_times;  // steady state (first step skipped), with --layer-events
+  perf::PeerArrival arrival;         // steady state, for the metrics summary's peer_lag_ms
   std::vector<perf::StepStats> all_stats;
   all_stats.reserve(static_cast<std::size_t>(cfg.steps));
   double first_loss = 0.0, last_loss = 0.0;
@@ -136,6 +138,7 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     const perf::StepStats st = perf::step_stats(trainer.events().events(), rec.step);
     all_stats.push_back(st);
     if (cfg.layer_events && s > start) layer_times.add(perf::layer_backward_times(trainer.events().events(), rec.step));
+    if (!opts_.metrics_path.empty()) arrival.add(trainer.events().events(), rec.step, /*keep=*/s > start);
     if (s == start) first_loss = rec.loss;
     last_loss = rec.loss;
     if (metrics) metrics->write_step(st, rec.loss);
@@ -150,6 +153,8 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     if (control.after_step(trainer, *comm)) break;  // agreed signal: checkpointed, stop
   }
   trainer.check_divergence();  // at the end of every run (no-op if the last step was just checked)
+  // Collective (every rank has the metrics option): one all-reduce of the kept steps' arrivals.
+  const double peer_lag_ms = opts_.metrics_path.empty() ? 0.0 : arrival.mean_lag_ms(*comm);
   const double total_s = wall.elapsed_s();
   // Steady state: skip the first step (cold caches, lazy library set-up) when there are more.
   std::vector<perf::StepStats> steady(all_stats.begin() + (all_stats.size() > 1 ? 1 : 0), all_stats.end());
@@ -213,6 +218,7 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     j["param_checksum"] = checksum;
     j["skipped_steps"] = trainer.skipped_steps();
     j["divergence_checks"] = trainer.checks_done();
+    j["peer_lag_ms"] = peer_lag_ms;
     if (cfg.layer_events) {
       const perf::LayerTimes lt = layer_times.mean();
       j["layer_backward_ms"] = lt.backward_ms;

@@ -31,6 +31,9 @@ struct StrategyRun {
   std::vector<StepStats> steps;         // timed steps
   std::vector<double> layer_backward_ms;  // mean per layer, backward execution order
   std::vector<int> layer_ids;
+  // Mean per step of how much later than this rank the slowest rank finished backward (ms,
+  // perf::PeerArrival); 0 when unknown (a record written before it was measured).
+  double peer_lag_ms = 0;
   StepStats mean() const;
 };
 
@@ -40,8 +43,9 @@ struct RunRecord {
   int ranks = 1;
   int threads = 1;
   // Ranks on the busiest node and that node's hardware threads (0: unknown, e.g. an older record).
-  // With ranks_per_node * threads > cores_per_node the ranks time-slice the cores: the model has no
-  // term for that, and analyze() says so in "warnings".
+  // With ranks_per_node * threads > cores_per_node the ranks time-slice the cores: the step model
+  // then lets no collective overlap backward (StepProfile::time_sliced), and analyze() says so in
+  // "warnings".
   int ranks_per_node = 0;
   int cores_per_node = 0;
   std::string backend = "mpi";
@@ -49,6 +53,7 @@ struct RunRecord {
   std::string source;  // where it came from
   std::vector<StrategyRun> runs;
   std::int64_t rows_per_rank() const { return (global_batch + ranks - 1) / ranks; }
+  bool time_sliced() const { return ranks_per_node > 0 && cores_per_node > 0 && ranks_per_node * threads > cores_per_node; }
 };
 
 // Parameters of the MLP in gradient-ready order with their flat-buffer offsets (mirrors

@@ -67,6 +67,8 @@ StepPrediction simulate_async(const StepProfile& prof, const std::vector<ddp::Bu
     BucketTiming t;
     t.bytes = static_cast<double>(b.bytes());
     for (int p = b.first_param; p < b.end_param; ++p) t.ready_s = std::max(t.ready_s, ready[static_cast<std::size_t>(p)]);
+    if (prof.time_sliced) t.ready_s = std::max(t.ready_s, prof.backward_s);  // peers run once backward is over
+    t.ready_s += prof.peer_lag_s;                        // the slowest rank is ready this much later
     t.start_s = std::max(t.ready_s, link_free);
     const double cost = allreduce(t.bytes);
     t.end_s = t.start_s + cost;
@@ -90,11 +92,12 @@ StepPrediction predict_step(const StepProfile& prof, const std::string& strategy
       r.comm_total_s += c;
     }
     r.collectives = static_cast<std::int64_t>(prof.params.size());
-    r.exposed_comm_s = r.comm_total_s;
+    r.exposed_comm_s = prof.peer_lag_s + r.comm_total_s;
   } else if (strategy == "flat") {
     double bytes = 0;
     for (const auto& p : prof.params) bytes += static_cast<double>(p.count) * 4.0;
-    r.comm_total_s = r.exposed_comm_s = allreduce(bytes);
+    r.comm_total_s = allreduce(bytes);
+    r.exposed_comm_s = prof.peer_lag_s + r.comm_total_s;
     r.collectives = 1;
   } else if (strategy == "overlap") {
     r = simulate_async(prof, ddp::plan_per_parameter(prof.params), allreduce);

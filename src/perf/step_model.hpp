@@ -12,8 +12,11 @@
 //   bucketed  one async all-reduce per bucket (ddp::plan_buckets), launched when its LAST gradient
 //             is ready
 //   For async strategies the collectives run one at a time on the communication thread, so
-//       start_b = max(ready_b, end_{b-1}),  end_b = start_b + T(S_b),
-//       exposed = max(0, end_last - backward_end).
+//       start_b = max(ready_b + lag, end_{b-1}),  end_b = start_b + T(S_b),
+//       exposed = max(0, end_last - backward_end),
+//   where lag (peer_lag_s) is how much later the slowest rank gets there; naive and flat pay it once
+//   (exposed = lag + Σ T). On a time-sliced node (time_sliced) ready_b is at least backward_end:
+//   every collective runs after backward, exposed = lag + Σ T(S_b) for every strategy.
 //   step = data + forward + backward + exposed + loss_sync + optimizer (+ measured untimed rest).
 // Within a layer's backward (model/mlp.cpp) the bias gradient is ready at its start, the weight's
 // after the dW GEMM, i.e. half-way (dW and dX GEMMs have equal FLOPs; layer 0 has no dX).
@@ -37,6 +40,13 @@ struct StepProfile {
   std::vector<int> layer_ids;  // the model layer of each entry above
   std::vector<model::ParamInfo> params;  // gradient-ready order
   std::int64_t rows_per_rank = 0;        // local batch the compute was measured at
+  // Mean per step of how much later than this rank the slowest rank finished backward
+  // (perf::PeerArrival): no all-reduce can complete before the last rank is ready.
+  double peer_lag_s = 0;
+  // The node's ranks time-slice its cores (ranks per node x threads > cores): a collective needs
+  // all its ranks running at once, which a busy time-sliced node grants only after backward, so
+  // no collective overlaps backward.
+  bool time_sliced = false;
   double compute_s() const { return data_s + forward_s + backward_s + optimizer_s; }
 };
 

@@ -6,8 +6,8 @@
 #      and the gaps between events are all that is not inside a phase)
 #   3. train --metrics --layer-events on 2 ranks (the summary holds the per-layer backward times),
 #      then analyze --metrics with the saved model and --scaling-strategy flat
-#   4. malformed records (a mistyped field, a layer id outside the model, ranks 0): exit 2 with a
-#      message naming the problem, no abort
+#   4. malformed records (a mistyped field, a layer id outside the model, ranks 0, a negative peer
+#      lag): exit 2 with a message naming the problem, no abort
 set -euo pipefail
 bin=$1; mpiexec=$2; shift 2
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
@@ -46,6 +46,10 @@ summary = [json.loads(l) for l in open("m.jsonl") if '"summary"' in l][-1]
 assert summary["layer_ids"] == [3, 2, 1, 0], summary.get("layer_ids")
 assert len(summary["layer_backward_ms"]) == 4 and all(t > 0 for t in summary["layer_backward_ms"]), summary
 assert summary["config"]["ranks_per_node"] == 2 and summary["config"]["cores_per_node"] >= 1
+# The straggler lag is measured (>= 0 by definition) in the summary and in every saved strategy run.
+assert summary["peer_lag_ms"] >= 0, summary.get("peer_lag_ms")
+assert all(r["peer_lag_ms"] >= 0 for r in json.load(open("run.json"))["runs"])
+assert all(s["peer_lag_ms"] >= 0 for s in rec["strategies"]) and met["strategies"][0]["peer_lag_ms"] == summary["peer_lag_ms"]
 # Malformed copies for step 4.
 def mutate(name, f):
     lines = [json.loads(l) for l in open("m.jsonl")]
@@ -54,9 +58,10 @@ def mutate(name, f):
 mutate("bad_type.jsonl", lambda j: j.__setitem__("layer_ids", "x"))
 mutate("bad_layer.jsonl", lambda j: j.__setitem__("layer_ids", [3, 2, 1, 9]))
 mutate("bad_ranks.jsonl", lambda j: j["config"].__setitem__("ranks", 0))
+mutate("bad_lag.jsonl", lambda j: j.__setitem__("peer_lag_ms", -1.0))
 print("analyze on recorded runs: consistent")
 PY
-for c in "bad_type.jsonl:malformed line" "bad_layer.jsonl:does not fit a model of depth 3" "bad_ranks.jsonl:ranks 0 is out of range"; do
+for c in "bad_type.jsonl:malformed line" "bad_layer.jsonl:does not fit a model of depth 3" "bad_ranks.jsonl:ranks 0 is out of range" "bad_lag.jsonl:peer_lag_ms -1"; do
   f=${c%%:*}; want=${c#*:}
   set +e; out=$("$bin" analyze --metrics "$f" --link-gbps 100 2>&1); rc=$?; set -e
   if [ "$rc" -ne 2 ] || ! grep -qF -- "$want" <<<"$out" || grep -q "MPI_ABORT" <<<"$out"; then

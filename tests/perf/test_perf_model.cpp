@@ -11,6 +11,7 @@
 #include "ddp/bucket_planner.hpp"
 #include "perf/alpha_beta.hpp"
 #include "perf/analysis.hpp"
+#include "perf/peer_arrival.hpp"
 #include "perf/step_model.hpp"
 
 namespace microddp::perf {
@@ -171,6 +172,63 @@ TEST(StepModel, HandComputedStrategies) {
   EXPECT_EQ(predict_step(p, "bucketed", c, 64).collectives, static_cast<std::int64_t>(plan.size()));
 }
 
+TEST(StepModel, PeerLagAndTimeSlicingByHand) {
+  StepProfile p = tiny_profile();
+  p.peer_lag_s = 0.3e-3;  // the slowest rank is 0.3 ms behind this one
+  const AllReduceTime c = [](double) { return 0.4e-3; };
+  const double compute = 1e-3 + 2e-3 + 0.5e-3;
+  // Blocking strategies wait for the slowest rank once, then run as before.
+  EXPECT_NEAR(predict_step(p, "naive", c).exposed_comm_s, 0.3e-3 + 1.6e-3, 1e-12);
+  EXPECT_NEAR(predict_step(p, "flat", c).step_s, compute + 0.3e-3 + 0.4e-3, 1e-12);
+  // Overlap: every gradient is ready 0.3 ms later on the slowest rank:
+  // b1 0.3->0.7, W1 0.8->1.2, b0 1.3->1.7, W0 2.3->2.7: exposed 0.7 ms past backward end.
+  StepPrediction ov = predict_step(p, "overlap", c);
+  EXPECT_NEAR(ov.buckets[1].start_s, 0.8e-3, 1e-12);
+  EXPECT_NEAR(ov.exposed_comm_s, 0.7e-3, 1e-12);
+  // Time-sliced node: nothing starts before backward ends (2 ms) plus the lag, then one after the
+  // other: 2.3->2.7->3.1->3.5->3.9, exposed 1.9 ms = lag + 4 x 0.4 ms, whatever the overlap.
+  p.time_sliced = true;
+  ov = predict_step(p, "overlap", c);
+  EXPECT_NEAR(ov.buckets[0].start_s, 2.3e-3, 1e-12);
+  EXPECT_NEAR(ov.exposed_comm_s, 1.9e-3, 1e-12);
+  EXPECT_NEAR(predict_step(p, "bucketed", c, 1e9).exposed_comm_s, 0.3e-3 + 0.4e-3, 1e-12);
+  // Blocking strategies are unchanged by time slicing (they never overlapped).
+  EXPECT_NEAR(predict_step(p, "naive", c).exposed_comm_s, 0.3e-3 + 1.6e-3, 1e-12);
+  // Without lag, time slicing alone turns overlap into naive's exposure (same collectives, serial).
+  p.peer_lag_s = 0;
+  EXPECT_NEAR(predict_step(p, "overlap", c).exposed_comm_s, predict_step(p, "naive", c).exposed_comm_s, 1e-12);
+}
+
+TEST(PeerArrival, ArrivalIsBackwardEndSinceThePreviousLossSync) {
+  using core::Event;
+  using core::EventKind;
+  auto ev = [](EventKind k, std::int64_t step, std::int64_t b_ms, std::int64_t e_ms) {
+    Event e;
+    e.kind = k;
+    e.step = step;
+    e.begin_ns = b_ms * 1000000;
+    e.end_ns = e_ms * 1000000;
+    return e;
+  };
+  PeerArrival a;
+  // Step 0: loss sync ends at 10 ms (reference only: no predecessor, never kept).
+  a.add({ev(EventKind::Backward, 0, 2, 8), ev(EventKind::LossSync, 0, 9, 10)}, 0, true);
+  EXPECT_EQ(a.kept(), 0);
+  // Step 1 with two micro-steps: the LAST backward end (25 ms) counts: arrival 15 ms. Not kept.
+  a.add({ev(EventKind::Backward, 1, 12, 18), ev(EventKind::Backward, 1, 19, 25), ev(EventKind::LossSync, 1, 26, 27)}, 1, false);
+  EXPECT_EQ(a.kept(), 0);
+  // Step 2 kept: backward ends at 40, previous sync ended at 27: 13 ms. Events of other steps ignored.
+  a.add({ev(EventKind::Backward, 1, 0, 99), ev(EventKind::Backward, 2, 30, 40), ev(EventKind::LossSync, 2, 41, 42)}, 2, true);
+  ASSERT_EQ(a.kept(), 1);
+  EXPECT_DOUBLE_EQ(a.arrivals_ms()[0], 13.0);
+  // A step without the events it needs is a programming error, not a silent 0.
+  EXPECT_THROW(a.add({ev(EventKind::LossSync, 3, 50, 51)}, 3, true), std::exception);
+  // Lag: per step the latest arrival minus own, averaged: (2 + 0 + 4) / 3.
+  EXPECT_DOUBLE_EQ(mean_lag_ms({10, 12, 6}, {12, 12, 10}), 2.0);
+  EXPECT_DOUBLE_EQ(mean_lag_ms({}, {}), 0.0);
+  EXPECT_THROW(mean_lag_ms({1}, {}), std::exception);
+}
+
 TEST(StepModel, BestBucketBalancesLatencyAndTail) {
   // 8 equal layers of 1 MiB weights: α = 1 ms dominates, so one big bucket wins over many small.
   StepProfile p;
@@ -265,8 +323,23 @@ TEST(Analysis, PhasesSumToStepAndReportIsConsistent) {
   rec.ranks_per_node = 4;
   rec.cores_per_node = 16;
   EXPECT_TRUE(analyze(rec, m, AnalyzeOptions{}).at("warnings").empty());
+  // The measured peer lag is exposed in the predictions (flat: lag + T), and on the time-sliced
+  // node (4 ranks on 2 cores) too; it round-trips through the record.
+  rec.runs[0].peer_lag_ms = 1.5;
+  const double flat_ms = j.at("strategies")[0].at("predicted").at("step_ms").get<double>();
+  const auto lagged = analyze(rec, m, AnalyzeOptions{});
+  EXPECT_NEAR(lagged.at("strategies")[0].at("predicted").at("step_ms").get<double>(), flat_ms + 1.5, 1e-9);
+  EXPECT_DOUBLE_EQ(lagged.at("breakdown").at("peer_lag_ms").get<double>(), 1.5);
+  EXPECT_NE(format_report(lagged).find("finishes backward 1.500 ms later"), std::string::npos);
+  // Scaling assumes dedicated cores and no straggler: unchanged by this node's lag.
+  EXPECT_DOUBLE_EQ(lagged.at("scaling").at("weak")[1].at("step_ms").get<double>(),
+                   j.at("scaling").at("weak")[1].at("step_ms").get<double>());
   // Round trip of the run record.
   const RunRecord back = run_record_from_json(to_json(rec));
+  EXPECT_DOUBLE_EQ(back.runs.at(0).peer_lag_ms, 1.5);
+  auto bad = to_json(rec);
+  bad["runs"][0]["peer_lag_ms"] = -1.0;
+  EXPECT_THROW(run_record_from_json(bad), core::UsageError);
   EXPECT_EQ(back.ranks_per_node, 4);
   EXPECT_EQ(back.cores_per_node, 16);
   EXPECT_EQ(back.runs.at(0).steps.size(), 3u);

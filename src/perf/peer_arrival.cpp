@@ -1,0 +1,42 @@
+// peer_arrival.cpp — arrival times at the end of backward and the lag behind the slowest rank.
+#include "perf/peer_arrival.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "core/host_buffer.hpp"
+#include "core/tensor_view.hpp"
+
+namespace microddp::perf {
+
+void PeerArrival::add(const std::vector<core::Event>& events, std::int64_t step, bool keep) {
+  std::int64_t backward_end = -1, sync_end = -1;
+  for (const core::Event& e : events) {
+    if (e.step != step) continue;
+    if (e.kind == core::EventKind::Backward) backward_end = std::max(backward_end, e.end_ns);
+    if (e.kind == core::EventKind::LossSync) sync_end = std::max(sync_end, e.end_ns);
+  }
+  MDDP_CHECK(backward_end >= 0 && sync_end >= 0, "peer arrival: step " << step << " has no backward or loss-sync event");
+  if (keep && last_sync_end_ns_ >= 0) {
+    arrival_ms_.push_back(static_cast<double>(backward_end - last_sync_end_ns_) * 1e-6);
+  }
+  last_sync_end_ns_ = sync_end;
+}
+
+double mean_lag_ms(const std::vector<double>& own_ms, const std::vector<double>& latest_ms) {
+  MDDP_CHECK(own_ms.size() == latest_ms.size(), "peer arrival: " << own_ms.size() << " arrivals vs " << latest_ms.size() << " maxima");
+  if (own_ms.empty()) return 0.0;
+  double sum = 0.0;
+  for (std::size_t k = 0; k < own_ms.size(); ++k) sum += std::max(0.0, latest_ms[k] - own_ms[k]);
+  return sum / static_cast<double>(own_ms.size());
+}
+
+double PeerArrival::mean_lag_ms(comm::Communicator& comm) const {
+  if (arrival_ms_.empty()) return 0.0;
+  core::HostBuffer<double> latest(arrival_ms_.size());
+  std::copy(arrival_ms_.begin(), arrival_ms_.end(), latest.data());
+  comm.all_reduce(core::TensorView::of(latest.data(), static_cast<std::int64_t>(arrival_ms_.size())), comm::ReduceOp::Max);
+  return perf::mean_lag_ms(arrival_ms_, std::vector<double>(latest.data(), latest.data() + arrival_ms_.size()));
+}
+
+}  // namespace microddp::perf
