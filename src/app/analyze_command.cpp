@@ -58,7 +58,8 @@ class AnalyzeCommand final : public Command {
     sub->add_option("--bench", bench_path_, "Fit the model from `microddp bench collectives` CSV/JSON output");
     sub->add_flag("--fit", fit_only_, "Only fit the communication model (from --bench, or an in-process sweep) and exit");
     sub->add_option("--fit-out", fit_out_, "Write the fitted communication model to this JSON file");
-    sub->add_option("--fit-max-mb", fit_max_mb_, "Largest all-reduce of the in-process sweep (MiB)")
+    sub->add_option("--fit-max-mb", fit_max_mb_,
+                    "Largest all-reduce of the in-process sweep (MiB); the sweep always reaches the whole gradient too")
         ->check(CLI::Range(0.001, 4096.0))->capture_default_str();
     sub->add_option("--link-gbps", aopt_.link_gbps, "Scaling prediction: link bandwidth in Gbit/s (0 = use the fitted model)")
         ->check(CLI::Range(0.0, 1e6))->capture_default_str();
@@ -104,16 +105,25 @@ class AnalyzeCommand final : public Command {
   perf::AnalyzeOptions aopt_;
 };
 
-// All-reduce sweep on this job's ranks: sizes 4 B .. --fit-max-mb by factors of 4, the median of 7
-// repetitions (after 2 warm-ups) of the slowest rank, sync and async. Preallocated buffer.
+// All-reduce sweep on this job's ranks: sizes 4 B .. max(--fit-max-mb, the whole gradient) by
+// factors of 2, ending exactly at the maximum; the median of 7 repetitions (after 2 warm-ups) of the
+// slowest rank, sync and async. Preallocated buffer. Why it reaches the whole gradient: `flat`
+// all-reduces exactly that, and above ~32 MiB this machine's all-reduce gets slower per byte
+// (docs/performance.md): a fit that stops short extrapolates a regime it never saw.
 perf::CommModel AnalyzeCommand::sweep_fit(comm::Communicator& comm, const comm::MpiRuntime& mpi) {
-  const auto max_count = std::max<std::int64_t>(1, static_cast<std::int64_t>(fit_max_mb_ * (1 << 20) / 4));
+  std::int64_t gradient_count = 0;
+  for (const auto& p : perf::mlp_params(opts_.config.model)) gradient_count += p.count;
+  const auto max_count =
+      std::max<std::int64_t>({1, static_cast<std::int64_t>(fit_max_mb_ * (1 << 20) / 4), gradient_count});
+  std::vector<std::int64_t> counts;
+  for (std::int64_t count = 1; count < max_count; count *= 2) counts.push_back(count);
+  counts.push_back(max_count);
   core::HostBuffer<float> buf(max_count);
   std::fill(buf.data(), buf.data() + max_count, 1.0f);
   core::HostBuffer<double> t(1);
   std::vector<perf::Sample> sync_samples, async_samples;
   constexpr int kReps = 7, kWarm = 2;  // 7: odd, a true median; 2 warm-ups: first-touch + lazy set-up
-  for (std::int64_t count = 1; count <= max_count; count *= 4) {
+  for (const std::int64_t count : counts) {
     for (int async = 0; async < 2; ++async) {
       std::vector<double> times;
       for (int rep = 0; rep < kWarm + kReps; ++rep) {
@@ -136,7 +146,7 @@ perf::CommModel AnalyzeCommand::sweep_fit(comm::Communicator& comm, const comm::
     perf::ModelEntry e;
     e.backend = opts_.comm + (async ? "/async" : "");
     e.algorithm = perf::algorithm_for_backend(opts_.comm);
-    e.fit = perf::fit_alpha_beta(perf::Collective::AllReduce, e.algorithm, async ? async_samples : sync_samples);
+    e.fit = perf::fit_alpha_beta_regimes(perf::Collective::AllReduce, e.algorithm, async ? async_samples : sync_samples);
     e.ranks = {mpi.size()};
     m.entries.push_back(e);
   }
@@ -218,6 +228,14 @@ int AnalyzeCommand::run(const comm::MpiRuntime& mpi) {
                     f.model.alpha_s * 1e6, f.model.beta_s_per_byte * 1e9,
                     f.model.beta_s_per_byte > 0 ? 1e-9 / f.model.beta_s_per_byte : 0.0, f.r2, 100 * f.rms_rel_residual,
                     100 * f.max_rel_residual);
+        // With size regimes the columns above are the one line's α, β and the regimes' quality.
+        if (!f.regimes.empty()) {
+          std::printf("    %zu size regimes (one line alone: rms_rel %.1f%%):\n", f.regimes.size(), 100 * f.line_rms_rel_residual);
+        }
+        for (const auto& g : f.regimes) {
+          std::printf("      from %12.0f B: alpha %10.3f us  beta %12.5f ns/B\n", g.from_bytes, g.model.alpha_s * 1e6,
+                      g.model.beta_s_per_byte * 1e9);
+        }
       }
       if (!fit_out_.empty()) std::printf("# model written to %s\n", fit_out_.c_str());
     }

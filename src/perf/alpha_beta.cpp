@@ -157,6 +157,35 @@ AlphaBeta AlphaBeta::from_link(double gbps, double latency_us, double gamma_s_pe
   return AlphaBeta{latency_us * 1e-6, 8.0 / (gbps * 1e9), gamma_s_per_byte};
 }
 
+namespace {
+// R², rms and max relative residual of what `r` predicts (its regimes, if any) on the samples.
+void set_quality(FitResult& r, Collective coll, Algorithm algo, const std::vector<Sample>& samples) {
+  int used = 0;
+  double mean = 0;
+  for (const Sample& s : samples) {
+    if (!(s.seconds > 0) || s.ranks < 2) continue;
+    mean += s.seconds;
+    ++used;
+  }
+  r.samples = used;
+  if (used == 0) return;
+  mean /= used;
+  double ss_res = 0, ss_tot = 0, rel2 = 0;
+  r.max_rel_residual = 0;
+  for (const Sample& s : samples) {
+    if (!(s.seconds > 0) || s.ranks < 2) continue;
+    const double pred = r.model_for(s.bytes).time_s(cost_coefficients(coll, algo, s.ranks, s.bytes));
+    ss_res += (pred - s.seconds) * (pred - s.seconds);
+    ss_tot += (s.seconds - mean) * (s.seconds - mean);
+    const double rel = (pred - s.seconds) / s.seconds;
+    rel2 += rel * rel;
+    r.max_rel_residual = std::max(r.max_rel_residual, std::abs(rel));
+  }
+  r.r2 = ss_tot > 0 ? 1.0 - ss_res / ss_tot : 1.0;
+  r.rms_rel_residual = std::sqrt(rel2 / used);
+}
+}  // namespace
+
 FitResult fit_alpha_beta(Collective coll, Algorithm algo, const std::vector<Sample>& samples, double gamma_s_per_byte) {
   // Weighted normal equations for y ≈ a·α + b·β, y = T - c·γ, weights w = 1/T².
   double saa = 0, sab = 0, sbb = 0, say = 0, sby = 0;
@@ -212,24 +241,77 @@ FitResult fit_alpha_beta(Collective coll, Algorithm algo, const std::vector<Samp
   }
   FitResult r;
   r.model = AlphaBeta{alpha, beta, gamma_s_per_byte};
-  r.samples = used;
-  double mean = 0;
-  for (const Sample& s : samples)
-    if (s.seconds > 0 && s.ranks >= 2) mean += s.seconds;
-  mean /= used;
-  double ss_res = 0, ss_tot = 0, rel2 = 0;
+  set_quality(r, coll, algo, samples);
+  r.line_rms_rel_residual = r.rms_rel_residual;
+  return r;
+}
+
+const AlphaBeta& FitResult::model_for(double bytes) const {
+  const AlphaBeta* m = &model;
+  for (const SizeRegime& g : regimes) {
+    if (g.from_bytes > bytes) break;
+    m = &g.model;
+  }
+  return *m;
+}
+
+FitResult fit_alpha_beta_regimes(Collective coll, Algorithm algo, const std::vector<Sample>& samples,
+                                 double gamma_s_per_byte, int max_regimes) {
+  FitResult best = fit_alpha_beta(coll, algo, samples, gamma_s_per_byte);
+  std::vector<Sample> usable;
+  std::set<double> size_set;
   for (const Sample& s : samples) {
     if (!(s.seconds > 0) || s.ranks < 2) continue;
-    const double pred = r.model.time_s(cost_coefficients(coll, algo, s.ranks, s.bytes));
-    ss_res += (pred - s.seconds) * (pred - s.seconds);
-    ss_tot += (s.seconds - mean) * (s.seconds - mean);
-    const double rel = (pred - s.seconds) / s.seconds;
-    rel2 += rel * rel;
-    r.max_rel_residual = std::max(r.max_rel_residual, std::abs(rel));
+    usable.push_back(s);
+    size_set.insert(s.bytes);
   }
-  r.r2 = ss_tot > 0 ? 1.0 - ss_res / ss_tot : 1.0;
-  r.rms_rel_residual = std::sqrt(rel2 / used);
-  return r;
+  const std::vector<double> sizes(size_set.begin(), size_set.end());
+  const auto n = static_cast<double>(usable.size());
+  constexpr std::size_t kMinSizes = 3;
+  // BIC on relative residuals; RSS floored so exact synthetic data does not reward extra regimes.
+  auto bic = [&](double rms_rel, int regimes) {
+    const double rss = std::max(n * rms_rel * rms_rel, n * 1e-12);
+    return n * std::log(rss / n) + (3.0 * regimes - 1.0) * std::log(n);
+  };
+  double best_bic = bic(best.rms_rel_residual, 1);
+  // cuts: indices into `sizes` where a new regime starts (ascending). Tries every placement of
+  // 1 .. max_regimes-1 cuts with >= kMinSizes sizes per regime (a sweep has ~10-30 sizes).
+  std::vector<std::size_t> cuts;
+  auto evaluate = [&]() {
+    FitResult f = best;
+    f.regimes.clear();
+    for (std::size_t k = 0; k <= cuts.size(); ++k) {
+      const double lo = k == 0 ? 0.0 : sizes[cuts[k - 1]];
+      const double hi = k == cuts.size() ? sizes.back() : sizes[cuts[k] - 1];
+      std::vector<Sample> part;
+      for (const Sample& s : usable)
+        if (s.bytes >= lo && s.bytes <= hi) part.push_back(s);
+      SizeRegime g;
+      g.from_bytes = k == 0 ? 0.0 : std::sqrt(sizes[cuts[k - 1] - 1] * sizes[cuts[k - 1]]);
+      g.model = fit_alpha_beta(coll, algo, part, gamma_s_per_byte).model;
+      f.regimes.push_back(g);
+    }
+    set_quality(f, coll, algo, usable);
+    const double b = bic(f.rms_rel_residual, static_cast<int>(f.regimes.size()));
+    if (b < best_bic) {
+      best_bic = b;
+      best = f;
+    }
+  };
+  const std::size_t m = sizes.size();
+  if (max_regimes >= 2) {
+    for (std::size_t c1 = kMinSizes; c1 + kMinSizes <= m; ++c1) {
+      cuts = {c1};
+      evaluate();
+      if (max_regimes >= 3) {
+        for (std::size_t c2 = c1 + kMinSizes; c2 + kMinSizes <= m; ++c2) {
+          cuts = {c1, c2};
+          evaluate();
+        }
+      }
+    }
+  }
+  return best;
 }
 
 const ModelEntry* CommModel::find(std::string_view backend, Collective coll) const {
@@ -242,7 +324,15 @@ double CommModel::time_s(std::string_view backend, Collective coll, int ranks, d
   const ModelEntry* e = find(backend, coll);
   MDDP_USAGE_CHECK(e != nullptr, "the communication model has no " << collective_name(coll) << " entry for backend '"
                                                                     << backend << "' (source: " << source << ")");
-  return e->fit.model.time_s(cost_coefficients(coll, e->algorithm, ranks, bytes));
+  return e->time_s(ranks, bytes);
+}
+
+nlohmann::json regimes_json(const std::vector<SizeRegime>& regimes) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& g : regimes) {
+    a.push_back({{"from_bytes", g.from_bytes}, {"alpha_us", g.model.alpha_s * 1e6}, {"beta_ns_per_byte", g.model.beta_s_per_byte * 1e9}});
+  }
+  return a;
 }
 
 nlohmann::json to_json(const CommModel& m) {
@@ -259,6 +349,8 @@ nlohmann::json to_json(const CommModel& m) {
                        {"r2", e.fit.r2},
                        {"rms_rel_residual", e.fit.rms_rel_residual},
                        {"max_rel_residual", e.fit.max_rel_residual},
+                       {"line_rms_rel_residual", e.fit.line_rms_rel_residual},
+                       {"regimes", regimes_json(e.fit.regimes)},
                        {"ranks", e.ranks}});
   }
   return {{"type", "microddp_comm_model"}, {"version", 1}, {"source", m.source}, {"entries", entries}};
@@ -287,6 +379,22 @@ CommModel comm_model_from_json(const nlohmann::json& j) {
     me.fit.r2 = e.value("r2", 0.0);
     me.fit.rms_rel_residual = e.value("rms_rel_residual", 0.0);
     me.fit.max_rel_residual = e.value("max_rel_residual", 0.0);
+    me.fit.line_rms_rel_residual = e.value("line_rms_rel_residual", me.fit.rms_rel_residual);
+    double previous_from = -1;
+    for (const auto& g : e.value("regimes", nlohmann::json::array())) {
+      SizeRegime r;
+      r.from_bytes = g.at("from_bytes").get<double>();
+      r.model.alpha_s = g.at("alpha_us").get<double>() * 1e-6;
+      r.model.beta_s_per_byte = g.at("beta_ns_per_byte").get<double>() * 1e-9;
+      r.model.gamma_s_per_byte = me.fit.model.gamma_s_per_byte;
+      MDDP_USAGE_CHECK(std::isfinite(r.from_bytes) && r.from_bytes > previous_from && (me.fit.regimes.empty() ? r.from_bytes == 0 : true) &&
+                           std::isfinite(r.model.alpha_s) && r.model.alpha_s >= 0 && std::isfinite(r.model.beta_s_per_byte) &&
+                           r.model.beta_s_per_byte >= 0,
+                       "communication model entry " << me.backend << ": size regime " << me.fit.regimes.size()
+                                                    << " needs from_bytes ascending from 0 and finite alpha, beta >= 0");
+      previous_from = r.from_bytes;
+      me.fit.regimes.push_back(r);
+    }
     if (e.contains("ranks")) me.ranks = e.at("ranks").get<std::vector<int>>();
     m.entries.push_back(me);
   }
@@ -487,7 +595,7 @@ CommModel fit_bench_rows(const std::vector<BenchRow>& rows, const std::string& s
       }
     }
     if (sizes.size() < 2) continue;
-    e.fit = fit_alpha_beta(e.collective, e.algorithm, samples);
+    e.fit = fit_alpha_beta_regimes(e.collective, e.algorithm, samples);
     e.ranks.assign(ranks.begin(), ranks.end());
     m.entries.push_back(e);
   }

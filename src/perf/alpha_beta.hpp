@@ -65,12 +65,25 @@ struct Sample {
   double seconds = 0;
 };
 
-struct FitResult {
+// α and β change with the message size: an MPI library switches protocol and algorithm (eager /
+// rendezvous, recursive doubling / ring), and a buffer that fits in the caches moves faster than
+// one streamed from DRAM (this machine: 16 MiB all-reduces at 0.28 ns/B, 64 MiB at 0.49 ns/B).
+// One line over 4 B .. 64 MiB misses both ends, so a fit may hold size regimes, each its own line.
+struct SizeRegime {
+  double from_bytes = 0;  // covers [from_bytes, the next regime's from_bytes); the first starts at 0
   AlphaBeta model;
+};
+
+struct FitResult {
+  AlphaBeta model;                  // one line over all sizes (what the table reports as α, β)
+  std::vector<SizeRegime> regimes;  // empty: `model` everywhere; else what predictions use
   int samples = 0;
+  // Quality of what predictions use (the regimes when there are any):
   double r2 = 0;                 // coefficient of determination of T (unweighted, on the data)
   double rms_rel_residual = 0;   // sqrt(mean(((pred - meas)/meas)^2))
   double max_rel_residual = 0;   // max |pred - meas| / meas
+  double line_rms_rel_residual = 0;  // the same for the one line `model` (shows what regimes gain)
+  const AlphaBeta& model_for(double bytes) const;
 };
 
 // Least squares for (α, β) with γ fixed. Residuals are weighted by 1/T (relative error), because
@@ -79,6 +92,14 @@ struct FitResult {
 // parameter refitted). Throws core::Error with fewer than 2 usable samples.
 FitResult fit_alpha_beta(Collective coll, Algorithm algo, const std::vector<Sample>& samples, double gamma_s_per_byte = 0);
 
+// The line above, and then up to max_regimes contiguous size ranges with a line each, every range
+// holding >= 3 distinct sizes. The number of regimes is chosen by the Bayesian information
+// criterion on the relative residuals (n·ln(RSS/n) + p·ln(n), p = 3 per regime - 1): a regime is
+// added only when it explains the data better by more than its extra parameters would by chance.
+// Boundaries lie at the geometric mean of the neighbouring measured sizes.
+FitResult fit_alpha_beta_regimes(Collective coll, Algorithm algo, const std::vector<Sample>& samples,
+                                 double gamma_s_per_byte = 0, int max_regimes = 3);
+
 // A fitted model per (backend, collective): the JSON file `analyze --fit` writes.
 struct ModelEntry {
   std::string backend;
@@ -86,6 +107,9 @@ struct ModelEntry {
   Algorithm algorithm = Algorithm::Ring;
   FitResult fit;
   std::vector<int> ranks;  // rank counts the fit saw
+  double time_s(int n, double bytes) const {  // this entry's algorithm, the regime of `bytes`
+    return fit.model_for(bytes).time_s(cost_coefficients(collective, algorithm, n, bytes));
+  }
 };
 
 struct CommModel {
@@ -97,6 +121,7 @@ struct CommModel {
 };
 
 nlohmann::json to_json(const CommModel& m);
+nlohmann::json regimes_json(const std::vector<SizeRegime>& regimes);  // [{from_bytes, alpha_us, beta_ns_per_byte}]
 CommModel comm_model_from_json(const nlohmann::json& j);
 // The text of a model file; `source` names it in errors. Any malformed input (not JSON, nesting
 // deeper than 64, missing or mistyped fields, non-finite or negative coefficients) throws

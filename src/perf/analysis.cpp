@@ -339,7 +339,7 @@ double model_allreduce_s(const CommModel& m, const std::string& backend, int ran
   if (ranks <= 1) return 0.0;
   if (async) {
     if (const ModelEntry* e = m.find(backend + "/async")) {
-      return e->fit.model.time_s(cost_coefficients(Collective::AllReduce, e->algorithm, ranks, bytes));
+      return e->time_s(ranks, bytes);
     }
   }
   return m.time_s(backend, Collective::AllReduce, ranks, bytes);
@@ -393,7 +393,10 @@ nlohmann::json analyze(const RunRecord& rec, const CommModel& model, const Analy
                     {"alpha_us", e.fit.model.alpha_s * 1e6},
                     {"beta_ns_per_byte", e.fit.model.beta_s_per_byte * 1e9},
                     {"r2", e.fit.r2},
-                    {"max_rel_residual", e.fit.max_rel_residual}});
+                    {"max_rel_residual", e.fit.max_rel_residual},
+                    {"line_rms_rel_residual", e.fit.line_rms_rel_residual},
+                    {"rms_rel_residual", e.fit.rms_rel_residual},
+                    {"regimes", regimes_json(e.fit.regimes)}});
   }
   out["comm_model"] = comm;
   nlohmann::json warnings = nlohmann::json::array();
@@ -505,9 +508,9 @@ nlohmann::json analyze(const RunRecord& rec, const CommModel& model, const Analy
   } else {
     const ModelEntry* e = model.find(backend);
     if (e != nullptr) {
-      const AlphaBeta ab = e->fit.model;
-      in.allreduce = [ab](int ranks, double bytes) {
-        return ab.time_s(cost_coefficients(Collective::AllReduce, Algorithm::Ring, ranks, bytes));
+      const FitResult fit = e->fit;
+      in.allreduce = [fit](int ranks, double bytes) {
+        return fit.model_for(bytes).time_s(cost_coefficients(Collective::AllReduce, Algorithm::Ring, ranks, bytes));
       };
       network = "fitted model of backend '" + backend + "' extrapolated as a ring all-reduce";
     } else {
@@ -543,7 +546,26 @@ std::string format_report(const nlohmann::json& r) {
                   e.at("beta_ns_per_byte").get<double>(),
                   e.at("beta_ns_per_byte").get<double>() > 0 ? 1.0 / e.at("beta_ns_per_byte").get<double>() : 0.0,
                   e.at("r2").get<double>(), 100.0 * e.at("max_rel_residual").get<double>());
-    o << buf;
+    const auto regimes = e.value("regimes", nlohmann::json::array());
+    if (!regimes.empty()) {
+      // The line above is the one-line fit; predictions use the size regimes below.
+      std::snprintf(buf, sizeof buf,
+                    "#   %-12s %-14s %-6s alpha %8.2f us  beta %8.4f ns/B (%6.2f GB/s)  one line: rms rel resid %.1f%%\n"
+                    "#     %zu size regimes (used for predictions): R2 %.4f  rms rel resid %.1f%%  max rel resid %.1f%%\n",
+                    e.at("backend").get<std::string>().c_str(), e.at("collective").get<std::string>().c_str(),
+                    e.at("algorithm").get<std::string>().c_str(), e.at("alpha_us").get<double>(),
+                    e.at("beta_ns_per_byte").get<double>(),
+                    e.at("beta_ns_per_byte").get<double>() > 0 ? 1.0 / e.at("beta_ns_per_byte").get<double>() : 0.0,
+                    100.0 * e.value("line_rms_rel_residual", 0.0), regimes.size(), e.at("r2").get<double>(),
+                    100.0 * e.value("rms_rel_residual", 0.0), 100.0 * e.at("max_rel_residual").get<double>());
+      for (const auto& g : regimes) {
+        o << buf;
+        const double beta = g.at("beta_ns_per_byte").get<double>();
+        std::snprintf(buf, sizeof buf, "#       from %10.0f B: alpha %8.2f us  beta %8.4f ns/B (%6.2f GB/s)\n",
+                      g.at("from_bytes").get<double>(), g.at("alpha_us").get<double>(), beta, beta > 0 ? 1.0 / beta : 0.0);
+      }
+    }
+    o << buf;  // the last line formatted above
   }
   const auto& b = r.at("breakdown");
   std::snprintf(buf, sizeof buf,

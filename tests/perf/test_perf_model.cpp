@@ -95,6 +95,69 @@ TEST(Fit, ClampsNegativeLatencyAndRejectsTooFewPoints) {
   EXPECT_THROW(fit_alpha_beta(Collective::AllReduce, Algorithm::Ring, {{2, 8, 1e-6}}), std::exception);
 }
 
+TEST(Fit, SizeRegimesRecoverAPiecewiseLine) {
+  // Two regimes with a switch between 1 MiB and 2 MiB (cache-resident vs DRAM-streamed): 2 µs and
+  // 8 GB/s below, 30 µs and 2 GB/s above. The one line misses both ends; the regimes are exact.
+  const AlphaBeta small{2e-6, 1.0 / 8e9, 0}, large{30e-6, 1.0 / 2e9, 0};
+  std::vector<Sample> s;
+  for (double bytes = 4; bytes <= 64 * kMiB; bytes *= 2) {
+    const AlphaBeta& ab = bytes <= kMiB ? small : large;
+    s.push_back({4, bytes, ab.time_s(cost_coefficients(Collective::AllReduce, Algorithm::Ring, 4, bytes))});
+  }
+  const FitResult f = fit_alpha_beta_regimes(Collective::AllReduce, Algorithm::Ring, s);
+  ASSERT_EQ(f.regimes.size(), 2u);
+  EXPECT_EQ(f.regimes[0].from_bytes, 0.0);
+  EXPECT_NEAR(f.regimes[1].from_bytes, std::sqrt(kMiB * 2 * kMiB), 1e-6);  // geometric middle of the gap
+  EXPECT_NEAR(f.regimes[0].model.alpha_s / small.alpha_s, 1.0, 1e-6);
+  EXPECT_NEAR(f.regimes[0].model.beta_s_per_byte / small.beta_s_per_byte, 1.0, 1e-6);
+  EXPECT_NEAR(f.regimes[1].model.alpha_s / large.alpha_s, 1.0, 1e-6);
+  EXPECT_NEAR(f.regimes[1].model.beta_s_per_byte / large.beta_s_per_byte, 1.0, 1e-6);
+  EXPECT_LT(f.max_rel_residual, 1e-6);
+  EXPECT_GT(f.line_rms_rel_residual, 0.1);  // the single line is visibly wrong here
+  EXPECT_EQ(&f.model_for(4 * kMiB), &f.regimes[1].model);
+  EXPECT_EQ(&f.model_for(100), &f.regimes[0].model);
+  // A model entry predicts with the regime of the size; the regimes survive the model file.
+  ModelEntry e;
+  e.backend = "mpi";
+  e.fit = f;
+  CommModel m;
+  m.entries.push_back(e);
+  const CommModel back = comm_model_from_json(to_json(m));
+  ASSERT_EQ(back.entries.at(0).fit.regimes.size(), 2u);
+  for (double bytes : {64.0, 3 * kMiB, 48 * kMiB}) {
+    const AlphaBeta& ab = bytes <= kMiB ? small : large;
+    const double want = ab.time_s(cost_coefficients(Collective::AllReduce, Algorithm::Ring, 4, bytes));
+    EXPECT_NEAR(back.time_s("mpi", Collective::AllReduce, 4, bytes) / want, 1.0, 1e-6) << bytes;
+  }
+  // Malformed regimes are refused with a message, never used: not starting at 0, not ascending.
+  auto j = to_json(m);
+  j["entries"][0]["regimes"][0]["from_bytes"] = 5.0;
+  EXPECT_THROW(comm_model_from_json(j), core::UsageError);
+  j = to_json(m);
+  j["entries"][0]["regimes"][1]["from_bytes"] = 0.0;
+  EXPECT_THROW(comm_model_from_json(j), core::UsageError);
+  j = to_json(m);
+  j["entries"][0]["regimes"][1]["beta_ns_per_byte"] = -1.0;
+  EXPECT_THROW(comm_model_from_json(j), core::UsageError);
+}
+
+TEST(Fit, SizeRegimesAreNotInventedFromOneLine) {
+  // Exact single-line data, and the same with ±5% noise: one line explains it, so no regimes
+  // (BIC: more parameters must pay for themselves), and the prediction stays within the noise.
+  const AlphaBeta ab{10e-6, 1.0 / 8e9, 0};
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(-0.05, 0.05);
+  for (double noise : {0.0, 1.0}) {
+    std::vector<Sample> s;
+    for (int rep = 0; rep < 3; ++rep)
+      for (double bytes = 4; bytes <= 64 * kMiB; bytes *= 2)
+        s.push_back({2, bytes, ab.time_s(cost_coefficients(Collective::AllReduce, Algorithm::Ring, 2, bytes)) * (1 + noise * u(rng))});
+    const FitResult f = fit_alpha_beta_regimes(Collective::AllReduce, Algorithm::Ring, s);
+    EXPECT_TRUE(f.regimes.empty()) << "noise " << noise << ": " << f.regimes.size() << " regimes";
+    EXPECT_LT(f.max_rel_residual, 0.12);
+  }
+}
+
 TEST(BenchReader, CsvAndJsonWithAliasesFitTheSameModel) {
   const double alpha = 2e-6, beta = 0.5e-9;
   const std::string csv = ::testing::TempDir() + "bench.csv", json = ::testing::TempDir() + "bench.json";
