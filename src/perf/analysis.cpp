@@ -483,7 +483,8 @@ nlohmann::json analyze(const RunRecord& rec, const CommModel& model, const Analy
                           {"collectives", best.collectives}};
   }
 
-  // Scaling: user network (α, β from --link-gbps/--latency-us, γ from the fitted model if any) or
+  // Scaling: user network (α, β from --link-gbps/--latency-us; γ = 0: the fits fold the reduction
+  // into an effective β, docs/performance.md) or
   // the fitted model of this backend.
   // Scaling assumes a core per compute thread and no straggler: this node's time slicing and lag
   // say nothing about another rank count's nodes.
