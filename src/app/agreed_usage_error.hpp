@@ -3,15 +3,17 @@
 // failing the same way, ends as one message and exit 2 everywhere instead of an MPI_Abort.
 #pragma once
 
-#include <mpi.h>
-
 #include <string>
+
+#include "comm/mpi_runtime.hpp"
 
 namespace microddp::app {
 
-// Collective over `comm`. `error`: this rank's failure message ("" = it succeeded). Returns when no
-// rank failed. Otherwise a failing rank throws core::UsageError with its own message (agreed when
-// every rank failed), and a rank that succeeded throws `elsewhere` (not agreed).
-void agree_on_usage_error(MPI_Comm comm, const std::string& error, const std::string& elsewhere);
+// Collective over the world, inside the runtime's watchdog section `section` (a string literal).
+// `error`: this rank's failure message ("" = it succeeded). Returns when no rank failed. Otherwise
+// a failing rank throws core::UsageError with its own message (agreed when every rank failed), and
+// a rank that succeeded throws `elsewhere` (not agreed).
+void agree_on_usage_error(const comm::MpiRuntime& mpi, const char* section, const std::string& error,
+                          const std::string& elsewhere);
 
 }  // namespace microddp::app

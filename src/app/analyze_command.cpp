@@ -90,6 +90,7 @@ class AnalyzeCommand final : public Command {
     }
   }
 
+  double comm_timeout_s() const override { return opts_.comm_timeout_s; }
   int run(const comm::MpiRuntime& mpi) override;
 
  private:

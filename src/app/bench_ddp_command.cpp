@@ -77,6 +77,7 @@ class BenchDdpCommand final : public Command {
     }
     MDDP_USAGE_CHECK(!bucket_mbs_.empty(), "--bucket-mb is empty");
   }
+  double comm_timeout_s() const override { return opts_.comm_timeout_s; }
   int run(const comm::MpiRuntime& mpi) override;
 
  private:

@@ -19,6 +19,9 @@ class Command {
   virtual ~Command() = default;
   virtual void validate() {}
   virtual int run(const comm::MpiRuntime& mpi) = 0;
+  // The limit main gives the MpiRuntime's section watchdog (start-up, agreements, checkpoint
+  // exchanges): the command's --comm-timeout where it has one.
+  virtual double comm_timeout_s() const { return comm::kDefaultCommTimeoutS; }
 };
 
 // Registration functions, one per command file. Each creates its subcommand under `parent` and

@@ -79,7 +79,7 @@ ComputeChoice choose_compute(const std::string& device, const std::string& comm,
   } catch (const core::UsageError& e) {
     error = e.what();
   }
-  agree_on_usage_error(mpi.world(), error, "--device " + device + ": another rank cannot use its device");
+  agree_on_usage_error(mpi, "the --device agreement", error, "--device " + device + ": another rank cannot use its device");
   return choice;
 }
 

@@ -37,6 +37,7 @@ class HooksCommand final : public Command {
     add_train_options(sub, opts_, true);
   }
   void validate() override { validate_train_options(opts_); }
+  double comm_timeout_s() const override { return opts_.comm_timeout_s; }
   int run(const comm::MpiRuntime& mpi) override;
 
  private:

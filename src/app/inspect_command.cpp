@@ -71,6 +71,7 @@ class InspectCommand final : public Command {
     int code = 0;
     if (mpi.rank() == 0) code = inspect(path_);
     std::fflush(stdout);
+    const auto watched = mpi.watch("inspect's result broadcast");
     MPI_Bcast(&code, 1, MPI_INT, 0, mpi.world());
     return code;
   }

@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
 
   int code = 0;
   try {
-    comm::MpiRuntime mpi(&argc, &argv);
+    comm::MpiRuntime mpi(&argc, &argv, chosen->comm_timeout_s());
     try {
       code = chosen->run(mpi);
     } catch (const core::UsageError& e) {

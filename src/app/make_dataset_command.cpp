@@ -23,7 +23,10 @@ class MakeDatasetCommand final : public Command {
     sub->add_option("--seed", o_.seed, "Seed of the generator (as train --seed)")->capture_default_str();
   }
   int run(const comm::MpiRuntime& mpi) override {
-    const double s = io::write_synthetic_dataset(mpi.world(), o_);
+    const double s = [&] {
+      const auto watched = mpi.watch("make-dataset's MPI-IO write");
+      return io::write_synthetic_dataset(mpi.world(), o_);
+    }();
     if (mpi.rank() == 0) {
       std::printf("# wrote %s: /inputs (%" PRId64 ", %" PRId64 ") float32, /labels (%" PRId64 ",) int32, %" PRId64
                   " classes, seed %" PRIu64 " in %.3f s on %d ranks\n",

@@ -83,13 +83,16 @@ const data::DataSource* RunControl::open_data_source() {
   } catch (const core::UsageError& e) {
     error = e.what();
   }
-  agree_on_usage_error(mpi_.world(), error, "--data " + o_.data_path + " could not be opened on another rank");
+  agree_on_usage_error(mpi_, "the --data agreement", error, "--data " + o_.data_path + " could not be opened on another rank");
   return data_.get();
 }
 
 void RunControl::resume(ddp::Trainer& trainer) {
   if (o_.resume.empty()) return;
-  const io::ResumeResult r = io::resume(mpi_.world(), o_.resume, o_.checkpoint_dir, trainer);
+  const io::ResumeResult r = [&] {
+    const auto watched = mpi_.watch("checkpoint resume (choice, broadcasts and checks)");
+    return io::resume(mpi_.world(), o_.resume, o_.checkpoint_dir, trainer);
+  }();
   if (mpi_.rank() == 0) {
     for (const auto& n : r.notes) std::printf("# resume: %s\n", n.c_str());
     if (r.loaded) std::printf("# resume: loaded %s (step %" PRId64 ")\n", r.path.c_str(), r.steps_done);
@@ -110,7 +113,12 @@ void RunControl::save(const ddp::Trainer& trainer, const char* why) {
   so.keep = o_.keep;
   so.writer = o_.writer == "rank0" ? io::WriterMode::Rank0 : io::WriterMode::Parallel;
   so.backend = backend_;
-  const io::SaveResult r = io::save_checkpoint(mpi_.world(), trainer, so);
+  // Watched like a collective: the other ranks wait in the outcome broadcast (or the MPI-IO write)
+  // while the file is written, so --comm-timeout must exceed the checkpoint's write time.
+  const io::SaveResult r = [&] {
+    const auto watched = mpi_.watch("checkpoint save (write, outcome broadcast)");
+    return io::save_checkpoint(mpi_.world(), trainer, so);
+  }();
   last_saved_step_ = trainer.steps_done();
   if (mpi_.rank() == 0) {
     std::printf("# checkpoint (%s): %s, %.2f MiB, write %.3f s, publish %.3f s, verify %.3f s%s\n", why, r.path.c_str(),

@@ -54,6 +54,7 @@ class TrainCommand final : public Command {
     validate_run_control_options(run_opts_);
     opts_.config.faults = ddp::faults_from_env();  // hidden test hooks (docs/reliability.md)
   }
+  double comm_timeout_s() const override { return opts_.comm_timeout_s; }
   int run(const comm::MpiRuntime& mpi) override;
 
  private:

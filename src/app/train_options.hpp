@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "comm/mpi_runtime.hpp"
 #include "ddp/trainer.hpp"
 
 namespace microddp::app {
@@ -18,7 +19,8 @@ struct TrainOptions {
   int threads = 0;  // 0: automatic (cores on this node / ranks on this node)
   std::int64_t log_every = 0;  // 0: automatic (about 10 lines per run)
   std::string metrics_path;    // --metrics FILE.jsonl
-  double comm_timeout_s = 300;  // --comm-timeout: abort when one collective exceeds it (0: off)
+  double comm_timeout_s = comm::kDefaultCommTimeoutS;  // --comm-timeout: abort when one collective (or an
+                                                       // MPI section, mpi_runtime.hpp) exceeds it (0: off)
   std::string trace_path;      // --trace FILE.json: Chrome/Perfetto trace of all ranks (written by rank 0)
   bool debug_sync = false;     // --debug-sync: compare every collective's fingerprint across ranks
   std::string on_nan = "abort";  // --on-nan abort|skip (parsed into config.on_nan by validate)

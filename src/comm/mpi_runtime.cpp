@@ -1,8 +1,10 @@
 // mpi_runtime.cpp — MPI initialisation, node-local rank, abort, and MPI helpers.
 #include "comm/mpi_runtime.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 
+#include "comm/collective_watchdog.hpp"
 #include "comm/mpi_check.hpp"
 #include "core/log.hpp"
 
@@ -37,13 +39,38 @@ MPI_Op mpi_op(core::ReduceOp op) {
   return MPI_OP_NULL;
 }
 
-MpiRuntime::MpiRuntime(int* argc, char*** argv) {
+MpiRuntime::MpiRuntime(int* argc, char*** argv, double timeout_s) : timeout_s_(timeout_s) {
+  if (timeout_s > 0.0) {
+    watchdog_ = std::make_unique<CollectiveWatchdog>(timeout_s, [this, timeout_s](const CollectiveCall&, const char* label,
+                                                                                    double waited) {
+      // stderr directly: during start-up logging does not know the rank yet. The launcher's own
+      // variables name the rank before MPI can.
+      const int rank = reported_rank_.load();
+      std::string who = rank >= 0 ? std::to_string(rank) : "?";
+      if (rank < 0) {
+        for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"}) {
+          if (const char* v = std::getenv(var)) {
+            who = v;
+            break;
+          }
+        }
+      }
+      std::fprintf(stderr,
+                   "microddp: error: MPI section timeout on rank %s: %s has not completed after %.1f s "
+                   "(--comm-timeout %g s): another rank did not reach it, is stopped or is dead. Aborting the job.\n",
+                   who.c_str(), label != nullptr ? label : "(unnamed section)", waited, timeout_s);
+      std::fflush(stderr);
+      abort_all(1);  // MPI_Abort once MPI is up; before that, _Exit: the launcher then ends the job
+    });
+  }
+  const Section startup = watch("MPI start-up (MPI_Init_thread and the node-local split)");
   int provided = 0;
   MDDP_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided));
   MDDP_CHECK(provided >= MPI_THREAD_SERIALIZED,
              "the MPI library provides thread level " << provided << "; microddp needs MPI_THREAD_SERIALIZED");
   MDDP_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
   MDDP_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
+  reported_rank_ = rank_;
   MDDP_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
   MPI_Comm local = MPI_COMM_NULL;
   MDDP_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local));
@@ -56,6 +83,14 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   hostname_.assign(name, static_cast<std::size_t>(len));
   core::set_error_rank(rank_);
   core::set_log_rank(rank_, size_);
+}
+
+MpiRuntime::Section::Section(const MpiRuntime& mpi, const char* label) : mpi_(mpi) {
+  if (mpi_.watchdog_ && mpi_.section_depth_++ == 0) mpi_.watchdog_->begin(CollectiveCall{}, label);
+}
+
+MpiRuntime::Section::~Section() {
+  if (mpi_.watchdog_ && --mpi_.section_depth_ == 0) mpi_.watchdog_->end();
 }
 
 MpiRuntime::~MpiRuntime() {
