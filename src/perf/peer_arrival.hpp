@@ -27,7 +27,8 @@ namespace microddp::perf {
 class PeerArrival {
  public:
   // After every step, with that step's events. keep = false: the step only serves as the
-  // reference for the next one (warm-up). A step without a predecessor is never kept.
+  // reference for the next one (warm-up). The first step added is never kept (no predecessor). A
+  // kept step whose events are missing (a full event log) is kept as unknown (-1) and skipped.
   void add(const std::vector<core::Event>& events, std::int64_t step, bool keep);
 
   std::int64_t kept() const { return static_cast<std::int64_t>(arrival_ms_.size()); }
@@ -39,11 +40,13 @@ class PeerArrival {
   double mean_lag_ms(comm::Communicator& comm) const;
 
  private:
-  std::vector<double> arrival_ms_;
-  std::int64_t last_sync_end_ns_ = -1;  // end of the previous step's loss all-reduce; -1: none yet
+  std::vector<double> arrival_ms_;      // per kept step; -1: unknown
+  std::int64_t last_sync_end_ns_ = -1;  // end of the previous step's loss all-reduce; -1: unknown
+  bool seen_a_step_ = false;
 };
 
-// The lag from the arrivals of one rank and the per-step maxima over ranks (same length).
+// The lag from the arrivals of one rank and the per-step maxima over ranks (same length); steps
+// unknown on this rank (< 0) are skipped.
 double mean_lag_ms(const std::vector<double>& own_ms, const std::vector<double>& latest_ms);
 
 }  // namespace microddp::perf

@@ -284,10 +284,22 @@ TEST(PeerArrival, ArrivalIsBackwardEndSinceThePreviousLossSync) {
   a.add({ev(EventKind::Backward, 1, 0, 99), ev(EventKind::Backward, 2, 30, 40), ev(EventKind::LossSync, 2, 41, 42)}, 2, true);
   ASSERT_EQ(a.kept(), 1);
   EXPECT_DOUBLE_EQ(a.arrivals_ms()[0], 13.0);
-  // A step without the events it needs is a programming error, not a silent 0.
-  EXPECT_THROW(a.add({ev(EventKind::LossSync, 3, 50, 51)}, 3, true), std::exception);
-  // Lag: per step the latest arrival minus own, averaged: (2 + 0 + 4) / 3.
+  // A step whose events were dropped (full event log) is still kept, as unknown, so every rank
+  // keeps the same steps: step 3 lost its backward, step 4 its loss sync (so step 5 has no
+  // reference).
+  a.add({ev(EventKind::LossSync, 3, 50, 51)}, 3, true);
+  a.add({ev(EventKind::Backward, 4, 52, 60)}, 4, true);
+  a.add({ev(EventKind::Backward, 5, 62, 70), ev(EventKind::LossSync, 5, 71, 72)}, 5, true);
+  a.add({ev(EventKind::Backward, 6, 73, 80), ev(EventKind::LossSync, 6, 81, 82)}, 6, true);
+  ASSERT_EQ(a.kept(), 5);
+  EXPECT_EQ(a.arrivals_ms()[1], -1.0);        // step 3: no backward
+  EXPECT_DOUBLE_EQ(a.arrivals_ms()[2], 9.0);  // step 4: 60 - 51
+  EXPECT_EQ(a.arrivals_ms()[3], -1.0);        // step 5: no sync end in step 4
+  EXPECT_DOUBLE_EQ(a.arrivals_ms()[4], 8.0);  // step 6: 80 - 72
+  // Lag: per step the latest arrival minus own, averaged over the steps known here: (2 + 0 + 4) / 3.
   EXPECT_DOUBLE_EQ(mean_lag_ms({10, 12, 6}, {12, 12, 10}), 2.0);
+  EXPECT_DOUBLE_EQ(mean_lag_ms({10, -1, 12, 6}, {12, 9, 12, 10}), 2.0);
+  EXPECT_DOUBLE_EQ(mean_lag_ms({-1}, {-1}), 0.0);
   EXPECT_DOUBLE_EQ(mean_lag_ms({}, {}), 0.0);
   EXPECT_THROW(mean_lag_ms({1}, {}), std::exception);
 }
