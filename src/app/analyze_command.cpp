@@ -28,6 +28,7 @@
 #include "core/host_buffer.hpp"
 #include "core/timer.hpp"
 #include "ddp/trainer.hpp"
+#include "kernels/host_reduce.hpp"
 #include "kernels/ops.hpp"
 #include "perf/alpha_beta.hpp"
 #include "perf/analysis.hpp"
@@ -63,6 +64,10 @@ class AnalyzeCommand final : public Command {
         ->check(CLI::Range(0.001, 4096.0))->capture_default_str();
     sub->add_option("--link-gbps", aopt_.link_gbps, "Scaling prediction: link bandwidth in Gbit/s (0 = use the fitted model)")
         ->check(CLI::Range(0.0, 1e6))->capture_default_str();
+    sub->add_option("--reduce-gbps", reduce_gbps_,
+                    "Scaling prediction with --link-gbps: local reduction rate in GB/s (-1 = measure on this node, "
+                    "0 = leave the reduction out)")
+        ->check(CLI::Range(-1.0, 1e6))->capture_default_str();
     sub->add_option("--latency-us", aopt_.latency_us, "Scaling prediction: per-message latency in microseconds")
         ->check(CLI::Range(0.0, 1e6))->capture_default_str();
     sub->add_option("--scaling-strategy", aopt_.scaling_strategy,
@@ -103,6 +108,7 @@ class AnalyzeCommand final : public Command {
   std::string run_path_, metrics_path_, save_run_path_, model_path_, bench_path_, fit_out_, json_path_;
   bool fit_only_ = false;
   double fit_max_mb_ = 16.0;
+  double reduce_gbps_ = -1.0;
   perf::AnalyzeOptions aopt_;
 };
 
@@ -152,6 +158,26 @@ perf::CommModel AnalyzeCommand::sweep_fit(comm::Communicator& comm, const comm::
     m.entries.push_back(e);
   }
   return m;
+}
+
+// The local reduction rate a link's numbers leave out (γ of the α-β-γ model): dst += src over
+// 16 MiB of floats on one thread (the collectives reduce on one thread: the communication thread
+// or MPI's), median of 7 after 2 warm-ups, in GB/s of payload. 16 MiB: larger than the caches, as a
+// bucket's worth of gradients is, so the rate is the streaming one.
+double measure_reduce_gbytes_s() {
+  constexpr std::int64_t kCount = 4 << 20;
+  core::HostBuffer<float> dst(kCount), src(kCount);
+  std::fill(dst.data(), dst.data() + kCount, 1.0f);
+  std::fill(src.data(), src.data() + kCount, 1e-7f);
+  std::vector<double> times;
+  for (int rep = 0; rep < 9; ++rep) {
+    const std::int64_t t0 = core::now_ns();
+    kernels::host_reduce_into(core::TensorView::of(dst.data(), kCount), core::TensorView::of(src.data(), kCount),
+                              core::ReduceOp::Sum);
+    if (rep >= 2) times.push_back(static_cast<double>(core::now_ns() - t0) * 1e-9);
+  }
+  std::sort(times.begin(), times.end());
+  return static_cast<double>(kCount) * 4.0 / times[times.size() / 2] * 1e-9;
 }
 
 perf::RunRecord AnalyzeCommand::fresh_run(comm::Communicator& comm, const comm::MpiRuntime& mpi, int threads) {
@@ -265,11 +291,13 @@ int AnalyzeCommand::run(const comm::MpiRuntime& mpi) {
   }
   MDDP_USAGE_CHECK(rec.ranks <= 1 || !model.entries.empty() || aopt_.link_gbps > 0,
                    "a " << rec.ranks << "-rank run needs a communication model: give --model or --bench");
+  if (aopt_.link_gbps > 0) aopt_.reduce_gbytes_s = reduce_gbps_ >= 0 ? reduce_gbps_ : measure_reduce_gbytes_s();
   perf::CommModel used = model;
   if (rec.ranks > 1 && used.entries.empty()) {  // only --link-gbps: use it for this run too
     perf::ModelEntry e;
     e.backend = rec.backend;
-    e.fit.model = perf::AlphaBeta::from_link(aopt_.link_gbps, aopt_.latency_us);
+    e.fit.model = perf::AlphaBeta::from_link(aopt_.link_gbps, aopt_.latency_us,
+                                             aopt_.reduce_gbytes_s > 0 ? 1e-9 / aopt_.reduce_gbytes_s : 0.0);
     used.entries.push_back(e);
     used.source = "--link-gbps/--latency-us";
   }

@@ -499,12 +499,21 @@ nlohmann::json analyze(const RunRecord& rec, const CommModel& model, const Analy
                    "--scaling-bucket-mb must be > 0, got " << opt.scaling_bucket_mb);
   std::string network;
   if (opt.link_gbps > 0) {
-    const AlphaBeta ab = AlphaBeta::from_link(opt.link_gbps, opt.latency_us);
+    MDDP_USAGE_CHECK(std::isfinite(opt.reduce_gbytes_s) && opt.reduce_gbytes_s >= 0,
+                     "the local reduction rate must be >= 0 GB/s, got " << opt.reduce_gbytes_s);
+    const AlphaBeta ab = AlphaBeta::from_link(opt.link_gbps, opt.latency_us,
+                                              opt.reduce_gbytes_s > 0 ? 1e-9 / opt.reduce_gbytes_s : 0.0);
     in.allreduce = [ab](int ranks, double bytes) {
       return ab.time_s(cost_coefficients(Collective::AllReduce, Algorithm::Ring, ranks, bytes));
     };
-    char buf[128];
-    std::snprintf(buf, sizeof buf, "ring all-reduce over %.3g Gbit/s links, %.3g us latency", opt.link_gbps, opt.latency_us);
+    char buf[192];
+    if (opt.reduce_gbytes_s > 0) {
+      std::snprintf(buf, sizeof buf, "ring all-reduce over %.3g Gbit/s links, %.3g us latency, local reduction %.3g GB/s",
+                    opt.link_gbps, opt.latency_us, opt.reduce_gbytes_s);
+    } else {
+      std::snprintf(buf, sizeof buf, "ring all-reduce over %.3g Gbit/s links, %.3g us latency (local reduction not counted)",
+                    opt.link_gbps, opt.latency_us);
+    }
     network = buf;
   } else {
     const ModelEntry* e = model.find(backend);
@@ -520,6 +529,7 @@ nlohmann::json analyze(const RunRecord& rec, const CommModel& model, const Analy
     }
   }
   out["scaling"] = {{"network", network},
+                    {"reduce_gbytes_s", opt.link_gbps > 0 ? opt.reduce_gbytes_s : 0.0},
                     {"strategy", opt.scaling_strategy == "bucketed"
                                      ? "bucketed " + format_mib(opt.scaling_bucket_mb) + " MiB"
                                      : opt.scaling_strategy},

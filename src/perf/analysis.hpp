@@ -94,6 +94,9 @@ Verdict bottleneck(const RunRecord& rec, const Breakdown& b, double peak_gflops_
 struct AnalyzeOptions {
   double link_gbps = 0;     // 0: use the fitted model of the run's backend for scaling
   double latency_us = 0;
+  // With link_gbps: the rate of the local reduction (GB/s of payload reduced, γ = 1/rate), which a
+  // link's numbers do not include. 0: left out. (Fitted models fold γ into an effective β.)
+  double reduce_gbytes_s = 0;
   int max_ranks = 1024;
   // The strategy (and bucket cap) the scaling prediction assumes: naive | flat | overlap | bucketed.
   std::string scaling_strategy = "bucketed";

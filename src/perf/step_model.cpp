@@ -151,9 +151,10 @@ namespace {
 double predict_at(const ScalingInput& in, const StepProfile& prof, int ranks, double& comm_s) {
   const AllReduceTime ar = [&](double bytes) { return in.allreduce(ranks, bytes); };
   const StepPrediction p = predict_step(prof, in.strategy, ar, in.bucket_cap_bytes);
-  // The scalar loss all-reduce (8 bytes) is latency only; at ranks = 1 it is measured already.
+  // The loss all-reduce (3 doubles: loss and two numerics flags) is latency only; at ranks = 1 it is
+  // measured already.
   double loss = prof.loss_sync_s;
-  if (ranks > 1) loss = std::max(loss, in.allreduce(ranks, 8.0));
+  if (ranks > 1) loss = std::max(loss, in.allreduce(ranks, 24.0));
   comm_s = p.exposed_comm_s;
   return p.step_s - prof.loss_sync_s + loss;
 }

@@ -5,7 +5,8 @@
 #      phases add up to the step time (untimed rest within 5% of the step or 0.2 ms: timer calls
 #      and the gaps between events are all that is not inside a phase)
 #   3. train --metrics --layer-events on 2 ranks (the summary holds the per-layer backward times),
-#      then analyze --metrics with the saved model and --scaling-strategy flat
+#      then analyze --metrics with the saved model and --scaling-strategy flat (the local reduction
+#      rate for --link-gbps measured)
 #   4. malformed records (a mistyped field, a layer id outside the model, ranks 0, a negative peer
 #      lag): exit 2 with a message naming the problem, no abort
 set -euo pipefail
@@ -42,6 +43,8 @@ for rep in (rec, met):
     assert abs(rep["scaling"]["weak"][0]["efficiency"] - 1) < 1e-12
 assert met["strategies"][0]["strategy"] == "bucketed" and met["config"]["ranks"] == 2
 assert met["scaling"]["strategy"] == "flat", met["scaling"]["strategy"]
+# --link-gbps without --reduce-gbps: the local reduction rate is measured on this node (> 0).
+assert met["scaling"]["reduce_gbytes_s"] > 0 and "local reduction" in met["scaling"]["network"], met["scaling"]
 summary = [json.loads(l) for l in open("m.jsonl") if '"summary"' in l][-1]
 assert summary["layer_ids"] == [3, 2, 1, 0], summary.get("layer_ids")
 assert len(summary["layer_backward_ms"]) == 4 and all(t > 0 for t in summary["layer_backward_ms"]), summary

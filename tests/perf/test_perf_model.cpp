@@ -409,6 +409,22 @@ TEST(Analysis, PhasesSumToStepAndReportIsConsistent) {
   // Scaling assumes dedicated cores and no straggler: unchanged by this node's lag.
   EXPECT_DOUBLE_EQ(lagged.at("scaling").at("weak")[1].at("step_ms").get<double>(),
                    j.at("scaling").at("weak")[1].at("step_ms").get<double>());
+  // A user network with a local reduction rate: the reduction (γ = 1/rate per byte reduced) comes on
+  // top of the link. Flat at 2 ranks reduces half of the gradient on each rank: + S/2 · γ per step
+  // (the loss all-reduce stays at its measured time, which is larger than its modelled one here).
+  AnalyzeOptions link;
+  link.link_gbps = 100;
+  link.latency_us = 5;
+  link.scaling_strategy = "flat";
+  AnalyzeOptions link_reduce = link;
+  link_reduce.reduce_gbytes_s = 10;
+  const auto without = analyze(rec, m, link), with = analyze(rec, m, link_reduce);
+  double grad_bytes = 0;
+  for (const auto& p : mlp_params(rec.model)) grad_bytes += 4.0 * static_cast<double>(p.count);
+  EXPECT_NEAR(with.at("scaling").at("weak")[1].at("step_ms").get<double>() - without.at("scaling").at("weak")[1].at("step_ms").get<double>(),
+              1e3 * 0.5 * grad_bytes * 1e-9 / 10.0, 1e-12);
+  EXPECT_NE(with.at("scaling").at("network").get<std::string>().find("local reduction 10 GB/s"), std::string::npos);
+  EXPECT_NE(without.at("scaling").at("network").get<std::string>().find("not counted"), std::string::npos);
   // Round trip of the run record.
   const RunRecord back = run_record_from_json(to_json(rec));
   EXPECT_DOUBLE_EQ(back.runs.at(0).peer_lag_ms, 1.5);
