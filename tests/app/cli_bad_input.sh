@@ -77,6 +77,10 @@ else
   check "runs on host memory only" "$bin" "${t[@]}" --device cuda --comm ring --width 8 --depth 1
 fi
 check "MICRODDP_FAULT_EXIT" env MICRODDP_FAULT_EXIT=1:0 "$bin" "${t[@]}" --width 8 --depth 1
+# analyze's model and scaling options.
+check "--reduce-gbps"    "$bin" analyze --link-gbps 100 --reduce-gbps -2
+check "--fit-max-mb"     "$bin" analyze --fit-max-mb 0
+check "--link-gbps"      "$bin" analyze --link-gbps -1
 # With MPI ranks: the verdict is reached identically on every rank, no hang.
 check "--width"          "$mpiexec" -np 2 "${mpi_flags[@]}" "$bin" "${t[@]}" --width 0
 check "smaller than the 3 ranks" "$mpiexec" -np 3 "${mpi_flags[@]}" "$bin" "${t[@]}" --global-batch 2 --width 8 --depth 1
