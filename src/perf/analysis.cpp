@@ -477,6 +477,12 @@ nlohmann::json analyze(const RunRecord& rec, const CommModel& model, const Analy
   {
     const AllReduceTime ar = [&](double bytes) { return model_allreduce_s(model, backend, n, bytes, true); };
     const StepPrediction best = best_bucket(rprof, ar);
+    nlohmann::json sweep = nlohmann::json::array();
+    for (const StepPrediction& p : bucket_sweep(rprof, ar)) {
+      sweep.push_back({{"bucket_mb", p.bucket_bytes / (1 << 20)}, {"step_ms", p.step_s * 1e3},
+                       {"exposed_comm_ms", p.exposed_comm_s * 1e3}, {"collectives", p.collectives}});
+    }
+    out["bucket_sweep"] = sweep;
     out["best_bucket"] = {{"bucket_mb", best.bucket_bytes / (1 << 20)},
                           {"step_ms", best.step_s * 1e3},
                           {"exposed_comm_ms", best.exposed_comm_s * 1e3},
@@ -611,6 +617,13 @@ std::string format_report(const nlohmann::json& r) {
   std::snprintf(buf, sizeof buf, "  best bucket (model): %.3g MiB -> %.3f ms, %lld collectives\n", bb.at("bucket_mb").get<double>(),
                 bb.at("step_ms").get<double>(), bb.at("collectives").get<long long>());
   o << buf;
+  // The whole sweep the optimum came from: how flat the optimum is matters as much as where it is.
+  o << "  bucket sweep (model, MiB:ms):";
+  for (const auto& p : r.value("bucket_sweep", nlohmann::json::array())) {
+    std::snprintf(buf, sizeof buf, " %.3g:%.1f", p.at("bucket_mb").get<double>(), p.at("step_ms").get<double>());
+    o << buf;
+  }
+  o << "\n";
   const auto& v = r.at("bottleneck");
   o << "\nBottleneck: " << v.at("verdict").get<std::string>() << "\n  " << v.at("reason").get<std::string>() << "\n";
   const auto& sc = r.at("scaling");

@@ -115,16 +115,21 @@ StepPrediction predict_step(const StepProfile& prof, const std::string& strategy
   return r;
 }
 
-StepPrediction best_bucket(const StepProfile& prof, const AllReduceTime& allreduce) {
+std::vector<StepPrediction> bucket_sweep(const StepProfile& prof, const AllReduceTime& allreduce) {
   double total = 0;
   for (const auto& p : prof.params) total += static_cast<double>(p.count) * 4.0;
   std::vector<double> caps;
   for (double c = 64.0 * 1024; c < total; c *= 2) caps.push_back(c);
   caps.push_back(std::max(total, 4.0));
+  std::vector<StepPrediction> out;
+  for (double cap : caps) out.push_back(predict_step(prof, "bucketed", allreduce, cap));
+  return out;
+}
+
+StepPrediction best_bucket(const StepProfile& prof, const AllReduceTime& allreduce) {
   StepPrediction best;
   bool have = false;
-  for (double cap : caps) {
-    StepPrediction p = predict_step(prof, "bucketed", allreduce, cap);
+  for (const StepPrediction& p : bucket_sweep(prof, allreduce)) {
     // 0.1% tolerance: among (near-)equal predictions prefer the larger bucket (fewer collectives).
     if (!have || p.step_s <= best.step_s * 1.001) {
       if (!have || p.step_s < best.step_s * 0.999 || p.collectives <= best.collectives) best = p;

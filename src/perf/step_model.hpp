@@ -78,8 +78,10 @@ struct StepPrediction {
 StepPrediction predict_step(const StepProfile& prof, const std::string& strategy, const AllReduceTime& allreduce,
                             double bucket_cap_bytes = 25.0 * (1 << 20), double first_bucket_cap_bytes = 0);
 
-// Bucket caps tried: powers of two from 64 KiB up to the whole gradient (plus the total). Returns
-// the prediction with the smallest step time (ties: the larger bucket, fewer collectives).
+// Bucket caps tried: powers of two from 64 KiB up to the whole gradient (plus the total), each
+// predicted (bucket_sweep, ascending caps). best_bucket returns the one with the smallest step
+// time (ties within 0.1%: the larger bucket, fewer collectives).
+std::vector<StepPrediction> bucket_sweep(const StepProfile& prof, const AllReduceTime& allreduce);
 StepPrediction best_bucket(const StepProfile& prof, const AllReduceTime& allreduce);
 
 // ---- scaling ----

@@ -41,6 +41,9 @@ for rep in (rec, met):
     assert rep["bottleneck"]["verdict"] in ("compute-bound", "communication-bound", "memory-bound")
     assert [p["ranks"] for p in rep["scaling"]["strong"]] == [2 ** k for k in range(11)]
     assert abs(rep["scaling"]["weak"][0]["efficiency"] - 1) < 1e-12
+    sweep = rep["bucket_sweep"]  # the model's bucket sweep, whose minimum is the best bucket
+    assert sweep and min(p["step_ms"] for p in sweep) >= rep["best_bucket"]["step_ms"] * 0.999, sweep
+    assert any(p["bucket_mb"] == rep["best_bucket"]["bucket_mb"] for p in sweep)
 assert met["strategies"][0]["strategy"] == "bucketed" and met["config"]["ranks"] == 2
 assert met["scaling"]["strategy"] == "flat", met["scaling"]["strategy"]
 # --link-gbps without --reduce-gbps: the local reduction rate is measured on this node (> 0).

@@ -314,6 +314,11 @@ TEST(StepModel, BestBucketBalancesLatencyAndTail) {
   const AllReduceTime lat = [](double bytes) { return 1e-3 + bytes * 1e-12; };
   const StepPrediction best = best_bucket(p, lat);
   EXPECT_EQ(best.collectives, 1);
+  // best_bucket is the minimum of bucket_sweep (caps ascending, the last the whole gradient).
+  const auto sweep = bucket_sweep(p, lat);
+  ASSERT_GE(sweep.size(), 2u);
+  for (std::size_t i = 1; i < sweep.size(); ++i) EXPECT_GT(sweep[i].bucket_bytes, sweep[i - 1].bucket_bytes);
+  for (const auto& s : sweep) EXPECT_GE(s.step_s, best.step_s * 0.999);
   // Pure bandwidth (no α): smaller buckets hide more, so the best has several buckets.
   const AllReduceTime bw = [](double bytes) { return bytes * 1e-9; };
   EXPECT_GT(best_bucket(p, bw).collectives, 1);
