@@ -77,9 +77,11 @@ sanitize() {
 }
 
 # mpirun flags for running as root in a container and on small machines: launcher configuration,
-# never library code.
+# never library code. mpi_yield_when_idle: the ranks' BLAS threads fill the cores, so an MPI that
+# busy-polls would steal them from compute (docs/performance.md, "The communication thread needs a
+# core").
 mpirun_flags() {
-  local flags=(--oversubscribe --bind-to none)
+  local flags=(--oversubscribe --bind-to none --mca mpi_yield_when_idle 1)
   if [ "$(id -u)" -eq 0 ]; then flags+=(--allow-run-as-root); fi
   echo "${flags[@]}"
 }

@@ -7,6 +7,8 @@
 #   LAUNCHER       srun | mpirun (local runs)    [srun inside a SLURM job, else mpirun]
 #   MPIRUN_FLAGS   extra mpirun flags            [--oversubscribe --bind-to none]
 #   SRUN_FLAGS     extra srun flags              [] (e.g. --mpi=pmix where it is not the default)
+#   OMPI_MCA_mpi_yield_when_idle   Open MPI: yield while waiting   [1] (why: docs/performance.md,
+#                  "The communication thread needs a core"; 0 = Open MPI's busy polling)
 
 mddp_init() {
   MICRODDP_BIN=${MICRODDP_BIN:-${SLURM_SUBMIT_DIR:-$PWD}/build/microddp}
@@ -17,6 +19,10 @@ mddp_init() {
   # One BLAS thread per CPU given to each task, so ranks sharing a node never oversubscribe it.
   export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-${SLURM_CPUS_PER_TASK:-1}}
   export OMP_WAIT_POLICY=PASSIVE
+  # Every CPU of a task runs a BLAS thread, so the communication thread of overlap/bucketed has no
+  # core of its own; an MPI that busy-polls while it waits for a peer then steals the compute's
+  # core (measured here: overlap 133-136 ms per step spinning, 98-106 ms yielding).
+  export OMPI_MCA_mpi_yield_when_idle=${OMPI_MCA_mpi_yield_when_idle:-1}
 }
 
 # Provenance: what ran where, when, from which commit.
@@ -30,7 +36,7 @@ mddp_provenance() {
   echo "# nodes    : ${SLURM_JOB_NUM_NODES:-1} (${SLURM_JOB_NODELIST:-$(hostname)}), tasks ${SLURM_NTASKS:-?}, cpus/task ${SLURM_CPUS_PER_TASK:-1}, gpus/node ${MDDP_GPUS_PER_NODE:-0}"
   echo "# host     : $(hostname)  binary: $MICRODDP_BIN"
   echo "# results  : $RESULTS_DIR"
-  echo "# mpi      : $(mpirun --version 2>/dev/null | head -1 || echo unknown)"
+  echo "# mpi      : $(mpirun --version 2>/dev/null | head -1 || echo unknown); OMPI_MCA_mpi_yield_when_idle=${OMPI_MCA_mpi_yield_when_idle:-unset}"
   echo "# --------------------"
 }
 

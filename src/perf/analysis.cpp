@@ -410,6 +410,17 @@ nlohmann::json analyze(const RunRecord& rec, const CommModel& model, const Analy
          "are not running at the same time) and adds the measured lag of the slowest rank; these numbers "
          "describe this node's scheduling, not the network";
     warnings.push_back(w.str());
+  } else if (rec.no_spare_core()) {
+    // Measured (docs/performance.md "The communication thread needs a core"): at 2 ranks x 1
+    // thread on 2 cores, overlap took 133-136 ms per step with Open MPI's default busy polling
+    // and 98-106 ms with mpi_yield_when_idle=1.
+    std::ostringstream w;
+    w << "no spare core: " << rec.ranks_per_node << " ranks x (" << rec.threads << " compute + 1 communication thread) on "
+      << rec.cores_per_node
+      << " cores. During backward the communication thread of overlap/bucketed shares its rank's cores; the model "
+         "assumes that waiting for a peer costs no compute, which holds only if the MPI library yields while it "
+         "waits (Open MPI: OMPI_MCA_mpi_yield_when_idle=1, or mpirun --mca mpi_yield_when_idle 1)";
+    warnings.push_back(w.str());
   }
   out["warnings"] = warnings;
 

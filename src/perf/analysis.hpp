@@ -54,6 +54,11 @@ struct RunRecord {
   std::vector<StrategyRun> runs;
   std::int64_t rows_per_rank() const { return (global_batch + ranks - 1) / ranks; }
   bool time_sliced() const { return ranks_per_node > 0 && cores_per_node > 0 && ranks_per_node * threads > cores_per_node; }
+  // Every core runs a compute thread, none is left for a rank's communication thread (which then
+  // shares its rank's cores during backward).
+  bool no_spare_core() const {
+    return ranks_per_node > 0 && cores_per_node > 0 && ranks_per_node * (threads + 1) > cores_per_node;
+  }
 };
 
 // Parameters of the MLP in gradient-ready order with their flat-buffer offsets (mirrors

@@ -398,7 +398,14 @@ TEST(Analysis, PhasesSumToStepAndReportIsConsistent) {
   ASSERT_EQ(over.at("warnings").size(), 1u);
   EXPECT_NE(over.at("warnings")[0].get<std::string>().find("oversubscribed: 4 ranks"), std::string::npos);
   EXPECT_NE(format_report(over).find("warning: oversubscribed"), std::string::npos);
+  // 2 ranks x 1 thread on 2 cores: not time-sliced, but no core is left for the communication
+  // threads; 1 rank on 2 cores, or 4 ranks on 16: nothing to say.
   rec.ranks_per_node = 2;
+  const auto spare = analyze(rec, m, AnalyzeOptions{}).at("warnings");
+  ASSERT_EQ(spare.size(), 1u);
+  EXPECT_NE(spare[0].get<std::string>().find("no spare core: 2 ranks x (1 compute + 1 communication thread) on 2 cores"),
+            std::string::npos);
+  rec.ranks_per_node = 1;
   EXPECT_TRUE(analyze(rec, m, AnalyzeOptions{}).at("warnings").empty());
   rec.ranks_per_node = 4;
   rec.cores_per_node = 16;
