@@ -21,12 +21,7 @@ namespace {
 
 // Before MPI_Init the rank is unknown; launchers export it, which lets only rank 0 print help
 // and option errors instead of every rank repeating them.
-bool probably_rank0() {
-  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"}) {
-    if (const char* v = std::getenv(var)) return std::string(v) == "0";
-  }
-  return true;
-}
+bool probably_rank0() { return microddp::comm::MpiRuntime::launcher_rank().value_or("0") == "0"; }
 
 }  // namespace
 

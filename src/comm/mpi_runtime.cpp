@@ -46,15 +46,7 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv, double timeout_s) : timeout_s_(t
       // stderr directly: during start-up logging does not know the rank yet. The launcher's own
       // variables name the rank before MPI can.
       const int rank = reported_rank_.load();
-      std::string who = rank >= 0 ? std::to_string(rank) : "?";
-      if (rank < 0) {
-        for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"}) {
-          if (const char* v = std::getenv(var)) {
-            who = v;
-            break;
-          }
-        }
-      }
+      const std::string who = rank >= 0 ? std::to_string(rank) : launcher_rank().value_or("?");
       std::fprintf(stderr,
                    "microddp: error: MPI section timeout on rank %s: %s has not completed after %.1f s "
                    "(--comm-timeout %g s): another rank did not reach it, is stopped or is dead. Aborting the job.\n",
@@ -106,6 +98,13 @@ std::string MpiRuntime::library_version() const {
   std::string s(buf, static_cast<std::size_t>(len));
   const auto cut = s.find_first_of(",\n");
   return cut == std::string::npos ? s : s.substr(0, cut);
+}
+
+std::optional<std::string> MpiRuntime::launcher_rank() {
+  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"}) {
+    if (const char* v = std::getenv(var)) return std::string(v);
+  }
+  return std::nullopt;
 }
 
 void MpiRuntime::abort_all(int code) {

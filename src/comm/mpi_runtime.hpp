@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace microddp::comm {
@@ -45,6 +46,8 @@ class MpiRuntime {
   // Ends every rank of the job (MPI_Abort) with this exit code. Never returns.
   [[noreturn]] static void abort_all(int code);
   static bool initialized();
+  // The rank as the launcher exported it (Open MPI, PMI, PMIx, SLURM), usable before MPI is up.
+  static std::optional<std::string> launcher_rank();
 
   // RAII: brackets a blocking MPI section on the calling (main) thread. Sections nest; only the
   // outermost is timed (its label names the hang).
