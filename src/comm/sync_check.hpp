@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "comm/types.hpp"
+#include "core/hash.hpp"
 
 namespace microddp::comm {
 
@@ -54,7 +55,7 @@ CollectiveFingerprint fingerprint(const CollectiveCall& call);
 std::string describe(const CollectiveFingerprint& f);
 // Running hash: FNV-1a over the fingerprint's fields, chained (order matters).
 std::uint64_t chain_hash(std::uint64_t history, const CollectiveFingerprint& f);
-constexpr std::uint64_t kEmptyHistory = 0xcbf29ce484222325ull;  // FNV-1a 64-bit offset basis
+constexpr std::uint64_t kEmptyHistory = core::kFnvOffsetBasis;  // the hash of no collectives
 
 // One rank's contribution to a comparison (exchanged as bytes; same build on every rank).
 struct SyncState {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm/sync_check.hpp"
@@ -61,21 +62,19 @@ TEST(SyncCheck, HistoryHashSeesEveryFieldAndTheOrder) {
   const auto a = fingerprint(make(CollectiveKind::AllReduce, 8, 8, ReduceOp::Sum, 0, 1));
   const auto b = fingerprint(make(CollectiveKind::Barrier, 0, 0, ReduceOp::Sum, 0, 2));
   EXPECT_NE(chain_hash(chain_hash(kEmptyHistory, a), b), chain_hash(chain_hash(kEmptyHistory, b), a));
-  auto changed = a;
-  changed.count = 9;
-  EXPECT_NE(chain_hash(kEmptyHistory, a), chain_hash(kEmptyHistory, changed));
-  changed = a;
-  changed.seq = 2;
-  EXPECT_NE(chain_hash(kEmptyHistory, a), chain_hash(kEmptyHistory, changed));
-  changed = a;
-  changed.root = 1;
-  EXPECT_NE(chain_hash(kEmptyHistory, a), chain_hash(kEmptyHistory, changed));
-  changed = a;
-  changed.op = 1;
-  EXPECT_NE(chain_hash(kEmptyHistory, a), chain_hash(kEmptyHistory, changed));
-  changed = a;
-  changed.dtype = 1;
-  EXPECT_NE(chain_hash(kEmptyHistory, a), chain_hash(kEmptyHistory, changed));
+  // One field changed at a time: each must change the hash.
+  const std::vector<std::pair<const char*, void (*)(CollectiveFingerprint&)>> edits = {
+      {"count", [](CollectiveFingerprint& f) { f.count = 9; }},
+      {"seq", [](CollectiveFingerprint& f) { f.seq = 2; }},
+      {"root", [](CollectiveFingerprint& f) { f.root = 1; }},
+      {"op", [](CollectiveFingerprint& f) { f.op = 1; }},
+      {"dtype", [](CollectiveFingerprint& f) { f.dtype = 1; }},
+  };
+  for (const auto& [field, edit] : edits) {
+    auto changed = a;
+    edit(changed);
+    EXPECT_NE(chain_hash(kEmptyHistory, a), chain_hash(kEmptyHistory, changed)) << field;
+  }
 }
 
 TEST(SyncCheck, AgreeingRanksGiveNoReport) {
