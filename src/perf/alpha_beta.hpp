@@ -9,7 +9,8 @@
 // B and C are proportional for every all-reduce algorithm here (both ∝ S with the same n factor up
 // to a constant), so γ cannot be separated from β by timing all-reduces alone: the fit takes γ as
 // a given (default 0) and the fitted β is then an *effective* inverse bandwidth that includes the
-// reduction pass. That is fine for prediction at the rank counts measured; docs say so.
+// reduction pass. For a ring that is exact at other rank counts too (B and C both scale with
+// (n-1)/n); predictions over a user-given link (`analyze --link-gbps`) add a measured γ instead.
 #pragma once
 
 #include <cstdint>
