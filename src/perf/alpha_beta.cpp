@@ -257,7 +257,8 @@ const AlphaBeta& FitResult::model_for(double bytes) const {
 
 FitResult fit_alpha_beta_regimes(Collective coll, Algorithm algo, const std::vector<Sample>& samples,
                                  double gamma_s_per_byte, int max_regimes) {
-  FitResult best = fit_alpha_beta(coll, algo, samples, gamma_s_per_byte);
+  const FitResult line = fit_alpha_beta(coll, algo, samples, gamma_s_per_byte);
+  FitResult best = line;
   std::vector<Sample> usable;
   std::set<double> size_set;
   for (const Sample& s : samples) {
@@ -278,8 +279,7 @@ FitResult fit_alpha_beta_regimes(Collective coll, Algorithm algo, const std::vec
   // 1 .. max_regimes-1 cuts with >= kMinSizes sizes per regime (a sweep has ~10-30 sizes).
   std::vector<std::size_t> cuts;
   auto evaluate = [&]() {
-    FitResult f = best;
-    f.regimes.clear();
+    FitResult f = line;  // the one line stays the reported α, β; the regimes are added to it
     for (std::size_t k = 0; k <= cuts.size(); ++k) {
       const double lo = k == 0 ? 0.0 : sizes[cuts[k - 1]];
       const double hi = k == cuts.size() ? sizes.back() : sizes[cuts[k] - 1];

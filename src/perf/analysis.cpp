@@ -400,28 +400,25 @@ nlohmann::json analyze(const RunRecord& rec, const CommModel& model, const Analy
   }
   out["comm_model"] = comm;
   nlohmann::json warnings = nlohmann::json::array();
+  // The node's layout (docs/performance.md): compute threads alone exceed the cores (time slicing,
+  // which the model handles), or they fill them and leave none for the communication threads
+  // (measured at 2 ranks x 1 thread on 2 cores: overlap 133-136 ms per step with Open MPI's busy
+  // polling, 98-106 ms with mpi_yield_when_idle=1; the model assumes the latter).
+  std::ostringstream node;
   if (rec.time_sliced()) {
-    // Compute threads alone exceed the cores (the communication threads sleep or poll briefly: at
-    // 2 ranks x 1 thread on 2 cores the overlap model held, docs/performance.md).
-    std::ostringstream w;
-    w << "oversubscribed: " << rec.ranks_per_node << " ranks x " << rec.threads << " compute thread(s) on "
-      << rec.cores_per_node
-      << " cores. The ranks time-slice the cores: the model lets no collective overlap backward here (its peers "
-         "are not running at the same time) and adds the measured lag of the slowest rank; these numbers "
-         "describe this node's scheduling, not the network";
-    warnings.push_back(w.str());
+    node << "oversubscribed: " << rec.ranks_per_node << " ranks x " << rec.threads << " compute thread(s) on "
+         << rec.cores_per_node
+         << " cores. The ranks time-slice the cores: the model lets no collective overlap backward here (its peers "
+            "are not running at the same time) and adds the measured lag of the slowest rank; these numbers "
+            "describe this node's scheduling, not the network";
   } else if (rec.no_spare_core()) {
-    // Measured (docs/performance.md "The communication thread needs a core"): at 2 ranks x 1
-    // thread on 2 cores, overlap took 133-136 ms per step with Open MPI's default busy polling
-    // and 98-106 ms with mpi_yield_when_idle=1.
-    std::ostringstream w;
-    w << "no spare core: " << rec.ranks_per_node << " ranks x (" << rec.threads << " compute + 1 communication thread) on "
-      << rec.cores_per_node
-      << " cores. During backward the communication thread of overlap/bucketed shares its rank's cores; the model "
-         "assumes that waiting for a peer costs no compute, which holds only if the MPI library yields while it "
-         "waits (Open MPI: OMPI_MCA_mpi_yield_when_idle=1, or mpirun --mca mpi_yield_when_idle 1)";
-    warnings.push_back(w.str());
+    node << "no spare core: " << rec.ranks_per_node << " ranks x (" << rec.threads
+         << " compute + 1 communication thread) on " << rec.cores_per_node
+         << " cores. During backward the communication thread of overlap/bucketed shares its rank's cores; the "
+            "model assumes that waiting for a peer costs no compute, which holds only if the MPI library yields "
+            "while it waits (Open MPI: OMPI_MCA_mpi_yield_when_idle=1, or mpirun --mca mpi_yield_when_idle 1)";
   }
+  if (!node.str().empty()) warnings.push_back(node.str());
   out["warnings"] = warnings;
 
   const auto params = mlp_params(rec.model);
@@ -487,9 +484,10 @@ nlohmann::json analyze(const RunRecord& rec, const CommModel& model, const Analy
   out["predicted_strategies"] = whatif;
   {
     const AllReduceTime ar = [&](double bytes) { return model_allreduce_s(model, backend, n, bytes, true); };
-    const StepPrediction best = best_bucket(rprof, ar);
+    const std::vector<StepPrediction> predicted = bucket_sweep(rprof, ar);
+    const StepPrediction best = best_bucket(predicted);
     nlohmann::json sweep = nlohmann::json::array();
-    for (const StepPrediction& p : bucket_sweep(rprof, ar)) {
+    for (const StepPrediction& p : predicted) {
       sweep.push_back({{"bucket_mb", p.bucket_bytes / (1 << 20)}, {"step_ms", p.step_s * 1e3},
                        {"exposed_comm_ms", p.exposed_comm_s * 1e3}, {"collectives", p.collectives}});
     }

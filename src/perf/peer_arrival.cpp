@@ -4,7 +4,6 @@
 #include <algorithm>
 
 #include "core/error.hpp"
-#include "core/host_buffer.hpp"
 #include "core/tensor_view.hpp"
 
 namespace microddp::perf {
@@ -41,10 +40,9 @@ double mean_lag_ms(const std::vector<double>& own_ms, const std::vector<double>&
 
 double PeerArrival::mean_lag_ms(comm::Communicator& comm) const {
   if (arrival_ms_.empty()) return 0.0;
-  core::HostBuffer<double> latest(arrival_ms_.size());
-  std::copy(arrival_ms_.begin(), arrival_ms_.end(), latest.data());
-  comm.all_reduce(core::TensorView::of(latest.data(), static_cast<std::int64_t>(arrival_ms_.size())), comm::ReduceOp::Max);
-  return perf::mean_lag_ms(arrival_ms_, std::vector<double>(latest.data(), latest.data() + arrival_ms_.size()));
+  std::vector<double> latest = arrival_ms_;
+  comm.all_reduce(core::TensorView::of(latest.data(), static_cast<std::int64_t>(latest.size())), comm::ReduceOp::Max);
+  return perf::mean_lag_ms(arrival_ms_, latest);
 }
 
 }  // namespace microddp::perf

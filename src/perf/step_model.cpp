@@ -126,10 +126,10 @@ std::vector<StepPrediction> bucket_sweep(const StepProfile& prof, const AllReduc
   return out;
 }
 
-StepPrediction best_bucket(const StepProfile& prof, const AllReduceTime& allreduce) {
+StepPrediction best_bucket(const std::vector<StepPrediction>& sweep) {
   StepPrediction best;
   bool have = false;
-  for (const StepPrediction& p : bucket_sweep(prof, allreduce)) {
+  for (const StepPrediction& p : sweep) {
     // 0.1% tolerance: among (near-)equal predictions prefer the larger bucket (fewer collectives).
     if (!have || p.step_s <= best.step_s * 1.001) {
       if (!have || p.step_s < best.step_s * 0.999 || p.collectives <= best.collectives) best = p;

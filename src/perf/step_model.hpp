@@ -82,7 +82,10 @@ StepPrediction predict_step(const StepProfile& prof, const std::string& strategy
 // predicted (bucket_sweep, ascending caps). best_bucket returns the one with the smallest step
 // time (ties within 0.1%: the larger bucket, fewer collectives).
 std::vector<StepPrediction> bucket_sweep(const StepProfile& prof, const AllReduceTime& allreduce);
-StepPrediction best_bucket(const StepProfile& prof, const AllReduceTime& allreduce);
+StepPrediction best_bucket(const std::vector<StepPrediction>& sweep);
+inline StepPrediction best_bucket(const StepProfile& prof, const AllReduceTime& allreduce) {
+  return best_bucket(bucket_sweep(prof, allreduce));
+}
 
 // ---- scaling ----
 struct ScalingPoint {
