@@ -13,6 +13,11 @@
 //     all-gather / reduce-scatter / gather / scatter (n-1)/n, broadcast 1 (docs/allreduce.md).
 //   * Inputs are small integers (exact in f32), so every result of every iteration is compared
 //     exactly with its closed form; #wrong sums the wrong elements over iterations and ranks.
+//   * Memory (--memory): the buffers a backend is measured on. auto = GPU memory for the GPU backends
+//     (nccl, nccl-ring: NCCL on host buffers would measure our host staging, not NCCL) and host memory
+//     for the others; device = GPU memory for every backend (the `mpi` backend then measures its
+//     device path: synchronise + pinned staging, or CUDA-aware MPI). Inputs are built on the host and
+//     copied in, results copied back for the check: both untimed, as init and check are.
 //   * --overlap-bytes: async all-reduce of that size issued, then the caller computes T ms (a
 //     floating-point loop that never touches the communicator), then waits. If the collective
 //     progresses during the compute, wait ≈ max(0, comm - T); if it only progressed inside wait(),
@@ -31,10 +36,13 @@
 #include <vector>
 
 #include "app/command.hpp"
+#include "app/compute_device.hpp"
 #include "comm/factory.hpp"
 #include "core/error.hpp"
 #include "core/host_buffer.hpp"
 #include "core/timer.hpp"
+#include "kernels/ops.hpp"
+#include "kernels/ops_buffer.hpp"
 
 namespace microddp::app {
 
@@ -111,6 +119,9 @@ class BenchCollectivesCommand final : public Command {
     sub->add_option("--redop", redop_, "Reduction: sum, max, min")->check(CLI::IsMember({"sum", "max", "min"}))->capture_default_str();
     sub->add_option("--csv", csv_, "Also write every row to this CSV file (rank 0)");
     sub->add_option("--json", json_, "Also write every row to this JSON file (rank 0)");
+    sub->add_option("--memory", memory_, "Buffers: auto (GPU memory for nccl, nccl-ring; host for the others), host, device")
+        ->check(CLI::IsMember({"auto", "host", "device"}))
+        ->capture_default_str();
     sub->add_option("--overlap-bytes", overlap_bytes_, "Async-progress check: all-reduce size (0 = skip)")->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40))->capture_default_str();
     sub->add_option("--overlap-ms", overlap_ms_, "Async-progress check: compute times in ms, comma-separated")->capture_default_str();
   }
@@ -123,18 +134,27 @@ class BenchCollectivesCommand final : public Command {
   int run(const comm::MpiRuntime& mpi) override;
 
  private:
-  Result run_cell(Communicator& c, Op op, std::int64_t bytes, bool in_place);
+  Result run_cell(Communicator& c, Op op, std::int64_t bytes, bool in_place, bool on_device);
+  // Whether backend `name` is measured on GPU memory (--memory).
+  bool on_device(const std::string& backend) const {
+    const std::string name = backend.substr(0, backend.find('+'));  // "nccl+dsync" is nccl
+    return memory_ == "device" || (memory_ == "auto" && (name == "nccl" || name == "nccl-ring"));
+  }
   void run_overlap(const comm::MpiRuntime& mpi, std::vector<std::unique_ptr<Communicator>>& comms);
 
   std::int64_t min_bytes_ = 8, max_bytes_ = std::int64_t{64} << 20, overlap_bytes_ = 0;
   int factor_ = 2, warmup_ = 3, iters_ = 20;
   std::string backends_ = "mpi,ring,rd,auto", ops_ = "allreduce", redop_ = "sum", overlap_ms_ = "0,5,10,20,40";
-  std::string csv_, json_;
+  std::string csv_, json_, memory_ = "auto";
   core::HostBuffer<float> send_, recv_;  // sized once for the largest cell
+  // GPU memory, only when some backend is measured on it: the cell's inputs are built in send_ /
+  // recv_ and copied here, the results copied back (both untimed).
+  std::unique_ptr<kernels::Ops> gpu_;
+  kernels::OpsBuffer<float> dev_send_, dev_recv_;
   ReduceOp rop_ = ReduceOp::Sum;
 };
 
-Result BenchCollectivesCommand::run_cell(Communicator& c, Op op, std::int64_t bytes, bool in_place) {
+Result BenchCollectivesCommand::run_cell(Communicator& c, Op op, std::int64_t bytes, bool in_place, bool on_device) {
   const int n = c.size(), r = c.rank();
   const std::int64_t total = bytes / 4;
   const bool blocky = op != Op::AllReduce && op != Op::Broadcast;
@@ -217,24 +237,41 @@ Result BenchCollectivesCommand::run_cell(Communicator& c, Op op, std::int64_t by
     }
     return bad;
   };
+  // On the GPU: the same views at the same offsets of the device buffers (in-place layouts kept).
+  auto to_device = [&](const TensorView& v) {
+    if (v.data == nullptr) return v;
+    const float* p = static_cast<const float*>(v.data);
+    float* base = (p >= s && p < s + send_.count()) ? dev_send_.data() + (p - s) : dev_recv_.data() + (p - d);
+    return TensorView::of(base, v.count, core::Device::Cuda);
+  };
+  const TensorView dsv = on_device ? to_device(sv) : sv, drv = on_device ? to_device(rv) : rv;
+  const std::int64_t span = count + n;  // every element a cell touches lies below this
   auto launch = [&] {
     switch (op) {
-      case Op::AllReduce: c.all_reduce(sv, rv, rop_); break;
-      case Op::Broadcast: c.broadcast(rv, root); break;
-      case Op::AllGather: c.all_gather(sv, rv); break;
-      case Op::ReduceScatter: c.reduce_scatter(sv, rv, rop_); break;
-      case Op::Gather: c.gather(sv, rv, root); break;
-      case Op::Scatter: c.scatter(sv, rv, root); break;
+      case Op::AllReduce: c.all_reduce(dsv, drv, rop_); break;
+      case Op::Broadcast: c.broadcast(drv, root); break;
+      case Op::AllGather: c.all_gather(dsv, drv); break;
+      case Op::ReduceScatter: c.reduce_scatter(dsv, drv, rop_); break;
+      case Op::Gather: c.gather(dsv, drv, root); break;
+      case Op::Scatter: c.scatter(dsv, drv, root); break;
     }
   };
   std::vector<double> times;
   std::int64_t wrong = 0;
   for (int it = 0; it < warmup_ + iters_; ++it) {
     init();
+    if (on_device) {  // synchronous copies: the data is on the GPU before the barrier
+      dev_send_.from_host(s, 0, span);
+      dev_recv_.from_host(d, 0, span);
+    }
     MPI_Barrier(MPI_COMM_WORLD);  // the communicator under test is idle: sync calls only
     core::Stopwatch sw;
-    launch();
+    launch();  // a synchronous collective: returns when the GPU has finished it too
     const double us = sw.elapsed_s() * 1e6;
+    if (on_device) {
+      dev_send_.to_host(s, 0, span);  // scatter's in-place result lives in the send buffer
+      dev_recv_.to_host(d, 0, span);
+    }
     wrong += check();
     if (it >= warmup_) times.push_back(us);
   }
@@ -279,17 +316,22 @@ void BenchCollectivesCommand::run_overlap(const comm::MpiRuntime& mpi, std::vect
     std::printf("# %-8s %9s %10s %10s %10s %10s\n", "backend", "T_ms", "comm_ms", "wait_ms", "total_ms", "progressed");
   }
   volatile double sink = 0;
-  for (auto& c : comms) {
+  for (std::size_t i = 0; i < comms.size(); ++i) {
+    auto& c = comms[i];
     const int r = c->rank(), n = c->size();
+    const bool dev = on_device(split_list(backends_)[i]);
+    const TensorView buf = dev ? TensorView::of(dev_send_.data(), count, core::Device::Cuda)
+                               : TensorView::of(send_.data(), count);
     auto fill = [&] {
       for (std::int64_t j = 0; j < count; ++j) send_[j] = reduce_in(r, j, n);
+      if (dev) dev_send_.from_host(send_.data(), 0, count);
     };
     std::vector<double> comm_t;
     for (int it = 0; it < warmup_ + iters_; ++it) {
       fill();
       MPI_Barrier(MPI_COMM_WORLD);
       core::Stopwatch sw;
-      c->all_reduce(TensorView::of(send_.data(), count), ReduceOp::Sum);
+      c->all_reduce(buf, ReduceOp::Sum);
       if (it >= warmup_) comm_t.push_back(sw.elapsed_ms());
     }
     double comm_ms = median(comm_t), comm_max = 0;
@@ -300,7 +342,7 @@ void BenchCollectivesCommand::run_overlap(const comm::MpiRuntime& mpi, std::vect
         fill();
         MPI_Barrier(MPI_COMM_WORLD);
         core::Stopwatch sw;
-        comm::Work w = c->all_reduce(TensorView::of(send_.data(), count), ReduceOp::Sum, comm::Mode::Async);
+        comm::Work w = c->all_reduce(buf, ReduceOp::Sum, comm::Mode::Async);
         sink = sink + compute_for_ms(T);
         core::Stopwatch ws;
         w.wait();
@@ -334,6 +376,16 @@ int BenchCollectivesCommand::run(const comm::MpiRuntime& mpi) {
   const std::int64_t cap = std::max(max_bytes_, overlap_bytes_) / 4 + n;
   send_.resize(cap);
   recv_.resize(cap);
+  bool any_device = false;
+  for (const auto& b : backend_names) any_device = any_device || on_device(b);
+  if (any_device) {
+    // The rank's GPU as `train --device cuda` picks it (one agreed error when there is none).
+    ComputeChoice gpu = choose_compute("cuda", "nccl", true, false, 1, mpi);
+    gpu_ = std::move(gpu.ops);
+    dev_send_ = kernels::OpsBuffer<float>(*gpu_, cap);
+    dev_recv_ = kernels::OpsBuffer<float>(*gpu_, cap);
+    for (auto& c : comms) c->set_compute_stream(gpu_->native_stream());
+  }
   const int rank = mpi.rank();
   if (rank == 0) {
     std::printf("# microddp bench collectives: %d rank(s) on %s, %s\n", n, mpi.hostname().c_str(), mpi.library_version().c_str());
@@ -342,6 +394,10 @@ int BenchCollectivesCommand::run(const comm::MpiRuntime& mpi) {
     std::printf("# time = max over ranks of each rank's per-iteration median (us); algbw = size/time, busbw = algbw x\n");
     std::printf("# factor (allreduce 2(n-1)/n; allgather, reducescatter, gather, scatter (n-1)/n; broadcast 1), GB/s.\n");
     std::printf("# every iteration's result is checked exactly; #wrong = wrong elements over all iterations and ranks.\n");
+    std::printf("# memory:");
+    for (const auto& b : backend_names) std::printf(" %s=%s", b.c_str(), on_device(b) ? "gpu" : "host");
+    if (gpu_) std::printf(" (gpu: %s)", gpu_->description().c_str());
+    std::printf("\n");
   }
   std::vector<Result> all;
   for (const auto& op_name : split_list(ops_)) {
@@ -354,8 +410,9 @@ int BenchCollectivesCommand::run(const comm::MpiRuntime& mpi) {
     }
     for (std::int64_t bytes = min_bytes_; bytes <= max_bytes_; bytes *= factor_) {
       for (auto& c : comms) {
-        Result oop = run_cell(*c, op, bytes, false);
-        Result ip = run_cell(*c, op, bytes, true);
+        const bool dev = on_device(backend_names[static_cast<std::size_t>(&c - comms.data())]);
+        Result oop = run_cell(*c, op, bytes, false, dev);
+        Result ip = run_cell(*c, op, bytes, true, dev);
         if (oop.count == 0) continue;  // block collectives: fewer elements than ranks
         oop.op = ip.op = op_name;
         const bool reduces = op == Op::AllReduce || op == Op::ReduceScatter;

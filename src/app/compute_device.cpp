@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 
 #if MICRODDP_HAVE_CUDA
+#include "comm/gpu_sharing.hpp"
 #include "kernels/cuda/device.hpp"
 #endif
 
@@ -80,6 +81,23 @@ ComputeChoice choose_compute(const std::string& device, const std::string& comm,
     error = e.what();
   }
   agree_on_usage_error(mpi, "the --device agreement", error, "--device " + device + ": another rank cannot use its device");
+#if MICRODDP_HAVE_CUDA
+  // Ranks that compute on one shared GPU (two ranks on a one-GPU workstation: the README's first
+  // command on a CUDA build) cannot use NCCL, which needs one GPU per rank. Without --comm they get
+  // `mpi` (it stages device buffers through the host and works on a shared GPU) and the header says
+  // why; an explicit --comm nccl is refused by the backend itself, naming the ranks.
+  comm::GpuIdentity mine;
+  mine.host = mpi.hostname();
+  if (choice.ops->device() == core::Device::Cuda) {
+    mine.uses_gpu = true;
+    mine.uuid = kernels::cuda_device_uuid(mpi.local_rank() % visible_gpus());
+  }
+  const comm::GpuSharing sharing = comm::exchange_gpu_identities(mpi, mine, kernels::format_device_uuid);
+  if (sharing.shared() && mine.uses_gpu && !comm_given && choice.comm != "mpi") {
+    choice.note = sharing.example + ": gradients go through --comm mpi (NCCL needs one GPU per rank)";
+    choice.comm = "mpi";
+  }
+#endif
   return choice;
 }
 

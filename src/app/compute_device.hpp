@@ -12,6 +12,8 @@
 //   * cpu: CpuOps with the given BLAS threads; the backend is --comm (default mpi).
 //   * The GPU of a rank is its node-local rank modulo the visible GPUs: the same GPU the NCCL
 //     backends pick (they require one GPU per rank; the mpi backend may share a GPU between ranks).
+//     Ranks compare GPU UUIDs (comm/gpu_sharing.hpp): when some share a GPU and --comm was not
+//     given, the backend is mpi instead of nccl, and ComputeChoice::note says so for the header.
 //   * Ranks agree on failure: one agreed error (exit 2 everywhere) when every rank fails the same
 //     way. Ranks that chose different devices are refused by the trainer's start-up check.
 #pragma once
@@ -30,6 +32,7 @@ void validate_device_name(const std::string& device);
 struct ComputeChoice {
   std::unique_ptr<kernels::Ops> ops;
   std::string comm;  // the backend to use (--comm, or the device's default when --comm was not given)
+  std::string note;  // why the default backend was not taken ("" when it was), for the run header
 };
 
 // `comm`: the --comm value; `comm_given`: whether the user gave it. Collective over mpi.world().

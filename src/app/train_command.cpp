@@ -75,7 +75,7 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
   const auto& cfg = opts_.config;
   const int threads = opts_.threads > 0 ? opts_.threads : default_blas_threads(mpi);
   ComputeChoice compute = choose_compute(device_, opts_.comm, comm_option_->count() > 0, tf32_, threads, mpi);
-  opts_.comm = compute.comm;  // a GPU model without --comm: nccl
+  opts_.comm = compute.comm;  // a GPU model without --comm: nccl (mpi when ranks share a GPU)
   auto ops = std::move(compute.ops);
   auto comm = comm::make_communicator(opts_.comm, mpi);
   comm->set_compute_stream(ops->native_stream());  // NCCL orders gradient collectives after backward
@@ -117,6 +117,7 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
                   cfg.accum_steps, cfg.global_batch, cfg.accum_steps * cfg.global_batch);
     }
     std::printf("#   compute    : %s\n", ops->description().c_str());
+    if (!compute.note.empty()) std::printf("#   gpu shared : %s\n", compute.note.c_str());
     char clip[64] = "off";
     if (cfg.clip_grad_norm > 0.0f) std::snprintf(clip, sizeof clip, "to norm %g", static_cast<double>(cfg.clip_grad_norm));
     char every[64] = "at the end only";

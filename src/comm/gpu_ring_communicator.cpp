@@ -76,8 +76,7 @@ class GpuRingCommunicator final : public NcclCommunicator {
 }  // namespace
 
 std::unique_ptr<Communicator> make_gpu_ring_communicator(const MpiRuntime& runtime) {
-  const int device = nccl_device_for_rank(runtime.local_rank(), runtime.local_size(), kernels::cuda_device_count());
-  return std::make_unique<GpuRingCommunicator>(runtime.world(), device);
+  return std::make_unique<GpuRingCommunicator>(runtime.world(), nccl_rank_device(runtime));
 }
 
 }  // namespace microddp::comm

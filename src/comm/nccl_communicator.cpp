@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "comm/gpu_comm_kernels.hpp"
+#include "comm/gpu_sharing.hpp"
 #include "comm/mpi_check.hpp"
 #include "comm/nccl_check.hpp"
 #include "comm/nccl_setup.hpp"
@@ -504,9 +505,31 @@ void NcclCommunicator::enqueue_device(const CollectiveCall& call) {
   MDDP_CHECK(false, name() << ": unknown collective kind " << static_cast<int>(call.kind));
 }
 
+int nccl_rank_device(const MpiRuntime& runtime) {
+  // Every rank reaches the identity exchange, also one that has no usable GPU, so a failure on some
+  // ranks is reported everywhere instead of leaving the others waiting in the exchange.
+  std::string error;
+  GpuIdentity mine;
+  mine.host = runtime.hostname();
+  int device = -1;
+  try {
+    device = nccl_device_for_rank(runtime.local_rank(), runtime.local_size(), kernels::cuda_device_count());
+    mine.uuid = kernels::cuda_device_uuid(device);
+    mine.uses_gpu = true;
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  const GpuSharing s = exchange_gpu_identities(runtime, mine, kernels::format_device_uuid);
+  MDDP_USAGE_CHECK(error.empty(), error);
+  MDDP_USAGE_CHECK(s.ranks_without_gpu == 0, "nccl: " << s.ranks_without_gpu << " other rank(s) have no usable GPU");
+  MDDP_AGREED_USAGE_CHECK(!s.shared(), "nccl: " << s.example << "; NCCL needs one GPU per rank: give each rank its own "
+                                                   "GPU (e.g. srun --gpus-per-task=1, or fewer ranks per node) or use "
+                                                   "--comm mpi, which can share a GPU");
+  return device;
+}
+
 std::unique_ptr<Communicator> make_nccl_communicator(const MpiRuntime& runtime) {
-  const int device = nccl_device_for_rank(runtime.local_rank(), runtime.local_size(), kernels::cuda_device_count());
-  return std::make_unique<NcclCommunicator>(runtime.world(), device);
+  return std::make_unique<NcclCommunicator>(runtime.world(), nccl_rank_device(runtime));
 }
 
 }  // namespace microddp::comm

@@ -89,7 +89,12 @@ class NcclCommunicator : public Communicator, private WorkSource {
   std::unique_ptr<State> s_;
 };
 
-// The factory's entry points: one GPU per rank from the node-local rank.
+// The GPU of this rank for the NCCL backends: its node-local rank modulo the visible GPUs
+// (nccl_setup.hpp). Collective over the world: ranks compare GPU UUIDs (gpu_sharing.hpp) and every
+// rank throws core::UsageError (agreed) when two ranks would share a GPU, which NCCL refuses.
+int nccl_rank_device(const MpiRuntime& runtime);
+
+// The factory's entry points: one GPU per rank (nccl_rank_device).
 std::unique_ptr<Communicator> make_nccl_communicator(const MpiRuntime& runtime);
 std::unique_ptr<Communicator> make_gpu_ring_communicator(const MpiRuntime& runtime);
 

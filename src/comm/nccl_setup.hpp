@@ -7,9 +7,12 @@
 //     otherwise fails obscurely or hangs: the world size, the NCCL version (mixed installations),
 //     and a checksum over all of it (a truncated or mismatched broadcast is caught, not trusted).
 //     check_unique_id_message() throws core::Error naming the first disagreement.
-//   * nccl_device_for_rank() picks the GPU of a rank from its node-local rank. NCCL refuses two ranks
-//     of one communicator on the same GPU, so more ranks on a node than visible GPUs is an error
-//     (with the numbers), never a silent sharing of device 0.
+//   * nccl_device_for_rank() picks the GPU of a rank: its node-local rank modulo the GPUs this
+//     process sees. With `srun --gpus-per-task=1` (our multi-node job script) every rank sees exactly
+//     one GPU, device 0, and the ranks are on different GPUs; with two ranks on a one-GPU machine both
+//     also pick device 0 but share it. The index alone cannot tell these apart, so the NCCL backends
+//     then compare the GPUs' UUIDs across ranks (gpu_sharing.hpp) and refuse real sharing, which
+//     NCCL does not support, with a message naming the ranks.
 #pragma once
 
 #include <array>
@@ -61,13 +64,11 @@ inline void check_unique_id_message(const UniqueIdMessage& m, int world_size, in
                                                                                      << " (mixed installations)");
 }
 
-// GPU index of a rank: its node-local rank (one GPU per rank).
+// GPU index of a rank (see the contract above): node-local rank modulo the visible GPUs.
 inline int nccl_device_for_rank(int local_rank, int local_size, int device_count) {
-  MDDP_CHECK(device_count >= 1, "nccl: no CUDA device visible to this process (CUDA_VISIBLE_DEVICES, driver?)");
+  MDDP_USAGE_CHECK(device_count >= 1, "nccl: no CUDA device visible to this process (CUDA_VISIBLE_DEVICES, driver?)");
   MDDP_CHECK(local_rank >= 0 && local_rank < local_size, "nccl: local rank " << local_rank << " of " << local_size);
-  MDDP_CHECK(local_size <= device_count, "nccl: " << local_size << " ranks on this node but only " << device_count
-                                                  << " visible GPU(s); NCCL needs one GPU per rank");
-  return local_rank;
+  return local_rank % device_count;
 }
 
 }  // namespace microddp::comm

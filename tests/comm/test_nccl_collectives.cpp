@@ -19,6 +19,7 @@
 
 #include "collective_checks.hpp"
 #include "comm/factory.hpp"
+#include "comm/gpu_sharing.hpp"
 #include "comm/mpi_runtime.hpp"
 #include "comm/nccl_communicator.hpp"
 #include "kernels/cuda/cuda_check.hpp"
@@ -172,14 +173,24 @@ int main(int argc, char** argv) {
     microddp::comm::MpiRuntime runtime(&argc, &argv);
     microddp::testing::g_runtime = &runtime;
     ::testing::InitGoogleTest(&argc, argv);
-    // Skip on every rank alike (one GPU per rank on every node), never half the job.
-    int enough = microddp::kernels::cuda_device_count() >= runtime.local_size() ? 1 : 0;
-    int all_enough = 0;
-    MPI_Allreduce(&enough, &all_enough, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (all_enough == 0) {
+    // Skip on every rank alike, never half the job: every rank needs a GPU (its node-local rank
+    // modulo the visible ones), and the NCCL backends need one GPU per rank (UUIDs compared: with
+    // CUDA_VISIBLE_DEVICES set per rank, every rank sees one GPU and they differ).
+    const int gpus = microddp::kernels::cuda_device_count();
+    microddp::comm::GpuIdentity mine;
+    mine.host = runtime.hostname();
+    if (gpus > 0) {
+      mine.uses_gpu = true;
+      mine.uuid = microddp::kernels::cuda_device_uuid(runtime.local_rank() % gpus);
+    }
+    const auto sharing =
+        microddp::comm::exchange_gpu_identities(runtime, mine, microddp::kernels::format_device_uuid);
+    const bool nccl_backend = microddp::testing::backend_from_argv() != "mpi";
+    if (sharing.ranks_without_gpu > 0 || (nccl_backend && sharing.shared())) {
       if (runtime.rank() == 0) {
-        std::printf("fewer visible CUDA devices than ranks on a node (this node: %d for %d ranks): skipped\n",
-                    microddp::kernels::cuda_device_count(), runtime.local_size());
+        std::printf("%s: skipped\n", sharing.ranks_without_gpu > 0
+                                          ? "no visible CUDA device on some rank"
+                                          : ("NCCL needs one GPU per rank, but " + sharing.example).c_str());
       }
       microddp::testing::g_runtime = nullptr;
       return kSkip;

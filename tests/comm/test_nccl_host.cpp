@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "comm/gpu_ring_plan.hpp"
+#include "comm/gpu_sharing.hpp"
 #include "comm/nccl_setup.hpp"
 #include "comm/staging_plan.hpp"
 #include "core/error.hpp"
@@ -45,8 +47,62 @@ TEST(NcclSetup, DeviceForRank) {
   EXPECT_EQ(nccl_device_for_rank(0, 1, 1), 0);
   EXPECT_EQ(nccl_device_for_rank(3, 4, 8), 3);
   EXPECT_THROW(nccl_device_for_rank(0, 1, 0), core::Error);  // no GPU
-  EXPECT_THROW(nccl_device_for_rank(1, 2, 1), core::Error);  // two ranks would share GPU 0
+  // srun --gpus-per-task=1: every rank sees one GPU, its own, as device 0. Whether two ranks then
+  // really share one is decided by UUID (gpu_sharing.hpp), not here.
+  EXPECT_EQ(nccl_device_for_rank(1, 2, 1), 0);
+  EXPECT_EQ(nccl_device_for_rank(3, 4, 1), 0);
+  EXPECT_EQ(nccl_device_for_rank(5, 8, 4), 1);  // 8 ranks on 4 visible GPUs: round robin
   EXPECT_THROW(nccl_device_for_rank(2, 2, 4), core::Error);  // bad local rank
+}
+
+// ---- which ranks share a GPU (gpu_sharing.hpp) ---------------------------------------------------
+
+GpuIdentity gpu(unsigned char id, const char* host = "n1") {
+  GpuIdentity g;
+  g.uses_gpu = true;
+  g.uuid.fill(0);
+  g.uuid[15] = id;
+  g.host = host;
+  return g;
+}
+
+std::string short_uuid(const std::array<unsigned char, 16>& u) { return "U" + std::to_string(u[15]); }
+
+TEST(GpuSharing, OneGpuPerRankIsNotShared) {
+  // srun --gpus-per-task=1 on two nodes: 4 ranks, all see "device 0", UUIDs all different.
+  const std::vector<GpuIdentity> ranks = {gpu(1, "n1"), gpu(2, "n1"), gpu(3, "n2"), gpu(4, "n2")};
+  for (int me = 0; me < 4; ++me) {
+    const GpuSharing s = analyze_gpu_sharing(ranks, me);
+    EXPECT_EQ(s.max_ranks_per_gpu, 1);
+    EXPECT_FALSE(s.shared());
+    EXPECT_TRUE(s.peers.empty());
+    EXPECT_EQ(s.example, "");
+  }
+}
+
+TEST(GpuSharing, SharedGpuNamesTheRanksIdenticallyEverywhere) {
+  // Two ranks of node n2 on one GPU; ranks 0 and 1 have their own.
+  const std::vector<GpuIdentity> ranks = {gpu(1, "n1"), gpu(2, "n1"), gpu(7, "n2"), gpu(7, "n2"), gpu(7, "n2")};
+  const GpuSharing s2 = analyze_gpu_sharing(ranks, 2, short_uuid);
+  EXPECT_EQ(s2.max_ranks_per_gpu, 3);
+  EXPECT_EQ(s2.peers, (std::vector<int>{3, 4}));
+  EXPECT_EQ(s2.example, "ranks 2, 3 and 4 on host n2 share one GPU (U7)");
+  const GpuSharing s0 = analyze_gpu_sharing(ranks, 0, short_uuid);
+  EXPECT_TRUE(s0.shared());  // the verdict is the job's, the same on every rank
+  EXPECT_TRUE(s0.peers.empty());
+  EXPECT_EQ(s0.example, s2.example);
+}
+
+TEST(GpuSharing, CpuRanksAreIgnored) {
+  std::vector<GpuIdentity> ranks = {gpu(1), gpu(1), gpu(1)};
+  ranks[1].uses_gpu = false;
+  ranks[2].uses_gpu = false;
+  EXPECT_EQ(analyze_gpu_sharing(ranks, 0).max_ranks_per_gpu, 1);
+  EXPECT_EQ(analyze_gpu_sharing(ranks, 0).ranks_without_gpu, 2);
+  ranks[0].uses_gpu = false;
+  EXPECT_EQ(analyze_gpu_sharing(ranks, 0).max_ranks_per_gpu, 0);
+  EXPECT_EQ(analyze_gpu_sharing(ranks, 0).ranks_without_gpu, 3);
+  EXPECT_THROW(analyze_gpu_sharing(ranks, 3), core::Error);
 }
 
 // ---- staging plans -----------------------------------------------------------------------------
