@@ -24,6 +24,24 @@ MDDP_HD_INLINE T reduce_pair(core::ReduceOp op, T a, T b) {
   }
 }
 
+// ---- the numerics verdict of a training step -------------------------------------------------
+// From a step's K micro-step losses (floats, this rank's share) and the sum of squares of the
+// synchronised gradient: out[0] = the local loss, summed in double in micro-step order; out[1] = 1
+// if it is not finite, else 0; out[2] = 1 if the gradient sum of squares is not finite, else 0.
+// Summed over ranks (one all-reduce), out[1] and out[2] count the ranks that saw a non-finite loss
+// or gradient (DESIGN: the verdict rides in the loss all-reduce). One thread computes it (GPU) or
+// the host (CPU), so both give the same bits.
+// Finite test without <cmath>'s host/device overload questions: x - x is 0 exactly for finite x and
+// NaN for NaN and +-Inf (IEEE arithmetic; we never compile with fast-math).
+MDDP_HD_INLINE bool is_finite(double x) { return x - x == 0.0; }
+MDDP_HD_INLINE void step_numerics(const float* losses, std::int64_t k, const double* grad_sumsq, double* out) {
+  double loss = 0.0;
+  for (std::int64_t i = 0; i < k; ++i) loss += static_cast<double>(losses[i]);
+  out[0] = loss;
+  out[1] = is_finite(loss) ? 0.0 : 1.0;
+  out[2] = is_finite(*grad_sumsq) ? 0.0 : 1.0;
+}
+
 // ---- activations ----------------------------------------------------------------------------
 MDDP_HD_INLINE float relu(float x) { return x > 0.0f ? x : 0.0f; }
 // Gradient of ReLU expressed through its *output* y (y > 0 <=> x > 0), so the forward input need

@@ -9,6 +9,7 @@
 // Implementations: CpuOps (OpenBLAS + loops, always built) and CudaOps (cuBLAS + custom kernels).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -80,6 +81,35 @@ class Ops {
   // flag on the device (e.g. a softmax_xent label out of range), as core::Error.
   virtual void synchronize() = 0;
 
+  // ---- a step with one host synchronisation (docs/gpu.md, "One synchronisation per step") ----
+  // On a GPU every host round trip costs a few microseconds of idle device, so a training step
+  // queues all its work and waits once. These calls queue and return; their results are valid
+  // after the next synchronize(). On the CPU they run at once (the defaults below).
+  //
+  // Host memory for staging `bytes` (pinned on a GPU, so the async copies below really are
+  // asynchronous; plain aligned memory on the CPU), zero-filled; nullptr for 0 bytes.
+  virtual void* allocate_host_bytes(std::size_t bytes);
+  virtual void free_host_bytes(void* p) noexcept;
+  // Host -> device() / device() -> host copies queued after the work issued so far. `src` / `dst`
+  // must be memory from allocate_host_bytes; the host must not touch it until a later
+  // synchronize() has returned.
+  virtual void copy_from_host_async(void* dst, const void* src, std::size_t bytes) { copy_from_host(dst, src, bytes); }
+  virtual void copy_to_host_async(void* dst, const void* src, std::size_t bytes) { copy_to_host(dst, src, bytes); }
+  // *out (device() memory) = sum_squares(x, n), queued.
+  virtual void sum_squares_to(const float* x, std::int64_t n, double* out) { *out = sum_squares(x, n); }
+  // out[0..2] (device() memory) = step_numerics(losses[0..k), *grad_sumsq) of elementwise.hpp,
+  // queued; all pointers device() memory.
+  virtual void step_numerics(const float* losses, std::int64_t k, const double* grad_sumsq, double* out) {
+    kernels::step_numerics(losses, k, grad_sumsq, out);
+  }
+  // Device-side time stamps for phase timing without waiting: mark() queues a stamp and returns its
+  // id; mark_ns(id) is when the device reached it, on the host clock (core::now_ns), valid once a
+  // synchronize() issued after the mark has returned. The CPU stamps at the call. Ids are reused
+  // after kMarkSlots marks: read a mark before issuing that many more.
+  static constexpr std::uint32_t kMarkSlots = 1024;
+  virtual std::uint32_t mark();
+  virtual std::int64_t mark_ns(std::uint32_t id) const;
+
   // Named profiler ranges around phases and layers: NVTX on CudaOps (so `nsys profile` shows forward,
   // backward and the optimizer per layer on the timeline), nothing on the CPU. Ranges nest; `name`
   // must stay valid until the matching range_pop().
@@ -89,6 +119,11 @@ class Ops {
   // The stream the ops are queued on, for callers that must order other work after them (e.g. an
   // NCCL all-reduce of the gradients): a cudaStream_t for CudaOps, nullptr for CpuOps.
   virtual void* native_stream() const { return nullptr; }
+
+ private:
+  // The CPU's marks: host times (mark() / mark_ns()).
+  std::array<std::int64_t, kMarkSlots> host_marks_{};
+  std::uint32_t next_mark_ = 0;
 };
 
 // The CPU implementation; blas_threads sets OpenBLAS's thread count (process-wide setting).

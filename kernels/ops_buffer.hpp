@@ -72,4 +72,48 @@ class OpsBuffer {
   std::int64_t count_ = 0;
 };
 
+// An owning, move-only array of T in host staging memory of an Ops (Ops::allocate_host_bytes:
+// pinned on a GPU, so Ops::copy_from_host_async / copy_to_host_async on it are truly asynchronous).
+// Zero-filled, allocated in the constructor only; the Ops must outlive it.
+template <typename T>
+class OpsHostBuffer {
+ public:
+  OpsHostBuffer() = default;
+  OpsHostBuffer(Ops& ops, std::int64_t count) : ops_(&ops) {
+    MDDP_CHECK(count >= 0, "negative buffer count " << count);
+    data_ = static_cast<T*>(ops.allocate_host_bytes(static_cast<std::size_t>(count) * sizeof(T)));
+    count_ = count;
+  }
+  OpsHostBuffer(const OpsHostBuffer&) = delete;
+  OpsHostBuffer& operator=(const OpsHostBuffer&) = delete;
+  OpsHostBuffer(OpsHostBuffer&& o) noexcept
+      : ops_(std::exchange(o.ops_, nullptr)), data_(std::exchange(o.data_, nullptr)), count_(std::exchange(o.count_, 0)) {}
+  OpsHostBuffer& operator=(OpsHostBuffer&& o) noexcept {
+    if (this != &o) {
+      release();
+      ops_ = std::exchange(o.ops_, nullptr);
+      data_ = std::exchange(o.data_, nullptr);
+      count_ = std::exchange(o.count_, 0);
+    }
+    return *this;
+  }
+  ~OpsHostBuffer() { release(); }
+
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  T& operator[](std::int64_t i) { return data_[i]; }
+  const T& operator[](std::int64_t i) const { return data_[i]; }
+  std::int64_t count() const { return count_; }
+
+ private:
+  void release() noexcept {
+    if (ops_ != nullptr && data_ != nullptr) ops_->free_host_bytes(data_);
+    data_ = nullptr;
+    count_ = 0;
+  }
+  Ops* ops_ = nullptr;
+  T* data_ = nullptr;
+  std::int64_t count_ = 0;
+};
+
 }  // namespace microddp::kernels

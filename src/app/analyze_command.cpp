@@ -118,8 +118,7 @@ class AnalyzeCommand final : public Command {
 // all-reduces exactly that, and above ~32 MiB this machine's all-reduce gets slower per byte
 // (docs/performance.md): a fit that stops short extrapolates a regime it never saw.
 perf::CommModel AnalyzeCommand::sweep_fit(comm::Communicator& comm, const comm::MpiRuntime& mpi) {
-  std::int64_t gradient_count = 0;
-  for (const auto& p : perf::mlp_params(opts_.config.model)) gradient_count += p.count;
+  const std::int64_t gradient_count = model::flat_count(model::param_layout(opts_.config.model));
   const auto max_count =
       std::max<std::int64_t>({1, static_cast<std::int64_t>(fit_max_mb_ * (1 << 20) / 4), gradient_count});
   std::vector<std::int64_t> counts;

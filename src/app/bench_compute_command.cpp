@@ -57,7 +57,7 @@ int BenchComputeCommand::run(const comm::MpiRuntime& mpi) {
   model::FullMLP net(mc, batch_, *ops);
   net.init(1);
   model::OptimizerConfig oc;
-  auto adam = model::make_optimizer(oc, net.param_count(), *ops);
+  auto adam = model::make_optimizer(oc, net.flat_count(), *ops);
   core::HostBuffer<std::int32_t> labels(batch_);
   for (std::int64_t i = 0; i < batch_ * width_; ++i) net.input()[i] = core::normal01(7, 0, static_cast<std::uint64_t>(i));
   for (std::int64_t i = 0; i < batch_; ++i) labels[i] = static_cast<std::int32_t>(i % classes_);
@@ -84,7 +84,7 @@ int BenchComputeCommand::run(const comm::MpiRuntime& mpi) {
     net.backward(labels.data(), 1.0f / static_cast<float>(batch_), nullptr, nullptr, /*accumulate=*/false);
     ops->synchronize();
   };
-  const std::int64_t n = net.param_count();
+  const std::int64_t n = net.flat_count();
   core::HostBuffer<char> src(n * 14), dst(n * 14);  // memcpy of 14n bytes = 28n bytes of traffic
   auto optimizer_step = [&] { adam->step(net.param_data(), net.grad_data()); };
   auto copy_step = [&] { std::memcpy(dst.data(), src.data(), static_cast<std::size_t>(src.count())); };

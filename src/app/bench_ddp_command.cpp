@@ -122,11 +122,11 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
   ddp::Trainer trainer(cfg, *comm, *ops);
   trainer.setup();
   const bool root = mpi.rank() == 0;
-  const double grad_mib = static_cast<double>(trainer.model().param_count()) * 4.0 / (1 << 20);
+  const double grad_mib = static_cast<double>(trainer.model().flat_count()) * 4.0 / (1 << 20);
   if (root) {
     std::printf("# microddp bench ddp: width %" PRId64 " depth %" PRId64 " (%.2f M parameters, %.2f MiB of gradients), global "
                 "batch %" PRId64 " x %" PRId64 " accumulation, %d ranks, %s backend, %d BLAS thread(s) per rank\n",
-                cfg.model.width, cfg.model.depth, static_cast<double>(trainer.model().param_count()) * 1e-6, grad_mib,
+                cfg.model.width, cfg.model.depth, static_cast<double>(trainer.model().parameter_count()) * 1e-6, grad_mib,
                 cfg.global_batch, cfg.accum_steps, mpi.size(), opts_.comm.c_str(), threads);
     std::printf("# %d interleaved rounds x %" PRId64 " timed steps per variant (after %d warm-up step(s) each time); "
                 "means of rank 0's per-step statistics\n",

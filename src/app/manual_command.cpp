@@ -45,12 +45,12 @@ class ManualCommand final : public Command {
     std::vector<data::Sampler> samplers;
     for (int r = 0; r < kReplicas; ++r) {
       replicas.push_back(std::make_unique<model::FullMLP>(cfg.model, max_rows, *ops));
-      optimizers.push_back(model::make_optimizer(cfg.optimizer, replicas.back()->param_count(), *ops));
+      optimizers.push_back(model::make_optimizer(cfg.optimizer, replicas.back()->flat_count(), *ops));
       samplers.emplace_back(cfg.global_batch, r, kReplicas);
       replicas.back()->init(cfg.seed);
     }
     core::HostBuffer<std::int32_t> labels(max_rows);
-    const std::int64_t n = replicas[0]->param_count();
+    const std::int64_t n = replicas[0]->flat_count();
     std::printf("# microddp manual: %d replicas in one process, rows per replica %" PRId64 " + %" PRId64 "\n", kReplicas,
                 samplers[0].local_count(), samplers[1].local_count());
     std::printf("# %8s %12s %12s %12s %10s\n", "step", "loss", "loss_A", "loss_B", "identical");

@@ -99,8 +99,8 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     std::printf("# microddp train\n");
     std::printf("#   model      : FullMLP in=%" PRId64 " width=%" PRId64 " depth=%" PRId64 " classes=%" PRId64
                 " (%" PRId64 " parameters, %.2f MiB)\n",
-                cfg.model.in_dim, cfg.model.width, cfg.model.depth, cfg.model.classes, trainer.model().param_count(),
-                static_cast<double>(trainer.model().param_count()) * 4.0 / (1 << 20));
+                cfg.model.in_dim, cfg.model.width, cfg.model.depth, cfg.model.classes, trainer.model().parameter_count(),
+                static_cast<double>(trainer.model().parameter_count()) * 4.0 / (1 << 20));
     std::printf("#   data       : synthetic teacher set, seed %" PRIu64 ", global batch %" PRId64 " (%" PRId64
                 " to %" PRId64 " rows per rank)\n",
                 cfg.seed, cfg.global_batch, cfg.global_batch / mpi.size(),

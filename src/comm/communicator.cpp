@@ -76,6 +76,11 @@ void Communicator::shutdown() {
   sync_.reset();
 }
 
+void Communicator::order_compute_after(const Work& /*work*/) {
+  MDDP_CHECK(false, name() << ": order_compute_after() on a backend whose collectives do not complete in stream order "
+                              "(check completes_in_stream_order() first)");
+}
+
 void Communicator::set_comm_timeout(double seconds) {
   if (!engine_) return;  // Direct dispatch without an override: nothing runs on our thread to watch
   synchronize();

@@ -83,6 +83,15 @@ class Communicator {
   // (device_staging.hpp).
   virtual void set_compute_stream(void* /*stream*/) {}
 
+  // Stream-ordered completion (NCCL on device buffers): instead of the host waiting for a
+  // collective, the compute stream can be made to wait for it on the device, so a GPU training step
+  // queues everything and synchronises once (docs/gpu.md). Host backends return false.
+  virtual bool completes_in_stream_order() const { return false; }
+  // Only when completes_in_stream_order(): the compute stream waits, on the device, for collective
+  // `work` and every collective launched before it; the host does not wait, and work.test() turns
+  // true once the device got there (after a later synchronisation of the compute stream, at once).
+  virtual void order_compute_after(const Work& work);
+
   // ---- desync detection (sync_check.hpp) ----
   // Gives this communicator a private duplicate of `parent` for fingerprint exchanges. Collective
   // over parent; once, before the first collective. make_communicator() does it for every backend.

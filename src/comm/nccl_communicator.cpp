@@ -4,10 +4,13 @@
 //   1. cudaEventRecord(compute_ready, compute stream); cudaStreamWaitEvent(comm stream, compute_ready):
 //      the communication stream waits, on the GPU, for the gradients queued so far.
 //   2. The NCCL call(s) on the communication stream (scatter/gather: ncclSend/ncclRecv in one group).
-//   3. cudaLaunchHostFunc(stamp): stores core::now_ns() when the stream gets there (the completion
-//      timestamp of Work::completion_ns; costs one host callback, a few microseconds, per collective).
-//   4. cudaEventRecord(done[seq % kSlots]): Work::test() is cudaEventQuery on it; wait() polls it
+//   3. cudaEventRecord(done[seq % kSlots]): Work::test() is cudaEventQuery on it; wait() polls it
 //      together with ncclCommGetAsyncError and the timeout, and aborts the communicator on failure.
+//      The event is a timing event: Work::completion_ns() is its time on the host clock
+//      (kernels::DeviceClock, anchored whenever the stream is known idle), so completion times cost
+//      no host callback (a cudaLaunchHostFunc per collective would cost a host round trip each).
+//   order_compute_after(work): cudaStreamWaitEvent(compute stream, done[work]): the compute stream,
+//   not the host, waits for the collective (a GPU step then synchronises once, docs/gpu.md).
 // The communication stream has the highest stream priority, so NCCL's kernels are scheduled ahead of
 // queued compute kernels (backward) once their inputs are ready.
 #include "comm/nccl_communicator.hpp"
@@ -16,7 +19,6 @@
 #include <nccl.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -32,6 +34,7 @@
 #include "core/timer.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/device.hpp"
+#include "kernels/cuda/device_clock.hpp"
 
 namespace microddp::comm {
 
@@ -106,14 +109,6 @@ class DeviceGuard {
   int previous_ = 0;
 };
 
-struct StampSlot {
-  std::atomic<std::int64_t> ns{0};
-};
-
-void CUDART_CB stamp_completion(void* slot) {
-  static_cast<StampSlot*>(slot)->ns.store(core::now_ns(), std::memory_order_release);
-}
-
 // A grow-only buffer in device memory (stream-ordered on the communication stream: no device-wide
 // synchronisation when it grows) or in pinned host memory.
 struct DeviceBuffer {
@@ -156,7 +151,7 @@ struct NcclCommunicator::State {
   std::vector<cudaEvent_t> done = std::vector<cudaEvent_t>(kSlots, nullptr);
   std::vector<std::uint64_t> slot_seq = std::vector<std::uint64_t>(kSlots, 0);  // 0: slot never used
   std::vector<CollectiveKind> slot_kind = std::vector<CollectiveKind>(kSlots, CollectiveKind::Barrier);
-  std::unique_ptr<StampSlot[]> stamps = std::make_unique<StampSlot[]>(kSlots);
+  std::unique_ptr<kernels::DeviceClock> clock;  // done events -> host times (after cudaSetDevice)
   std::uint64_t launched = 0;   // last seq enqueued
   std::uint64_t completed = 0;  // every seq <= completed is known complete (one stream: FIFO)
   bool failed = false;
@@ -184,6 +179,7 @@ struct NcclCommunicator::State {
       if (e != nullptr) (void)cudaEventDestroy(e);
     }
     if (compute_ready != nullptr) (void)cudaEventDestroy(compute_ready);
+    clock.reset();
     if (stream != nullptr) (void)cudaStreamDestroy(stream);
   }
 };
@@ -214,10 +210,13 @@ NcclCommunicator::NcclCommunicator(MPI_Comm parent, int device)
   MDDP_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   MDDP_CUDA_CHECK(cudaStreamCreateWithPriority(&s.stream, cudaStreamNonBlocking, greatest));
   MDDP_CUDA_CHECK(cudaEventCreateWithFlags(&s.compute_ready, cudaEventDisableTiming));
-  for (cudaEvent_t& e : s.done) MDDP_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  // With timing: completion_ns() converts them to host times.
+  for (cudaEvent_t& e : s.done) MDDP_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDefault));
+  s.clock = std::make_unique<kernels::DeviceClock>();
   MDDP_CUDA_CHECK(cudaMalloc(&s.barrier_word, sizeof(int)));
   MDDP_CUDA_CHECK(cudaMemset(s.barrier_word, 0, sizeof(int)));
   MDDP_CUDA_CHECK(cudaDeviceSynchronize());  // the memset (legacy stream) lands before our stream reads it
+  s.clock->anchor(s.stream);                 // the stream is idle
   MDDP_NCCL_CHECK(ncclCommInitRank(&s.comm, size(), id, rank()));
 }
 
@@ -303,6 +302,17 @@ bool NcclCommunicator::is_complete(std::uint64_t seq) {
   return s.failed;
 }
 
+bool NcclCommunicator::completes_in_stream_order() const { return true; }
+
+void NcclCommunicator::order_compute_after(const Work& work) {
+  State& s = *s_;
+  if (s.failed) throw core::Error(std::string(name()) + ": communicator unusable after an earlier failure: " + s.error);
+  const std::size_t slot = work.seq() % kSlots;
+  if (work.seq() == 0 || s.slot_seq[slot] != work.seq()) return;  // synchronous / long complete
+  DeviceGuard guard(s.device);
+  MDDP_CUDA_CHECK(cudaStreamWaitEvent(s.compute, s.done[slot], 0));
+}
+
 void NcclCommunicator::wait_for(std::uint64_t seq) {
   State& s = *s_;
   const std::int64_t start = core::now_ns();
@@ -320,13 +330,19 @@ void NcclCommunicator::wait_for(std::uint64_t seq) {
     }
   }
   if (s.failed && seq >= s.failed_seq) throw core::Error(s.error);
+  // Everything launched is done: the stream is idle, a fresh anchor for the clock (a record, no wait).
+  if (seq == s.launched && !s.failed) {
+    DeviceGuard guard(s.device);
+    s.clock->anchor(s.stream);
+  }
 }
 
 std::int64_t NcclCommunicator::completion_ns(std::uint64_t seq) {
   State& s = *s_;
   const std::size_t slot = seq % kSlots;
   if (s.slot_seq[slot] != seq || !is_complete(seq) || (s.failed && seq >= s.failed_seq)) return 0;
-  return s.stamps[slot].ns.load(std::memory_order_acquire);
+  DeviceGuard guard(s.device);
+  return s.clock->host_ns(s.done[slot]);
 }
 
 void NcclCommunicator::wait_launched() {
@@ -387,8 +403,6 @@ Work NcclCommunicator::launch(const CollectiveCall& call, Mode mode) {
     } else {
       enqueue_device(call);
     }
-    s.stamps[slot].ns.store(0, std::memory_order_relaxed);
-    MDDP_CUDA_CHECK(cudaLaunchHostFunc(s.stream, stamp_completion, &s.stamps[slot]));
     MDDP_CUDA_CHECK(cudaEventRecord(s.done[slot], s.stream));
   } catch (const std::exception& e) {
     // Other ranks may already be inside this collective: the communicator cannot be trusted any more.

@@ -54,6 +54,8 @@ class NcclCommunicator : public Communicator, private WorkSource {
   // Later collectives are ordered after the work queued so far on `stream` (a cudaStream_t of this
   // rank's GPU, e.g. Ops::native_stream(); nullptr = the legacy default stream).
   void set_compute_stream(void* stream) override;
+  bool completes_in_stream_order() const override;
+  void order_compute_after(const Work& work) override;
   // The communication stream (e.g. for a compute stream to wait on, or for profiling).
   void* comm_stream() const;
   // NCCL's version code (e.g. 22809 for 2.28.9) and the GPU in words, for run headers.

@@ -8,15 +8,18 @@
 namespace microddp::ddp {
 
 namespace {
+// Parameters in index order, each starting where the previous one ends or at the next alignment
+// boundary after it (model::param_layout's zero padding, which a slice all-reduces harmlessly).
 void check_contiguous(const std::vector<model::ParamInfo>& params) {
-  std::int64_t expect = 0;
+  std::int64_t end = 0;
   for (std::size_t i = 0; i < params.size(); ++i) {
     const auto& p = params[i];
     MDDP_CHECK(p.index == static_cast<int>(i), "parameter " << p.name << " has index " << p.index << ", expected " << i);
-    MDDP_CHECK(p.offset == expect, "parameter " << p.name << " starts at element " << p.offset << ", expected " << expect
-                                                << ": gradients are not laid out in gradient-ready order, so buckets "
-                                                   "would not be contiguous slices");
-    expect += p.count;
+    MDDP_CHECK(p.offset == end || p.offset == model::align_param_count(end),
+               "parameter " << p.name << " starts at element " << p.offset << ", but the previous one ends at " << end
+                            << ": gradients are not laid out in gradient-ready order, so buckets would not be "
+                               "contiguous slices");
+    end = p.offset + p.count;
   }
 }
 }  // namespace
@@ -33,8 +36,9 @@ std::vector<Bucket> plan_buckets(const std::vector<model::ParamInfo>& params, st
     return bucket_index == 0 && first_cap_bytes > 0 ? first_cap_bytes : cap_bytes;
   };
   for (const auto& p : params) {
-    const std::int64_t p_bytes = p.count * static_cast<std::int64_t>(sizeof(float));
-    if (has_open && open.bytes() + p_bytes > cap_of(plan.size())) {
+    // The bucket's slice runs from its first parameter to the end of p, padding included.
+    const std::int64_t with_p = (has_open ? p.offset + p.count - open.offset : p.count) * static_cast<std::int64_t>(sizeof(float));
+    if (has_open && with_p > cap_of(plan.size())) {
       plan.push_back(open);
       has_open = false;
     }
@@ -43,7 +47,7 @@ std::vector<Bucket> plan_buckets(const std::vector<model::ParamInfo>& params, st
       has_open = true;
     }
     open.end_param = p.index + 1;
-    open.count += p.count;
+    open.count = p.offset + p.count - open.offset;
   }
   if (has_open) plan.push_back(open);
   return plan;

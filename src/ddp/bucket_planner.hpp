@@ -1,8 +1,10 @@
 // bucket_planner.hpp — splits the flat gradient buffer into all-reduce buckets (a pure function).
 //
 // Parameters arrive in gradient-ready order (index 0 first), and the flat gradient buffer is laid
-// out in that order (model/mlp.hpp), so a run of consecutive parameters is one contiguous slice:
-// a bucket is just (offset, count) into the buffer, with no packing copy.
+// out in that order (model/param_layout.hpp), so a run of consecutive parameters is one contiguous
+// slice: a bucket is just (offset, count) into the buffer, with no packing copy. Parameters start
+// 256-byte aligned; a bucket's slice includes the zero padding between its parameters, and its
+// size against the cap is that of the slice.
 //
 // Rule (greedy, in gradient-ready order): a parameter joins the open bucket unless that would make
 // the bucket exceed its cap, in which case the bucket is closed and a new one opened. So a bucket
@@ -33,8 +35,8 @@ struct Bucket {
 };
 
 // cap_bytes > 0: the usual bucket cap. first_cap_bytes: the first bucket's cap; 0 = same as cap.
-// Throws core::Error if the parameters are not contiguous in index order (offset_i + count_i ==
-// offset_{i+1}, starting at 0) or a cap is not positive.
+// Throws core::Error if the parameters are not contiguous in index order (offset_{i+1} is
+// offset_i + count_i, or that rounded up to model::kParamAlignFloats) or a cap is not positive.
 std::vector<Bucket> plan_buckets(const std::vector<model::ParamInfo>& params, std::int64_t cap_bytes,
                                  std::int64_t first_cap_bytes = 0);
 

@@ -23,6 +23,8 @@ BucketedSync::BucketedSync(std::string name, std::vector<Bucket> plan, comm::Com
   for (std::size_t p = 0; p < bucket_of_.size(); ++p) {
     MDDP_CHECK(bucket_of_[p] >= 0, "bucket plan does not cover parameter " << params_[p].name);
   }
+  synced_count_ = 0;  // the buckets' slices (the padding inside them included)
+  for (const Bucket& b : plan_) synced_count_ += b.count;
 }
 
 void BucketedSync::on_backward_begin(std::int64_t step) {
@@ -49,6 +51,13 @@ void BucketedSync::finish() {
   check_all_ready();
   MDDP_CHECK(next_launch_ == plan_.size(), name_ << ": only " << next_launch_ << " of " << plan_.size()
                                                  << " buckets were launched in step " << step_);
+  if (stream_ordered()) {  // the compute stream waits for the buckets; complete() records them
+    for (std::size_t b = 0; b < plan_.size(); ++b) {
+      defer(work_[b], static_cast<std::int32_t>(b), launch_ns_[b], plan_[b].bytes());
+    }
+    order_compute_after_deferred();
+    return;
+  }
   const std::int64_t wait_begin = core::now_ns();
   for (const comm::Work& w : work_) w.wait();
   const std::int64_t wait_end = core::now_ns();

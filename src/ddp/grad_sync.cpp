@@ -15,9 +15,38 @@ namespace microddp::ddp {
 GradSync::GradSync(comm::Communicator& comm, const std::vector<model::ParamInfo>& params, core::TensorView grads,
                    core::EventLog& events)
     : comm_(comm), params_(params), grads_(grads), events_(events), ready_(params.size(), 0) {
-  for (const auto& p : params) total_count_ += p.count;
-  MDDP_CHECK(grads.dtype == core::DType::F32 && grads.count == total_count_,
-             "gradient buffer of " << grads.count << " elements for parameters of " << total_count_);
+  total_count_ = grads.count;
+  synced_count_ = total_count_;
+  const std::int64_t end = params.empty() ? 0 : params.back().offset + params.back().count;
+  MDDP_CHECK(grads.dtype == core::DType::F32 && end <= grads.count,
+             "gradient buffer of " << grads.count << " elements for parameters ending at element " << end);
+  stream_ordered_ = comm.completes_in_stream_order() && grads.device != core::Device::Host;
+  deferred_.reserve(params.size() + 1);  // at most one collective per parameter
+}
+
+void GradSync::defer(const comm::Work& work, std::int32_t id, std::int64_t launch_ns, std::int64_t bytes) {
+  MDDP_CHECK(deferred_.size() < deferred_.capacity(), name() << ": more deferred collectives than parameters");
+  deferred_.push_back(Deferred{work, id, launch_ns, bytes});
+}
+
+void GradSync::order_compute_after_deferred() {
+  // One communication stream is FIFO: waiting for the last collective waits for all of them.
+  if (!deferred_.empty()) comm_.order_compute_after(deferred_.back().work);
+}
+
+void GradSync::complete(std::int64_t backward_end_ns) {
+  if (deferred_.empty()) return;
+  // Completion times first: waiting below may re-anchor the communicator's device clock.
+  std::int64_t last = backward_end_ns;
+  for (const Deferred& d : deferred_) {
+    std::int64_t done = d.work.completion_ns();
+    if (done == 0) done = core::now_ns();  // untimed: bounded by now (the stream has been synchronised)
+    events_.record(core::EventKind::Collective, step_, d.id, d.launch_ns, done, d.bytes);
+    last = std::max(last, done);
+  }
+  events_.record(core::EventKind::CommWait, step_, -1, backward_end_ns, last);
+  for (const Deferred& d : deferred_) d.work.wait();
+  deferred_.clear();
 }
 
 void GradSync::on_backward_begin(std::int64_t step) {
@@ -30,7 +59,8 @@ void GradSync::on_grad_ready(const model::ParamInfo& param) {
   MDDP_CHECK(!ready_[static_cast<std::size_t>(param.index)], "parameter " << param.name << " reported ready twice in one backward");
   ready_[static_cast<std::size_t>(param.index)] = 1;
   const std::int64_t now = core::now_ns();
-  events_.record(core::EventKind::GradReady, step_, param.index, now, now, param.count * 4);
+  events_.record(core::EventKind::GradReady, step_, param.index, now, now,
+                 param.count * static_cast<std::int64_t>(sizeof(float)));
 }
 
 void GradSync::check_all_ready() const {
@@ -43,8 +73,6 @@ void GradSync::check_all_ready() const {
 core::TensorView GradSync::grad_slice(std::int64_t offset, std::int64_t count) const {
   return grads_.slice(offset, count);
 }
-
-std::int64_t GradSync::bytes_per_step() const { return total_count_ * static_cast<std::int64_t>(sizeof(float)); }
 
 std::string GradSync::collective_label(int id) const {
   if (id >= 0 && static_cast<std::size_t>(id) < params_.size()) return params_[static_cast<std::size_t>(id)].name;

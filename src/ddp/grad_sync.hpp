@@ -5,7 +5,12 @@
 //   on_grad_ready(param)         from inside backward, in gradient-ready order, every parameter
 //   finish()                     after backward; returns when the gradient buffer holds the SUM of
 //                                all ranks' gradients (loss is normalised by the global batch, so
-//                                the sum is the exact global-batch gradient)
+//                                the sum is the exact global-batch gradient) — or, on a
+//                                stream-ordered communicator (NCCL with gradients on the GPU), when
+//                                the compute stream is ordered after the collectives: work queued on
+//                                it later sees the summed gradient, and the host has not waited
+//   complete(backward_end_ns)    after the caller synchronised the compute stream: records the
+//                                events finish() could not time yet (stream-ordered case only)
 // Contract: every rank issues the same collectives in the same order (they are driven by the
 // fixed gradient-ready order); a parameter that never reported ready is detected in finish() and
 // reported as an error instead of leaving other ranks hanging. Each collective is recorded in the
@@ -42,16 +47,27 @@ class GradSync {
   virtual void on_backward_begin(std::int64_t step);
   virtual void on_grad_ready(const model::ParamInfo& param);
   virtual void finish() = 0;
+  // Stream-ordered case only (otherwise a no-op): after the compute stream was synchronised,
+  // records each deferred collective (launch -> completion on the host clock) and the exposed
+  // communication as CommWait from `backward_end_ns` (when backward ended on the device) to the last
+  // completion, then waits the Works (already complete: this surfaces errors without blocking).
+  void complete(std::int64_t backward_end_ns);
 
   // What one synchronising step costs: number of gradient collectives and bytes all-reduced.
   virtual std::int64_t collectives_per_step() const = 0;
-  std::int64_t bytes_per_step() const;
+  std::int64_t bytes_per_step() const { return synced_count_ * static_cast<std::int64_t>(sizeof(float)); }
   // Human-readable name of the collective with event id `id` (parameter, bucket, "all gradients").
   virtual std::string collective_label(int id) const;
 
  protected:
   // Throws if some parameter did not report ready during this backward.
   void check_all_ready() const;
+  // True when the host must not wait for the gradient collectives (see finish()).
+  bool stream_ordered() const { return stream_ordered_; }
+  // Stream-ordered case: a collective whose events complete() records.
+  void defer(const comm::Work& work, std::int32_t id, std::int64_t launch_ns, std::int64_t bytes);
+  // Stream-ordered case: the compute stream waits (on the device) for every deferred collective.
+  void order_compute_after_deferred();
   core::TensorView grad_slice(std::int64_t offset, std::int64_t count) const;
 
   comm::Communicator& comm_;
@@ -60,7 +76,17 @@ class GradSync {
   core::EventLog& events_;
   std::int64_t step_ = 0;
   std::vector<char> ready_;  // per parameter, reset at on_backward_begin
-  std::int64_t total_count_ = 0;
+  std::int64_t total_count_ = 0;   // elements of the flat gradient buffer (parameters + alignment padding)
+  std::int64_t synced_count_ = 0;  // elements all-reduced per step (set by each strategy; default: all)
+
+ private:
+  struct Deferred {
+    comm::Work work;
+    std::int32_t id = 0;
+    std::int64_t launch_ns = 0, bytes = 0;
+  };
+  bool stream_ordered_ = false;
+  std::vector<Deferred> deferred_;  // capacity reserved at construction (no allocation per step)
 };
 
 // Builds a strategy by name; unknown names are a UsageError listing the choices.

@@ -5,11 +5,21 @@ namespace microddp::ddp {
 
 void NaiveSync::finish() {
   check_all_ready();
+  if (stream_ordered()) {  // the same collectives, queued; the compute stream waits for them
+    for (const auto& p : params_) {
+      const std::int64_t t0 = core::now_ns();
+      defer(comm_.all_reduce(grad_slice(p.offset, p.count), comm::ReduceOp::Sum, comm::Mode::Async), p.index, t0,
+            p.count * static_cast<std::int64_t>(sizeof(float)));
+    }
+    order_compute_after_deferred();
+    return;
+  }
   const std::int64_t wait_begin = core::now_ns();
   for (const auto& p : params_) {
     const std::int64_t t0 = core::now_ns();
     comm_.all_reduce(grad_slice(p.offset, p.count), comm::ReduceOp::Sum, comm::Mode::Sync);
-    events_.record(core::EventKind::Collective, step_, p.index, t0, core::now_ns(), p.count * 4);
+    events_.record(core::EventKind::Collective, step_, p.index, t0, core::now_ns(),
+                   p.count * static_cast<std::int64_t>(sizeof(float)));
   }
   events_.record(core::EventKind::CommWait, step_, -1, wait_begin, core::now_ns());
 }

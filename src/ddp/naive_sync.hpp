@@ -9,7 +9,12 @@ namespace microddp::ddp {
 
 class NaiveSync final : public GradSync {
  public:
-  using GradSync::GradSync;
+  NaiveSync(comm::Communicator& comm, const std::vector<model::ParamInfo>& params, core::TensorView grads,
+            core::EventLog& events)
+      : GradSync(comm, params, grads, events) {
+    synced_count_ = 0;  // one all-reduce per parameter: the padding between them is not sent
+    for (const auto& p : params) synced_count_ += p.count;
+  }
   std::string_view name() const override { return "naive"; }
   void finish() override;
   std::int64_t collectives_per_step() const override { return static_cast<std::int64_t>(params_.size()); }

@@ -34,6 +34,13 @@ class OpsRange {
   kernels::Ops& ops_;
 };
 
+// A GPU step takes 4 device marks per micro-step (forward and backward begin/end) and resolves them
+// only at its one synchronisation, so they must fit Ops::kMarkSlots with the optimizer's 2: beyond
+// this many micro-steps, only the last micro-step's phases are timed (the step, communication and
+// loss times stay complete).
+constexpr std::int64_t kTimedMicroSteps = 200;
+static_assert(4 * (kTimedMicroSteps + 1) + 2 <= kernels::Ops::kMarkSlots, "marks of one step must fit the ring");
+
 // Events one step records: step, data, forward, backward, optimizer, loss sync, comm wait, plus per
 // parameter a grad-ready instant and up to one collective, plus per-layer events when enabled.
 // With K micro-steps, data/forward/backward (and layer events) repeat K times.
@@ -50,30 +57,36 @@ Trainer::Trainer(const TrainConfig& config, comm::Communicator& comm, kernels::O
       dataset_(config.seed, config.model.in_dim, config.model.classes),
       sampler_(config.global_batch, comm.rank(), comm.size()),
       model_(config.model, data::Sampler::max_local_count(config.global_batch, comm.size()), ops),
-      optimizer_(model::make_optimizer(config.optimizer, model_.param_count(), ops)),
+      optimizer_(model::make_optimizer(config.optimizer, model_.flat_count(), ops)),
       on_host_(ops.device() == core::Device::Host),
-      labels_(data::Sampler::max_local_count(config.global_batch, comm.size())),
-      loss_buf_(3),
+      labels_(ops, data::Sampler::max_local_count(config.global_batch, comm.size())),
       nonfinite_all_(2 * static_cast<std::size_t>(comm.size())) {
+  MDDP_USAGE_CHECK(config.accum_steps >= 1, "accumulation steps must be >= 1, got " << config.accum_steps);
+  micro_losses_ = kernels::OpsBuffer<float>(ops, config.accum_steps);
+  numerics_ = kernels::OpsBuffer<double>(ops, 7);
+  host_numerics_ = kernels::OpsHostBuffer<double>(ops, 7);
+  micro_marks_.resize(static_cast<std::size_t>(config.accum_steps));
+  // Stream-ordered backends (NCCL) order gradient collectives after the backward kernels queued on
+  // this stream; host backends ignore it.
+  comm.set_compute_stream(ops.native_stream());
   if (!on_host_) {
     const std::int64_t rows = data::Sampler::max_local_count(config.global_batch, comm.size());
-    host_input_.resize(rows * config.model.in_dim);
+    host_input_ = kernels::OpsHostBuffer<float>(ops, rows * config.model.in_dim);
     device_labels_ = kernels::OpsBuffer<std::int32_t>(ops, rows);
-    host_mirror_.resize(model_.param_count() * static_cast<std::int64_t>(1 + optimizer_->state_buffers().size()));
+    host_mirror_.resize(model_.flat_count() * static_cast<std::int64_t>(1 + optimizer_->state_buffers().size()));
   }
   device_state_ = optimizer_->state_buffers();
   if (on_host_) {
     host_state_.params = model_.param_data();  // CpuOps: the live buffers are host memory
     host_state_.optimizer = device_state_;
   } else {
-    const std::int64_t n = model_.param_count();
+    const std::int64_t n = model_.flat_count();
     host_state_.params = host_mirror_.data();
     for (std::size_t i = 0; i < device_state_.size(); ++i) {
       host_state_.optimizer.push_back(
           {device_state_[i].name, host_mirror_.data() + n * static_cast<std::int64_t>(i + 1), device_state_[i].count});
     }
   }
-  MDDP_USAGE_CHECK(config.accum_steps >= 1, "accumulation steps must be >= 1, got " << config.accum_steps);
   MDDP_USAGE_CHECK(config.check_every >= 0, "check interval must be >= 0, got " << config.check_every);
   MDDP_USAGE_CHECK(std::isfinite(config.clip_grad_norm) && config.clip_grad_norm >= 0.0f,
                    "gradient clipping norm must be finite and >= 0, got " << config.clip_grad_norm);
@@ -131,7 +144,7 @@ void Trainer::verify_config_across_ranks() {
       {"width", config_.model.width},
       {"depth", config_.model.depth},
       {"classes", config_.model.classes},
-      {"param_count", model_.param_count()},
+      {"param_count", model_.flat_count()},
       {"global_batch", config_.global_batch},
       {"accum_steps", config_.accum_steps},
       {"bucket_bytes", static_cast<std::int64_t>(config_.sync_options.bucket_mb * 1048576.0)},
@@ -173,7 +186,7 @@ void Trainer::verify_config_across_ranks() {
 
 void Trainer::state_to_host() const {
   if (on_host_) return;
-  model_.param_buffer().to_host(host_state_.params, 0, model_.param_count());
+  model_.param_buffer().to_host(host_state_.params, 0, model_.flat_count());
   for (std::size_t i = 0; i < device_state_.size(); ++i) {
     ops_.copy_to_host(host_state_.optimizer[i].data, device_state_[i].data,
                       static_cast<std::size_t>(device_state_[i].count) * sizeof(float));
@@ -182,7 +195,7 @@ void Trainer::state_to_host() const {
 
 void Trainer::state_from_host() {
   if (on_host_) return;
-  model_.param_buffer().from_host(host_state_.params, 0, model_.param_count());
+  model_.param_buffer().from_host(host_state_.params, 0, model_.flat_count());
   for (std::size_t i = 0; i < device_state_.size(); ++i) {
     ops_.copy_from_host(device_state_[i].data, host_state_.optimizer[i].data,
                         static_cast<std::size_t>(device_state_[i].count) * sizeof(float));
@@ -191,7 +204,7 @@ void Trainer::state_from_host() {
 
 std::uint64_t Trainer::param_checksum() const {
   state_to_host();
-  return fnv1a64(host_state_.params, static_cast<std::size_t>(model_.param_count()) * sizeof(float));
+  return fnv1a64(host_state_.params, static_cast<std::size_t>(model_.flat_count()) * sizeof(float));
 }
 
 void Trainer::fill_state_hashes() {
@@ -316,6 +329,20 @@ void Trainer::apply_perturb_fault() {
   MDDP_CHECK(false, "MICRODDP_FAULT_PERTURB names no parameter '" << f.perturb_param << "'");
 }
 
+void Trainer::record_device_phases(std::int64_t step, std::int64_t micro_steps) {
+  for (std::int64_t k = 0; k < micro_steps; ++k) {
+    if (k >= kTimedMicroSteps && k + 1 < micro_steps) continue;  // not timed (see kTimedMicroSteps)
+    const MicroMarks& m = micro_marks_[static_cast<std::size_t>(k)];
+    events_.record(core::EventKind::Forward, step, -1, ops_.mark_ns(m.forward_begin), ops_.mark_ns(m.forward_end));
+    events_.record(core::EventKind::Backward, step, -1, ops_.mark_ns(m.backward_begin), ops_.mark_ns(m.backward_end));
+  }
+  if (optimizer_pending_) {  // the previous step's optimizer ran in this step's interval (see trainer.hpp)
+    events_.record(core::EventKind::Optimizer, step, -1, ops_.mark_ns(optimizer_marks_[0]),
+                   ops_.mark_ns(optimizer_marks_[1]));
+    optimizer_pending_ = false;
+  }
+}
+
 StepRecord Trainer::step() {
   const std::int64_t step = steps_done_;
   current_step_ = step;
@@ -324,77 +351,102 @@ StepRecord Trainer::step() {
   const std::int64_t rows = sampler_.local_count();
   const std::int64_t micro_steps = config_.accum_steps;
   const float loss_scale = 1.0f / static_cast<float>(micro_steps * config_.global_batch);
-  double local_loss = 0.0;
   const auto& fault = config_.faults;
   const bool nan_fault = fault.nan_rank == comm_.rank() && fault.nan_step == step + 1;
   for (std::int64_t k = 0; k < micro_steps; ++k) {
     const bool last = k + 1 == micro_steps;
+    const bool timed = on_host_ || k < kTimedMicroSteps || last;
+    MicroMarks& marks = micro_marks_[static_cast<std::size_t>(timed ? k : 0)];
     {
       core::ScopedEvent e(events_, core::EventKind::Data, step);
       OpsRange r(ops_, "data");
-      // CPU: straight into the model's input buffer. GPU: into host staging, then one upload each.
+      // CPU: straight into the model's input buffer. GPU: into pinned staging, then one queued
+      // upload each (the staging is free again: the previous step's synchronisation waited for its
+      // uploads).
       float* x = on_host_ ? model_.input() : host_input_.data();
       source_->fill(sampler_.first_sample(steps_done_ * micro_steps + k), rows, x, labels_.data());
       if (nan_fault && !fault.nan_in_grad && k == 0) x[0] = std::numeric_limits<float>::quiet_NaN();
       if (!on_host_) {
-        ops_.copy_from_host(model_.input(), x, static_cast<std::size_t>(rows * config_.model.in_dim) * sizeof(float));
-        device_labels_.from_host(labels_.data(), 0, rows);
+        ops_.copy_from_host_async(model_.input(), x, static_cast<std::size_t>(rows * config_.model.in_dim) * sizeof(float));
+        ops_.copy_from_host_async(device_labels_.data(), labels_.data(), static_cast<std::size_t>(rows) * sizeof(std::int32_t));
       }
     }
     {
-      core::ScopedEvent e(events_, core::EventKind::Forward, step);
       OpsRange r(ops_, "forward");
+      if (timed) marks.forward_begin = ops_.mark();
       model_.forward(model_.input(), rows, fwd_hook_);
-      end_device_phase();
+      if (timed) marks.forward_end = ops_.mark();
+      // CPU marks are host times, known now (GPU: recorded after the synchronisation).
+      if (on_host_) events_.record(core::EventKind::Forward, step, -1, ops_.mark_ns(marks.forward_begin), ops_.mark_ns(marks.forward_end));
     }
     // Only the last micro-step synchronises: the others just accumulate local gradients (no
     // grad_ready hook, so no collectives at all).
     if (last) sync_->on_backward_begin(step);
     {
-      core::ScopedEvent e(events_, core::EventKind::Backward, step);
       OpsRange r(ops_, "backward");
+      if (timed) marks.backward_begin = ops_.mark();
       // The first micro-step overwrites the gradients (no zero_grad pass), later ones accumulate.
-      local_loss += model_.backward(on_host_ ? labels_.data() : device_labels_.data(), loss_scale,
-                                    last ? grad_ready_hook_ : no_ready_hook_, bwd_hook_, /*accumulate=*/k > 0);
-      end_device_phase();
+      model_.backward_into(on_host_ ? labels_.data() : device_labels_.data(), loss_scale, micro_losses_.data() + k,
+                           last ? grad_ready_hook_ : no_ready_hook_, bwd_hook_, /*accumulate=*/k > 0);
+      if (timed) marks.backward_end = ops_.mark();
+      if (on_host_) {
+        events_.record(core::EventKind::Backward, step, -1, ops_.mark_ns(marks.backward_begin), ops_.mark_ns(marks.backward_end));
+      }
     }
   }
   {
     OpsRange r(ops_, "gradient sync wait");
-    sync_->finish();
+    sync_->finish();  // host backends wait here; stream-ordered ones order the compute stream instead
   }
   if (nan_fault && fault.nan_in_grad) {
     const float nan = std::numeric_limits<float>::quiet_NaN();
     model_.grad_buffer().from_host(&nan, 0, 1);
   }
-  double grad_sumsq = 0.0;
-  bool loss_bad = false, grad_bad = false;
+  const std::int64_t loss_begin = core::now_ns();
   {
-    core::ScopedEvent e(events_, core::EventKind::LossSync, step);
     OpsRange r(ops_, "loss sync and numerics");
     // The numerics verdict rides in the loss all-reduce (no extra collective): a local check alone
     // could differ between ranks (e.g. a NaN in one rank's copy only), the all-reduced counts cannot.
-    grad_sumsq = ops_.sum_squares(model_.grad_data(), model_.param_count());  // on the device, one double back
-    loss_bad = !std::isfinite(local_loss);
-    grad_bad = !std::isfinite(grad_sumsq);
-    loss_buf_[0] = local_loss;
-    loss_buf_[1] = loss_bad ? 1.0 : 0.0;
-    loss_buf_[2] = grad_bad ? 1.0 : 0.0;
-    comm_.all_reduce(core::TensorView::of(loss_buf_.data(), 3), comm::ReduceOp::Sum);
+    double* num = numerics_.data();
+    ops_.sum_squares_to(model_.grad_data(), model_.flat_count(), num + 3);
+    ops_.step_numerics(micro_losses_.data(), micro_steps, num + 3, num);      // all-reduced below
+    ops_.step_numerics(micro_losses_.data(), micro_steps, num + 3, num + 4);  // this rank's own
+    const core::TensorView verdict = core::TensorView::of(num, 3, model_.device());
+    if (comm_.completes_in_stream_order() && !on_host_) {
+      const comm::Work w = comm_.all_reduce(verdict, comm::ReduceOp::Sum, comm::Mode::Async);
+      comm_.order_compute_after(w);
+      ops_.copy_to_host_async(host_numerics_.data(), num, 7 * sizeof(double));
+      ops_.synchronize();  // the step's one host synchronisation (reports device-flagged bad labels)
+      w.wait();            // complete already: surfaces a communicator error
+    } else {
+      comm_.all_reduce(verdict, comm::ReduceOp::Sum);
+      ops_.copy_to_host_async(host_numerics_.data(), num, 7 * sizeof(double));
+      ops_.synchronize();
+    }
   }
-  const bool nonfinite = loss_buf_[1] != 0.0 || loss_buf_[2] != 0.0;
-  if (nonfinite) handle_nonfinite(step, loss_bad, grad_bad);  // throws under --on-nan abort
-  const double grad_norm = std::sqrt(grad_sumsq);
+  sync_->complete(ops_.mark_ns(micro_marks_.back().backward_end));
+  if (!on_host_) record_device_phases(step, micro_steps);
+  events_.record(core::EventKind::LossSync, step, -1, loss_begin, core::now_ns());
+  const double* h = host_numerics_.data();
+  const bool nonfinite = h[1] != 0.0 || h[2] != 0.0;
+  if (nonfinite) handle_nonfinite(step, h[5] != 0.0, h[6] != 0.0);  // throws under --on-nan abort
+  const double grad_norm = std::sqrt(h[3]);
   if (!nonfinite) {
-    core::ScopedEvent e(events_, core::EventKind::Optimizer, step);
     OpsRange r(ops_, "optimizer");
+    optimizer_marks_[0] = ops_.mark();
     if (config_.clip_grad_norm > 0.0f) {
       // Same gradient bits on every rank => same norm and factor; applied before the update.
       const double factor = clip_factor(grad_norm, static_cast<double>(config_.clip_grad_norm));
-      if (factor < 1.0) ops_.scale(model_.grad_data(), static_cast<float>(factor), model_.param_count());
+      if (factor < 1.0) ops_.scale(model_.grad_data(), static_cast<float>(factor), model_.flat_count());
     }
     optimizer_->step(model_.param_data(), model_.grad_data());
-    end_device_phase();
+    optimizer_marks_[1] = ops_.mark();
+    if (on_host_) {
+      events_.record(core::EventKind::Optimizer, step, -1, ops_.mark_ns(optimizer_marks_[0]),
+                     ops_.mark_ns(optimizer_marks_[1]));
+    } else {
+      optimizer_pending_ = true;  // queued: resolved at the next synchronisation
+    }
   }
   apply_perturb_fault();
   events_.record(core::EventKind::Step, step, -1, step_begin, core::now_ns());
@@ -404,7 +456,7 @@ StepRecord Trainer::step() {
     comm_.check_sync("sync check at", steps_done_);
   }
   if (config_.check_every > 0 && steps_done_ % config_.check_every == 0) check_divergence();
-  return StepRecord{step, loss_buf_[0], grad_norm, nonfinite};
+  return StepRecord{step, h[0], grad_norm, nonfinite};
 }
 
 }  // namespace microddp::ddp

@@ -24,12 +24,18 @@
 //     batch. clip_grad_norm > 0 scales the gradient by min(1, X / (norm + 1e-6)) (PyTorch's
 //     clip_grad_norm_) before the optimizer step; the norm is that of the global-batch gradient.
 //
-// Devices: the model, gradients and optimizer state live on the Ops's device. On a GPU the host
-// touches them only through explicit copies: a batch is filled on the host and uploaded; the loss
-// comes back as one float; the gradient norm is reduced on the device (Ops::sum_squares); state
-// hashes and checkpoints go through a host mirror (state_to_host / state_from_host). Phase events
-// on a GPU end with Ops::synchronize() so forward/backward/optimizer times are the device's work,
-// not the launch time (the collectives run on their own stream and are not waited for there).
+// Devices: the model, gradients and optimizer state live on the Ops's device; the same code runs on
+// the CPU, where every queued call below simply runs at once. On a GPU a step that does not check
+// divergence makes ONE host synchronisation (docs/gpu.md, "One synchronisation per step"): the batch
+// is filled into pinned staging and uploaded asynchronously; each micro-step's loss goes to a device
+// float; on a stream-ordered communicator (NCCL) the compute stream, not the host, waits for the
+// gradient collectives (GradSync::finish); the gradient's sum of squares and the numerics verdict
+// are computed on the device and all-reduced there with the loss; one asynchronous copy brings
+// [loss, verdict, sum of squares] to pinned memory, and Ops::synchronize() waits once. The
+// optimizer is then queued and the step returns without waiting for it. Phases are timed by device
+// marks (Ops::mark, CUDA events on a GPU), resolved at that synchronisation; the optimizer of step s
+// is resolved at step s+1's and recorded in step s+1, the interval in which the device ran it. State
+// hashes and checkpoints go through a host mirror (state_to_host / state_from_host).
 //
 // Contract: same config + same strategy + same backend + same world size => bitwise identical
 // runs. No allocation inside step() (buffers are sized in the constructor; the event log is
@@ -150,10 +156,8 @@ class Trainer {
   void handle_nonfinite(std::int64_t step, bool loss_bad, bool grad_bad);
   void apply_perturb_fault();
   void layer_event(core::EventKind kind, int layer, bool begin);
-  // On a GPU, waits for the compute stream so the phase event closing after it is the device's time.
-  void end_device_phase() {
-    if (!on_host_) ops_.synchronize();
-  }
+  // Records the phase events whose device marks the last synchronisation resolved.
+  void record_device_phases(std::int64_t step, std::int64_t micro_steps);
 
   TrainConfig config_;
   comm::Communicator& comm_;
@@ -166,8 +170,8 @@ class Trainer {
   core::EventLog events_;
   std::unique_ptr<GradSync> sync_;
   bool on_host_ = true;                       // ops_.device() == Host: no staging, no mirror
-  core::HostBuffer<std::int32_t> labels_;     // host: the data source fills it
-  core::HostBuffer<float> host_input_;        // GPU only: the batch is filled here, then uploaded
+  kernels::OpsHostBuffer<std::int32_t> labels_;  // host staging (pinned on a GPU): the data source fills it
+  kernels::OpsHostBuffer<float> host_input_;     // GPU only: the batch is filled here, then uploaded
   kernels::OpsBuffer<std::int32_t> device_labels_;  // GPU only: labels_ uploaded
   // GPU only: host copies of [params | optimizer state buffers...] (hashes, checkpoints).
   mutable core::HostBuffer<float> host_mirror_;
@@ -175,9 +179,20 @@ class Trainer {
   // (the live buffers with CpuOps, host_mirror_ on a GPU) and the optimizer's device-side buffers.
   HostState host_state_;
   std::vector<model::Optimizer::StateBuffer> device_state_;
-  // All-reduced (sum) once per step: [loss, ranks with a non-finite loss, ranks with a non-finite
-  // synchronised gradient]. Counts are small integers, exact in double.
-  core::HostBuffer<double> loss_buf_;
+  // Device memory: each micro-step's loss share, and the step's numerics: [0..2] all-reduced (sum)
+  // once per step = [loss, ranks with a non-finite loss, ranks with a non-finite synchronised
+  // gradient] (counts are small integers, exact in double); [3] the gradient's sum of squares;
+  // [4..6] this rank's own [loss, loss bad, gradient bad]. host_numerics_ is its pinned host copy.
+  kernels::OpsBuffer<float> micro_losses_;
+  kernels::OpsBuffer<double> numerics_;
+  kernels::OpsHostBuffer<double> host_numerics_;
+  // Device marks (Ops::mark) of the phases, resolved at the step's synchronisation.
+  struct MicroMarks {
+    std::uint32_t forward_begin = 0, forward_end = 0, backward_begin = 0, backward_end = 0;
+  };
+  std::vector<MicroMarks> micro_marks_;  // one per micro-step, sized once
+  std::uint32_t optimizer_marks_[2] = {0, 0};
+  bool optimizer_pending_ = false;        // GPU: the last optimizer's marks await the next synchronisation
   core::HostBuffer<std::int64_t> nonfinite_all_;  // (ranks, 2) local flags, gathered only on a non-finite step
   // Divergence check: one entry per parameter, optimizer state tensor, and the optimizer step count.
   struct StateEntry {

@@ -22,51 +22,29 @@
 #include "core/timer.hpp"
 #include "io/h5_util.hpp"
 #include "io/hdf5_check.hpp"
+#include "model/param_layout.hpp"
 
 namespace microddp::io {
 
 namespace {
 
 // ---------------------------------------------------------------- layout ---------------------
-// One tensor of the checkpoint: relative path "layer_03/weight" and its place in the flat buffers.
+// One tensor of the checkpoint: its dataset path relative to /model (or /optimizer/<buffer>),
+// "layer_03/weight", and its place in the flat buffers. Derived from model::param_layout, the
+// model's own layout (so inspect and load need no model).
 struct TensorSpec {
   std::string rel;
   std::int64_t offset = 0, count = 0, rows = 0, cols = 0;  // cols == 0: 1-D (bias)
 };
 
-// The flat layout of model::FullMLP (gradient-ready order b_L, W_L, ..., b_0, W_0), derived from
-// the configuration alone so inspect and load need no model. save/resume cross-check it against
-// the trainer's ParamInfo list.
-std::vector<TensorSpec> param_layout(const model::MlpConfig& m) {
+std::vector<TensorSpec> tensor_specs(const model::MlpConfig& m) {
   std::vector<TensorSpec> out;
-  std::int64_t offset = 0;
-  for (std::int64_t layer = m.depth; layer >= 0; --layer) {
-    const std::int64_t o = layer == m.depth ? m.classes : m.width;
-    const std::int64_t i = layer == 0 ? m.in_dim : m.width;
-    char base[32];
-    std::snprintf(base, sizeof base, "layer_%02lld", static_cast<long long>(layer));
-    out.push_back({std::string(base) + "/bias", offset, o, o, 0});
-    offset += o;
-    out.push_back({std::string(base) + "/weight", offset, o * i, o, i});
-    offset += o * i;
+  for (const auto& p : model::param_layout(m)) {
+    std::string rel = p.name;
+    std::replace(rel.begin(), rel.end(), '.', '/');
+    out.push_back({rel, p.offset, p.count, p.rows, p.is_bias ? 0 : p.cols});
   }
   return out;
-}
-
-void check_layout_matches(const std::vector<TensorSpec>& specs, const std::vector<model::ParamInfo>& params) {
-  MDDP_CHECK(specs.size() == params.size(), "checkpoint layout has " << specs.size() << " tensors, model " << params.size());
-  for (std::size_t i = 0; i < specs.size(); ++i) {
-    std::string name = params[i].name;
-    std::replace(name.begin(), name.end(), '.', '/');
-    MDDP_CHECK(name == specs[i].rel && params[i].offset == specs[i].offset && params[i].count == specs[i].count,
-               "checkpoint layout disagrees with the model at " << params[i].name);
-  }
-}
-
-std::vector<std::string> state_names(const model::OptimizerConfig& o) {
-  if (o.name == "adam" || o.name == "adamw") return {"exp_avg", "exp_avg_sq"};
-  if (o.name == "sgd" && o.momentum != 0.0f) return {"momentum"};
-  return {};
 }
 
 std::string join(const std::vector<std::string>& v) {
@@ -393,8 +371,7 @@ SaveResult save_checkpoint(MPI_Comm comm, const ddp::Trainer& trainer, const Sav
   MDDP_MPI_CHECK(MPI_Comm_size(comm, &size));
   ++g_save_number;
   const auto& cfg = trainer.config();
-  const auto specs = param_layout(cfg.model);
-  check_layout_matches(specs, trainer.model().params());
+  const auto specs = tensor_specs(cfg.model);
   // Host copies of the parameters and optimizer state (the live buffers with CpuOps; a refreshed
   // host mirror when they live on a GPU).
   trainer.state_to_host();
@@ -402,8 +379,9 @@ SaveResult save_checkpoint(MPI_Comm comm, const ddp::Trainer& trainer, const Sav
   const auto& buffers = host.optimizer;
   std::vector<std::string> names;
   for (const auto& b : buffers) names.push_back(b.name);
-  MDDP_CHECK(names == state_names(cfg.optimizer), "optimizer state buffers " << join(names) << " are not the expected "
-                                                                             << join(state_names(cfg.optimizer)));
+  MDDP_CHECK(names == model::optimizer_state_names(cfg.optimizer),
+             "optimizer state buffers " << join(names) << " are not the expected "
+                                        << join(model::optimizer_state_names(cfg.optimizer)));
 
   SaveResult res;
   res.path = checkpoint_path(opts.dir, trainer.steps_done());
@@ -419,7 +397,7 @@ SaveResult save_checkpoint(MPI_Comm comm, const ddp::Trainer& trainer, const Sav
   std::vector<WriteItem> items;
   for (const auto& s : specs) items.push_back({"/model/" + s.rel, host.params + s.offset, s});
   for (const auto& b : buffers) {
-    MDDP_CHECK(b.count == trainer.model().param_count(), "optimizer buffer " << b.name << " has " << b.count << " elements");
+    MDDP_CHECK(b.count == trainer.model().flat_count(), "optimizer buffer " << b.name << " has " << b.count << " elements");
     for (const auto& s : specs) items.push_back({"/optimizer/" + b.name + "/" + s.rel, b.data + s.offset, s});
   }
 
@@ -527,8 +505,8 @@ CheckpointContents read_checkpoint(const std::string& path) {
   c.steps_done = meta.steps_done;
   c.data_position = meta.data_position;
 
-  const auto specs = param_layout(c.config.model);
-  const std::int64_t total = specs.back().offset + specs.back().count;
+  const auto specs = tensor_specs(c.config.model);
+  const std::int64_t total = model::flat_count(model::param_layout(c.config.model));
   // Reads one tensor into dst after checking existence, dtype, shape; then verifies its checksum.
   auto read_tensor = [&](const std::string& dpath, const TensorSpec& s, float* dst) {
     const std::string d = "checkpoint " + path + ": dataset " + dpath;
@@ -561,7 +539,7 @@ CheckpointContents read_checkpoint(const std::string& path) {
   MDDP_USAGE_CHECK(c.optimizer_steps == c.steps_done, og << " attribute 'step_count' is " << c.optimizer_steps
                                                          << ", expected steps_done = " << c.steps_done);
   const std::string bufs = read_attr_str(g, "state_buffers", og + " attribute 'state_buffers'");
-  const auto names = state_names(c.config.optimizer);
+  const auto names = model::optimizer_state_names(c.config.optimizer);
   MDDP_USAGE_CHECK(bufs == join(names), og << " attribute 'state_buffers' is '" << bufs << "', expected '" << join(names) << "'");
   for (const auto& n : names) {
     std::vector<float> buf(static_cast<std::size_t>(total));
@@ -648,11 +626,10 @@ ResumeResult resume(MPI_Comm comm, const std::string& spec, const std::string& d
   }
   // Staging -> model and optimizer (rank 0 copies, then everyone receives the broadcast).
   auto& model = trainer.model();
-  check_layout_matches(param_layout(trainer.config().model), model.params());
   // Into the host view (the live buffers with CpuOps, the host mirror on a GPU), uploaded below.
   const ddp::Trainer::HostState& host = trainer.host_state();
   if (rank == 0) std::memcpy(host.params, chosen.params.data(), chosen.params.size() * sizeof(float));
-  bcast_floats(comm, host.params, model.param_count());
+  bcast_floats(comm, host.params, model.flat_count());
   const auto& buffers = host.optimizer;
   for (std::size_t i = 0; i < buffers.size(); ++i) {
     if (rank == 0) {

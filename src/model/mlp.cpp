@@ -13,25 +13,11 @@ namespace microddp::model {
 
 FullMLP::FullMLP(const MlpConfig& config, std::int64_t max_rows, kernels::Ops& ops)
     : config_(config), max_rows_(max_rows), ops_(ops) {
-  MDDP_CHECK(config.in_dim > 0 && config.width > 0 && config.depth >= 1 && config.classes >= 2,
-             "bad MLP shape: in_dim " << config.in_dim << ", width " << config.width << ", depth " << config.depth
-                                      << ", classes " << config.classes);
   MDDP_CHECK(max_rows >= 0, "negative max_rows");
-  // Layout in gradient-ready order: b_L, W_L, b_{L-1}, W_{L-1}, ..., b_0, W_0.
-  std::int64_t offset = 0;
-  for (std::int64_t layer = config.depth; layer >= 0; --layer) {
-    const std::int64_t out = out_features(layer), in = in_features(layer);
-    char base[32];
-    std::snprintf(base, sizeof base, "layer_%02lld", static_cast<long long>(layer));
-    ParamInfo b{std::string(base) + ".bias", static_cast<int>(infos_.size()), static_cast<int>(layer), true, offset, out, out, 1};
-    offset += out;
-    infos_.push_back(b);
-    ParamInfo w{std::string(base) + ".weight", static_cast<int>(infos_.size()), static_cast<int>(layer), false, offset, out * in, out, in};
-    offset += out * in;
-    infos_.push_back(w);
-  }
-  params_ = kernels::OpsBuffer<float>(ops, offset);
-  grads_ = kernels::OpsBuffer<float>(ops, offset);
+  infos_ = param_layout(config);  // checks the shape
+  parameter_count_ = model::parameter_count(infos_);
+  params_ = kernels::OpsBuffer<float>(ops, model::flat_count(infos_));
+  grads_ = kernels::OpsBuffer<float>(ops, model::flat_count(infos_));
   acts_.reserve(static_cast<std::size_t>(config.depth + 2));
   std::int64_t max_features = config.classes;
   for (std::int64_t layer = 0; layer <= config.depth; ++layer) {
@@ -95,15 +81,20 @@ const float* FullMLP::forward(const float* x, std::int64_t rows, const LayerHook
 
 double FullMLP::backward(const std::int32_t* labels, float scale, const GradReadyFn& on_ready, const LayerHookFn& hook,
                          bool accumulate) {
+  backward_into(labels, scale, loss_.data(), on_ready, hook, accumulate);
+  ops_.synchronize();  // CudaOps reports a label out of range here
+  float loss_value = 0.0f;
+  loss_.to_host(&loss_value, 0, 1);
+  return loss_value;
+}
+
+void FullMLP::backward_into(const std::int32_t* labels, float scale, float* loss_out, const GradReadyFn& on_ready,
+                            const LayerHookFn& hook, bool accumulate) {
   const std::int64_t rows = rows_;
   float* dy = dy_a_.data();
   float* dx = dy_b_.data();
   ops_.softmax_xent(acts_[static_cast<std::size_t>(config_.depth + 1)].data(), labels, rows, config_.classes, scale, dy,
-                    loss_.data());
-  ops_.synchronize();  // CudaOps reports a label out of range here
-  float loss_value = 0.0f;
-  loss_.to_host(&loss_value, 0, 1);
-  const double loss = loss_value;
+                    loss_out);
   for (std::int64_t layer = config_.depth; layer >= 0; --layer) {
     if (hook) hook(static_cast<int>(layer), true);
     ops_.range_push(bwd_range_[static_cast<std::size_t>(layer)].c_str());
@@ -126,7 +117,6 @@ double FullMLP::backward(const std::int32_t* labels, float scale, const GradRead
     ops_.range_pop();
     if (hook) hook(static_cast<int>(layer), false);
   }
-  return loss;
 }
 
 double FullMLP::flops_per_step(std::int64_t rows) const {

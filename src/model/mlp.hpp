@@ -7,10 +7,8 @@
 // Memory contract (DESIGN.md):
 //   * All parameters live in ONE flat buffer and all gradients in ONE flat gradient buffer with
 //     the same layout; each parameter is a (offset, count) view into them.
-//   * The layout follows gradient-ready order: backward finishes the last layer first and, inside
-//     a layer, the bias gradient (a column sum) before the weight gradient, so the order is
-//     b_L, W_L, b_{L-1}, W_{L-1}, ..., b_0, W_0 and any run of consecutive ready gradients is one
-//     contiguous slice (buckets need no packing).
+//   * The layout is model::param_layout (param_layout.hpp): gradient-ready order b_L, W_L, ...,
+//     b_0, W_0, every parameter 256-byte aligned with zero padding between them.
 //   * Activations and workspaces are allocated once, for at most max_rows rows.
 //   * Every buffer lives in the memory of the Ops's device (kernels/ops_buffer.hpp): host memory
 //     with CpuOps, GPU memory with CudaOps. Pointers from param_data(), grad_data(), input() are
@@ -27,26 +25,9 @@
 #include "core/tensor_view.hpp"
 #include "kernels/ops.hpp"
 #include "kernels/ops_buffer.hpp"
+#include "model/param_layout.hpp"
 
 namespace microddp::model {
-
-struct MlpConfig {
-  std::int64_t in_dim = 128;
-  std::int64_t width = 128;
-  std::int64_t depth = 16;  // number of Linear+ReLU layers before the output layer
-  std::int64_t classes = 2;
-};
-
-struct ParamInfo {
-  std::string name;         // "layer_03.weight"
-  int index = 0;            // position in gradient-ready order (0 = first ready)
-  int layer = 0;            // 0 .. depth
-  bool is_bias = false;
-  std::int64_t offset = 0;  // elements from the start of the flat buffers
-  std::int64_t count = 0;   // elements
-  std::int64_t rows = 0;    // weight: out features; bias: count
-  std::int64_t cols = 0;    // weight: in features;  bias: 1
-};
 
 // Called by backward() the moment a parameter's gradient is final for this micro-step.
 using GradReadyFn = std::function<void(const ParamInfo&)>;
@@ -59,7 +40,11 @@ class FullMLP {
 
   const MlpConfig& config() const { return config_; }
   std::int64_t num_layers() const { return config_.depth + 1; }
-  std::int64_t param_count() const { return params_.count(); }
+  // Elements of the flat parameter / gradient buffers: the parameters plus the alignment padding
+  // (param_layout.hpp). Optimizers, collectives and hashes run over all of them.
+  std::int64_t flat_count() const { return params_.count(); }
+  // Parameters of the model (what a report says), padding not counted.
+  std::int64_t parameter_count() const { return parameter_count_; }
   // Parameters in gradient-ready order.
   const std::vector<ParamInfo>& params() const { return infos_; }
   const ParamInfo& weight(int layer) const { return infos_[static_cast<std::size_t>(2 * (config_.depth - layer) + 1)]; }
@@ -97,6 +82,11 @@ class FullMLP {
   // labels: device() memory. Reading the loss back synchronises the Ops (on a GPU: once per call).
   double backward(const std::int32_t* labels, float scale, const GradReadyFn& on_ready,
                   const LayerHookFn& hook = nullptr, bool accumulate = true);
+  // The same without waiting: this rank's share of the loss goes to *loss_out (one float of device()
+  // memory) and nothing is read back, so a GPU step can queue its whole backward (the trainer reads
+  // the loss at its one synchronisation; a bad label is reported there too).
+  void backward_into(const std::int32_t* labels, float scale, float* loss_out, const GradReadyFn& on_ready,
+                     const LayerHookFn& hook = nullptr, bool accumulate = true);
 
   // FLOPs of one forward+backward over `rows` rows (GEMMs only: 2*m*n*k each, 3 GEMMs per layer
   // backward except the first layer's unused input gradient).
@@ -110,6 +100,7 @@ class FullMLP {
   std::int64_t max_rows_;
   kernels::Ops& ops_;
   std::vector<ParamInfo> infos_;
+  std::int64_t parameter_count_ = 0;
   kernels::OpsBuffer<float> params_;
   kernels::OpsBuffer<float> grads_;
   // acts_[l] is the input of layer l, (rows, in_features(l)); acts_[L+1] are the logits.

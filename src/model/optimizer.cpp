@@ -15,6 +15,12 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, std::in
   return nullptr;
 }
 
+std::vector<std::string> optimizer_state_names(const OptimizerConfig& config) {
+  if (config.name == "adam" || config.name == "adamw") return {"exp_avg", "exp_avg_sq"};
+  if (config.name == "sgd" && config.momentum != 0.0f) return {"momentum"};
+  return {};
+}
+
 Adam::Adam(const OptimizerConfig& config, std::int64_t n, kernels::Ops& ops, bool decoupled)
     : config_(config), n_(n), ops_(ops), decoupled_(decoupled), m_(ops, n), v_(ops, n) {}
 

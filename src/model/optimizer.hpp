@@ -51,6 +51,11 @@ class Optimizer {
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, std::int64_t param_count, kernels::Ops& ops);
 
+// The state buffers an optimizer with this configuration keeps, in state_buffers() order:
+// {"exp_avg", "exp_avg_sq"} for adam/adamw, {"momentum"} for SGD with momentum, {} otherwise. The one
+// list of these names (checkpoints store and check them).
+std::vector<std::string> optimizer_state_names(const OptimizerConfig& config);
+
 class Adam final : public Optimizer {
  public:
   Adam(const OptimizerConfig& config, std::int64_t n, kernels::Ops& ops, bool decoupled);
@@ -58,7 +63,8 @@ class Adam final : public Optimizer {
   void step(float* params, const float* grads) override;
   double bytes_per_step() const override { return 28.0 * static_cast<double>(n_); }  // read p,g,m,v; write p,m,v
   std::vector<StateBuffer> state_buffers() override {
-    return {{"exp_avg", m_.data(), m_.count()}, {"exp_avg_sq", v_.data(), v_.count()}};
+    const auto names = optimizer_state_names(config_);
+    return {{names[0], m_.data(), m_.count()}, {names[1], v_.data(), v_.count()}};
   }
 
  private:
@@ -77,7 +83,7 @@ class Sgd final : public Optimizer {
   double bytes_per_step() const override { return (config_.momentum != 0.0f ? 20.0 : 12.0) * static_cast<double>(n_); }
   std::vector<StateBuffer> state_buffers() override {
     if (config_.momentum == 0.0f) return {};
-    return {{"momentum", momentum_.data(), momentum_.count()}};
+    return {{optimizer_state_names(config_)[0], momentum_.data(), momentum_.count()}};
   }
 
  private:

@@ -59,21 +59,6 @@ StepStats stats_from_json(const nlohmann::json& j) {
 
 StepStats StrategyRun::mean() const { return mean_of(steps); }
 
-std::vector<model::ParamInfo> mlp_params(const model::MlpConfig& c) {
-  std::vector<model::ParamInfo> out;
-  std::int64_t offset = 0;
-  for (std::int64_t layer = c.depth; layer >= 0; --layer) {
-    const std::int64_t in = layer == 0 ? c.in_dim : c.width;
-    const std::int64_t o = layer == c.depth ? c.classes : c.width;
-    char base[32];
-    std::snprintf(base, sizeof base, "layer_%02lld", static_cast<long long>(layer));
-    out.push_back({std::string(base) + ".bias", static_cast<int>(out.size()), static_cast<int>(layer), true, offset, o, o, 1});
-    offset += o;
-    out.push_back({std::string(base) + ".weight", static_cast<int>(out.size()), static_cast<int>(layer), false, offset, o * in, o, in});
-    offset += o * in;
-  }
-  return out;
-}
 
 nlohmann::json to_json(const RunRecord& r) {
   nlohmann::json runs = nlohmann::json::array();
@@ -273,7 +258,7 @@ StepProfile profile_of(const RunRecord& rec, const StrategyRun& run) {
   p.optimizer_s = m.optimizer_ms * 1e-3;
   p.loss_sync_s = m.loss_sync_ms * 1e-3;
   p.other_s = std::max(0.0, breakdown_of(m).other_ms * 1e-3);
-  p.params = mlp_params(rec.model);
+  p.params = model::param_layout(rec.model);
   p.rows_per_rank = rec.rows_per_rank();
   p.peer_lag_s = run.peer_lag_ms * 1e-3;
   p.time_sliced = rec.time_sliced();
@@ -288,7 +273,7 @@ StepProfile profile_of(const RunRecord& rec, const StrategyRun& run) {
 
 Verdict bottleneck(const RunRecord& rec, const Breakdown& b, double peak_gflops_per_thread, double mem_gbytes_s) {
   Verdict v;
-  const auto params = mlp_params(rec.model);
+  const auto params = model::param_layout(rec.model);
   double weights = 0, total = 0;
   for (const auto& p : params) {
     total += static_cast<double>(p.count);
@@ -421,7 +406,7 @@ nlohmann::json analyze(const RunRecord& rec, const CommModel& model, const Analy
   if (!node.str().empty()) warnings.push_back(node.str());
   out["warnings"] = warnings;
 
-  const auto params = mlp_params(rec.model);
+  const auto params = model::param_layout(rec.model);
   const std::string& backend = rec.backend;
   const int n = rec.ranks;
   nlohmann::json strategies = nlohmann::json::array();

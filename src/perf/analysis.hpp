@@ -61,10 +61,6 @@ struct RunRecord {
   }
 };
 
-// Parameters of the MLP in gradient-ready order with their flat-buffer offsets (mirrors
-// model::FullMLP: for layer = depth..0: bias, weight).
-std::vector<model::ParamInfo> mlp_params(const model::MlpConfig& c);
-
 nlohmann::json to_json(const RunRecord& r);
 RunRecord run_record_from_json(const nlohmann::json& j);
 RunRecord load_run_record(const std::string& path);

@@ -94,9 +94,8 @@ StepPrediction predict_step(const StepProfile& prof, const std::string& strategy
     r.collectives = static_cast<std::int64_t>(prof.params.size());
     r.exposed_comm_s = prof.peer_lag_s + r.comm_total_s;
   } else if (strategy == "flat") {
-    double bytes = 0;
-    for (const auto& p : prof.params) bytes += static_cast<double>(p.count) * 4.0;
-    r.comm_total_s = allreduce(bytes);
+    // The whole flat buffer, alignment padding included (model/param_layout.hpp).
+    r.comm_total_s = allreduce(static_cast<double>(model::flat_count(prof.params)) * 4.0);
     r.exposed_comm_s = prof.peer_lag_s + r.comm_total_s;
     r.collectives = 1;
   } else if (strategy == "overlap") {

@@ -116,6 +116,31 @@ TEST(BucketPlanner, RejectsNonContiguousLayoutAndBadCaps) {
   EXPECT_THROW(plan_per_parameter(ps), core::Error);
 }
 
+TEST(BucketPlanner, AlignedModelLayoutBucketsSpanThePadding) {
+  // The real layout: every parameter 256-byte aligned, zero padding between them.
+  const auto ps = model::param_layout({5, 7, 3, 4});
+  for (const std::int64_t cap : {4, 300, 1000, 4096, 1 << 20}) {
+    const auto plan = plan_buckets(ps, cap);
+    std::int64_t next_param = 0, next_offset = 0;
+    for (const Bucket& b : plan) {
+      EXPECT_EQ(b.first_param, next_param);
+      EXPECT_EQ(b.offset, next_offset);  // the slice starts where the previous one ended (+ padding)
+      const auto& last = ps[static_cast<std::size_t>(b.end_param - 1)];
+      EXPECT_EQ(b.offset + b.count, last.offset + last.count);  // and covers its last parameter
+      // Within the cap unless it is a single parameter larger than the cap.
+      if (b.num_params() > 1) EXPECT_LE(b.bytes(), cap);
+      next_param = b.end_param;
+      next_offset = model::align_param_count(b.offset + b.count);
+    }
+    EXPECT_EQ(next_param, static_cast<std::int64_t>(ps.size()));
+  }
+  // 1 MiB: one bucket over the whole layout but the trailing padding.
+  const auto one = plan_buckets(ps, 1 << 20);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].count, ps.back().offset + ps.back().count);
+  EXPECT_EQ(model::align_param_count(one[0].count), model::flat_count(ps));
+}
+
 TEST(BucketPlanner, MibToBytes) {
   EXPECT_EQ(mib_to_bytes(25), 25ll << 20);
   EXPECT_EQ(mib_to_bytes(0.25), 1ll << 18);

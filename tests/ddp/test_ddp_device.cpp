@@ -63,7 +63,7 @@ RunState snapshot(Trainer& t, std::vector<StepRecord> records) {
   RunState r;
   t.state_to_host();
   const Trainer::HostState& h = t.host_state();
-  r.params.assign(h.params, h.params + t.model().param_count());
+  r.params.assign(h.params, h.params + t.model().flat_count());
   for (const auto& b : h.optimizer) r.state.emplace_back(b.data, b.data + b.count);
   r.records = std::move(records);
   return r;

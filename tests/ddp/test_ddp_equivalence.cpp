@@ -73,7 +73,7 @@ RunResult run(const TrainConfig& cfg, comm::Communicator& comm) {
   t.setup();
   RunResult r;
   for (std::int64_t s = 0; s < cfg.steps; ++s) r.losses.push_back(t.step().loss);
-  r.params.assign(t.model().param_data(), t.model().param_data() + t.model().param_count());
+  r.params.assign(t.model().param_data(), t.model().param_data() + t.model().flat_count());
   return r;
 }
 
@@ -171,7 +171,7 @@ TEST(DdpAccumulation, KMicroStepsEqualOneStepOnKTimesLargerBatch) {
   // Per step: the gradient collectives plus the scalar loss all-reduce, nothing else.
   EXPECT_EQ(comm->collectives_issued() - issued_before,
             static_cast<std::uint64_t>(acc.steps * (t.sync().collectives_per_step() + 1)));
-  std::vector<float> params(t.model().param_data(), t.model().param_data() + t.model().param_count());
+  std::vector<float> params(t.model().param_data(), t.model().param_data() + t.model().flat_count());
   const RunResult ref = run(big, *comm);
   expect_close(params, ref.params, 1e-5, "accumulation vs big batch");
   for (std::size_t s = 0; s < ref.losses.size(); ++s) EXPECT_NEAR(losses[s], ref.losses[s], 1e-5 * std::abs(ref.losses[s])) << "step " << s;

@@ -62,7 +62,7 @@ struct RunResult {
 
 RunResult snapshot(Trainer& t) {
   RunResult r;
-  r.params.assign(t.model().param_data(), t.model().param_data() + t.model().param_count());
+  r.params.assign(t.model().param_data(), t.model().param_data() + t.model().flat_count());
   for (const auto& b : t.optimizer().state_buffers()) r.state.emplace_back(b.data, b.data + b.count);
   r.optimizer_steps = t.optimizer().steps_taken();
   return r;

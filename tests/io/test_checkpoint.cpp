@@ -70,7 +70,7 @@ struct TrainRun {
 };
 
 std::vector<float> params_of(const ddp::Trainer& t) {
-  return {t.model().param_data(), t.model().param_data() + t.model().param_count()};
+  return {t.model().param_data(), t.model().param_data() + t.model().flat_count()};
 }
 
 // Steps a fresh trainer (optionally resumed from `resume`) until `until`, saving at `save_at`.
@@ -122,7 +122,7 @@ TEST(Checkpoint, RoundTripIsBitwise) {
   int size = 0;
   MPI_Comm_size(world, &size);
   EXPECT_EQ(c.world_size, size);
-  ASSERT_EQ(c.params.size(), static_cast<std::size_t>(a.model().param_count()));
+  ASSERT_EQ(c.params.size(), static_cast<std::size_t>(a.model().flat_count()));
   EXPECT_EQ(std::memcmp(c.params.data(), a.model().param_data(), c.params.size() * sizeof(float)), 0);
 
   ddp::Trainer b(cfg, comm, *ops);

@@ -100,7 +100,7 @@ TEST(Hdf5Dataset, TrainingFromFileEqualsSynthetic) {
   a.setup();
   b.setup();
   for (int s = 0; s < 10; ++s) EXPECT_EQ(a.step().loss, b.step().loss) << "step " << s;
-  EXPECT_EQ(std::memcmp(a.model().param_data(), b.model().param_data(), static_cast<std::size_t>(a.model().param_count()) * 4), 0);
+  EXPECT_EQ(std::memcmp(a.model().param_data(), b.model().param_data(), static_cast<std::size_t>(a.model().flat_count()) * 4), 0);
   cleanup(p);
 }
 

@@ -81,21 +81,25 @@ struct RefMlp {
   }
 };
 
-TEST(FullMLP, LayoutFollowsGradientReadyOrderAndIsContiguous) {
+TEST(FullMLP, LayoutFollowsGradientReadyOrderAlignedTo256Bytes) {
   auto ops = kernels::make_cpu_ops(1);
   MlpConfig cfg{5, 7, 3, 4};
   FullMLP m(cfg, 3, *ops);
   const auto& p = m.params();
   ASSERT_EQ(p.size(), 2u * 4u);
+  // Every parameter starts at the first 256-byte boundary after the previous one ends.
   std::int64_t offset = 0;
   for (std::size_t i = 0; i < p.size(); ++i) {
     EXPECT_EQ(p[i].index, static_cast<int>(i));
     EXPECT_EQ(p[i].offset, offset) << p[i].name;
-    offset += p[i].count;
+    EXPECT_EQ(p[i].offset % 64, 0) << p[i].name;  // 64 floats = 256 bytes
+    offset += (p[i].count + 63) / 64 * 64;
     EXPECT_EQ(p[i].layer, 3 - static_cast<int>(i / 2));
     EXPECT_EQ(p[i].is_bias, i % 2 == 0);
   }
-  EXPECT_EQ(offset, m.param_count());
+  EXPECT_EQ(offset, m.flat_count());
+  EXPECT_EQ(m.flat_count(), 8 * 64);  // every parameter here fits in one 64-float block
+  EXPECT_EQ(m.params(), param_layout(cfg));  // the model's layout is the one definition
   EXPECT_EQ(p[0].name, "layer_03.bias");
   EXPECT_EQ(p[1].name, "layer_03.weight");
   EXPECT_EQ(p[1].rows, 4);
@@ -103,7 +107,7 @@ TEST(FullMLP, LayoutFollowsGradientReadyOrderAndIsContiguous) {
   EXPECT_EQ(p.back().name, "layer_00.weight");
   EXPECT_EQ(p.back().cols, 5);
   // 5*7+7 + 2*(7*7+7) + 7*4+4
-  EXPECT_EQ(m.param_count(), 42 + 112 + 32);
+  EXPECT_EQ(m.parameter_count(), 42 + 112 + 32);
 }
 
 TEST(FullMLP, InitIsAPureFunctionOfSeedParameterElement) {
@@ -113,10 +117,10 @@ TEST(FullMLP, InitIsAPureFunctionOfSeedParameterElement) {
   a.init(42);
   b.init(42);
   c.init(43);
-  for (std::int64_t i = 0; i < a.param_count(); ++i) ASSERT_EQ(a.param_data()[i], b.param_data()[i]);
+  for (std::int64_t i = 0; i < a.flat_count(); ++i) ASSERT_EQ(a.param_data()[i], b.param_data()[i]);
   int differ = 0;
-  for (std::int64_t i = 0; i < a.param_count(); ++i) differ += a.param_data()[i] != c.param_data()[i];
-  EXPECT_GT(differ, a.param_count() / 2);
+  for (std::int64_t i = 0; i < a.flat_count(); ++i) differ += a.param_data()[i] != c.param_data()[i];
+  EXPECT_GT(differ, a.parameter_count() / 2);  // most weights differ (biases and padding are 0 for both)
   // Element e of parameter p is std * normal01(seed, p, e), independent of everything else.
   const ParamInfo& w = a.weight(0);
   const float std_dev = std::sqrt(2.0f / 6.0f);
@@ -144,7 +148,7 @@ TEST_P(MlpGradient, MatchesFloat64ReferenceAndFiniteDifferences) {
   const float scale = 1.0f / 8.0f;  // a "global batch" of 8 of which this process holds 5 rows
 
   // Poison the gradient buffer: zero_grad must clear it.
-  for (std::int64_t i = 0; i < m.param_count(); ++i) m.grad_data()[i] = 1e30f;
+  for (std::int64_t i = 0; i < m.flat_count(); ++i) m.grad_data()[i] = 1e30f;
   m.zero_grad();
   std::vector<int> ready_order;
   m.forward(x.data(), rows);
@@ -152,7 +156,7 @@ TEST_P(MlpGradient, MatchesFloat64ReferenceAndFiniteDifferences) {
     ready_order.push_back(p.index);
   });
 
-  RefMlp ref{cfg, m.params(), std::vector<double>(m.param_data(), m.param_data() + m.param_count())};
+  RefMlp ref{cfg, m.params(), std::vector<double>(m.param_data(), m.param_data() + m.flat_count())};
   std::vector<double> xd(x.begin(), x.end());
   std::vector<int> yd(y.begin(), y.end());
   std::vector<double> g;
@@ -162,13 +166,13 @@ TEST_P(MlpGradient, MatchesFloat64ReferenceAndFiniteDifferences) {
 
   double gmax = 0.0;
   for (double v : g) gmax = std::max(gmax, std::abs(v));
-  for (std::int64_t i = 0; i < m.param_count(); ++i) {
+  for (std::int64_t i = 0; i < m.flat_count(); ++i) {
     // float32 backprop vs float64: errors scale with the largest gradient, ~1e-6 relative here;
     // 1e-4 of the largest gradient catches any wrong index or missing term.
     ASSERT_NEAR(m.grad_data()[i], g[static_cast<std::size_t>(i)], 1e-4 * gmax) << "parameter element " << i;
   }
   // Central differences of the float64 loss (h = 1e-6: truncation ~h^2, rounding ~1e-16/h).
-  for (std::int64_t i = 0; i < m.param_count(); i += std::max<std::int64_t>(1, m.param_count() / 97)) {
+  for (std::int64_t i = 0; i < m.flat_count(); i += std::max<std::int64_t>(1, m.flat_count() / 97)) {
     RefMlp p = ref;
     const double h = 1e-6;
     p.params[static_cast<std::size_t>(i)] += h;
@@ -196,10 +200,10 @@ TEST(FullMLP, BackwardAccumulatesIntoGradients) {
   m.zero_grad();
   m.forward(x.data(), 3);
   m.backward(y.data(), 1.0f, nullptr);
-  std::vector<float> once(m.grad_data(), m.grad_data() + m.param_count());
+  std::vector<float> once(m.grad_data(), m.grad_data() + m.flat_count());
   m.forward(x.data(), 3);
   m.backward(y.data(), 1.0f, nullptr);
-  for (std::int64_t i = 0; i < m.param_count(); ++i) EXPECT_FLOAT_EQ(m.grad_data()[i], 2.0f * once[static_cast<std::size_t>(i)]);
+  for (std::int64_t i = 0; i < m.flat_count(); ++i) EXPECT_FLOAT_EQ(m.grad_data()[i], 2.0f * once[static_cast<std::size_t>(i)]);
 }
 
 }  // namespace
@@ -219,11 +223,21 @@ TEST(FullMLP, BackwardWithoutAccumulateOverwritesPoisonedGradients) {
   m.zero_grad();
   m.forward(x.data(), 3);
   m.backward(y.data(), 0.5f, nullptr);
-  std::vector<float> want(m.grad_data(), m.grad_data() + m.param_count());
-  for (std::int64_t i = 0; i < m.param_count(); ++i) m.grad_data()[i] = 1e30f;  // poison
+  std::vector<float> want(m.grad_data(), m.grad_data() + m.flat_count());
+  for (std::int64_t i = 0; i < m.flat_count(); ++i) m.grad_data()[i] = 1e30f;  // poison
   m.forward(x.data(), 3);
   m.backward(y.data(), 0.5f, nullptr, nullptr, /*accumulate=*/false);
-  for (std::int64_t i = 0; i < m.param_count(); ++i) ASSERT_EQ(m.grad_data()[i], want[static_cast<std::size_t>(i)]) << i;
+  // Every parameter's gradient is overwritten; the alignment padding between parameters is never
+  // written (it must stay as it was: zero in a real run, so all-reduces and optimizers keep it 0).
+  std::vector<char> in_param(static_cast<std::size_t>(m.flat_count()), 0);
+  for (const auto& p : m.params()) std::fill_n(in_param.begin() + p.offset, p.count, 1);
+  for (std::int64_t i = 0; i < m.flat_count(); ++i) {
+    if (in_param[static_cast<std::size_t>(i)]) {
+      ASSERT_EQ(m.grad_data()[i], want[static_cast<std::size_t>(i)]) << i;
+    } else {
+      ASSERT_EQ(m.grad_data()[i], 1e30f) << "padding element " << i << " was written";
+    }
+  }
 }
 
 }  // namespace

@@ -189,7 +189,7 @@ TEST(BenchReader, CsvAndJsonWithAliasesFitTheSameModel) {
 // Two layers (depth 1): params in ready order b1, W1, b0, W0.
 StepProfile tiny_profile() {
   StepProfile p;
-  p.params = mlp_params({/*in*/ 4, /*width*/ 8, /*depth*/ 1, /*classes*/ 2});
+  p.params = model::param_layout({/*in*/ 4, /*width*/ 8, /*depth*/ 1, /*classes*/ 2});
   p.forward_s = 1e-3;
   p.backward_s = 2e-3;  // no lead time: layer 1 then layer 0, 1 ms each
   p.layer_backward_s = {1e-3, 1e-3};
@@ -307,7 +307,7 @@ TEST(PeerArrival, ArrivalIsBackwardEndSinceThePreviousLossSync) {
 TEST(StepModel, BestBucketBalancesLatencyAndTail) {
   // 8 equal layers of 1 MiB weights: α = 1 ms dominates, so one big bucket wins over many small.
   StepProfile p;
-  p.params = mlp_params({512, 512, 7, 512});
+  p.params = model::param_layout({512, 512, 7, 512});
   p.backward_s = 8e-3;
   fill_layer_times_from_params(p);
   p.rows_per_rank = 32;
@@ -431,8 +431,8 @@ TEST(Analysis, PhasesSumToStepAndReportIsConsistent) {
   AnalyzeOptions link_reduce = link;
   link_reduce.reduce_gbytes_s = 10;
   const auto without = analyze(rec, m, link), with = analyze(rec, m, link_reduce);
-  double grad_bytes = 0;
-  for (const auto& p : mlp_params(rec.model)) grad_bytes += 4.0 * static_cast<double>(p.count);
+  // flat all-reduces the whole flat buffer, alignment padding included (model/param_layout.hpp).
+  const double grad_bytes = 4.0 * static_cast<double>(model::flat_count(model::param_layout(rec.model)));
   EXPECT_NEAR(with.at("scaling").at("weak")[1].at("step_ms").get<double>() - without.at("scaling").at("weak")[1].at("step_ms").get<double>(),
               1e3 * 0.5 * grad_bytes * 1e-9 / 10.0, 1e-12);
   EXPECT_NE(with.at("scaling").at("network").get<std::string>().find("local reduction 10 GB/s"), std::string::npos);

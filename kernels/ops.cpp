@@ -1,0 +1,42 @@
+// ops.cpp — the CPU behaviour of Ops's queued calls (host staging memory, time stamps); CudaOps
+// overrides them with pinned memory, async copies and CUDA events.
+#include "kernels/ops.hpp"
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/error.hpp"
+#include "core/timer.hpp"
+
+namespace microddp::kernels {
+
+namespace {
+constexpr std::size_t kHostStagingAlign = 64;  // a cache line: no false sharing with neighbours
+}
+
+void* Ops::allocate_host_bytes(std::size_t bytes) {
+  if (bytes == 0) return nullptr;
+  MDDP_CHECK(bytes <= static_cast<std::size_t>(PTRDIFF_MAX) - (kHostStagingAlign - 1),
+             "allocate_host_bytes: " << bytes << " bytes is more than any host object can hold");
+  const std::size_t rounded = (bytes + kHostStagingAlign - 1) / kHostStagingAlign * kHostStagingAlign;
+  void* p = std::aligned_alloc(kHostStagingAlign, rounded);
+  MDDP_CHECK(p != nullptr, "allocate_host_bytes: out of host memory allocating " << bytes << " bytes");
+  std::memset(p, 0, rounded);
+  return p;
+}
+
+void Ops::free_host_bytes(void* p) noexcept { std::free(p); }
+
+std::uint32_t Ops::mark() {
+  const std::uint32_t id = next_mark_++ % kMarkSlots;
+  host_marks_[id] = core::now_ns();
+  return id;
+}
+
+std::int64_t Ops::mark_ns(std::uint32_t id) const {
+  MDDP_CHECK(id < kMarkSlots, "mark id " << id << " out of range");
+  return host_marks_[id];
+}
+
+}  // namespace microddp::kernels
