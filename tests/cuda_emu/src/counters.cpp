@@ -22,18 +22,19 @@ struct Atomics {
   std::atomic<std::uint64_t> fiber_blocks{0}, plain_blocks{0};
 };
 
+// Never destroyed (as the engine): stream workers may still count while the process exits.
 Atomics& g() {
-  static Atomics a;
-  return a;
+  static Atomics* a = new Atomics();
+  return *a;
 }
 
 std::mutex& breakdown_mutex() {
-  static std::mutex m;
-  return m;
+  static std::mutex* m = new std::mutex();
+  return *m;
 }
 std::map<std::string, std::uint64_t>& breakdown() {
-  static std::map<std::string, std::uint64_t> m;
-  return m;
+  static auto* m = new std::map<std::string, std::uint64_t>();
+  return *m;
 }
 
 void add(std::atomic<std::uint64_t>& c, std::uint64_t n) { c.fetch_add(n, std::memory_order_relaxed); }

@@ -1,9 +1,12 @@
 // memory.cpp — the allocation registry (see memory.hpp).
 #include "memory.hpp"
 
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <shared_mutex>
@@ -40,8 +43,9 @@ struct State {
 };
 
 State& state() {
-  static State s;
-  return s;
+  // Never destroyed: a stream worker may still free memory (cudaFreeAsync) while the process exits.
+  static State* s = new State();
+  return *s;
 }
 
 std::size_t round_up(std::size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
@@ -67,8 +71,15 @@ std::size_t Memory::capacity_bytes() const { return config().device_memory_bytes
 cudaError_t Memory::allocate(MemoryKind kind, int device, std::size_t bytes, void** out) {
   State& s = state();
   const std::size_t accounted = round_up(bytes);
-  if (accounted < bytes || accounted > capacity_bytes() + kAlignment) return cudaErrorMemoryAllocation;
+  if (accounted < bytes || accounted > std::numeric_limits<std::size_t>::max() - kRedZone) {
+    return cudaErrorMemoryAllocation;
+  }
   const std::size_t reserved = accounted + kRedZone;
+  // Pinned memory is host memory, poisoned page by page: more than half of this machine's RAM
+  // would end in the OOM killer, not in the error a real cudaMallocHost gives.
+  static const std::size_t host_limit =
+      static_cast<std::size_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<std::size_t>(sysconf(_SC_PAGESIZE)) / 2;
+  if (kind == MemoryKind::PinnedHost && reserved > host_limit) return cudaErrorMemoryAllocation;
   if (kind == MemoryKind::Device) {
     const std::unique_lock lock(s.mutex);
     if (s.used[static_cast<std::size_t>(device)] + accounted > capacity_bytes()) return cudaErrorMemoryAllocation;

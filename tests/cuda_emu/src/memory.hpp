@@ -5,7 +5,7 @@
 // memory counts against its device's capacity (CUDA_EMU_DEVICE_MEMORY_MB, in 256-byte units).
 // Behind each allocation lies a 256-byte red zone of a known pattern, checked when the allocation is
 // freed: a kernel that wrote past the end faults the device (cudaErrorIllegalAddress) then.
-// Thread-safe.
+// Pinned host memory is limited to half of this machine's RAM. Thread-safe.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -96,13 +96,18 @@ class BoundKernel final : public KernelBody {
   std::tuple<P...> args_;
 };
 
-template <auto Kernel, typename Signature = decltype(Kernel)>
+// The kernel's function type, however the constant was deduced (a pointer, or for a dependent
+// template-id in a template, GCC may deduce a function reference).
+template <auto Kernel>
+using KernelSignature = std::remove_pointer_t<std::remove_reference_t<decltype(Kernel)>>;
+
+template <auto Kernel, typename Signature = KernelSignature<Kernel>>
 class Launcher;
 
 // Launcher<kernel>(name, grid, block, smem, stream)(args...): the arguments convert to the kernel's
 // parameter types as in a <<<...>>> launch.
 template <auto Kernel, typename... P>
-class Launcher<Kernel, void (*)(P...)> {
+class Launcher<Kernel, void(P...)> {
  public:
   Launcher(const char* name, dim3 grid, dim3 block, std::size_t shared_bytes, cudaStream_t stream)
       : name_(name), grid_(grid), block_(block), shared_bytes_(shared_bytes), stream_(stream) {}
