@@ -95,6 +95,15 @@ Config read_config() {
     stack_kb = parse_number("CUDA_EMU_FIBER_STACK_KB", v, 16, 65536, "an integer number of KiB in [16, 65536]");
   }
   c.fiber_stack_bytes = static_cast<std::size_t>(stack_kb) << 10;
+  if (const char* v = env("CUDA_EMU_GRID_CAP_EXCLUDE")) {
+    const std::string list = v;
+    std::size_t start = 0;
+    while (start <= list.size()) {
+      const std::size_t comma = std::min(list.find(',', start), list.size());
+      if (comma > start) c.grid_cap_exclude.push_back(list.substr(start, comma - start));
+      start = comma + 1;
+    }
+  }
   return c;
 }
 
@@ -162,6 +171,8 @@ std::vector<int> parse_visible_devices(const char* env_value, int node_gpus) {
   }
   return visible;
 }
+
+std::string kernel_base_name(const std::string& name) { return name.substr(0, name.find('<')); }
 
 const Config& config() {
   static const Config c = read_config();

@@ -30,7 +30,13 @@ struct Config {
   bool plain_kernels = true;            // CUDA_EMU_PLAIN_KERNELS: kernels without sync run without fibers
   ContextSwitch context_switch = ContextSwitch::Assembly;  // CUDA_EMU_CONTEXT_SWITCH
   std::size_t fiber_stack_bytes = 0;    // CUDA_EMU_FIBER_STACK_KB
+  // CUDA_EMU_GRID_CAP_EXCLUDE: kernels (names as launched, template arguments dropped) the grid cap
+  // must not touch because their result depends on the grid size.
+  std::vector<std::string> grid_cap_exclude;
 };
+
+// The kernel name the exclusion list matches: `name` up to its template argument list.
+std::string kernel_base_name(const std::string& name);
 
 const Config& config();
 

@@ -8,11 +8,13 @@
 //  * a non-null pointer argument that is not memory of the launching device (or pinned host
 //    memory) is what a GPU reports as an illegal address: the device faults at once (sticky
 //    cudaErrorIllegalAddress, the kernel does not run);
-//  * blocks run one after another in the schedule's order; CUDA_EMU_GRID_CAP caps gridDim.x;
+//  * blocks run one after another in the schedule's order; CUDA_EMU_GRID_CAP caps gridDim.x, except
+//    for the kernels named in CUDA_EMU_GRID_CAP_EXCLUDE;
 //  * the first launch of a kernel runs every thread as a fiber and records whether any thread
 //    synchronised; later launches of a kernel that never did run threads as plain calls (much
 //    faster). A kernel that then does synchronise faults the launch and says so
 //    (CUDA_EMU_PLAIN_KERNELS=0 runs every launch on fibers).
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <memory>
@@ -40,6 +42,7 @@ namespace {
 struct KernelInfo {
   enum Mode : int { Unknown, Plain, Fibers };
   std::string name;
+  bool cap_exempt = false;  // named in CUDA_EMU_GRID_CAP_EXCLUDE
   std::atomic<int> mode{Unknown};
 };
 
@@ -51,6 +54,8 @@ KernelInfo& kernel_info(const void* id, const char* name) {
   if (slot == nullptr) {
     slot = std::make_unique<KernelInfo>();
     slot->name = name;
+    const auto& exclude = config().grid_cap_exclude;
+    slot->cap_exempt = std::find(exclude.begin(), exclude.end(), kernel_base_name(name)) != exclude.end();
   }
   return *slot;
 }
@@ -164,7 +169,7 @@ void launch(const LaunchRequest& r, std::unique_ptr<KernelBody> body) {
   const Tuning& t = tuning();
   Launch l{std::shared_ptr<const KernelBody>(std::move(body)), &kernel_info(r.kernel_id, r.kernel_name), device,
            r.grid, r.block, t.schedule.load(), t.seed.load()};
-  if (const unsigned cap = t.grid_cap.load(); cap > 0 && l.grid.x > cap) l.grid.x = cap;
+  if (const unsigned cap = t.grid_cap.load(); cap > 0 && l.grid.x > cap && !l.info->cap_exempt) l.grid.x = cap;
   Engine::get().enqueue(stream, std::string("kernel ") + r.kernel_name, [l] { execute(l); });
 }
 
