@@ -82,7 +82,8 @@ cudaError_t Memory::allocate(MemoryKind kind, int device, std::size_t bytes, voi
   if (kind == MemoryKind::PinnedHost && reserved > host_limit) return cudaErrorMemoryAllocation;
   if (kind == MemoryKind::Device) {
     const std::unique_lock lock(s.mutex);
-    if (s.used[static_cast<std::size_t>(device)] + accounted > capacity_bytes()) return cudaErrorMemoryAllocation;
+    const std::size_t used = s.used[static_cast<std::size_t>(device)];
+    if (accounted > capacity_bytes() - used) return cudaErrorMemoryAllocation;  // used <= capacity always
     s.used[static_cast<std::size_t>(device)] += accounted;  // reserved before the (slow) host allocation
   }
   void* p = std::aligned_alloc(kAlignment, reserved);
