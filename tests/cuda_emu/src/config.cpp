@@ -9,6 +9,8 @@
 #include <limits>
 #include <mutex>
 
+#include "counters.hpp"
+
 namespace cuda_emu {
 
 namespace {
@@ -95,6 +97,9 @@ Config read_config() {
     stack_kb = parse_number("CUDA_EMU_FIBER_STACK_KB", v, 16, 65536, "an integer number of KiB in [16, 65536]");
   }
   c.fiber_stack_bytes = static_cast<std::size_t>(stack_kb) << 10;
+  if (const char* v = env("CUDA_EMU_REPORT")) {
+    if (parse_number("CUDA_EMU_REPORT", v, 0, 1, "0 or 1") == 1) std::atexit([] { counters::print_report(); });
+  }
   if (const char* v = env("CUDA_EMU_GRID_CAP_EXCLUDE")) {
     const std::string list = v;
     std::size_t start = 0;

@@ -1,6 +1,7 @@
 // config.hpp — the emulator's settings, read once from the environment (docs/cuda_emu.md lists them).
 // Contract: config() parses on first use, thread-safely; a malformed value prints what is wrong and
 // aborts the process (a test run with a misspelt setting must not quietly test something else).
+// CUDA_EMU_REPORT=1 prints the counters (counters.hpp) at exit.
 // The knobs that tests may change while running (schedule, grid cap, stream delay) are atomics in
 // Tuning; the rest is fixed for the life of the process.
 #pragma once

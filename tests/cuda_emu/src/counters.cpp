@@ -1,7 +1,10 @@
 // counters.cpp — the counters behind cuda_emu/counters.h (see counters.hpp).
 #include "counters.hpp"
 
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -116,6 +119,37 @@ void cudaEmuResetCounters(void) {
   const std::lock_guard<std::mutex> lock(cuda_emu::counters::breakdown_mutex());
   cuda_emu::counters::breakdown().clear();
 }
+
+size_t cudaEmuHostSyncReport(char* buf, size_t size);
+
+}  // extern "C"
+
+namespace cuda_emu::counters {
+
+void print_report() {
+  cudaEmuCounters c{};
+  cudaEmuGetCounters(&c);
+  std::string breakdown(cudaEmuHostSyncReport(nullptr, 0) + 1, '\0');
+  breakdown.resize(cudaEmuHostSyncReport(breakdown.data(), breakdown.size()));
+  std::fprintf(stderr,
+               "cuda_emu counters (emulated device, pid %ld): host_syncs=%llu kernel_launches=%llu gemm_calls=%llu "
+               "host_functions=%llu h2d_pageable=%llu h2d_pinned=%llu d2h_pageable=%llu d2h_pinned=%llu d2d=%llu "
+               "h2h=%llu memset=%llu device_allocations=%llu pinned_allocations=%llu fiber_blocks=%llu "
+               "plain_blocks=%llu\n%s",
+               static_cast<long>(getpid()), static_cast<unsigned long long>(c.host_syncs),
+               static_cast<unsigned long long>(c.kernel_launches), static_cast<unsigned long long>(c.gemm_calls),
+               static_cast<unsigned long long>(c.host_functions), static_cast<unsigned long long>(c.h2d_pageable_bytes),
+               static_cast<unsigned long long>(c.h2d_pinned_bytes), static_cast<unsigned long long>(c.d2h_pageable_bytes),
+               static_cast<unsigned long long>(c.d2h_pinned_bytes), static_cast<unsigned long long>(c.d2d_bytes),
+               static_cast<unsigned long long>(c.h2h_bytes), static_cast<unsigned long long>(c.memset_bytes),
+               static_cast<unsigned long long>(c.device_allocations),
+               static_cast<unsigned long long>(c.pinned_allocations), static_cast<unsigned long long>(c.fiber_blocks),
+               static_cast<unsigned long long>(c.plain_blocks), breakdown.c_str());
+}
+
+}  // namespace cuda_emu::counters
+
+extern "C" {
 
 size_t cudaEmuHostSyncReport(char* buf, size_t size) {
   std::string text;

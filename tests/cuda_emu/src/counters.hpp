@@ -21,4 +21,8 @@ void allocated(bool pinned, std::size_t device_bytes);
 void freed(bool pinned, std::size_t device_bytes);
 void blocks(bool fibers, std::uint64_t count);
 
+// Prints every counter and the host-synchronisation breakdown to stderr (CUDA_EMU_REPORT=1 does at
+// exit, for a quick look at what a program does on the device).
+void print_report();
+
 }  // namespace cuda_emu::counters
