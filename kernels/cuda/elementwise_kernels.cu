@@ -93,10 +93,16 @@ void reduce(float* dst, const float* a, const float* b, std::int64_t n, core::Re
   if (g.empty()) return;
   // One instantiation per operator keeps the per-element switch out of the loop.
   switch (op) {
-    case core::ReduceOp::Max: MDDP_LAUNCH(reduce_kernel<core::ReduceOp::Max>, g.blocks, g.threads, 0, stream)(dst, a, b, n); break;
-    case core::ReduceOp::Min: MDDP_LAUNCH(reduce_kernel<core::ReduceOp::Min>, g.blocks, g.threads, 0, stream)(dst, a, b, n); break;
+    case core::ReduceOp::Max:
+      MDDP_LAUNCH(reduce_kernel<core::ReduceOp::Max>, g.blocks, g.threads, 0, stream)(dst, a, b, n);
+      break;
+    case core::ReduceOp::Min:
+      MDDP_LAUNCH(reduce_kernel<core::ReduceOp::Min>, g.blocks, g.threads, 0, stream)(dst, a, b, n);
+      break;
     case core::ReduceOp::Sum:
-    case core::ReduceOp::Mean: MDDP_LAUNCH(reduce_kernel<core::ReduceOp::Sum>, g.blocks, g.threads, 0, stream)(dst, a, b, n); break;
+    case core::ReduceOp::Mean:
+      MDDP_LAUNCH(reduce_kernel<core::ReduceOp::Sum>, g.blocks, g.threads, 0, stream)(dst, a, b, n);
+      break;
   }
   MDDP_CUDA_CHECK_LAUNCH();
 }

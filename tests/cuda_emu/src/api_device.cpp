@@ -24,9 +24,6 @@ using cuda_emu::Needs;
 
 // CUDA 13.0, encoded as 1000 * major + 10 * minor (the runtime's encoding).
 constexpr int kVersion = 13000;
-// Stream priorities: 0 is the lowest; an H100 reports -5 as the greatest (lower = higher priority).
-constexpr int kLeastPriority = 0;
-constexpr int kGreatestPriority = -5;
 
 // Compute capability 9.0 (Hopper) with an H100 SXM's SM count and per-SM limits: plausible values
 // for code that reads them; the emulator itself does not depend on them.
@@ -111,8 +108,8 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* prop, int device) {
 
 cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
   return api_call("cudaDeviceGetStreamPriorityRange", Needs::Device, [&] {
-    if (least != nullptr) *least = kLeastPriority;
-    if (greatest != nullptr) *greatest = kGreatestPriority;
+    if (least != nullptr) *least = cuda_emu::kLeastStreamPriority;
+    if (greatest != nullptr) *greatest = cuda_emu::kGreatestStreamPriority;
     return cudaSuccess;
   });
 }

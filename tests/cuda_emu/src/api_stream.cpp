@@ -31,10 +31,6 @@ using cuda_emu::api_call;
 using cuda_emu::Engine;
 using cuda_emu::Needs;
 
-// Stream priorities as cudaDeviceGetStreamPriorityRange reports them (api_device.cpp).
-constexpr int kLeastPriority = 0;
-constexpr int kGreatestPriority = -5;
-
 std::mutex g_events_mutex;
 std::vector<CUevent_st*> g_events;  // live events
 
@@ -54,7 +50,7 @@ CUstream_st* resolve(cudaStream_t stream) { return Engine::get().resolve(stream,
 cudaError_t create_stream(cudaStream_t* out, unsigned flags, int priority) {
   if (out == nullptr) return cudaErrorInvalidValue;
   if (flags != cudaStreamDefault && flags != cudaStreamNonBlocking) return cudaErrorInvalidValue;
-  priority = std::clamp(priority, kGreatestPriority, kLeastPriority);
+  priority = std::clamp(priority, cuda_emu::kGreatestStreamPriority, cuda_emu::kLeastStreamPriority);
   *out = Engine::get().create(cuda_emu::current_device(), flags == cudaStreamDefault, priority);
   return cudaSuccess;
 }

@@ -17,7 +17,7 @@ namespace cuda_emu {
 
 namespace {
 
-constexpr unsigned kWarp = 32;
+constexpr unsigned kWarp = 32;  // CUDA's warp size (warpSize)
 
 enum class Mode { None, Plain, Fibers };
 thread_local Mode t_mode = Mode::None;

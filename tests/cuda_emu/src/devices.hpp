@@ -17,6 +17,11 @@
 
 namespace cuda_emu {
 
+// Stream priorities of every device (cudaDeviceGetStreamPriorityRange): 0 is the lowest, and lower
+// is higher; an H100 reports -5 as the greatest.
+inline constexpr int kLeastStreamPriority = 0;
+inline constexpr int kGreatestStreamPriority = -5;
+
 cudaError_t runtime_status();
 int visible_device_count();          // 0 when runtime_status() fails
 int physical_index(int visible);     // visible must be in [0, visible_device_count())

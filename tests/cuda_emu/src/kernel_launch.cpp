@@ -81,7 +81,8 @@ bool valid_configuration(dim3 grid, dim3 block) {
   return grid.x <= kMaxGridX && grid.y <= kMaxGridYZ && grid.z <= kMaxGridYZ;
 }
 
-// Blocks beyond this many run in forward order (a permutation of them would be large).
+// Grids of more blocks run in forward order: their order vector would take 64 MiB (our launchers
+// cap grids at 65536 blocks, kMaxGridStrideBlocks, so this never happens to them).
 constexpr std::uint64_t kMaxShuffledBlocks = 1u << 24;
 
 void execute(const Launch& l) {

@@ -24,8 +24,10 @@ namespace {
 // cudaMalloc returns memory aligned to at least 256 bytes (CUDA C Programming Guide, "Device Memory
 // Accesses"); capacity is counted in the same unit.
 constexpr std::size_t kAlignment = 256;
+// One alignment unit behind every allocation: catches the usual off-by-one or off-by-a-few writes
+// without doubling the size of small allocations.
 constexpr std::size_t kRedZone = 256;
-constexpr unsigned char kPoison = 0xFF;
+constexpr unsigned char kPoison = 0xFF;  // 0xFFFFFFFF is a NaN as float, -1 as integer
 constexpr unsigned char kRedZoneByte = 0xA5;  // any pattern a kernel is unlikely to write
 
 struct Allocation {
