@@ -13,7 +13,9 @@
 //    device->pageable host and host->host return when done; everything else is fully asynchronous;
 //  * cudaMemset is asynchronous for device memory (legacy stream) and synchronous for pinned host
 //    memory; cudaMemsetAsync is always asynchronous; pageable host memory is refused;
-//  * cudaFree and cudaFreeHost wait for the memory's device; cudaFreeAsync frees in stream order.
+//  * cudaFree waits for the memory's device (documented); so does cudaFreeHost (an emulator choice:
+//    undocumented either way, and a pending copy then never reads freed memory); cudaFreeAsync
+//    frees in stream order.
 // Every wait is counted as a host synchronisation (cuda_emu/counters.h).
 #include <cuda_runtime_api.h>
 
