@@ -11,7 +11,10 @@
 #                                   same suite run against another backend or strategy)
 #
 # MPI tests link tests/support/mpi_gtest_main.cpp (MPI up, rank-0 output, results agreed across
-# ranks). GPU tests exit with code 77 when no device is present, which ctest reports as skipped.
+# ranks). GPU tests exit with code 77 when no device is present, which ctest reports as skipped;
+# in the emulated CUDA build (MICRODDP_CUDA_EMU) the device is always there, so a cuda/nccl test
+# that skips has failed to find it and is reported as failed. There, every test program also gets
+# MICRODDP_TEST_CUDA_EMU=1 and the emulator's test headers (cuda_emu/counters.h, control.h).
 # Every test environment sets MICRODDP_DEVICE=cpu (the default of `train --device`): the CPU suite
 # stays on the CPU on GPU machines too (it compares `train` with CPU references, bitwise); GPU
 # training has its own tests (ddp_device, label cuda) that pass --device / CudaOps explicitly.
@@ -31,6 +34,14 @@ function(microddp_add_test name)
     set(exe test_${name})
     add_executable(${exe} ${T_SOURCES})
     target_link_libraries(${exe} PRIVATE ${T_LIBS} GTest::gtest microddp_warnings)
+    if(MICRODDP_CUDA_EMU)
+      target_compile_definitions(${exe} PRIVATE MICRODDP_TEST_CUDA_EMU=1)
+      target_link_libraries(${exe} PRIVATE cuda_emu_testing)
+    endif()
+  endif()
+  set(may_skip TRUE)
+  if(MICRODDP_CUDA_EMU AND ("cuda" IN_LIST T_LABELS OR "nccl" IN_LIST T_LABELS))
+    set(may_skip FALSE)  # no SKIP_RETURN_CODE: exit 77 is a failure
   endif()
   if(T_NP)
     if(NOT T_EXECUTABLE)
@@ -43,16 +54,20 @@ function(microddp_add_test name)
                        ${MPIEXEC_PREFLAGS} $<TARGET_FILE:${exe}> ${MPIEXEC_POSTFLAGS} ${T_ARGS})
       set_tests_properties(${test_name} PROPERTIES
         LABELS "mpi;${T_LABELS}" TIMEOUT ${T_TIMEOUT} PROCESSORS ${np}
-        SKIP_RETURN_CODE ${MICRODDP_SKIP_CODE}
         # OpenMPI refuses to run as root without these; harmless for other users (test config only).
         ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;MICRODDP_DEVICE=cpu")
+      if(may_skip)
+        set_tests_properties(${test_name} PROPERTIES SKIP_RETURN_CODE ${MICRODDP_SKIP_CODE})
+      endif()
     endforeach()
   else()
     if(NOT T_EXECUTABLE)
       target_link_libraries(${exe} PRIVATE GTest::gtest_main)
     endif()
     add_test(NAME ${name} COMMAND ${exe} ${T_ARGS})
-    set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
-                         SKIP_RETURN_CODE ${MICRODDP_SKIP_CODE})
+    set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT})
+    if(may_skip)
+      set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE ${MICRODDP_SKIP_CODE})
+    endif()
   endif()
 endfunction()

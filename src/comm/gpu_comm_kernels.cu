@@ -1,8 +1,11 @@
-// gpu_comm_kernels.cu — see gpu_comm_kernels.hpp. Grid-stride loops with the kernels library's launch
-// geometry (kernels/launch_geometry.hpp), so any int64 count works and a count of 0 launches nothing.
+// gpu_comm_kernels.cu — see gpu_comm_kernels.hpp. Launchers of the kernels in gpu_comm_kernels.cuh
+// (grid-stride loops) with the kernels library's launch geometry (kernels/launch_geometry.hpp), so
+// any int64 count works and a count of 0 launches nothing.
 #include "comm/gpu_comm_kernels.hpp"
 
+#include "comm/gpu_comm_kernels.cuh"
 #include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/launch.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/launch_geometry.hpp"
 
@@ -10,26 +13,12 @@ namespace microddp::comm::gpu {
 
 namespace {
 
-__device__ __forceinline__ std::int64_t first_index() {
-  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ std::int64_t grid_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
-
-template <typename T>
-__global__ void reduce_kernel(T* dst, const T* a, const T* b, std::int64_t n, core::ReduceOp op) {
-  for (std::int64_t i = first_index(); i < n; i += grid_stride()) dst[i] = kernels::reduce_pair(op, a[i], b[i]);
-}
-
-__global__ void scale_f64_kernel(double* x, double alpha, std::int64_t n) {
-  for (std::int64_t i = first_index(); i < n; i += grid_stride()) x[i] *= alpha;
-}
-
 template <typename T>
 void launch_reduce(void* dst, const void* a, const void* b, std::int64_t n, core::ReduceOp op, cudaStream_t stream) {
   const kernels::LaunchGeometry g = kernels::grid_stride_geometry(n);
   if (g.empty()) return;
-  reduce_kernel<T><<<g.blocks, g.threads, 0, stream>>>(static_cast<T*>(dst), static_cast<const T*>(a),
-                                                       static_cast<const T*>(b), n, op);
+  MDDP_LAUNCH(reduce_kernel<T>, g.blocks, g.threads, 0, stream)(static_cast<T*>(dst), static_cast<const T*>(a),
+                                                                 static_cast<const T*>(b), n, op);
   MDDP_CUDA_CHECK_LAUNCH();
 }
 
@@ -60,7 +49,7 @@ void device_scale(void* x, std::int64_t n, core::DType dtype, double alpha, cuda
     case core::DType::F32: kernels::gpu::scale(static_cast<float*>(x), static_cast<float>(alpha), n, stream); return;
     case core::DType::F64: {
       const kernels::LaunchGeometry g = kernels::grid_stride_geometry(n);
-      scale_f64_kernel<<<g.blocks, g.threads, 0, stream>>>(static_cast<double*>(x), alpha, n);
+      MDDP_LAUNCH(scale_f64_kernel, g.blocks, g.threads, 0, stream)(static_cast<double*>(x), alpha, n);
       MDDP_CUDA_CHECK_LAUNCH();
       return;
     }

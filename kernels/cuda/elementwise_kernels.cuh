@@ -1,0 +1,83 @@
+// elementwise_kernels.cuh — the bodies of the memory-bound CUDA kernels launched by
+// elementwise_kernels.cu: bias+activation, ReLU backward, fused Adam/AdamW and SGD, scale,
+// element-wise reduce and fp32<->bf16. Every kernel is a grid-stride loop with 64-bit indices over
+// grid_stride_geometry(n), calling the per-element functions of elementwise.hpp.
+// Contract: device code only (no launchers, no host checks: those are in the .cu). Included by the
+// .cu that launches them (nvcc, or the emulated build: tests/cuda_emu) and by tests that launch the
+// kernels directly. The kernels are in an unnamed namespace, as they were in the .cu: every
+// translation unit that includes this header gets its own copy, with no cross-file linkage (whole-
+// program compilation per .cu, no device linking).
+#pragma once
+
+#include <cstdint>
+
+#include "core/reduce_op.hpp"
+#include "kernels/elementwise.hpp"
+
+namespace microddp::kernels::gpu {
+
+namespace {
+
+__device__ __forceinline__ std::int64_t first_index() {
+  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ __forceinline__ std::int64_t grid_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
+
+template <bool kRelu>
+__global__ void bias_act_forward_kernel(float* __restrict__ y, const float* __restrict__ bias, std::int64_t count,
+                                        std::int64_t cols) {
+  for (std::int64_t i = first_index(); i < count; i += grid_stride()) {
+    const float t = y[i] + bias[i % cols];
+    y[i] = kRelu ? relu(t) : t;
+  }
+}
+
+__global__ void relu_backward_kernel(float* __restrict__ dy, const float* __restrict__ y, std::int64_t n) {
+  // Qualified: inside namespace gpu, the unqualified name would find the launcher gpu::relu_backward.
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) dy[i] = kernels::relu_backward(dy[i], y[i]);
+}
+
+__global__ void adam_step_kernel(AdamParams a, float* __restrict__ p, const float* __restrict__ g,
+                                 float* __restrict__ m, float* __restrict__ v, std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
+    float pi = p[i], mi = m[i], vi = v[i];
+    adam_update(a, pi, g[i], mi, vi);
+    p[i] = pi;
+    m[i] = mi;
+    v[i] = vi;
+  }
+}
+
+template <bool kMomentum>
+__global__ void sgd_step_kernel(SgdParams s, float* __restrict__ p, const float* __restrict__ g,
+                                float* __restrict__ buf, std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
+    float pi = p[i];
+    float bi = kMomentum ? buf[i] : 0.0f;
+    sgd_update(s, pi, g[i], bi);
+    p[i] = pi;
+    if (kMomentum) buf[i] = bi;
+  }
+}
+
+__global__ void scale_kernel(float* __restrict__ x, float alpha, std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) x[i] *= alpha;
+}
+
+// No __restrict__: dst may alias a or b (each element is read before it is written, by one thread).
+template <core::ReduceOp kOp>
+__global__ void reduce_kernel(float* dst, const float* a, const float* b, std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) dst[i] = reduce_pair(kOp, a[i], b[i]);
+}
+
+__global__ void f32_to_bf16_kernel(std::uint16_t* __restrict__ dst, const float* __restrict__ src, std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) dst[i] = float_to_bf16_bits(src[i]);
+}
+
+__global__ void bf16_to_f32_kernel(float* __restrict__ dst, const std::uint16_t* __restrict__ src, std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) dst[i] = bf16_bits_to_float(src[i]);
+}
+
+}  // namespace
+
+}  // namespace microddp::kernels::gpu

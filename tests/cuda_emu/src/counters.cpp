@@ -1,0 +1,170 @@
+// counters.cpp — the counters behind cuda_emu/counters.h (see counters.hpp).
+#include "counters.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "cuda_emu/counters.h"
+
+namespace cuda_emu::counters {
+
+namespace {
+
+struct Atomics {
+  std::atomic<std::uint64_t> host_syncs{0}, kernel_launches{0}, gemm_calls{0}, host_functions{0};
+  std::atomic<std::uint64_t> h2d_pageable{0}, h2d_pinned{0}, d2h_pageable{0}, d2h_pinned{0}, d2d{0}, h2h{0};
+  std::atomic<std::uint64_t> memset_bytes{0};
+  std::atomic<std::uint64_t> device_allocations{0}, pinned_allocations{0}, device_frees{0}, pinned_frees{0};
+  std::atomic<std::uint64_t> device_bytes_in_use{0};
+  std::atomic<std::uint64_t> fiber_blocks{0}, plain_blocks{0};
+};
+
+// Never destroyed (as the engine): stream workers may still count while the process exits.
+Atomics& g() {
+  static Atomics* a = new Atomics();
+  return *a;
+}
+
+std::mutex& breakdown_mutex() {
+  static std::mutex* m = new std::mutex();
+  return *m;
+}
+std::map<std::string, std::uint64_t>& breakdown() {
+  static auto* m = new std::map<std::string, std::uint64_t>();
+  return *m;
+}
+
+void add(std::atomic<std::uint64_t>& c, std::uint64_t n) { c.fetch_add(n, std::memory_order_relaxed); }
+
+}  // namespace
+
+void host_sync(const char* what) {
+  add(g().host_syncs, 1);
+  const std::lock_guard<std::mutex> lock(breakdown_mutex());
+  ++breakdown()[what];
+}
+void kernel_launch() { add(g().kernel_launches, 1); }
+void gemm() { add(g().gemm_calls, 1); }
+void host_function() { add(g().host_functions, 1); }
+
+void copy(Copy kind, std::size_t bytes) {
+  switch (kind) {
+    case Copy::HostToDevicePageable: add(g().h2d_pageable, bytes); break;
+    case Copy::HostToDevicePinned: add(g().h2d_pinned, bytes); break;
+    case Copy::DeviceToHostPageable: add(g().d2h_pageable, bytes); break;
+    case Copy::DeviceToHostPinned: add(g().d2h_pinned, bytes); break;
+    case Copy::DeviceToDevice: add(g().d2d, bytes); break;
+    case Copy::HostToHost: add(g().h2h, bytes); break;
+  }
+}
+
+void memset(std::size_t bytes) { add(g().memset_bytes, bytes); }
+
+void allocated(bool pinned, std::size_t device_bytes) {
+  add(pinned ? g().pinned_allocations : g().device_allocations, 1);
+  add(g().device_bytes_in_use, device_bytes);
+}
+
+void freed(bool pinned, std::size_t device_bytes) {
+  add(pinned ? g().pinned_frees : g().device_frees, 1);
+  g().device_bytes_in_use.fetch_sub(device_bytes, std::memory_order_relaxed);
+}
+
+void blocks(bool fibers, std::uint64_t count) { add(fibers ? g().fiber_blocks : g().plain_blocks, count); }
+
+}  // namespace cuda_emu::counters
+
+extern "C" {
+
+void cudaEmuGetCounters(struct cudaEmuCounters* out) {
+  using cuda_emu::counters::g;
+  if (out == nullptr) return;
+  auto r = [](const std::atomic<std::uint64_t>& c) { return c.load(std::memory_order_relaxed); };
+  const auto& a = g();
+  out->host_syncs = r(a.host_syncs);
+  out->kernel_launches = r(a.kernel_launches);
+  out->gemm_calls = r(a.gemm_calls);
+  out->host_functions = r(a.host_functions);
+  out->h2d_pageable_bytes = r(a.h2d_pageable);
+  out->h2d_pinned_bytes = r(a.h2d_pinned);
+  out->d2h_pageable_bytes = r(a.d2h_pageable);
+  out->d2h_pinned_bytes = r(a.d2h_pinned);
+  out->d2d_bytes = r(a.d2d);
+  out->h2h_bytes = r(a.h2h);
+  out->memset_bytes = r(a.memset_bytes);
+  out->device_allocations = r(a.device_allocations);
+  out->pinned_allocations = r(a.pinned_allocations);
+  out->device_frees = r(a.device_frees);
+  out->pinned_frees = r(a.pinned_frees);
+  out->device_bytes_in_use = r(a.device_bytes_in_use);
+  out->fiber_blocks = r(a.fiber_blocks);
+  out->plain_blocks = r(a.plain_blocks);
+}
+
+void cudaEmuResetCounters(void) {
+  using cuda_emu::counters::g;
+  auto& a = g();
+  for (std::atomic<std::uint64_t>* c :
+       {&a.host_syncs, &a.kernel_launches, &a.gemm_calls, &a.host_functions, &a.h2d_pageable, &a.h2d_pinned,
+        &a.d2h_pageable, &a.d2h_pinned, &a.d2d, &a.h2h, &a.memset_bytes, &a.device_allocations, &a.pinned_allocations,
+        &a.device_frees, &a.pinned_frees, &a.fiber_blocks, &a.plain_blocks}) {
+    c->store(0, std::memory_order_relaxed);
+  }
+  const std::lock_guard<std::mutex> lock(cuda_emu::counters::breakdown_mutex());
+  cuda_emu::counters::breakdown().clear();
+}
+
+size_t cudaEmuHostSyncReport(char* buf, size_t size);
+
+}  // extern "C"
+
+namespace cuda_emu::counters {
+
+void print_report() {
+  cudaEmuCounters c{};
+  cudaEmuGetCounters(&c);
+  std::string breakdown(cudaEmuHostSyncReport(nullptr, 0) + 1, '\0');
+  breakdown.resize(cudaEmuHostSyncReport(breakdown.data(), breakdown.size()));
+  std::fprintf(stderr,
+               "cuda_emu counters (emulated device, pid %ld): host_syncs=%llu kernel_launches=%llu gemm_calls=%llu "
+               "host_functions=%llu h2d_pageable=%llu h2d_pinned=%llu d2h_pageable=%llu d2h_pinned=%llu d2d=%llu "
+               "h2h=%llu memset=%llu device_allocations=%llu pinned_allocations=%llu fiber_blocks=%llu "
+               "plain_blocks=%llu\n%s",
+               static_cast<long>(getpid()), static_cast<unsigned long long>(c.host_syncs),
+               static_cast<unsigned long long>(c.kernel_launches), static_cast<unsigned long long>(c.gemm_calls),
+               static_cast<unsigned long long>(c.host_functions), static_cast<unsigned long long>(c.h2d_pageable_bytes),
+               static_cast<unsigned long long>(c.h2d_pinned_bytes), static_cast<unsigned long long>(c.d2h_pageable_bytes),
+               static_cast<unsigned long long>(c.d2h_pinned_bytes), static_cast<unsigned long long>(c.d2d_bytes),
+               static_cast<unsigned long long>(c.h2h_bytes), static_cast<unsigned long long>(c.memset_bytes),
+               static_cast<unsigned long long>(c.device_allocations),
+               static_cast<unsigned long long>(c.pinned_allocations), static_cast<unsigned long long>(c.fiber_blocks),
+               static_cast<unsigned long long>(c.plain_blocks), breakdown.c_str());
+}
+
+}  // namespace cuda_emu::counters
+
+extern "C" {
+
+size_t cudaEmuHostSyncReport(char* buf, size_t size) {
+  std::string text;
+  {
+    const std::lock_guard<std::mutex> lock(cuda_emu::counters::breakdown_mutex());
+    for (const auto& [what, count] : cuda_emu::counters::breakdown()) {
+      text += what + ": " + std::to_string(count) + "\n";
+    }
+  }
+  if (size > 0) {
+    const std::size_t n = text.size() < size - 1 ? text.size() : size - 1;
+    std::memcpy(buf, text.data(), n);
+    buf[n] = '\0';
+  }
+  return text.size();
+}
+
+}  // extern "C"

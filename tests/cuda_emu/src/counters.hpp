@@ -1,0 +1,28 @@
+// counters.hpp — the runtime's side of cuda_emu/counters.h: one call per counted event.
+// Contract: thread-safe (relaxed atomics; the per-API host-sync breakdown under a mutex); callers
+// count an operation when the API accepts it, before it runs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace cuda_emu::counters {
+
+enum class Copy { HostToDevicePageable, HostToDevicePinned, DeviceToHostPageable, DeviceToHostPinned, DeviceToDevice,
+                  HostToHost };
+
+void host_sync(const char* what);
+void kernel_launch();
+void gemm();
+void host_function();
+void copy(Copy kind, std::size_t bytes);
+void memset(std::size_t bytes);
+void allocated(bool pinned, std::size_t device_bytes);
+void freed(bool pinned, std::size_t device_bytes);
+void blocks(bool fibers, std::uint64_t count);
+
+// Prints every counter and the host-synchronisation breakdown to stderr (CUDA_EMU_REPORT=1 does at
+// exit, for a quick look at what a program does on the device).
+void print_report();
+
+}  // namespace cuda_emu::counters

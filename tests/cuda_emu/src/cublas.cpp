@@ -1,0 +1,251 @@
+// cublas.cpp — the emulated cuBLAS: cublasCreate/Destroy, SetStream, SetWorkspace, SetMathMode /
+// GetMathMode, GetVersion, GetStatusName/String and cublasSgemm, behind the toolkit's cublas_v2.h.
+// Contract: cuBLAS's documented behaviour for these calls: column-major operands, host pointer mode
+// (alpha and beta are read at the call), the GEMM queued on the handle's stream (nullptr = legacy
+// default stream) and run by OpenBLAS (cblas_sgemm, CblasColMajor) on the stream's worker, so a
+// row-major caller's argument mapping is really exercised. Stricter than cuBLAS where that catches
+// bugs: A, B and C must be device memory of the handle's device, and hold the whole matrix that m,
+// n, k and the leading dimension describe (else CUBLAS_STATUS_INVALID_VALUE, message on stderr).
+// CUBLAS_TF32_TENSOR_OP_MATH rounds every element of A and B to TF32 (10 explicit mantissa bits,
+// round to nearest, ties away from zero, as PTX's cvt.rna.tf32.f32) before an fp32 product, so
+// --tf32 changes results as on a GPU (exactly how cuBLAS's kernels round is not documented).
+// cublasDestroy waits for the device (documented: it calls cudaDeviceSynchronize).
+#include <cblas.h>
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "counters.hpp"
+#include "devices.hpp"
+#include "errors.hpp"
+#include "memory.hpp"
+#include "streams.hpp"
+
+struct cublasContext {
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  void* workspace = nullptr;
+  std::size_t workspace_bytes = 0;
+  cublasMath_t math = CUBLAS_DEFAULT_MATH;
+};
+
+namespace {
+
+using cuda_emu::Engine;
+using cuda_emu::Memory;
+using cuda_emu::MemoryKind;
+
+cublasStatus_t misuse(const char* api, const std::string& what) {
+  std::fprintf(stderr, "cuda_emu: %s: %s\n", api, what.c_str());
+  return CUBLAS_STATUS_INVALID_VALUE;
+}
+
+// Rounds to TF32: keep the sign, the 8 exponent bits and the top 10 mantissa bits; round to nearest,
+// ties away from zero (add half of the dropped range, then truncate). Inf and NaN pass unchanged.
+float round_to_tf32(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  if ((u & 0x7f800000u) != 0x7f800000u) {
+    constexpr std::uint32_t kDropped = 13;  // 23 - 10 mantissa bits
+    u += 1u << (kDropped - 1);
+    u &= ~((1u << kDropped) - 1);
+  }
+  float y;
+  std::memcpy(&y, &u, sizeof y);
+  return y;
+}
+
+// A column-major operand op(X) of shape (rows, cols) stored with leading dimension ld: checks it is
+// device memory of `device` holding ld * (stored_cols - 1) + stored_rows floats.
+cublasStatus_t check_operand(const char* name, const float* p, int stored_rows, int stored_cols, int ld, int device) {
+  const std::size_t need = (static_cast<std::size_t>(ld) * static_cast<std::size_t>(stored_cols - 1) +
+                            static_cast<std::size_t>(stored_rows)) * sizeof(float);
+  bool overrun = false;
+  const cuda_emu::PointerInfo info = Memory::get().lookup_range(p, need, &overrun);
+  if (info.kind != MemoryKind::Device || info.device != device) {
+    return misuse("cublasSgemm", std::string(name) + " is not device memory of device " + std::to_string(device));
+  }
+  if (overrun) {
+    return misuse("cublasSgemm", std::string(name) + " needs " + std::to_string(need) + " bytes, past its allocation");
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+// Copy of a stored column-major matrix with every element rounded to TF32.
+std::vector<float> tf32_copy(const float* p, int rows, int cols, int ld) {
+  std::vector<float> out(static_cast<std::size_t>(ld) * static_cast<std::size_t>(cols - 1) +
+                         static_cast<std::size_t>(rows));
+  for (int j = 0; j < cols; ++j) {
+    for (int i = 0; i < rows; ++i) {
+      const std::size_t at = static_cast<std::size_t>(j) * static_cast<std::size_t>(ld) + static_cast<std::size_t>(i);
+      out[at] = round_to_tf32(p[at]);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+extern "C" {
+
+cublasStatus_t cublasCreate_v2(cublasHandle_t* handle) {
+  if (handle == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  if (cuda_emu::runtime_status() != cudaSuccess || Engine::on_worker_thread()) return CUBLAS_STATUS_NOT_INITIALIZED;
+  auto* h = new cublasContext();
+  h->device = cuda_emu::current_device();
+  *handle = h;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasDestroy_v2(cublasHandle_t handle) {
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  Engine& engine = Engine::get();
+  engine.wait_all(engine.device_tails(handle->device), "cublasDestroy");
+  delete handle;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasGetVersion_v2(cublasHandle_t handle, int* version) {
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (version == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  *version = CUBLAS_VERSION;  // the headers' version: what the toolkit's real library would say
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t stream) {
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  CUstream_st* s = Engine::get().resolve(stream, handle->device);
+  if (s == nullptr || s->device != handle->device) return misuse("cublasSetStream", "invalid stream for the handle");
+  handle->stream = stream;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasGetStream_v2(cublasHandle_t handle, cudaStream_t* stream) {
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (stream == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  *stream = handle->stream;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void* workspace, size_t bytes) {
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (workspace == nullptr && bytes != 0) return misuse("cublasSetWorkspace", "null workspace of non-zero size");
+  if (workspace != nullptr) {
+    bool overrun = false;
+    const cuda_emu::PointerInfo info = Memory::get().lookup_range(workspace, bytes == 0 ? 1 : bytes, &overrun);
+    if (info.kind != MemoryKind::Device || info.device != handle->device || overrun) {
+      return misuse("cublasSetWorkspace", "the workspace is not " + std::to_string(bytes) + " bytes of device memory");
+    }
+  }
+  handle->workspace = workspace;
+  handle->workspace_bytes = bytes;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  const unsigned base = static_cast<unsigned>(mode) & ~unsigned{CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION};
+  if (base != CUBLAS_DEFAULT_MATH && base != CUBLAS_PEDANTIC_MATH && base != CUBLAS_TF32_TENSOR_OP_MATH &&
+      base != CUBLAS_TENSOR_OP_MATH) {
+    return misuse("cublasSetMathMode", "math mode " + std::to_string(static_cast<int>(mode)) + " is not emulated");
+  }
+  handle->math = mode;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasGetMathMode(cublasHandle_t handle, cublasMath_t* mode) {
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (mode == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  *mode = handle->math;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+const char* cublasGetStatusName(cublasStatus_t status) {
+  switch (status) {
+    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case CUBLAS_STATUS_MAPPING_ERROR: return "CUBLAS_STATUS_MAPPING_ERROR";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    case CUBLAS_STATUS_LICENSE_ERROR: return "CUBLAS_STATUS_LICENSE_ERROR";
+  }
+  return "CUBLAS_STATUS_UNKNOWN";
+}
+
+const char* cublasGetStatusString(cublasStatus_t status) {
+  switch (status) {
+    case CUBLAS_STATUS_SUCCESS: return "success";
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "the library was not initialized";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "the resource allocation failed";
+    case CUBLAS_STATUS_INVALID_VALUE: return "an invalid numeric value was used as an argument";
+    case CUBLAS_STATUS_ARCH_MISMATCH: return "an absent device architectural feature is required";
+    case CUBLAS_STATUS_MAPPING_ERROR: return "an access to GPU memory space failed";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "the GPU program failed to execute";
+    case CUBLAS_STATUS_INTERNAL_ERROR: return "an internal operation failed";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "the functionality requested is not supported";
+    case CUBLAS_STATUS_LICENSE_ERROR: return "error detected trying to check the license";
+  }
+  return "unknown error";
+}
+
+cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
+                              int k, const float* alpha, const float* A, int lda, const float* B, int ldb,
+                              const float* beta, float* C, int ldc) {
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (Engine::on_worker_thread()) return misuse("cublasSgemm", "called from a stream worker");
+  if (cuda_emu::device_fault(handle->device) != cudaSuccess) return CUBLAS_STATUS_EXECUTION_FAILED;
+  const auto valid_op = [](cublasOperation_t op) { return op == CUBLAS_OP_N || op == CUBLAS_OP_T || op == CUBLAS_OP_C; };
+  if (!valid_op(transa) || !valid_op(transb)) return misuse("cublasSgemm", "unknown transpose operation");
+  const bool ta = transa != CUBLAS_OP_N, tb = transb != CUBLAS_OP_N;  // C (conjugate) = T for real numbers
+  // Stored shapes: A is (m, k) or, transposed, (k, m); B is (k, n) or (n, k); C is (m, n).
+  const int a_rows = ta ? k : m, a_cols = ta ? m : k;
+  const int b_rows = tb ? n : k, b_cols = tb ? k : n;
+  if (m < 0 || n < 0 || k < 0) return misuse("cublasSgemm", "negative dimension");
+  if (lda < (a_rows > 1 ? a_rows : 1) || ldb < (b_rows > 1 ? b_rows : 1) || ldc < (m > 1 ? m : 1)) {
+    return misuse("cublasSgemm", "leading dimension smaller than the stored rows (column-major)");
+  }
+  if (alpha == nullptr || beta == nullptr) return misuse("cublasSgemm", "null alpha or beta");
+  if (Memory::get().lookup(alpha).kind == MemoryKind::Device || Memory::get().lookup(beta).kind == MemoryKind::Device) {
+    return misuse("cublasSgemm", "alpha/beta in device memory under the host pointer mode");
+  }
+  if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
+  const int device = handle->device;
+  if (k > 0) {
+    if (const auto s = check_operand("A", A, a_rows, a_cols, lda, device); s != CUBLAS_STATUS_SUCCESS) return s;
+    if (const auto s = check_operand("B", B, b_rows, b_cols, ldb, device); s != CUBLAS_STATUS_SUCCESS) return s;
+  }
+  if (const auto s = check_operand("C", C, m, n, ldc, device); s != CUBLAS_STATUS_SUCCESS) return s;
+  CUstream_st* stream = Engine::get().resolve(handle->stream, device);
+  if (stream == nullptr) return misuse("cublasSgemm", "the handle's stream was destroyed");
+  const float a = *alpha, b = *beta;  // host pointer mode: read now
+  const bool tf32 = (static_cast<unsigned>(handle->math) & 0xfu) == CUBLAS_TF32_TENSOR_OP_MATH;
+  cuda_emu::counters::gemm();
+  Engine::get().enqueue(stream, "cublasSgemm", [=] {
+    if (k == 0) {  // C = beta * C; with beta == 0, C is not read (BLAS convention)
+      for (int j = 0; j < n; ++j) {
+        float* col = C + static_cast<std::size_t>(j) * static_cast<std::size_t>(ldc);
+        for (int i = 0; i < m; ++i) col[i] = b == 0.0f ? 0.0f : b * col[i];
+      }
+      return;
+    }
+    const CBLAS_TRANSPOSE op_a = ta ? CblasTrans : CblasNoTrans, op_b = tb ? CblasTrans : CblasNoTrans;
+    if (tf32) {
+      const std::vector<float> a32 = tf32_copy(A, a_rows, a_cols, lda), b32 = tf32_copy(B, b_rows, b_cols, ldb);
+      cblas_sgemm(CblasColMajor, op_a, op_b, m, n, k, a, a32.data(), lda, b32.data(), ldb, b, C, ldc);
+    } else {
+      cblas_sgemm(CblasColMajor, op_a, op_b, m, n, k, a, A, lda, B, ldb, b, C, ldc);
+    }
+  });
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+}  // extern "C"
