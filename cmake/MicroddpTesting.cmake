@@ -7,8 +7,10 @@
 #     [NP <n...>]                   MPI test: one ctest case per rank count, named <name>.np<n>
 #     [TIMEOUT <seconds>]           default 120 (a hang is the typical MPI failure)
 #     [ARGS <args...>]              extra program arguments
-#     [EXECUTABLE <target>])        reuse another test's executable instead of SOURCES (e.g. the
+#     [EXECUTABLE <target>]         reuse another test's executable instead of SOURCES (e.g. the
 #                                   same suite run against another backend or strategy)
+#     [WRAPPER <program>])          MPI tests: every rank runs `<program> <test> <args>` (e.g.
+#                                   tests/support/one_gpu_per_rank.sh: each rank sees its own GPU)
 #
 # MPI tests link tests/support/mpi_gtest_main.cpp (MPI up, rank-0 output, results agreed across
 # ranks). GPU tests exit with code 77 when no device is present, which ctest reports as skipped;
@@ -24,7 +26,7 @@ find_package(GTest REQUIRED)
 set(MICRODDP_SKIP_CODE 77)
 
 function(microddp_add_test name)
-  cmake_parse_arguments(T "" "TIMEOUT;EXECUTABLE" "SOURCES;LIBS;LABELS;NP;ARGS" ${ARGN})
+  cmake_parse_arguments(T "" "TIMEOUT;EXECUTABLE;WRAPPER" "SOURCES;LIBS;LABELS;NP;ARGS" ${ARGN})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 120)
   endif()
@@ -51,7 +53,7 @@ function(microddp_add_test name)
       set(test_name ${name}.np${np})
       add_test(NAME ${test_name}
                COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} ${MICRODDP_MPIEXEC_PREFLAGS}
-                       ${MPIEXEC_PREFLAGS} $<TARGET_FILE:${exe}> ${MPIEXEC_POSTFLAGS} ${T_ARGS})
+                       ${MPIEXEC_PREFLAGS} ${T_WRAPPER} $<TARGET_FILE:${exe}> ${MPIEXEC_POSTFLAGS} ${T_ARGS})
       set_tests_properties(${test_name} PROPERTIES
         LABELS "mpi;${T_LABELS}" TIMEOUT ${T_TIMEOUT} PROCESSORS ${np}
         # OpenMPI refuses to run as root without these; harmless for other users (test config only).

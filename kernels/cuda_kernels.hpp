@@ -78,6 +78,9 @@ void copy(float* dst, const float* src, std::int64_t n, cudaStream_t stream);
 // For a GPU ring all-reduce.
 void reduce(float* dst, const float* a, const float* b, std::int64_t n, core::ReduceOp op, cudaStream_t stream);
 
+// out[0..2] = step_numerics(losses[0..k), *grad_sumsq) of elementwise.hpp, on the device (one thread).
+void step_numerics(const float* losses, std::int64_t k, const double* grad_sumsq, double* out, cudaStream_t stream);
+
 // fp32 <-> bf16 (bf16 stored as its 16 bits); round to nearest even, as float_to_bf16_bits.
 void f32_to_bf16(std::uint16_t* dst, const float* src, std::int64_t n, cudaStream_t stream);
 void bf16_to_f32(float* dst, const std::uint16_t* src, std::int64_t n, cudaStream_t stream);

@@ -8,7 +8,9 @@
 // constructor; only allocate_bytes allocates afterwards (cudaMalloc, zeroed on our stream). The
 // stream is non-blocking (it does not wait for the legacy default stream): memory filled by other
 // streams or by cudaMemcpy/cudaMemset must be synchronised (or enqueued on native_stream()) before
-// these ops use it.
+// these ops use it. The queued calls of a step (ops.hpp: pinned staging, async copies, sum_squares_to,
+// step_numerics, mark) never wait; marks are timing events resolved on the host clock by a
+// DeviceClock that synchronize() re-anchors.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
@@ -16,14 +18,17 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/device.hpp"
+#include "kernels/cuda/device_clock.hpp"
 #include "kernels/cuda_kernels.hpp"
 #include "kernels/ops.hpp"
 
@@ -66,10 +71,14 @@ class CudaOps final : public Ops {
       MDDP_CUDA_CHECK(cudaMalloc(&sumsq_out_, sizeof(double)));
       MDDP_CUDA_CHECK(cudaMallocHost(&host_sumsq_, sizeof(double)));
       *host_sumsq_ = 0.0;
+      marks_.resize(kMarkSlots, nullptr);
+      for (cudaEvent_t& e : marks_) MDDP_CUDA_CHECK(cudaEventCreate(&e));  // with timing
+      clock_ = std::make_unique<DeviceClock>();
       description_ = describe();
       // The memset above ran on the legacy default stream, which our non-blocking stream does not
       // wait for: finish it before any kernel can read the flag.
       MDDP_CUDA_CHECK(cudaDeviceSynchronize());
+      clock_->anchor(stream_);  // idle now
     } catch (...) {
       release();
       throw;
@@ -206,7 +215,46 @@ class CudaOps final : public Ops {
     wait_and_check_flag();
   }
 
-  void synchronize() override { wait_and_check_flag(); }
+  void synchronize() override {
+    wait_and_check_flag();
+    clock_->anchor(stream_);  // the stream is idle: a fresh anchor for the marks that follow
+  }
+
+  // ---- the queued calls of a step (ops.hpp) ----
+  void* allocate_host_bytes(std::size_t bytes) override {
+    if (bytes == 0) return nullptr;
+    void* p = nullptr;
+    // Portable: pinned for every device, so a staging buffer works whichever GPU copies from it.
+    MDDP_CUDA_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));
+    std::memset(p, 0, bytes);
+    return p;
+  }
+  void free_host_bytes(void* p) noexcept override {
+    if (p == nullptr) return;
+    (void)cudaStreamSynchronize(stream_);  // a queued copy may still read or write it
+    (void)cudaFreeHost(p);
+  }
+  void copy_from_host_async(void* dst, const void* src, std::size_t bytes) override {
+    if (bytes > 0) MDDP_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+  }
+  void copy_to_host_async(void* dst, const void* src, std::size_t bytes) override {
+    if (bytes > 0) MDDP_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+  }
+  void sum_squares_to(const float* x, std::int64_t n, double* out) override {
+    gpu::sum_squares(x, n, sumsq_partials_, out, stream_);
+  }
+  void step_numerics(const float* losses, std::int64_t k, const double* grad_sumsq, double* out) override {
+    gpu::step_numerics(losses, k, grad_sumsq, out, stream_);
+  }
+  std::uint32_t mark() override {
+    const std::uint32_t id = next_mark_++ % kMarkSlots;
+    MDDP_CUDA_CHECK(cudaEventRecord(marks_[id], stream_));
+    return id;
+  }
+  std::int64_t mark_ns(std::uint32_t id) const override {
+    MDDP_CHECK(id < kMarkSlots, "mark id " << id << " out of range");
+    return clock_->host_ns(marks_[id]);
+  }
 
  private:
   // Waits for the stream and reports (once) an error that a kernel flagged on the device.
@@ -235,6 +283,11 @@ class CudaOps final : public Ops {
   // No throwing here (destructor path); errors at teardown have nowhere useful to go.
   void release() noexcept {
     if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);
+    for (cudaEvent_t e : marks_) {
+      if (e != nullptr) (void)cudaEventDestroy(e);
+    }
+    marks_.clear();
+    clock_.reset();
     if (host_sumsq_ != nullptr) (void)cudaFreeHost(host_sumsq_);
     if (sumsq_out_ != nullptr) (void)cudaFree(sumsq_out_);
     if (sumsq_partials_ != nullptr) (void)cudaFree(sumsq_partials_);
@@ -265,6 +318,9 @@ class CudaOps final : public Ops {
   double* sumsq_out_ = nullptr;       // one device double: the sum_squares result
   double* host_sumsq_ = nullptr;      // pinned mirror of sumsq_out_
   bool free_warned_ = false;          // free_bytes has reported a cudaFree failure
+  std::vector<cudaEvent_t> marks_;    // kMarkSlots timing events: mark() records them in turn
+  std::uint32_t next_mark_ = 0;
+  std::unique_ptr<DeviceClock> clock_;  // marks -> host times; anchored at every synchronize()
   std::string description_;
 };
 

@@ -115,6 +115,13 @@ void f32_to_bf16(std::uint16_t* dst, const float* src, std::int64_t n, cudaStrea
   MDDP_CUDA_CHECK_LAUNCH();
 }
 
+void step_numerics(const float* losses, std::int64_t k, const double* grad_sumsq, double* out, cudaStream_t stream) {
+  MDDP_CHECK(k >= 1 && losses != nullptr && grad_sumsq != nullptr && out != nullptr,
+             "step_numerics: " << k << " losses, or a null pointer");
+  MDDP_LAUNCH(step_numerics_kernel, 1, 1, 0, stream)(losses, k, grad_sumsq, out);
+  MDDP_CUDA_CHECK_LAUNCH();
+}
+
 void bf16_to_f32(float* dst, const std::uint16_t* src, std::int64_t n, cudaStream_t stream) {
   check_count(n, "bf16_to_f32");
   const LaunchGeometry g = grid_stride_geometry(n);

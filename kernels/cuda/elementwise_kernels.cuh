@@ -78,6 +78,13 @@ __global__ void bf16_to_f32_kernel(float* __restrict__ dst, const std::uint16_t*
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) dst[i] = bf16_bits_to_float(src[i]);
 }
 
+// One thread: a handful of scalars, in the order the host would add them (elementwise.hpp).
+// Qualified: inside namespace gpu, the unqualified name would find the launcher gpu::step_numerics.
+__global__ void step_numerics_kernel(const float* __restrict__ losses, std::int64_t k,
+                                     const double* __restrict__ grad_sumsq, double* __restrict__ out) {
+  kernels::step_numerics(losses, k, grad_sumsq, out);
+}
+
 }  // namespace
 
 }  // namespace microddp::kernels::gpu

@@ -136,12 +136,9 @@ cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
 cudaError_t cudaDriverGetVersion(int* version) {
   return api_call("cudaDriverGetVersion", Needs::Nothing, [&] {
     if (version == nullptr) return cudaErrorInvalidValue;
-    // A broken driver stack (CUDA_EMU_FAIL_INIT) fails here too; "no device visible" does not.
-    if (const cudaError_t e = cuda_emu::config().init_error; e != cudaSuccess) {
-      *version = 0;
-      return e;
-    }
-    *version = kVersion;
+    // As the real runtime: this asks the driver library for its version and succeeds even when the
+    // driver cannot run this runtime (0 when no driver is installed at all).
+    *version = cuda_emu::config().driver_version;
     return cudaSuccess;
   });
 }

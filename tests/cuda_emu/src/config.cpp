@@ -65,6 +65,10 @@ Config read_config() {
   }
   c.visible = parse_visible_devices(env("CUDA_VISIBLE_DEVICES"), c.node_gpus);
   if (const char* v = env("CUDA_EMU_FAIL_INIT"); v != nullptr && v[0] != '\0') c.init_error = parse_fail_init(v);
+  if (const char* v = env("CUDA_EMU_DRIVER_VERSION")) {
+    // 100000 = CUDA 100.0: far above any real version; the bound only catches typos.
+    c.driver_version = static_cast<int>(parse_number("CUDA_EMU_DRIVER_VERSION", v, 0, 100000, "an integer in [0, 100000]"));
+  }
   unsigned long long mb = kDefaultDeviceMemoryMb;
   if (const char* v = env("CUDA_EMU_DEVICE_MEMORY_MB")) {
     // 2^30 MiB = 1 PiB: the size_t product below cannot overflow.

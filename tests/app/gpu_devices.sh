@@ -1,0 +1,75 @@
+#!/bin/bash
+# gpu_devices.sh — which GPU a rank uses and what happens when there is none, one shared, or a
+# broken driver: end to end through `microddp`, on the emulated device (tests/cuda_emu), whose node
+# GPUs, visible devices and driver failures come from the environment (docs/cuda_emu.md).
+# Usage: gpu_devices.sh <microddp> <one_gpu_per_rank.sh> <nccl: 0|1> <mpiexec> [mpiexec flags...]
+# Cases (each under a timeout; a hang fails the test):
+#   * `devices` lists the visible GPUs with distinct UUIDs; none visible is "0", exit 0;
+#   * no driver installed at all (a CPU machine with a CUDA build) is "0 devices", exit 0; a driver
+#     older than the runtime is an error naming both versions (exit 1), also for `train` under
+#     `--device auto`, which must never fall back to the CPU silently;
+#   * 2 ranks on 1 GPU with --device auto train on the GPU over --comm mpi, and the header says why;
+#     an explicit --comm nccl there is refused (exit 2) naming the ranks; the same 2 ranks each
+#     seeing one GPU of their own (srun --gpus-per-task=1) train over nccl;
+#   * bench collectives measures the GPU backends on GPU memory.
+set -u
+bin="$1"; wrap="$2"; have_nccl="$3"; shift 3
+mpiexec="$1"; shift
+mpi_flags=("$@")
+failures=0
+
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+ok() { echo "ok   $*"; }
+# run <timeout s> <env assignments...> -- <command...>: sets $out (stdout+stderr) and $rc.
+run() {
+  local limit=$1; shift
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  out=$(env "${envs[@]}" timeout "$limit" "$@" 2>&1); rc=$?
+}
+expect() {  # expect <description> <want rc> <text that must appear>
+  if [ "$rc" -ne "$2" ]; then
+    fail "$1: exit $rc, want $2"; echo "$out" | tail -n 8 | sed 's/^/    /'; return
+  fi
+  if ! grep -qF -- "$3" <<<"$out"; then
+    fail "$1: output lacks '$3'"; echo "$out" | tail -n 8 | sed 's/^/    /'; return
+  fi
+  ok "$1"
+}
+unset MICRODDP_DEVICE CUDA_VISIBLE_DEVICES CUDA_EMU_FAIL_INIT CUDA_EMU_DRIVER_VERSION
+train=(train --steps 3 --width 32 --depth 2 --global-batch 16 --log-every 1)
+
+run 60 CUDA_EMU_NODE_GPUS=2 -- "$bin" devices
+expect "devices: two GPUs listed" 0 "# devices: 2"
+uuids=$(grep -o 'GPU-[0-9a-f-]*' <<<"$out" | sort -u | wc -l)
+[ "$uuids" -eq 2 ] && ok "devices: two distinct UUIDs" || fail "devices: $uuids distinct UUIDs, want 2"
+run 60 CUDA_EMU_NODE_GPUS=0 -- "$bin" devices
+expect "devices: none visible" 0 "# devices: 0"
+
+run 60 CUDA_EMU_FAIL_INIT=insufficient-driver CUDA_EMU_DRIVER_VERSION=0 -- "$bin" devices --count
+expect "no driver installed: a CPU machine" 0 "0"
+run 60 CUDA_EMU_FAIL_INIT=insufficient-driver CUDA_EMU_DRIVER_VERSION=12040 -- "$bin" devices
+expect "old driver: an error naming both versions" 1 "driver 12.4, runtime 13.0"
+run 120 CUDA_EMU_FAIL_INIT=insufficient-driver CUDA_EMU_DRIVER_VERSION=12040 -- "$bin" "${train[@]}" --device auto
+expect "old driver: train --device auto does not fall back to the CPU" 1 "cudaErrorInsufficientDriver"
+
+run 120 CUDA_EMU_NODE_GPUS=1 -- "$mpiexec" -n 2 "${mpi_flags[@]}" "$bin" "${train[@]}" --device auto
+expect "2 ranks, 1 GPU, --device auto: on the GPU" 0 "compute    : cuda:0"
+expect "2 ranks, 1 GPU, --device auto: over mpi" 0 "over mpi backend"
+
+if [ "$have_nccl" = 1 ]; then
+  # Only a build with NCCL has another default to give up (without NCCL, mpi is the default anyway).
+  expect "2 ranks, 1 GPU, --device auto: the header says why mpi, not nccl" 0 "share one GPU"
+  run 120 CUDA_EMU_NODE_GPUS=1 -- "$mpiexec" -n 2 "${mpi_flags[@]}" "$bin" "${train[@]}" --device cuda --comm nccl
+  expect "2 ranks, 1 GPU, --comm nccl: refused naming the ranks" 2 "ranks 0 and 1 on host"
+  run 120 CUDA_EMU_NODE_GPUS=2 -- "$mpiexec" -n 2 "${mpi_flags[@]}" "$wrap" "$bin" "${train[@]}" --device cuda --comm nccl
+  expect "2 ranks each seeing one GPU (gpus-per-task=1): nccl" 0 "over nccl backend"
+  run 300 CUDA_EMU_NODE_GPUS=2 -- "$mpiexec" -n 2 "${mpi_flags[@]}" "$bin" bench collectives --backends nccl,nccl-ring,mpi \
+      --max-bytes 65536 --factor 16 --iters 2 --warmup 1
+  expect "bench collectives: GPU backends on GPU memory" 0 "# memory: nccl=gpu nccl-ring=gpu mpi=host"
+  expect "bench collectives: exact" 0 "Out of bounds values : 0 OK"
+fi
+
+if [ "$failures" -ne 0 ]; then echo "$failures case(s) failed"; exit 1; fi
+echo "all cases passed"
