@@ -12,6 +12,9 @@
 #   ./setup.sh fuzz    the libFuzzer targets of build-asan/ (build preset fuzz: only what is missing
 #                      after `sanitize`), then FUZZ_SECONDS (default 15) of fuzzing per target
 #                      (tests/fuzz/run_fuzz.sh); CI runs it last
+#   ./setup.sh cuda-emu  the GPU path on the emulated CUDA device (no GPU needed; docs/cuda_emu.md):
+#                      preset cuda-emu in build-cuda-emu/, its tests (every cuda/nccl test must pass
+#                      there), then jobs/gpu_check.sh --emulated; CI runs it after `test`
 #
 # Idempotent and quiet when everything is already installed. Settings from the environment:
 #   BUILD_DIR (default build), JOBS (default: number of cores), MICRODDP_CMAKE_ARGS (extra -D...),
@@ -101,10 +104,16 @@ case "$cmd" in
     ctest --output-on-failure -j "$JOBS" ${CTEST_ARGS:-}
     ;;
   sanitize) install_deps; sanitize ;;
+  cuda-emu)  # the emulated-device build and its tests, then the GPU check script against it
+    install_deps
+    cmake --preset cuda-emu >/dev/null && cmake --build --preset cuda-emu -j "$JOBS" &&
+      ctest --preset cuda-emu -j "$JOBS" ${CTEST_ARGS:-} &&
+      MICRODDP_GPU_CHECK_SKIP_CTEST=1 MICRODDP_BUILD_JOBS="$JOBS" bash jobs/gpu_check.sh --emulated
+    ;;
   fuzz)  # the libFuzzer targets of the clang ASan/UBSan build (build-asan/), then a short run of each
     install_deps
     cmake --preset asan >/dev/null && cmake --build --preset fuzz -j "$JOBS" &&
       tests/fuzz/run_fuzz.sh build-asan "${FUZZ_SECONDS:-15}"
     ;;
-  *) echo "usage: $0 [run|test|deps|build|sanitize|fuzz]" >&2; exit 2 ;;
+  *) echo "usage: $0 [run|test|deps|build|sanitize|cuda-emu|fuzz]" >&2; exit 2 ;;
 esac
