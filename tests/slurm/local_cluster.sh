@@ -113,6 +113,10 @@ MpiDefault=pmix
 ReturnToService=2
 MailProg=/bin/true
 KillWait=5
+# Declare a silent node DOWN after 5 s (Slurm default 300 s): srun ends a step that had tasks on a
+# crashed node only then, and the elastic test crashes one.
+SlurmdTimeout=5
+MessageTimeout=5
 InactiveLimit=0
 SchedulerParameters=batch_sched_delay=0
 MinJobAge=300

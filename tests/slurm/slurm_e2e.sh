@@ -95,3 +95,34 @@ head -c 8 "$work/scaling/scaling_efficiency.png" | od -c | grep -q "P   N   G" |
 grep -q "efficiency_predicted" "$work/scaling/scaling.csv" || fail "no predicted column"
 echo "slurm end-to-end: OK in $((SECONDS - t0)) s"
 
+# 5. Elastic training on Slurm (jobs/train_elastic.sbatch, --no-kill): node 2 crashes once a
+#    checkpoint exists; the job must restart on node 1 alone and finish with the parameters of a
+#    1-rank run continued from the checkpoint it resumed. Last, because node 2 stays down.
+read -r node1 _ <<<"$("$CLUSTER" hosts | head -1)"; read -r node2 _ <<<"$("$CLUSTER" hosts | sed -n 2p)"
+E=(--width 64 --depth 4 --global-batch 64 --threads 1 --steps 6000)
+el=$(submit elastic STEPS=6000 WIDTH=64 DEPTH=4 GLOBAL_BATCH=64 STRATEGY=naive CKPT_EVERY=200 MAX_RESTARTS=2 \
+       EXTRA_ARGS="--keep 0 --log-every 2000" RESULTS_DIR="$work/elastic" -- "$repo/jobs/train_elastic.sbatch")
+for _ in $(seq 300); do
+  [ -e "$work/elastic/checkpoints/ckpt_0000000200.h5" ] && break
+  [ -n "$(client squeue -h -j "$el" 2>/dev/null)" ] || fail "elastic: the job ended before its first checkpoint"
+  sleep 0.2
+done
+[ -e "$work/elastic/checkpoints/ckpt_0000000200.h5" ] || fail "elastic: no checkpoint after 60 s"
+t_fail=$SECONDS
+"$CLUSTER" fail "$node2"
+wait_ok "$el" 120 || fail "elastic job did not complete after $node2 crashed"
+out=$work/elastic-$el.out
+line=$(grep "^# elastic: restart " "$out") || fail "elastic: no restart line"
+[ "$(wc -l <<<"$line")" = 1 ] || fail "elastic: more than one restart: $line"
+grep -q "lost host(s): $node2 (probes" <<<"$line" && grep -q "world size 2 -> 1" <<<"$line" \
+  || fail "elastic: the restart line does not name $node2 and 'world size 2 -> 1': $line"
+grep -q "^# elastic: training finished after 1 restart" "$out" || fail "elastic: training did not finish"
+loaded=$(sed -n '/^# elastic: restart /,$ s/^# resume: loaded \(.*\) (step [0-9]*)$/\1/p' "$out")
+[ -n "$loaded" ] || fail "elastic: the restart loaded no checkpoint"
+mkdir "$work/elastic/ref"; cp "$loaded" "$work/elastic/ref/"
+ref=$(client srun --nodes=1 --ntasks=1 --nodelist="$node1" "$bin" train "${E[@]}" --strategy naive \
+        --resume "$work/elastic/ref/$(basename "$loaded")" --checkpoint-dir "$work/elastic/ref/out" | sed -n 's/.*parameter checksum //p')
+got=$(sed -n 's/.*parameter checksum //p' "$out" | tail -1)
+[ -n "$ref" ] && [ "$got" = "$ref" ] || fail "elastic: final checksum '$got', 1 rank continued from $(basename "$loaded"): '$ref'"
+echo "ok   elastic on Slurm: $node2 crashed, job done $((SECONDS - t_fail)) s later; $(sed 's/^# elastic: //' <<<"$line"); checksum $got = 1-rank run from the same checkpoint"
+echo "slurm end-to-end with the elastic case: OK in $((SECONDS - t0)) s"
