@@ -124,12 +124,17 @@ teardown() {
 }
 
 with_lock() {  # with_lock NAME CMD...: one `up`/`down`/`gc` per instance at a time
-  local name=$1; shift
-  mkdir -p "$STATE_ROOT"
-  (
-    flock -w 60 9 || die "instance '$name' is locked by another cluster.sh for 60 s"
-    "$@"
-  ) 9>"$STATE_ROOT/$name.lock"
+  local name=$1 try; shift
+  # `down` and `gc` remove the state directory when it is empty, so another instance's `down` may
+  # remove it between our mkdir and our open: try again.
+  for try in 1 2 3; do
+    mkdir -p "$STATE_ROOT"
+    { exec 9>"$STATE_ROOT/$name.lock"; } 2>/dev/null && break
+    [ "$try" -lt 3 ] || die "cannot create the lock file $STATE_ROOT/$name.lock"
+  done
+  flock -w 60 9 || die "instance '$name' is locked by another cluster.sh for 60 s"
+  "$@"
+  exec 9>&-
 }
 
 gc_one() {
@@ -147,6 +152,7 @@ cmd_gc() {
     [ -d "$d" ] || continue
     with_lock "$(basename "$d")" gc_one "$(basename "$d")"
   done
+  rmdir "$STATE_ROOT" 2>/dev/null || true
 }
 
 # ---- up / down -------------------------------------------------------------------------------

@@ -49,10 +49,10 @@ alive() {  # a PID that exists and is not a zombie
 }
 
 stop_pid() {  # SIGTERM, up to 10 s, then SIGKILL
-  local pid=$1 i
+  local pid=$1
   alive "$pid" || return 0
   kill -TERM "$pid" 2>/dev/null || true
-  for i in $(seq 100); do alive "$pid" || return 0; sleep 0.1; done
+  for _ in $(seq 100); do alive "$pid" || return 0; sleep 0.1; done
   kill -KILL "$pid" 2>/dev/null || true
 }
 
@@ -66,7 +66,7 @@ use_instance() {
 on_head() { "$CLUSTER" exec h1 "$@"; }  # run on the first host (slurmctld's)
 
 cmd_up() {
-  local dir=$1 nodes=$2 cpus mem i name addr head
+  local dir=$1 nodes=$2 cpus mem name addr head
   [ "$(id -u)" = 0 ] || die "needs root (slurmd as root, munged as munge, network namespaces)"
   for b in munged slurmctld slurmd sbatch; do command -v "$b" >/dev/null || die "$b not installed (./setup.sh deps)"; done
   mkdir -p "$dir"/{etc,log,run,state/ctld}
@@ -85,7 +85,7 @@ cmd_up() {
   on_head runuser -u munge -- /usr/sbin/munged --socket="$dir/munge/sock" --key-file="$dir/munge/munge.key" \
     --pid-file="$dir/munge/munged.pid" --log-file="$dir/munge/munged.log" --seed-file="$dir/munge/seed" \
     || die "munged failed: $(tail -3 "$dir/munge/munged.log" 2>/dev/null)"
-  for i in $(seq 100); do [ -S "$dir/munge/sock" ] && [ -s "$dir/munge/munged.pid" ] && break; sleep 0.05; done
+  for _ in $(seq 100); do [ -S "$dir/munge/sock" ] && [ -s "$dir/munge/munged.pid" ] && break; sleep 0.05; done
   cp "$dir/munge/munged.pid" "$dir/run/munged.pid"
   cat >"$dir/etc/slurm.conf" <<CONF
 # written by tests/slurm/local_cluster.sh (throw-away test cluster on emulated hosts)
@@ -137,14 +137,14 @@ echo "export OMPI_MCA_rmaps_base_oversubscribe=1"
 PROLOG
   chmod 0755 "$dir/etc/task_prolog.sh"
   on_head slurmctld -f "$SLURM_CONF" || die "slurmctld failed: $(tail -5 "$dir/log/slurmctld.log" 2>/dev/null)"
-  for i in $(seq 100); do [ -s "$dir/run/slurmctld.pid" ] && break; sleep 0.05; done
+  for _ in $(seq 100); do [ -s "$dir/run/slurmctld.pid" ] && break; sleep 0.05; done
   for h in "${hosts[@]}"; do
     read -r name _ <<<"$h"
     mkdir -p "$dir/state/spool/$name" "$dir/state/tmp/$name"
     "$CLUSTER" exec "$name" slurmd -f "$SLURM_CONF" -N "$name" \
       || die "slurmd $name failed: $(tail -5 "$dir/log/slurmd-$name.log" 2>/dev/null)"
   done
-  for i in $(seq 300); do
+  for _ in $(seq 300); do
     [ "$(on_head sinfo -h -N -o '%T' 2>/dev/null | grep -c '^idle' || true)" -ge "$nodes" ] && { echo "export SLURM_CONF=$SLURM_CONF"; return 0; }
     sleep 0.1
   done
