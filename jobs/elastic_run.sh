@@ -222,9 +222,28 @@ run_attempt() {
   return "$rc"
 }
 
+# probe_hosts: keep the hosts (and their slots) that answer the probe; the others go to `lost`.
+# Every host at once: a dead host costs one --probe-timeout, not one per host.
+probe_hosts() {
+  local probed=$SECONDS h i alive_hosts=() alive_slots=()
+  declare -A pid=()
+  for h in "${hosts[@]}"; do probe_host "$h" & pid[$h]=$!; done
+  lost=()
+  for i in "${!hosts[@]}"; do
+    if wait "${pid[${hosts[$i]}]}"; then alive_hosts+=("${hosts[$i]}"); alive_slots+=("${slots[$i]}")
+    else lost+=("${hosts[$i]}"); fi
+  done
+  hosts=("${alive_hosts[@]}"); slots=("${alive_slots[@]}")
+  probe_s=$((SECONDS - probed))
+}
+
 newest_checkpoint() { (cd "$ckpt_dir" && ls ckpt_??????????.h5 2>/dev/null | sort | tail -1); }
 
 mddp_provenance "${args[@]}"
+# Hosts already gone at the start are left out, without counting a restart.
+probe_hosts
+if [ ${#lost[@]} -gt 0 ]; then say "left out at the start: ${lost[*]} (no answer to the probe within $probe_timeout s)"; fi
+if [ ${#hosts[@]} -lt "$min_hosts" ]; then say "error: ${#hosts[@]} host(s) answer, fewer than --min-hosts $min_hosts" >&2; exit 1; fi
 say "start: ${#hosts[@]} host(s) $(IFS=,; echo "${hosts[*]}"), world size $(world_size), checkpoints in $ckpt_dir every $ckpt_every steps, at most $max_restarts restart(s)"
 restarts=0; attempt=0
 while :; do
@@ -243,23 +262,12 @@ while :; do
     say "error: attempt $attempt failed after $took s (exit $rc): $what; restarts exhausted (--max-restarts $max_restarts)" >&2
     exit 1
   fi
-  # Probe every host at once: a dead host costs one --probe-timeout, not one per host.
-  probed=$SECONDS
-  declare -A probe_pid=()
-  for h in "${hosts[@]}"; do probe_host "$h" & probe_pid[$h]=$!; done
-  alive_hosts=(); alive_slots=(); lost=()
-  for i in "${!hosts[@]}"; do
-    if wait "${probe_pid[${hosts[$i]}]}"; then alive_hosts+=("${hosts[$i]}"); alive_slots+=("${slots[$i]}")
-    else lost+=("${hosts[$i]}"); fi
-  done
-  unset probe_pid
-  probe_s=$((SECONDS - probed))
   old_world=$(world_size)
-  if [ ${#alive_hosts[@]} -lt "$min_hosts" ]; then
-    say "error: attempt $attempt failed after $took s (exit $rc): $what; lost host(s): ${lost[*]:-none} (probes took $probe_s s); ${#alive_hosts[@]} host(s) answer, fewer than --min-hosts $min_hosts" >&2
+  probe_hosts
+  if [ ${#hosts[@]} -lt "$min_hosts" ]; then
+    say "error: attempt $attempt failed after $took s (exit $rc): $what; lost host(s): ${lost[*]:-none} (probes took $probe_s s); ${#hosts[@]} host(s) answer, fewer than --min-hosts $min_hosts" >&2
     exit 1
   fi
-  hosts=("${alive_hosts[@]}"); slots=("${alive_slots[@]}")
   restarts=$((restarts + 1))
   ckpt=$(newest_checkpoint)
   say "restart $restarts/$max_restarts: attempt $attempt failed after $took s (exit $rc): $what; lost host(s): ${lost[*]:-none} (probes took $probe_s s);" \

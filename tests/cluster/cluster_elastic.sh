@@ -7,6 +7,7 @@
 #     no checkpoint written before the crash is lost or damaged (`microddp inspect`), the restart
 #     loaded the newest one, and the final parameters equal those of an uninterrupted 2-rank run
 #     continued from a copy of that same checkpoint (checksums).
+#   fewer hosts than --min-hosts answer at the start: exit 1, nothing launched.
 #   bad usage: exit 2 and one message.
 #   restarts exhausted: rank 3 exits with code 3 in every attempt (MICRODDP_FAULT_EXIT); both hosts
 #     still answer, so the one restart allowed keeps world size 4, fails the same way, and the
@@ -78,6 +79,13 @@ echo "ok   host lost: $(sed 's/^# elastic: //' <<<"$line")"
 echo "ok   host lost: $(wc -l <"$WORK/before") checkpoints from before the crash intact; resumed from $loaded;" \
      "final checksum $got = uninterrupted 2-rank run from the same checkpoint"
 [ -z "$(ip netns pids "$N-h1")" ] || fail "processes left on $N-h1: $(ip netns pids "$N-h1" | tr '\n' ' ')"
+# With h2 still down, --min-hosts 2 cannot be met: exit 1 at the start, nothing launched.
+rc=0; "$C" run "$repo/jobs/elastic_run.sh" --hostfile "$WORK/hostfile" --checkpoint-dir "$WORK/ckpt3" --min-hosts 2 \
+  --probe-timeout 5 -- "${T[@]}" >"$WORK/min.out" 2>&1 || rc=$?
+[ "$rc" = 1 ] && grep -q "left out at the start: $N-h2" "$WORK/min.out" && grep -q "fewer than --min-hosts 2" "$WORK/min.out" \
+  || fail "--min-hosts 2 with one host down: exit $rc: $(grep elastic: "$WORK/min.out")"
+grep -q "^# launch" "$WORK/min.out" && fail "--min-hosts 2 with one host down launched training"
+echo "ok   --min-hosts 2 with $N-h2 down: $(grep '^# elastic: error' "$WORK/min.out" | sed 's/^# elastic: //'), exit 1"
 "$C" recover h2
 
 # ---- restarts exhausted ------------------------------------------------------------------------
