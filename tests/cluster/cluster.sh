@@ -17,10 +17,11 @@
 #                        exit 1 when the instance is down
 #   exec HOST CMD...     run CMD on HOST (its network namespace; a private UTS namespace with
 #                        hostname = the host's name; /etc/hosts naming every host)
-#   run CMD...           run CMD on the first host with Open MPI set up for the cluster: the launcher
-#                        agent below, the link's subnet for MPI and bootstrap traffic, no core
-#                        binding; MDDP_CLUSTER_HOSTFILE names a hostfile of the hosts that are up,
-#                        MDDP_CLUSTER_SLOTS [1] slots each
+#   run CMD...           run CMD on the first host up, with Open MPI set up for the cluster: the
+#                        launcher agent below, the hosts' subnet for MPI and bootstrap traffic, no
+#                        core binding, yielding while waiting (each overridable by its OMPI_MCA_
+#                        variable but the agent and subnet); MDDP_CLUSTER_HOSTFILE names a hostfile
+#                        of the hosts that are up, MDDP_CLUSTER_SLOTS [1] slots each
 #   mpirun [--slots S] ARGS...   `run mpirun --hostfile <hostfile with S slots per host> ARGS`
 #   hostfile [SLOTS]     print an Open MPI hostfile of the hosts that are up [SLOTS 1]
 #   fail HOST            emulate a crash of HOST: SIGKILL every process on it, then take its link
@@ -338,7 +339,7 @@ cmd_run() {
   #    at 2 hosts x 2 ranks took 11.7 s polling, 2.2 s yielding; docs/cluster.md);
   #  * namespaces need root, so everything in the cluster runs as root.
   export OMPI_MCA_plm_rsh_agent="$SELF agent"
-  export OMPI_MCA_btl=self,vader,tcp
+  export OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader,tcp}
   export OMPI_MCA_btl_tcp_if_include=$SUBNET.0/24 OMPI_MCA_oob_tcp_if_include=$SUBNET.0/24
   export OMPI_MCA_hwloc_base_binding_policy=${OMPI_MCA_hwloc_base_binding_policy:-none}
   export OMPI_MCA_mpi_yield_when_idle=${OMPI_MCA_mpi_yield_when_idle:-1}
