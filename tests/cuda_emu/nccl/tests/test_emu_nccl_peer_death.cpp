@@ -1,17 +1,19 @@
 // test_emu_nccl_peer_death.cpp — a rank that dies in the middle of a collective becomes an asynchronous
 // error on the survivors, not a hang.
 //
-// The victim is an extra rank: the last MPI process forks a child (before anything of the CUDA runtime
-// or NCCL has started in this process, so the child inherits no threads' state) that joins the
-// communicator as rank n and is killed with SIGKILL while it and the other ranks are inside an
-// all-reduce (rank 0 holds its own part back behind a stream sleep, so nobody can finish early). MPI
-// never sees the child; the survivors must report ncclRemoteError or ncclSystemError and return.
-// A separate program from the other fault tests: the fork must come first in the process.
+// The victim is an extra rank: the last MPI process spawns emu_nccl_victim (a fresh process, fork +
+// exec, so it inherits no threads or runtime state), which joins the communicator as rank n, enters
+// the all-reduce and is killed with SIGKILL while it and the other ranks are inside it (rank 0 holds
+// its own part back behind a stream sleep, so nobody can finish early). MPI never sees the victim; the
+// survivors must report ncclRemoteError or ncclSystemError and return.
+#include <fcntl.h>
 #include <mpi.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -19,11 +21,12 @@
 #include "emu_nccl_mpi.hpp"
 #include "emu_nccl_test_util.hpp"
 
+extern char** environ;
+
 namespace emu_test {
 namespace {
 
 constexpr std::size_t kCount = 16u << 20;  // floats: 64 MiB, far more than socket buffers hold
-constexpr int kChildLifetimeS = 60;        // the child ends itself if nobody kills it (a failed parent)
 
 bool read_all(int fd, void* data, std::size_t bytes) {
   auto* p = static_cast<char*>(data);
@@ -36,46 +39,45 @@ bool read_all(int fd, void* data, std::size_t bytes) {
   return true;
 }
 
-// The victim: joins as rank `rank` of `nranks`, enters the all-reduce, says so, waits to be killed.
-[[noreturn]] void victim(int id_fd, int ready_fd, int rank, int nranks) {
-  alarm(kChildLifetimeS);
-  ncclUniqueId id;
-  char status = 'x';
-  if (read_all(id_fd, &id, sizeof id) && cudaSetDevice(rank) == cudaSuccess) {
-    ncclComm_t comm = nullptr;
-    if (ncclCommInitRank(&comm, nranks, id, rank) == ncclSuccess) {
-      void* buf = nullptr;
-      cudaStream_t s = nullptr;
-      if (cudaMalloc(&buf, kCount * 4) == cudaSuccess && cudaStreamCreate(&s) == cudaSuccess &&
-          ncclAllReduce(buf, buf, kCount, ncclFloat32, ncclSum, comm, s) == ncclSuccess) {
-        status = 'r';
-      }
-    }
+std::string hex(const ncclUniqueId& id) {
+  std::string s;
+  char byte[3];
+  for (char c : id.internal) {
+    std::snprintf(byte, sizeof byte, "%02x", static_cast<unsigned char>(c));
+    s += byte;
   }
-  (void)!::write(ready_fd, &status, 1);
-  for (;;) pause();
+  return s;
+}
+
+// Starts emu_nccl_victim with its stdout on `out_fd`; -1 on failure.
+pid_t spawn_victim(const ncclUniqueId& id, int rank, int nranks, int device, int out_fd) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out_fd, STDOUT_FILENO);
+  std::string args[] = {EMU_NCCL_VICTIM_PATH, hex(id), std::to_string(rank), std::to_string(nranks),
+                        std::to_string(device), std::to_string(kCount)};
+  char* argv[] = {args[0].data(), args[1].data(), args[2].data(), args[3].data(), args[4].data(), args[5].data(), nullptr};
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, args[0].c_str(), &actions, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  return rc == 0 ? pid : -1;
 }
 
 TEST(EmuNcclPeerDeath, KilledRankIsAnAsyncErrorOnTheSurvivors) {
   setenv("NCCL_EMU_BOOTSTRAP_TIMEOUT_S", "20", 1);  // a failed child must not cost the default 120 s
   const int me = world_rank(), n = world_size(), victim_rank = n;
   const bool parent = me == n - 1;
-  int id_pipe[2] = {-1, -1}, ready_pipe[2] = {-1, -1};
-  pid_t child = -1;
-  if (parent) {
-    ASSERT_EQ(::pipe(id_pipe), 0);
-    ASSERT_EQ(::pipe(ready_pipe), 0);
-    child = ::fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) victim(id_pipe[0], ready_pipe[1], victim_rank, n + 1);
-    ::close(id_pipe[0]);
-    ::close(ready_pipe[1]);
-  }
   ASSERT_EQ(cudaSetDevice(node_local_rank()), cudaSuccess);
   ncclUniqueId id;
   ASSERT_EQ(broadcast_unique_id(id), ncclSuccess);
+  int ready_pipe[2] = {-1, -1};
+  pid_t child = -1;
   if (parent) {
-    ASSERT_EQ(::write(id_pipe[1], &id, sizeof id), static_cast<ssize_t>(sizeof id));
+    ASSERT_EQ(::pipe2(ready_pipe, O_CLOEXEC), 0);  // the victim gets only its stdout end
+    // Device n: one past the node-local ranks' devices, so no duplicate GPU on a single host.
+    child = spawn_victim(id, victim_rank, n + 1, n, ready_pipe[1]);
+    ::close(ready_pipe[1]);
+    ASSERT_GT(child, 0) << "cannot start " << EMU_NCCL_VICTIM_PATH;
   }
   ncclComm_t comm = nullptr;
   ASSERT_EQ(ncclCommInitRank(&comm, n + 1, id, me), ncclSuccess) << ncclGetLastError(nullptr);
@@ -92,7 +94,6 @@ TEST(EmuNcclPeerDeath, KilledRankIsAnAsyncErrorOnTheSurvivors) {
     int wstatus = 0;
     EXPECT_EQ(::waitpid(child, &wstatus, 0), child);
     EXPECT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL);
-    ::close(id_pipe[1]);
     ::close(ready_pipe[0]);
   }
   const bool finished = eventually([&] { return cudaStreamQuery(s) == cudaSuccess; }, 20.0);
