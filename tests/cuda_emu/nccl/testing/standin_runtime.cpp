@@ -11,7 +11,7 @@
 //     same in every process of a host, as a real GPU's UUID is, so two ranks on "device 0" of one host
 //     are duplicates.
 //   * the CUDA runtime calls the tests use: cudaSetDevice/GetDevice/GetDeviceCount, cudaMalloc/Free,
-//     cudaMallocHost/FreeHost, cudaMemcpy (synchronous: waits for every stream first), cudaMemcpyAsync
+//     cudaMallocHost/FreeHost, cudaMemcpy (synchronous: waits for the device's streams first), cudaMemcpyAsync
 //     (stream-ordered), cudaStreamCreate
 //     (+WithFlags)/Destroy/Synchronize/Query, cudaDeviceSynchronize, cudaLaunchHostFunc,
 //     cudaGetErrorString/Name. No legacy-stream implicit synchronisation, no events, no kernels.
@@ -38,9 +38,10 @@ struct CUstream_st {
   std::deque<std::function<void()>> queue;
   bool busy = false;  // the worker is running an item
   bool stop = false;
+  const int device;  // current device of the creating thread
   std::thread worker;
 
-  CUstream_st() : worker([this] { run(); }) {}
+  explicit CUstream_st(int d) : device(d), worker([this] { run(); }) {}
   void run() {
     std::unique_lock lock(m);
     for (;;) {
@@ -83,7 +84,7 @@ struct CUstream_st {
 
 namespace {
 
-constexpr int kStandinDevices = 8;  // enough for one rank per device at the tests' largest np (4) and more
+constexpr int kStandinDevices = 64;  // one per rank of the largest communicator tested (64 threads in one process)
 
 struct Allocation {
   std::size_t bytes;
@@ -101,21 +102,25 @@ Registry& registry() {
   return *r;
 }
 CUstream_st* legacy_stream() {
-  static CUstream_st* s = new CUstream_st;  // never destroyed (its worker outlives static destruction)
+  static CUstream_st* s = new CUstream_st(0);  // never destroyed (its worker outlives static destruction)
   return s;
 }
 CUstream_st* resolve(cudaStream_t s) { return s == nullptr ? legacy_stream() : s; }
 
 thread_local int t_device = 0;
 
-void synchronize_all() {
+// What cudaMemcpy / cudaDeviceSynchronize wait for: the legacy stream and every stream of the calling
+// thread's device (as CUDA's device-wide synchronisation; other devices' streams run on).
+void synchronize_device() {
   legacy_stream()->drain();
   std::set<CUstream_st*> streams;
   {
     std::lock_guard lock(registry().m);
     streams = registry().streams;
   }
-  for (CUstream_st* s : streams) s->drain();
+  for (CUstream_st* s : streams) {
+    if (s->device == t_device) s->drain();
+  }
 }
 
 cudaError_t allocate(void** p, std::size_t bytes, cuda_emu::MemoryKind kind) {
@@ -192,7 +197,7 @@ cudaError_t cudaFree(void* p) { return release(p); }
 cudaError_t cudaMallocHost(void** p, size_t bytes) { return allocate(p, bytes, cuda_emu::MemoryKind::PinnedHost); }
 cudaError_t cudaFreeHost(void* p) { return release(p); }
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, enum cudaMemcpyKind /*kind*/) {
-  synchronize_all();
+  synchronize_device();
   if (bytes > 0) std::memmove(dst, src, bytes);
   return cudaSuccess;
 }
@@ -204,7 +209,7 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, enum cudaM
 }
 cudaError_t cudaStreamCreate(cudaStream_t* s) {
   if (s == nullptr) return cudaErrorInvalidValue;
-  *s = new CUstream_st;
+  *s = new CUstream_st(t_device);
   std::lock_guard lock(registry().m);
   registry().streams.insert(*s);
   return cudaSuccess;
@@ -225,7 +230,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s) {
 }
 cudaError_t cudaStreamQuery(cudaStream_t s) { return resolve(s)->idle() ? cudaSuccess : cudaErrorNotReady; }
 cudaError_t cudaDeviceSynchronize(void) {
-  synchronize_all();
+  synchronize_device();
   return cudaSuccess;
 }
 cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void* user) {

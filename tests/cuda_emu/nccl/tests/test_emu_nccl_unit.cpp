@@ -6,6 +6,7 @@
 #include <nccl.h>
 
 #include <arpa/inet.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <bit>
@@ -490,6 +491,52 @@ TEST(InProcess, DestroyWaitsForPendingOperations) {
     bufs[r]->download(&got, 4);
     EXPECT_EQ(got, 3);
   }
+}
+
+// 64 ranks (the largest size the emulator promises): bootstrap, a full mesh of 64 x 63 connections in
+// this one process, one all-reduce, teardown.
+TEST(InProcess, SixtyFourRanks) {
+  constexpr int kRanks = 64;
+  int devices = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&devices), cudaSuccess);
+  if (devices < kRanks) GTEST_SKIP() << "needs " << kRanks << " devices, the runtime has " << devices;
+  rlimit files{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &files), 0);
+  constexpr rlim_t kFilesNeeded = kRanks * (kRanks + 2) + 256;  // mesh, listeners, root, slack
+  if (files.rlim_cur < kFilesNeeded) {
+    if (files.rlim_max < kFilesNeeded) GTEST_SKIP() << "the open-files limit is below " << kFilesNeeded;
+    files.rlim_cur = kFilesNeeded;
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &files), 0);
+  }
+  std::vector<int> device_of(kRanks);
+  for (int r = 0; r < kRanks; ++r) device_of[static_cast<std::size_t>(r)] = r;
+  auto comms = make_comms(device_of);
+  ASSERT_EQ(comms.size(), static_cast<std::size_t>(kRanks));
+  std::vector<std::thread> ranks;
+  std::vector<std::int64_t> got(kRanks, 0);
+  for (int r = 0; r < kRanks; ++r) {
+    ranks.emplace_back([&, r] {
+      // Copies on the rank's own stream: a synchronous cudaMemcpy could wait for other ranks' streams.
+      (void)cudaSetDevice(r);
+      DeviceBuffer buf(3 * sizeof(std::int64_t));
+      Stream s;
+      const std::int64_t mine[3] = {r, 1, 2 * r};
+      std::int64_t out[3] = {};
+      (void)cudaMemcpyAsync(buf.get(), mine, sizeof mine, cudaMemcpyHostToDevice, s);
+      EXPECT_EQ(ncclAllReduce(buf.get(), buf.get(), 3, ncclInt64, ncclSum, comms[static_cast<std::size_t>(r)], s), ncclSuccess);
+      (void)cudaMemcpyAsync(out, buf.get(), sizeof out, cudaMemcpyDeviceToHost, s);
+      s.sync();
+      got[static_cast<std::size_t>(r)] = out[0] + out[1] + out[2];
+    });
+  }
+  for (auto& t : ranks) t.join();
+  const std::int64_t want = 3 * (kRanks * (kRanks - 1) / 2) + kRanks;
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(got[static_cast<std::size_t>(r)], want) << "rank " << r;
+    EXPECT_EQ(async_error(comms[static_cast<std::size_t>(r)]), ncclSuccess);
+    EMU_NCCL_OK(ncclCommDestroy(comms[static_cast<std::size_t>(r)]));
+  }
+  (void)cudaSetDevice(0);
 }
 
 TEST(InProcess, NoThreadOrDescriptorLeaks) {
