@@ -1,6 +1,5 @@
 // emu_nccl_test_util.hpp — helpers shared by the emulated NCCL's tests: RAII device buffers and
-// streams over the CUDA runtime API (so the tests run unchanged on the stand-in and on the real
-// emulated runtime), NCCL/CUDA result assertions, process resource counts for leak checks, and the
+// streams over the CUDA runtime API, NCCL/CUDA result assertions, process resource counts for leak checks, and the
 // element encodings (fp16, bf16) the tests compute their expected values with — independently of the
 // library's own converters.
 #pragma once
