@@ -11,10 +11,10 @@
 //     same in every process of a host, as a real GPU's UUID is, so two ranks on "device 0" of one host
 //     are duplicates.
 //   * the CUDA runtime calls the tests use: cudaSetDevice/GetDevice/GetDeviceCount, cudaMalloc/Free,
-//     cudaMallocHost/FreeHost, cudaMemcpy (synchronous: waits for the device's streams first), cudaMemcpyAsync
-//     (stream-ordered), cudaStreamCreate
-//     (+WithFlags)/Destroy/Synchronize/Query, cudaDeviceSynchronize, cudaLaunchHostFunc,
-//     cudaGetErrorString/Name. No legacy-stream implicit synchronisation, no events, no kernels.
+//     cudaMallocHost/FreeHost, cudaMemcpy (synchronous: waits for the calling device's streams first),
+//     cudaMemcpyAsync (stream-ordered), cudaStreamCreate(+WithFlags)/Destroy/Synchronize/Query,
+//     cudaDeviceSynchronize, cudaLaunchHostFunc, cudaGetErrorString/Name. No legacy-stream implicit
+//     synchronisation, no events, no kernels.
 #include <cuda_runtime_api.h>
 
 #include <array>
