@@ -264,7 +264,7 @@ ncclResult_t async_error(ncclComm_t comm) {
   return e;
 }
 
-TEST(InProcess, ThreeRanksAllReduce) {
+TEST(InProcess, ThreeRanksDrivenByOneThreadInAGroup) {
   auto comms = make_comms({0, 1, 2});
   ASSERT_EQ(comms.size(), 3u);
   std::vector<std::unique_ptr<DeviceBuffer>> bufs;
@@ -276,9 +276,13 @@ TEST(InProcess, ThreeRanksAllReduce) {
     std::vector<double> v(1001, r + 0.5);
     bufs.back()->upload(v.data(), v.size() * sizeof(double));
   }
+  // One thread drives all three ranks, as NCCL's single-process multi-GPU use does: the group launches
+  // one operation per communicator, each on its own stream, so they run concurrently.
+  EMU_NCCL_OK(ncclGroupStart());
   for (int r = 0; r < 3; ++r) {
     EMU_NCCL_OK(ncclAllReduce(bufs[r]->get(), bufs[r]->get(), 1001, ncclFloat64, ncclSum, comms[r], *streams[r]));
   }
+  EMU_NCCL_OK(ncclGroupEnd());
   for (int r = 0; r < 3; ++r) {
     streams[r]->sync();
     std::vector<double> got(1001);
