@@ -109,7 +109,7 @@ case "$cmd" in
     install_deps
     cmake --preset cuda-emu >/dev/null && cmake --build --preset cuda-emu -j "$JOBS" &&
       ctest --preset cuda-emu -j "$JOBS" ${CTEST_ARGS:-} &&
-      MICRODDP_GPU_CHECK_SKIP_CTEST=1 MICRODDP_BUILD_JOBS="$JOBS" bash jobs/gpu_check.sh --emulated
+      CUDA_EMU_NODE_GPUS=2 MICRODDP_GPU_CHECK_SKIP_CTEST=1 MICRODDP_BUILD_JOBS="$JOBS" bash jobs/gpu_check.sh --emulated
     ;;
   fuzz)  # the libFuzzer targets of the clang ASan/UBSan build (build-asan/), then a short run of each
     install_deps
