@@ -113,6 +113,8 @@ void RunControl::save(const ddp::Trainer& trainer, const char* why) {
   so.keep = o_.keep;
   so.writer = o_.writer == "rank0" ? io::WriterMode::Rank0 : io::WriterMode::Parallel;
   so.backend = backend_;
+  so.faults = o_.faults;
+  so.save_number = ++saves_;
   // Watched like a collective: the other ranks wait in the outcome broadcast (or the MPI-IO write)
   // while the file is written, so --comm-timeout must exceed the checkpoint's write time.
   const io::SaveResult r = [&] {

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "comm/mpi_runtime.hpp"
+#include "core/fault_plan.hpp"
 #include "data/data_source.hpp"
 #include "ddp/trainer.hpp"
 
@@ -35,6 +36,7 @@ struct RunControlOptions {
   std::string resume;                 // "", "auto" or a path
   std::string writer = "rank0";       // rank0 | parallel: measured choice, docs/checkpoint_format.md
   std::string data_path;              // --data FILE.h5
+  core::FaultPlan faults;             // the save's fault points (test hooks, app/fault_env.hpp)
 };
 
 void add_run_control_options(CLI::App* sub, RunControlOptions& o);
@@ -61,6 +63,7 @@ class RunControl {
   std::string backend_;
   std::unique_ptr<data::DataSource> data_;
   std::int64_t last_saved_step_ = -1;
+  std::int64_t saves_ = 0;  // saves started by this process (the save fault points count them)
   bool stopped_by_signal_ = false;
 };
 

@@ -11,6 +11,7 @@
 
 #include "app/command.hpp"
 #include "app/compute_device.hpp"
+#include "app/fault_env.hpp"
 #include "app/run_control.hpp"
 #include "app/train_options.hpp"
 #include "app/trace_output.hpp"
@@ -19,6 +20,7 @@
 #include "core/timer.hpp"
 #include "ddp/trainer.hpp"
 #include "kernels/ops.hpp"
+#include "perf/config_json.hpp"
 #include "perf/metrics_jsonl.hpp"
 #include "perf/peer_arrival.hpp"
 #include "perf/step_stats.hpp"
@@ -52,7 +54,10 @@ class TrainCommand final : public Command {
     validate_device_name(device_);
     validate_train_options(opts_);
     validate_run_control_options(run_opts_);
-    opts_.config.faults = ddp::faults_from_env();  // hidden test hooks (docs/reliability.md)
+    // Hidden test hooks (docs/reliability.md): the trainer's and the checkpoint save's fault points.
+    const core::FaultPlan faults = fault_plan_from_env();
+    opts_.config.faults = faults;
+    run_opts_.faults = faults;
   }
   double comm_timeout_s() const override { return opts_.comm_timeout_s; }
   int run(const comm::MpiRuntime& mpi) override;
@@ -204,16 +209,14 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
   if (metrics) {
     nlohmann::json j;
     j["type"] = "summary";
-    j["config"] = {{"in_dim", cfg.model.in_dim}, {"width", cfg.model.width},     {"depth", cfg.model.depth},
-                   {"classes", cfg.model.classes}, {"global_batch", cfg.global_batch}, {"steps", cfg.steps},
-                   {"seed", cfg.seed},            {"optimizer", cfg.optimizer.name}, {"lr", cfg.optimizer.lr},
-                   {"strategy", cfg.strategy},    {"comm", opts_.comm},             {"ranks", mpi.size()},
-                   {"threads", threads},          {"check_every", cfg.check_every},
-                   {"device", ops->device() == core::Device::Cuda ? "cuda" : "cpu"},
-                   {"bucket_mb", cfg.sync_options.bucket_mb},
-                   {"ranks_per_node", mpi.local_size()},
-                   {"cores_per_node", static_cast<int>(std::thread::hardware_concurrency())},
-                   {"on_nan", ddp::nan_policy_name(cfg.on_nan)}, {"clip_grad_norm", cfg.clip_grad_norm}};
+    // Every configuration field (ddp/train_config_fields.hpp), then the run's facts.
+    j["config"] = perf::train_config_to_json(cfg);
+    j["config"].update({{"comm", opts_.comm},
+                        {"ranks", mpi.size()},
+                        {"threads", threads},
+                        {"device", ops->device() == core::Device::Cuda ? "cuda" : "cpu"},
+                        {"ranks_per_node", mpi.local_size()},
+                        {"cores_per_node", static_cast<int>(std::thread::hardware_concurrency())}});
     j["first_loss"] = first_loss;
     j["final_loss"] = last_loss;
     j["total_s"] = total_s;

@@ -14,20 +14,13 @@
 #include "core/error.hpp"
 #include "core/timer.hpp"
 #include "data/synthetic_dataset.hpp"
+#include "io/atomic_file.hpp"
 #include "io/h5_util.hpp"
 
 namespace microddp::io {
 
 namespace {
 constexpr std::int64_t kBlockRows = 65536;  // rows per write/scan block: bounds memory (64 Ki x d floats)
-
-void fsync_or_throw(const std::string& path, bool dir) {
-  const int fd = ::open(path.c_str(), dir ? (O_RDONLY | O_DIRECTORY) : O_RDONLY);
-  MDDP_CHECK(fd >= 0, "cannot open " << path << ": " << std::strerror(errno));
-  const int rc = ::fsync(fd);
-  ::close(fd);
-  MDDP_CHECK(rc == 0, "fsync(" << path << ") failed");
-}
 }  // namespace
 
 double write_synthetic_dataset(MPI_Comm comm, const MakeDatasetOptions& o) {
@@ -37,7 +30,7 @@ double write_synthetic_dataset(MPI_Comm comm, const MakeDatasetOptions& o) {
   MDDP_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   MDDP_MPI_CHECK(MPI_Comm_size(comm, &size));
   const data::SyntheticDataset gen(o.seed, o.in_dim, o.classes);
-  const std::string tmp = o.path + ".tmp";
+  const std::string tmp = temp_path(o.path);
   {
     Hid fapl(MDDP_HDF5_CHECK(H5Pcreate(H5P_FILE_ACCESS)));
     MDDP_HDF5_CHECK(H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL));
@@ -91,10 +84,7 @@ double write_synthetic_dataset(MPI_Comm comm, const MakeDatasetOptions& o) {
   int ok = 1;
   if (rank == 0) {
     try {
-      fsync_or_throw(tmp, false);
-      MDDP_CHECK(std::rename(tmp.c_str(), o.path.c_str()) == 0, "cannot rename " << tmp << " to " << o.path << ": " << std::strerror(errno));
-      const auto slash = o.path.find_last_of('/');
-      fsync_or_throw(slash == std::string::npos ? "." : o.path.substr(0, std::max<std::size_t>(slash, 1)), true);
+      publish(tmp, o.path);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "microddp: error: %s\n", e.what());
       ok = 0;
