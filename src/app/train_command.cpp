@@ -45,6 +45,7 @@ class TrainCommand final : public Command {
         ->envname("MICRODDP_DEVICE")
         ->capture_default_str();
     comm_option_ = sub->get_option("--comm");
+    classes_option_ = sub->get_option("--classes");
     sub->add_flag("--layer-events", layer_events_,
                   "Time every layer's forward and backward (a few us per layer); with --metrics the summary "
                   "gets the mean backward time per layer, which `analyze --metrics` uses for bucket timing");
@@ -67,6 +68,7 @@ class TrainCommand final : public Command {
   RunControlOptions run_opts_;  // data file, checkpoints, resume, signals
   std::string device_ = "auto";  // --device (or MICRODDP_DEVICE)
   CLI::Option* comm_option_ = nullptr;  // to know whether --comm was given
+  CLI::Option* classes_option_ = nullptr;  // and --classes (else --data's file decides)
   bool tf32_ = false;            // --tf32
   bool layer_events_ = false;    // --layer-events
 };
@@ -86,9 +88,17 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
   comm->set_compute_stream(ops->native_stream());  // NCCL orders gradient collectives after backward
   comm->set_comm_timeout(opts_.comm_timeout_s);
   comm->set_debug_sync(opts_.debug_sync);  // collective: ranks must agree
-  ddp::Trainer trainer(cfg, *comm, *ops);
   RunControl control(run_opts_, mpi, opts_.comm);
-  if (const data::DataSource* source = control.open_data_source()) trainer.set_data_source(*source);
+  // --data: the file decides in_dim and classes unless --in-dim / --classes were given (then they
+  // must match it: set_data_source refuses a mismatch).
+  const bool classes_given = classes_option_->count() > 0;
+  const data::DataSource* source = control.open_data_source(classes_given ? cfg.model.classes : 0);
+  if (source != nullptr) {
+    if (opts_.in_dim == 0) opts_.config.model.in_dim = source->in_dim();
+    if (!classes_given) opts_.config.model.classes = source->classes();
+  }
+  ddp::Trainer trainer(cfg, *comm, *ops);
+  if (source != nullptr) trainer.set_data_source(*source);
   std::unique_ptr<perf::MetricsWriter> metrics;
   if (mpi.rank() == 0 && !opts_.metrics_path.empty()) metrics = std::make_unique<perf::MetricsWriter>(opts_.metrics_path);
   trainer.setup();
@@ -106,10 +116,9 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
                 " (%" PRId64 " parameters, %.2f MiB)\n",
                 cfg.model.in_dim, cfg.model.width, cfg.model.depth, cfg.model.classes, trainer.model().parameter_count(),
                 static_cast<double>(trainer.model().parameter_count()) * 4.0 / (1 << 20));
-    std::printf("#   data       : synthetic teacher set, seed %" PRIu64 ", global batch %" PRId64 " (%" PRId64
-                " to %" PRId64 " rows per rank)\n",
-                cfg.seed, cfg.global_batch, cfg.global_batch / mpi.size(),
-                (cfg.global_batch + mpi.size() - 1) / mpi.size());
+    const std::string data = source != nullptr ? control.data_summary() : "synthetic teacher set, seed " + std::to_string(cfg.seed);
+    std::printf("#   data       : %s; global batch %" PRId64 " (%" PRId64 " to %" PRId64 " rows per rank)\n", data.c_str(),
+                cfg.global_batch, cfg.global_batch / mpi.size(), (cfg.global_batch + mpi.size() - 1) / mpi.size());
     std::printf("#   optimizer  : %s lr=%g weight_decay=%g\n", cfg.optimizer.name.c_str(),
                 static_cast<double>(cfg.optimizer.lr), static_cast<double>(cfg.optimizer.weight_decay));
     std::printf("#   ranks      : %d (%d on this node), %s\n", mpi.size(), mpi.local_size(), mpi.library_version().c_str());

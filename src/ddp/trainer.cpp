@@ -198,7 +198,8 @@ void Trainer::set_data_source(const data::DataSource& source) {
   MDDP_USAGE_CHECK(source.in_dim() == config_.model.in_dim && source.classes() == config_.model.classes,
                    "data source " << source.describe() << " has " << source.in_dim() << " features and "
                                   << source.classes() << " classes but the model expects " << config_.model.in_dim
-                                  << " and " << config_.model.classes << " (use --in-dim / --classes)");
+                                  << " and " << config_.model.classes
+                                  << " (give matching --in-dim / --classes, or leave them out to take them from the file)");
   source_ = &source;
 }
 
