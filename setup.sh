@@ -36,6 +36,7 @@ PACKAGES=(
   libhdf5-openmpi-dev hdf5-tools
   slurm-wlm munge python3-matplotlib  # the slurm test: local cluster, job-script aggregation plots
   iproute2 util-linux                 # the emulated cluster (tests/cluster/cluster.sh): ip netns, tc, nsenter, unshare
+  python3-h5py python3-numpy          # io.h5py_data: data sets written with h5py (skipped without)
   clang libclang-rt-14-dev            # the fuzz build: libFuzzer and clang's sanitizer runtimes
 )
 

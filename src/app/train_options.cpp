@@ -40,8 +40,8 @@ void add_train_options(CLI::App* sub, TrainOptions& o, bool with_dist) {
       ->capture_default_str();
   sub->add_option("--width", c.model.width, "Hidden width d")->check(CLI::Range(std::int64_t{1}, kMaxDim))->capture_default_str();
   sub->add_option("--depth", c.model.depth, "Hidden Linear+ReLU layers")->check(CLI::Range(std::int64_t{1}, kMaxDepth))->capture_default_str();
-  sub->add_option("--in-dim", o.in_dim, "Input features (default: same as --width)")->check(CLI::Range(std::int64_t{1}, kMaxDim));
-  sub->add_option("--classes", c.model.classes, "Output classes")->check(CLI::Range(std::int64_t{2}, kMaxDim))->capture_default_str();
+  sub->add_option("--in-dim", o.in_dim, "Input features (default: same as --width; train --data: the file's)")->check(CLI::Range(std::int64_t{1}, kMaxDim));
+  sub->add_option("--classes", c.model.classes, "Output classes (train --data: the file's unless given)")->check(CLI::Range(std::int64_t{2}, kMaxDim))->capture_default_str();
   sub->add_option("--optimizer", c.optimizer.name, "adam | adamw | sgd")
       ->check(CLI::IsMember({"adam", "adamw", "sgd"}))
       ->capture_default_str();

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "perf/config_json.hpp"
 #include "perf/metrics_jsonl.hpp"
 
 namespace microddp::perf {
@@ -91,18 +92,23 @@ nlohmann::json to_json(const RunRecord& r) {
 }
 
 namespace {
-void config_from_json(const nlohmann::json& c, RunRecord& r) {
-  r.model.in_dim = c.value("in_dim", c.value("width", std::int64_t{128}));
-  r.model.width = c.value("width", std::int64_t{128});
-  r.model.depth = c.value("depth", std::int64_t{16});
-  r.model.classes = c.value("classes", std::int64_t{2});
-  r.global_batch = c.value("global_batch", std::int64_t{256});
+// The "config" object of a run record or a metrics summary. The configuration fields come from the
+// one table (perf/config_json.hpp; absent ones keep TrainConfig's defaults, which are the course
+// model's); the run's facts (ranks, threads, backend, ...) are read here. Returns the whole
+// configuration for the callers that need more of it (strategy, bucket size).
+ddp::TrainConfig config_from_json(const nlohmann::json& c, RunRecord& r) {
+  ddp::TrainConfig cfg;
+  train_config_from_json(c, cfg);
+  r.model = cfg.model;
+  if (!c.contains("in_dim")) r.model.in_dim = r.model.width;  // older records: the course model's Linear(d, d)
+  r.global_batch = cfg.global_batch;
+  r.optimizer = cfg.optimizer.name;
   r.ranks = c.value("ranks", 1);
   r.threads = c.value("threads", 1);
   r.ranks_per_node = std::max(0, c.value("ranks_per_node", 0));
   r.cores_per_node = std::max(0, c.value("cores_per_node", 0));
   r.backend = c.value("comm", std::string("mpi"));
-  r.optimizer = c.value("optimizer", std::string("adam"));
+  return cfg;
 }
 }  // namespace
 
@@ -210,9 +216,9 @@ RunRecord run_record_from_metrics(const std::string& path) {
       const std::string type = j.is_object() ? j.value("type", "") : "";
       if (type == "step") steps.push_back(stats_from_json(j));
       if (type == "summary") {
-        config_from_json(j.at("config"), r);
-        run.strategy = j.at("config").value("strategy", std::string("naive"));
-        run.bucket_mb = j.at("config").value("bucket_mb", 25.0);
+        const ddp::TrainConfig cfg = config_from_json(j.at("config"), r);
+        run.strategy = cfg.strategy;
+        run.bucket_mb = cfg.sync_options.bucket_mb;
         // Per-layer backward times, when train ran with --layer-events (else spread by FLOPs).
         run.layer_backward_ms = j.value("layer_backward_ms", std::vector<double>{});
         run.layer_ids = j.value("layer_ids", std::vector<int>{});
