@@ -34,6 +34,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -64,6 +65,14 @@ using core::TensorView;
 // The bench moves f32 elements; sizes are in bytes.
 constexpr std::int64_t kElemBytes = sizeof(float);
 
+// NAME+dsync: the same backend with --debug-sync (every collective's fingerprint compared first),
+// so the check's latency shows side by side with the plain backend.
+constexpr std::string_view kDsyncSuffix = "+dsync";
+bool has_dsync_suffix(const std::string& b) {
+  return b.size() > kDsyncSuffix.size() && b.compare(b.size() - kDsyncSuffix.size(), kDsyncSuffix.size(), kDsyncSuffix) == 0;
+}
+std::string backend_of(const std::string& b) { return has_dsync_suffix(b) ? b.substr(0, b.size() - kDsyncSuffix.size()) : b; }
+
 // "ring", or "ring+dsync" when the communicator compares every collective's fingerprint first.
 std::string backend_label(const Communicator& c) { return std::string(c.name()) + (c.debug_sync() ? "+dsync" : ""); }
 
@@ -82,6 +91,15 @@ std::vector<std::string> split_list(const std::string& s) {
     if (!item.empty()) out.push_back(item);
   }
   return out;
+}
+
+// One --overlap-ms entry: a number of milliseconds >= 0 ("abc" and "5x" are refused, not 0).
+double parse_overlap_ms(const std::string& t) {
+  char* end = nullptr;
+  const double ms = std::strtod(t.c_str(), &end);
+  MDDP_USAGE_CHECK(end != t.c_str() && *end == '\0' && ms >= 0 && ms < 1e9,
+                   "bad --overlap-ms entry '" << t << "' (a number of milliseconds >= 0)");
+  return ms;
 }
 
 const std::map<std::string, CollectiveKind> kOps = {
@@ -136,8 +154,10 @@ class BenchCollectivesCommand final : public Command {
   void validate() override {
     MDDP_USAGE_CHECK(min_bytes_ <= max_bytes_, "--min-bytes " << min_bytes_ << " > --max-bytes " << max_bytes_);
     MDDP_USAGE_CHECK(!split_list(backends_).empty(), "--backends is empty");
+    // Before MPI starts, so an unknown name is exit 2 with one message, not an MPI_ABORT.
+    for (const auto& b : split_list(backends_)) comm::check_backend_available(backend_of(b));
     for (const auto& o : split_list(ops_)) MDDP_USAGE_CHECK(kOps.count(o) == 1, "unknown op '" << o << "' in --ops");
-    for (const auto& t : split_list(overlap_ms_)) MDDP_USAGE_CHECK(std::atof(t.c_str()) >= 0, "bad --overlap-ms entry '" << t << "'");
+    for (const auto& t : split_list(overlap_ms_)) (void)parse_overlap_ms(t);
   }
   int run(const comm::MpiRuntime& mpi) override;
 
@@ -147,7 +167,7 @@ class BenchCollectivesCommand final : public Command {
   // Whether backend `name` is measured on GPU memory (--memory): auto puts the stream backends there
   // (their description says which; NCCL on host buffers would measure our host staging).
   bool on_device(const std::string& backend) const {
-    const auto d = comm::find_backend(backend.substr(0, backend.find('+')));  // "nccl+dsync" is nccl
+    const auto d = comm::find_backend(backend_of(backend));  // "nccl+dsync" is nccl
     return memory_ == "device" || (memory_ == "auto" && d && d->kind == comm::BackendKind::Stream);
   }
   void run_overlap(const comm::MpiRuntime& mpi, std::vector<std::unique_ptr<Communicator>>& comms);
@@ -279,7 +299,7 @@ double compute_for_ms(double ms) {
 void BenchCollectivesCommand::run_overlap(const comm::MpiRuntime& mpi, std::vector<std::unique_ptr<Communicator>>& comms) {
   const std::int64_t count = overlap_bytes_ / kElemBytes;
   std::vector<double> ts;
-  for (const auto& t : split_list(overlap_ms_)) ts.push_back(std::atof(t.c_str()));
+  for (const auto& t : split_list(overlap_ms_)) ts.push_back(parse_overlap_ms(t));
   if (mpi.rank() == 0) {
     std::printf("#\n# Async progress: all_reduce of %" PRId64 " bytes issued async, caller computes T ms, then wait().\n",
                 count * kElemBytes);
@@ -345,11 +365,8 @@ int BenchCollectivesCommand::run(const comm::MpiRuntime& mpi) {
   const std::vector<std::string> backend_names = split_list(backends_);
   std::vector<std::unique_ptr<Communicator>> comms;
   for (const auto& b : backend_names) {
-    // NAME+dsync: the same backend with --debug-sync (every collective's fingerprint compared first),
-    // so the check's latency shows side by side with the plain backend.
-    const bool dsync = b.size() > 6 && b.compare(b.size() - 6, 6, "+dsync") == 0;
-    comms.push_back(make_communicator(dsync ? b.substr(0, b.size() - 6) : b, mpi));
-    comms.back()->set_debug_sync(dsync);
+    comms.push_back(make_communicator(backend_of(b), mpi));
+    comms.back()->set_debug_sync(has_dsync_suffix(b));
   }
   const int n = mpi.size();
   const std::int64_t cap = std::max(max_bytes_, overlap_bytes_) / kElemBytes + n;

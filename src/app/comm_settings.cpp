@@ -3,11 +3,13 @@
 
 #include <cstdlib>
 
+#include "app/fault_env.hpp"
+
 namespace microddp::app {
 
 CommSettings comm_settings_from_environment() {
-  const comm::EnvLookup env = [](const char* name) -> const char* { return std::getenv(name); };
-  return CommSettings{comm::parse_comm_config(env), comm::parse_fault_spec(env)};
+  const core::EnvLookup env = [](const char* name) -> const char* { return std::getenv(name); };
+  return CommSettings{comm::parse_comm_config(env), fault_plan_from_env(env)};
 }
 
 }  // namespace microddp::app

@@ -1,6 +1,6 @@
 // comm_settings.hpp — the communication settings of one microddp run: the tunables
-// (comm::CommConfig) and the reliability tests' fault hooks (comm::FaultSpec), read from the
-// environment variables documented in comm/comm_config.hpp.
+// (comm::CommConfig, read from the variables documented in comm/comm_config.hpp) and the fault plan
+// whose communicator points (comm_fault_point) the reliability tests arm (app/fault_env.hpp).
 // Contract: main calls comm_settings_from_environment() once, after the command line and before MPI
 // starts, so a bad value ends every rank with one message and exit code 2 (core::UsageError) and no
 // rank can hang; commands build their communicators with the result (Command::make_communicator).
@@ -8,12 +8,13 @@
 #pragma once
 
 #include "comm/comm_config.hpp"
+#include "core/fault_plan.hpp"
 
 namespace microddp::app {
 
 struct CommSettings {
   comm::CommConfig config;
-  comm::FaultSpec faults;
+  core::FaultPlan faults;
 };
 
 CommSettings comm_settings_from_environment();

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "comm/communicator.hpp"
 #include "core/error.hpp"
 #include "ddp/trainer.hpp"
 #include "io/checkpoint_save.hpp"
@@ -90,6 +91,21 @@ core::FaultPlan fault_plan_from_env(const EnvLookup& env) {
     const auto rank = static_cast<int>(optional_int("MICRODDP_FAULT_KILL_RANK", 0, 0, "rank"));
     const std::int64_t save = optional_int("MICRODDP_FAULT_KILL_SAVE", 1, 1, "save number (1-based)");
     plan.arm({at, rank, save, ""});
+  }
+
+  // The communicator's points: occurrence = the collective's sequence number on that rank.
+  const RankStep exit = parse_rank_step(env, "MICRODDP_FAULT_EXIT");
+  if (exit.rank >= 0) {
+    const std::int64_t code =
+        exit.what.empty() ? comm::comm_fault_point::kDefaultExitCode
+                          : parse_int("MICRODDP_FAULT_EXIT", env("MICRODDP_FAULT_EXIT"), exit.what, 0, 255, "exit code");
+    plan.arm({std::string(comm::comm_fault_point::kExit), exit.rank, exit.step, std::to_string(code)});
+  }
+  const RankStep extra = parse_rank_step(env, "MICRODDP_FAULT_EXTRA_COLLECTIVE");
+  if (extra.rank >= 0) {
+    MDDP_USAGE_CHECK(extra.what.empty(), "MICRODDP_FAULT_EXTRA_COLLECTIVE='" << env("MICRODDP_FAULT_EXTRA_COLLECTIVE")
+                                                                             << "' must be RANK:SEQ");
+    plan.arm({std::string(comm::comm_fault_point::kExtraCollective), extra.rank, extra.step, ""});
   }
   return plan;
 }

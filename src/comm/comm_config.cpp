@@ -1,9 +1,8 @@
-// comm_config.cpp — parsing of the communication settings and fault hooks (see comm_config.hpp).
+// comm_config.cpp — parsing of the communication settings (see comm_config.hpp).
 #include "comm/comm_config.hpp"
 
 #include <cerrno>
 #include <climits>
-#include <cstdio>
 #include <cstdlib>
 
 #include "core/error.hpp"
@@ -26,22 +25,6 @@ std::int64_t env_int(const EnvLookup& env, const char* name, std::int64_t fallba
   return x;
 }
 
-// "RANK:SEQ" or, with a code, "RANK:SEQ[:CODE]"; RANK >= 0, SEQ >= 1, CODE in [0, 255].
-void parse_rank_seq(const EnvLookup& env, const char* name, bool with_code, int& rank, std::uint64_t& seq, int* code) {
-  const char* v = env(name);
-  if (v == nullptr) return;
-  long long r = -1, s = 0;
-  int c = code ? *code : 0, used = 0;
-  const int got = std::sscanf(v, "%lld:%lld%n:%d%n", &r, &s, &used, &c, &used);
-  MDDP_USAGE_CHECK(got >= 2 && r >= 0 && r <= INT_MAX && s >= 1 && c >= 0 && c <= 255 && v[used] == '\0' &&
-                       (with_code || got == 2),
-                   name << "='" << v << "' must be RANK:SEQ" << (with_code ? "[:CODE]" : "") << " with SEQ >= 1"
-                        << (with_code ? ", CODE in [0, 255]" : ""));
-  rank = static_cast<int>(r);
-  seq = static_cast<std::uint64_t>(s);
-  if (code) *code = c;
-}
-
 }  // namespace
 
 CommConfig parse_comm_config(const EnvLookup& env) {
@@ -59,13 +42,6 @@ CommConfig parse_comm_config(const EnvLookup& env) {
     c.nccl_timeout_s = t;
   }
   return c;
-}
-
-FaultSpec parse_fault_spec(const EnvLookup& env) {
-  FaultSpec f;
-  parse_rank_seq(env, "MICRODDP_FAULT_EXIT", true, f.exit_rank, f.exit_seq, &f.exit_code);
-  parse_rank_seq(env, "MICRODDP_FAULT_EXTRA_COLLECTIVE", false, f.extra_rank, f.extra_seq, nullptr);
-  return f;
 }
 
 }  // namespace microddp::comm

@@ -1,12 +1,12 @@
-// comm_config.hpp — the settings of the communication layer (CommConfig) and the fault-injection
-// hooks of the reliability tests (FaultSpec): their defaults, and their parsing from environment
-// variables. One definition of every tunable: backends, the factory's backend descriptions and the
-// performance model read the values from here.
+// comm_config.hpp — the settings of the communication layer (CommConfig): their defaults, and their
+// parsing from environment variables. One definition of every tunable: backends, the factory's
+// backend descriptions and the performance model read the values from here. (The communicator's
+// fault-injection hooks are points of a core::FaultPlan, comm/communicator.hpp.)
 //
 // Contract:
 //   * The library never reads the process environment itself: the app (and the test harness) calls
-//     parse_comm_config() / parse_fault_spec() once with a lookup function, before MPI starts, and
-//     passes the result to the factory. So every value a backend uses is visible at one call site,
+//     parse_comm_config() once with a lookup function, before MPI starts, and passes the result to
+//     the factory. So every value a backend uses is visible at one call site,
 //     and a bad value is a core::UsageError (exit code 2) naming the variable, on every rank alike.
 //   * Every rank must run with the same CommConfig (the launcher exports the same environment):
 //     segment sizes and message limits decide which messages the ranks exchange.
@@ -17,14 +17,11 @@
 //       MICRODDP_AUTO_RD_MAX_BYTES      `auto`: recursive doubling up to this many bytes, >= 1
 //       MICRODDP_NCCL_TIMEOUT_S         NCCL backends' wait limit in seconds, >= 0 (0 = none);
 //                                       empty = the default
-//       MICRODDP_FAULT_EXIT             "RANK:SEQ[:CODE]": that rank _Exit(CODE)s (default 3)
-//                                       just before collective SEQ (>= 1), like a crash
-//       MICRODDP_FAULT_EXTRA_COLLECTIVE "RANK:SEQ": that rank issues one extra empty all_reduce as
-//                                       its collective SEQ (>= 1): a silent desync
 #pragma once
 
 #include <cstdint>
-#include <functional>
+
+#include "core/env_lookup.hpp"
 
 namespace microddp::comm {
 
@@ -55,21 +52,9 @@ struct CommConfig {
   double nccl_timeout_s = kDefaultNcclTimeoutS;                      // MICRODDP_NCCL_TIMEOUT_S
 };
 
-// Hidden test hooks (docs/reliability.md). rank -1: off. Only the named rank acts; every rank
-// parses the same text, so a malformed value is refused everywhere.
-struct FaultSpec {
-  int exit_rank = -1;             // MICRODDP_FAULT_EXIT
-  std::uint64_t exit_seq = 0;
-  int exit_code = 3;
-  int extra_rank = -1;            // MICRODDP_FAULT_EXTRA_COLLECTIVE
-  std::uint64_t extra_seq = 0;
-};
+using core::EnvLookup;
 
-// The value of an environment variable, or nullptr when it is not set (std::getenv's contract).
-using EnvLookup = std::function<const char*(const char* name)>;
-
-// Throw core::UsageError naming the variable and its accepted range for a malformed value.
+// Throws core::UsageError naming the variable and its accepted range for a malformed value.
 CommConfig parse_comm_config(const EnvLookup& env);
-FaultSpec parse_fault_spec(const EnvLookup& env);
 
 }  // namespace microddp::comm

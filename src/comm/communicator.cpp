@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "core/error.hpp"
 #include "core/timer.hpp"
@@ -26,24 +27,29 @@ std::string_view collective_name(CollectiveKind kind) {
   return "?";
 }
 
-Communicator::Communicator(Common, std::unique_ptr<Backend> backend, const FaultSpec& faults)
+Communicator::Communicator(Common, std::unique_ptr<Backend> backend, const core::FaultPlan& faults)
     : backend_(std::move(backend)) {
   MDDP_CHECK(backend_ != nullptr, "a communicator needs a backend");
-  if (faults.exit_rank == rank()) {
-    fault_exit_seq_ = faults.exit_seq;
-    fault_exit_code_ = faults.exit_code;
+  // The plan is read once here, so a collective pays one comparison per hook, not a plan lookup.
+  for (const core::ArmedFault& f : faults.armed()) {
+    if (f.rank != rank() || f.occurrence < 1) continue;
+    if (f.point == comm_fault_point::kExit) {
+      fault_exit_seq_ = static_cast<std::uint64_t>(f.occurrence);
+      fault_exit_code_ = f.arg.empty() ? comm_fault_point::kDefaultExitCode : std::stoi(f.arg);
+    } else if (f.point == comm_fault_point::kExtraCollective) {
+      fault_extra_seq_ = static_cast<std::uint64_t>(f.occurrence);
+    }
   }
-  if (faults.extra_rank == rank()) fault_extra_seq_ = faults.extra_seq;
 }
 
 // The backend's kind picks the dispatcher, here and nowhere else (the static_casts restore the type
 // the public constructor was given).
-Communicator::Communicator(std::unique_ptr<HostBackend> backend, const FaultSpec& faults)
+Communicator::Communicator(std::unique_ptr<HostBackend> backend, const core::FaultPlan& faults)
     : Communicator(Common{}, std::move(backend), faults) {
   dispatcher_ = make_engine_dispatcher(static_cast<HostBackend&>(*backend_), before_hook());
 }
 
-Communicator::Communicator(std::unique_ptr<StreamBackend> backend, const FaultSpec& faults)
+Communicator::Communicator(std::unique_ptr<StreamBackend> backend, const core::FaultPlan& faults)
     : Communicator(Common{}, std::move(backend), faults) {
   dispatcher_ = make_direct_dispatcher(static_cast<StreamBackend&>(*backend_), before_hook());
 }

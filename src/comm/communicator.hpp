@@ -19,8 +19,8 @@
 //     engine for host backends, direct launch for stream backends. Every behaviour that differs
 //     between the kinds (threads, timeouts, stream order) is the dispatcher's, so nothing here
 //     branches on the kind;
-//   * what is the same for every backend: validation, the fault hooks (comm_config.hpp), desync
-//     detection (sync_check.hpp) and its statistics.
+//   * what is the same for every backend: validation, the fault points (comm_fault_point below),
+//     desync detection (sync_check.hpp) and its statistics.
 // Teardown needs no cooperation from any backend: members are destroyed in reverse declaration
 // order and the dispatcher is declared last, so it waits for outstanding work and stops its thread
 // while the desync checker and the backend it calls are still alive.
@@ -37,19 +37,31 @@
 #include <string_view>
 
 #include "comm/backend.hpp"
-#include "comm/comm_config.hpp"
 #include "comm/dispatcher.hpp"
 #include "comm/sync_check.hpp"
 #include "comm/types.hpp"
 #include "comm/work.hpp"
+#include "core/fault_plan.hpp"
 
 namespace microddp::comm {
 
+// The communicator's fault points (core/fault_plan.hpp), for the reliability tests; occurrence = the
+// collective's sequence number on the armed rank. `microddp` arms them from MICRODDP_FAULT_EXIT and
+// MICRODDP_FAULT_EXTRA_COLLECTIVE (app/fault_env.hpp).
+namespace comm_fault_point {
+// Just before the collective runs, the rank _Exit()s with the code in the argument (decimal, default
+// 3): like a crash, no destructors, no MPI_Finalize.
+inline constexpr std::string_view kExit = "comm_exit";
+// The rank issues one extra empty all_reduce as that collective: a silent desync.
+inline constexpr std::string_view kExtraCollective = "comm_extra_collective";
+inline constexpr int kDefaultExitCode = 3;
+}  // namespace comm_fault_point
+
 class Communicator final {
  public:
-  // `faults`: the reliability tests' hooks (comm_config.hpp), acting only on their rank.
-  explicit Communicator(std::unique_ptr<HostBackend> backend, const FaultSpec& faults = {});
-  explicit Communicator(std::unique_ptr<StreamBackend> backend, const FaultSpec& faults = {});
+  // `faults`: the reliability tests' fault points (comm_fault_point), acting only on their rank.
+  explicit Communicator(std::unique_ptr<HostBackend> backend, const core::FaultPlan& faults = {});
+  explicit Communicator(std::unique_ptr<StreamBackend> backend, const core::FaultPlan& faults = {});
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -131,7 +143,7 @@ class Communicator final {
 
  private:
   struct Common {};  // selects the constructor both public ones delegate to
-  Communicator(Common, std::unique_ptr<Backend> backend, const FaultSpec& faults);
+  Communicator(Common, std::unique_ptr<Backend> backend, const core::FaultPlan& faults);
   Work submit(CollectiveCall call, Mode mode);
   // Runs right before each collective, on the thread that executes it: the exit fault, then the
   // desync fingerprint (and the debug exchange).
@@ -142,9 +154,9 @@ class Communicator final {
 
   // Declaration order is the teardown order reversed; see the file comment.
   std::unique_ptr<Backend> backend_;
-  // MICRODDP_FAULT_EXIT / MICRODDP_FAULT_EXTRA_COLLECTIVE for this rank (0: off).
+  // This rank's comm_fault_point sequence numbers (0: off), read once from the plan.
   std::uint64_t fault_exit_seq_ = 0;
-  int fault_exit_code_ = 3;
+  int fault_exit_code_ = comm_fault_point::kDefaultExitCode;
   std::uint64_t fault_extra_seq_ = 0;
   std::unique_ptr<SyncChecker> sync_;  // null until attach_sync_comm()
   std::atomic<bool> debug_sync_{false};

@@ -57,7 +57,7 @@ BackendDescription describe(const Row& row, const CommConfig& config) {
 }
 
 std::unique_ptr<Communicator> make_backend(const BackendDescription& d, const MpiRuntime& runtime,
-                                           const CommConfig& config, const FaultSpec& faults) {
+                                           const CommConfig& config, const core::FaultPlan& faults) {
   if (d.name == "mpi") return std::make_unique<Communicator>(std::make_unique<MpiBackend>(runtime.world()), faults);
 #if defined(MICRODDP_HAVE_NCCL)
   if (d.name == "nccl") return std::make_unique<Communicator>(make_nccl_backend(runtime, config), faults);
@@ -92,14 +92,18 @@ BackendDescription describe_backend(std::string_view name, const CommConfig& con
   return {};
 }
 
+void check_backend_available(std::string_view name) {
+  const std::optional<BackendDescription> d = find_backend(name);
+  if (d && d->compiled_in) return;
+  std::string list;
+  for (const auto& b : available_backends()) list += (list.empty() ? "" : ", ") + b;
+  MDDP_USAGE_CHECK(false, "unknown communication backend '" << name << "' (this build has: " << list << ")");
+}
+
 std::unique_ptr<Communicator> make_communicator(std::string_view name, const MpiRuntime& runtime,
-                                                const CommConfig& config, const FaultSpec& faults) {
+                                                const CommConfig& config, const core::FaultPlan& faults) {
+  check_backend_available(name);
   const std::optional<BackendDescription> d = find_backend(name, config);
-  if (!d || !d->compiled_in) {
-    std::string list;
-    for (const auto& b : available_backends()) list += (list.empty() ? "" : ", ") + b;
-    MDDP_USAGE_CHECK(false, "unknown communication backend '" << name << "' (this build has: " << list << ")");
-  }
   auto c = make_backend(*d, runtime, config, faults);
   c->attach_sync_comm(runtime.world());  // desync detection, the same for every backend
   return c;

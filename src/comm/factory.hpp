@@ -26,9 +26,12 @@
 namespace microddp::comm {
 
 std::unique_ptr<Communicator> make_communicator(std::string_view name, const MpiRuntime& runtime,
-                                                const CommConfig& config = {}, const FaultSpec& faults = {});
+                                                const CommConfig& config = {}, const core::FaultPlan& faults = {});
 // Backend names compiled into this build, in the order help text lists them.
 std::vector<std::string> available_backends();
+// Throws core::UsageError naming this build's backends unless `name` is one of them: what
+// make_communicator checks first, for commands to check before MPI starts (exit 2, no abort).
+void check_backend_available(std::string_view name);
 
 std::optional<BackendDescription> find_backend(std::string_view name, const CommConfig& config = {});
 BackendDescription describe_backend(std::string_view name, const CommConfig& config = {});  // UsageError if unknown

@@ -1,5 +1,4 @@
-// test_comm_config.cpp — the communication settings and fault hooks parsed from environment
-// variables (comm/comm_config.hpp), with a fake environment: defaults when unset, every variable
+// test_comm_config.cpp — the communication settings parsed from environment variables (comm/comm_config.hpp), with a fake environment: defaults when unset, every variable
 // read, and every malformed value refused as a usage error (exit code 2) naming the variable.
 #include <gtest/gtest.h>
 
@@ -37,9 +36,6 @@ TEST(CommConfig, DefaultsWhenNothingIsSet) {
   EXPECT_EQ(c.p2p_max_message_bytes, std::int64_t{1} << 30);
   EXPECT_EQ(c.auto_rd_max_bytes, std::int64_t{16} << 10);  // measured crossover, docs/allreduce.md
   EXPECT_EQ(c.nccl_timeout_s, 600.0);
-  const FaultSpec f = parse_fault_spec(env_of({}));
-  EXPECT_EQ(f.exit_rank, -1);
-  EXPECT_EQ(f.extra_rank, -1);
 }
 
 TEST(CommConfig, ReadsEveryVariable) {
@@ -65,26 +61,6 @@ TEST(CommConfig, RefusesMalformedValues) {
   }
   expect_refused(parse_comm_config, "MICRODDP_P2P_MAX_MESSAGE_BYTES", "2147483648");  // above one MPI message
   for (const char* bad : {"-1", "x", "5s", "nan"}) expect_refused(parse_comm_config, "MICRODDP_NCCL_TIMEOUT_S", bad);
-}
-
-TEST(FaultSpec, ReadsBothHooks) {
-  FaultSpec f = parse_fault_spec(env_of({{"MICRODDP_FAULT_EXIT", "2:1500:7"}, {"MICRODDP_FAULT_EXTRA_COLLECTIVE", "1:30"}}));
-  EXPECT_EQ(f.exit_rank, 2);
-  EXPECT_EQ(f.exit_seq, 1500u);
-  EXPECT_EQ(f.exit_code, 7);
-  EXPECT_EQ(f.extra_rank, 1);
-  EXPECT_EQ(f.extra_seq, 30u);
-  f = parse_fault_spec(env_of({{"MICRODDP_FAULT_EXIT", "0:4"}}));
-  EXPECT_EQ(f.exit_rank, 0);
-  EXPECT_EQ(f.exit_seq, 4u);
-  EXPECT_EQ(f.exit_code, 3);  // the default code
-}
-
-TEST(FaultSpec, RefusesMalformedValues) {
-  for (const char* bad : {"1:0", "1", "a:b", "1:2:300", "1:2:-1", "1:2:3:4", "-1:5", "1:5x", ""}) {
-    expect_refused(parse_fault_spec, "MICRODDP_FAULT_EXIT", bad);
-  }
-  for (const char* bad : {"1:0", "1", "1:2:3", "x:1", ""}) expect_refused(parse_fault_spec, "MICRODDP_FAULT_EXTRA_COLLECTIVE", bad);
 }
 
 }  // namespace

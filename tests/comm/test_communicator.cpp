@@ -6,7 +6,7 @@
 //     launched on the caller's thread; stream ordering and the timeout reach only stream backends;
 //   * host buffers reach a host backend with Mean as Sum and are scaled afterwards, a stream backend
 //     gets Mean as issued; sequence numbers run 1, 2, ...; a bad call never reaches the backend;
-//   * the extra-collective fault hook (FaultSpec) acts on its rank only.
+//   * the extra-collective fault point (comm_fault_point) acts on its rank only.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -201,9 +201,8 @@ TEST(Communicator, InvalidCallsNeverReachTheBackend) {
 }
 
 TEST(Communicator, ExtraCollectiveFaultActsOnItsRankOnly) {
-  FaultSpec f;
-  f.extra_rank = 0;
-  f.extra_seq = 2;
+  core::FaultPlan f;
+  f.arm({std::string(comm_fault_point::kExtraCollective), 0, 2, ""});
   Journal j;
   {
     Communicator c(std::make_unique<FakeHostBackend>(j, 1, std::chrono::microseconds(0)), f);
@@ -214,7 +213,9 @@ TEST(Communicator, ExtraCollectiveFaultActsOnItsRankOnly) {
   const std::vector<std::string> want = {"run barrier 1", "run all_reduce 2", "run barrier 3", "destroyed"};
   EXPECT_EQ(j.snapshot(), want);
 
-  f.extra_rank = 1;  // another rank's fault: nothing happens here
+  core::FaultPlan other_rank;  // another rank's fault: nothing happens here
+  other_rank.arm({std::string(comm_fault_point::kExtraCollective), 1, 2, ""});
+  f = other_rank;
   Journal other;
   Communicator c(std::make_unique<FakeHostBackend>(other, 1, std::chrono::microseconds(0)), f);
   c.barrier();
