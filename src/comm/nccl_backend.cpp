@@ -29,6 +29,7 @@
 #include "comm/mpi_check.hpp"
 #include "comm/nccl_check.hpp"
 #include "comm/nccl_setup.hpp"
+#include "comm/pinned_host_buffer.hpp"
 #include "comm/staging_plan.hpp"
 #include "core/timer.hpp"
 #include "kernels/cuda/cuda_check.hpp"
@@ -98,7 +99,7 @@ class DeviceGuard {
 };
 
 // A grow-only buffer in device memory (stream-ordered on the communication stream: no device-wide
-// synchronisation when it grows) or in pinned host memory.
+// synchronisation when it grows); its host counterpart is PinnedHostBuffer.
 struct DeviceBuffer {
   void* p = nullptr;
   std::int64_t bytes = 0;
@@ -108,20 +109,6 @@ struct DeviceBuffer {
       p = nullptr;
       bytes = 0;
       MDDP_CUDA_CHECK(cudaMallocAsync(&p, to_size(want), stream));
-      bytes = want;
-    }
-    return p;
-  }
-};
-struct PinnedBuffer {
-  void* p = nullptr;
-  std::int64_t bytes = 0;
-  void* ensure(std::int64_t want) {
-    if (want > bytes) {
-      if (p != nullptr) MDDP_CUDA_CHECK(cudaFreeHost(p));
-      p = nullptr;
-      bytes = 0;
-      MDDP_CUDA_CHECK(cudaHostAlloc(&p, to_size(want), cudaHostAllocPortable));
       bytes = want;
     }
     return p;
@@ -149,7 +136,7 @@ struct NcclBackend::State {
   int* barrier_word = nullptr;  // one device int, always 0: the barrier is a 1-element max-all-reduce
   DeviceBuffer scratch;         // the GPU ring's receive block
   DeviceBuffer dev_stage[2];    // host-buffer staging (staging_plan.hpp regions)
-  PinnedBuffer host_stage[2];
+  PinnedHostBuffer host_stage[2];
 
   // No throwing (destructor path, also after a failed constructor): errors here have nowhere to go.
   ~State() {
@@ -158,9 +145,6 @@ struct NcclBackend::State {
     if (comm != nullptr) (void)ncclCommDestroy(comm);
     for (DeviceBuffer* b : {&scratch, &dev_stage[0], &dev_stage[1]}) {
       if (b->p != nullptr) (void)cudaFree(b->p);
-    }
-    for (PinnedBuffer& b : host_stage) {
-      if (b.p != nullptr) (void)cudaFreeHost(b.p);
     }
     if (barrier_word != nullptr) (void)cudaFree(barrier_word);
     for (cudaEvent_t e : done) {
@@ -373,7 +357,7 @@ Work NcclBackend::launch(const CollectiveCall& call, Mode mode) {
       for (int i = 0; i < plan.region_count; ++i) {
         const StagingRegion& r = plan.regions[i];
         dev_base[i] = static_cast<char*>(s.dev_stage[i].ensure(r.bytes, s.stream));
-        host_base[i] = static_cast<char*>(s.host_stage[i].ensure(r.bytes));
+        host_base[i] = s.host_stage[i].ensure(r.bytes);
         if (r.copy_in) {
           std::memcpy(host_base[i], r.base, to_size(r.bytes));
           MDDP_CUDA_CHECK(cudaMemcpyAsync(dev_base[i], host_base[i], to_size(r.bytes), cudaMemcpyHostToDevice, s.stream));
