@@ -4,23 +4,13 @@
 #include <algorithm>
 
 #include "comm/mpi_check.hpp"
+#include "comm/mpi_comm_size.hpp"
 #include "comm/p2p_algorithms.hpp"
 #include "core/error.hpp"
 
 namespace microddp::comm {
 
 namespace {
-
-int comm_rank(MPI_Comm c) {
-  int r = 0;
-  MDDP_MPI_CHECK(MPI_Comm_rank(c, &r));
-  return r;
-}
-int comm_size(MPI_Comm c) {
-  int s = 0;
-  MDDP_MPI_CHECK(MPI_Comm_size(c, &s));
-  return s;
-}
 
 bool ours(AllReduceAlgorithm a) {
   return a == AllReduceAlgorithm::Naive || a == AllReduceAlgorithm::Ring || a == AllReduceAlgorithm::RecursiveDoubling;
@@ -39,7 +29,7 @@ const BackendDescription& checked(const BackendDescription& d) {
 }  // namespace
 
 HandRolledBackend::HandRolledBackend(MPI_Comm parent, BackendDescription description, const CommConfig& config)
-    : HostBackend(comm_rank(parent), comm_size(parent)),
+    : HostBackend(mpi_comm_rank(parent), mpi_comm_size(parent)),
       description_(checked(description)),
       transport_(parent, config.p2p_max_message_bytes),
       segment_bytes_(std::min(config.ring_segment_bytes, transport_.max_message_bytes())) {}  // a segment is one message

@@ -29,6 +29,7 @@
 #include <algorithm>
 
 #include "comm/mpi_check.hpp"
+#include "comm/mpi_comm_size.hpp"
 #include "core/error.hpp"
 
 namespace microddp::comm {
@@ -36,18 +37,6 @@ namespace microddp::comm {
 using core::TensorView;
 
 namespace {
-
-int comm_rank(MPI_Comm comm) {
-  int r = 0;
-  MDDP_MPI_CHECK(MPI_Comm_rank(comm, &r));
-  return r;
-}
-
-int comm_size(MPI_Comm comm) {
-  int s = 0;
-  MDDP_MPI_CHECK(MPI_Comm_size(comm, &s));
-  return s;
-}
 
 std::int64_t elem_bytes(const TensorView& v) { return static_cast<std::int64_t>(core::dtype_bytes(v.dtype)); }
 
@@ -202,7 +191,7 @@ void run_reduce_scatter(const Ctx& x, const CollectiveCall& call) {
 // The limit is checked before the communicator is duplicated: a bad value throws on every rank
 // before any collective call, so no rank is left waiting in MPI_Comm_dup.
 MpiBackend::MpiBackend(MPI_Comm parent, std::int64_t max_chunk_count)
-    : HostBackend(comm_rank(parent), comm_size(parent)), max_chunk_count_(max_chunk_count) {
+    : HostBackend(mpi_comm_rank(parent), mpi_comm_size(parent)), max_chunk_count_(max_chunk_count) {
   MDDP_CHECK(max_chunk_count >= 1 && max_chunk_count <= INT_MAX,
              "mpi: max chunk count " << max_chunk_count << " outside [1, " << INT_MAX << "]");
   MDDP_MPI_CHECK(MPI_Comm_dup(parent, &comm_));

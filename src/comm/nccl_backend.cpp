@@ -27,6 +27,7 @@
 #include "comm/gpu_comm_kernels.hpp"
 #include "comm/gpu_sharing.hpp"
 #include "comm/mpi_check.hpp"
+#include "comm/mpi_comm_size.hpp"
 #include "comm/nccl_check.hpp"
 #include "comm/nccl_setup.hpp"
 #include "comm/pinned_host_buffer.hpp"
@@ -51,17 +52,6 @@ constexpr std::size_t kSlots = 1024;
 // kPollSleep between polls so a long wait does not burn the core the BLAS/compute threads need.
 constexpr int kYieldPolls = 64;
 constexpr auto kPollSleep = std::chrono::microseconds(20);
-
-int comm_rank(MPI_Comm c) {
-  int r = 0;
-  MDDP_MPI_CHECK(MPI_Comm_rank(c, &r));
-  return r;
-}
-int comm_size(MPI_Comm c) {
-  int n = 0;
-  MDDP_MPI_CHECK(MPI_Comm_size(c, &n));
-  return n;
-}
 
 ncclRedOp_t nccl_op(ReduceOp op) {
   switch (op) {
@@ -157,7 +147,7 @@ struct NcclBackend::State {
 };
 
 NcclBackend::NcclBackend(MPI_Comm parent, int device, double timeout_s)
-    : StreamBackend(comm_rank(parent), comm_size(parent)), s_(std::make_unique<State>()) {
+    : StreamBackend(mpi_comm_rank(parent), mpi_comm_size(parent)), s_(std::make_unique<State>()) {
   State& s = *s_;
   s.device = device;
   s.timeout_s = timeout_s > 0.0 ? timeout_s : 0.0;
