@@ -10,8 +10,10 @@
 #include <climits>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <string>
 
+#include "comm/communicator.hpp"
 #include "comm/mpi_backend.hpp"
 #include "core/host_buffer.hpp"
 #include "support/mpi_test_env.hpp"
