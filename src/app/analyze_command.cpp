@@ -32,6 +32,8 @@
 #include "kernels/ops.hpp"
 #include "perf/alpha_beta.hpp"
 #include "perf/analysis.hpp"
+#include "perf/bench_rows.hpp"
+#include "perf/comm_model_io.hpp"
 #include "perf/peer_arrival.hpp"
 #include "perf/step_stats.hpp"
 
