@@ -120,7 +120,7 @@ Trainer::Trainer(const TrainConfig& config, comm::Communicator& comm, kernels::O
   }
 }
 
-void Trainer::set_strategy(const std::string& strategy, const GradSyncOptions& options) {
+void Trainer::set_strategy(Strategy strategy, const GradSyncOptions& options) {
   comm_.synchronize();
   sync_ = make_grad_sync(strategy, comm_, model_.params(), model_.grad_view(), events_, options);
   config_.strategy = strategy;
@@ -151,7 +151,7 @@ void Trainer::verify_config_across_ranks() {
       {"first_bucket_bytes", static_cast<std::int64_t>(config_.sync_options.first_bucket_mb * 1048576.0)},
       {"steps", config_.steps},
       {"seed", static_cast<std::int64_t>(config_.seed)},
-      {"strategy", hash_str(config_.strategy)},
+      {"strategy", hash_str(std::string(strategy_name(config_.strategy)))},
       {"communicator", hash_str(std::string(comm_.name()))},
       {"device (0 cpu, 1 cuda)", static_cast<std::int64_t>(ops_.device())},
       {"optimizer", hash_str(config_.optimizer.name)},

@@ -21,7 +21,7 @@ check() {  # check "<expected stderr text>" <command...>
   if ! grep -qiF -- "$expect" <<<"$out"; then
     echo "FAIL (message lacks '$expect'): $*"; echo "$out" | head -5 | sed 's/^/    /'; failures=$((failures + 1)); return
   fi
-  if grep -qE "Segmentation|core dumped|Sanitizer|terminate called" <<<"$out"; then
+  if grep -qE "Segmentation|core dumped|Sanitizer|terminate called|MPI_ABORT" <<<"$out"; then
     echo "FAIL (crash signature): $*"; failures=$((failures + 1)); return
   fi
   echo "ok   $*"
@@ -77,10 +77,21 @@ else
   check "runs on host memory only" "$bin" "${t[@]}" --device cuda --comm ring --width 8 --depth 1
 fi
 check "MICRODDP_FAULT_EXIT" env MICRODDP_FAULT_EXIT=1:0 "$bin" "${t[@]}" --width 8 --depth 1
+# Strategies are spelt one way everywhere.
+check "unknown --strategies 'telepathy'" "$bin" bench ddp --strategies naive,telepathy
+check "unknown --strategies 'telepathy'" "$bin" analyze --strategies telepathy
+check "unknown --scaling-strategy 'Flat'" "$bin" analyze --scaling-strategy Flat
+# Commands offer only the options they use: baseline neither communicates nor accumulates.
+check "--accum-steps"    "$bin" baseline --accum-steps 2
+check "--comm-timeout"   "$bin" manual --comm-timeout 5
+check "--comm-timeout"   "$bin" "${t[@]}" --comm-timeout nan
 # analyze's model and scaling options.
 check "--reduce-gbps"    "$bin" analyze --link-gbps 100 --reduce-gbps -2
 check "--fit-max-mb"     "$bin" analyze --fit-max-mb 0
 check "--link-gbps"      "$bin" analyze --link-gbps -1
+check "--latency-us"     "$bin" analyze --latency-us nan
+check "--peak-gflops"    "$bin" analyze --peak-gflops -1
+check "--mem-gbps"       "$bin" analyze --mem-gbps 0
 # With MPI ranks: the verdict is reached identically on every rank, no hang.
 check "--width"          "$mpiexec" -np 2 "${mpi_flags[@]}" "$bin" "${t[@]}" --width 0
 check "smaller than the 3 ranks" "$mpiexec" -np 3 "${mpi_flags[@]}" "$bin" "${t[@]}" --global-batch 2 --width 8 --depth 1
