@@ -35,6 +35,8 @@ PACKAGES=(
   libcli11-dev nlohmann-json3-dev
   libhdf5-openmpi-dev hdf5-tools
   slurm-wlm munge python3-matplotlib  # the slurm test: local cluster, job-script aggregation plots
+  iproute2 util-linux                 # the emulated cluster (tests/cluster/cluster.sh): ip netns, tc, nsenter, unshare
+  python3-h5py python3-numpy          # io.h5py_data: data sets written with h5py (skipped without)
   clang libclang-rt-14-dev            # the fuzz build: libFuzzer and clang's sanitizer runtimes
 )
 
@@ -108,7 +110,7 @@ case "$cmd" in
     install_deps
     cmake --preset cuda-emu >/dev/null && cmake --build --preset cuda-emu -j "$JOBS" &&
       ctest --preset cuda-emu -j "$JOBS" ${CTEST_ARGS:-} &&
-      MICRODDP_GPU_CHECK_SKIP_CTEST=1 MICRODDP_BUILD_JOBS="$JOBS" bash jobs/gpu_check.sh --emulated
+      CUDA_EMU_NODE_GPUS=2 MICRODDP_GPU_CHECK_SKIP_CTEST=1 MICRODDP_BUILD_JOBS="$JOBS" bash jobs/gpu_check.sh --emulated
     ;;
   fuzz)  # the libFuzzer targets of the clang ASan/UBSan build (build-asan/), then a short run of each
     install_deps

@@ -12,6 +12,15 @@
 #     [WRAPPER <program>])          MPI tests: every rank runs `<program> <test> <args>` (e.g.
 #                                   tests/support/one_gpu_per_rank.sh: each rank sees its own GPU)
 #
+# microddp_add_script_test(<name> SCRIPT <file>
+#     [ARGS <args...>]              the script's arguments (generator expressions allowed)
+#     [LABELS <labels...>]
+#     [TIMEOUT <seconds>]           default 300
+#     [PROCESSORS <n>]              cores the test keeps busy, for ctest -j (default 1)
+#     [RUN_SERIAL])                 alone: it starts daemons or needs the machine's cores
+# A shell-script test. It runs in the MPI tests' environment (Open MPI may run as root and
+# oversubscribe, CPU device); exit code 77 means skipped (the script prints why).
+#
 # MPI tests link tests/support/mpi_gtest_main.cpp (MPI up, rank-0 output, results agreed across
 # ranks). GPU tests exit with code 77 when no device is present, which ctest reports as skipped;
 # in the emulated CUDA build (MICRODDP_CUDA_EMU) the device is always there, so a cuda/nccl test
@@ -72,4 +81,21 @@ function(microddp_add_test name)
       set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE ${MICRODDP_SKIP_CODE})
     endif()
   endif()
+endfunction()
+
+function(microddp_add_script_test name)
+  cmake_parse_arguments(T "RUN_SERIAL" "SCRIPT;TIMEOUT;PROCESSORS" "ARGS;LABELS" ${ARGN})
+  if(NOT T_SCRIPT)
+    message(FATAL_ERROR "microddp_add_script_test(${name}): SCRIPT is required")
+  endif()
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 300)
+  endif()
+  if(NOT T_PROCESSORS)
+    set(T_PROCESSORS 1)
+  endif()
+  add_test(NAME ${name} COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/${T_SCRIPT} ${T_ARGS})
+  set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT} PROCESSORS ${T_PROCESSORS}
+    RUN_SERIAL ${T_RUN_SERIAL} SKIP_RETURN_CODE ${MICRODDP_SKIP_CODE}
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;MICRODDP_DEVICE=cpu")
 endfunction()

@@ -140,7 +140,7 @@ if ! (cd "${SRC_DIR}" && "${configure[@]}" >"${TMPDIR:-/tmp}/gpu_check_configure
   tail -n 25 "${TMPDIR:-/tmp}/gpu_check_configure.$$.log"
   verdict SETUP-INCOMPLETE "CMake could not configure (above: what is missing); Debian: ./setup.sh deps"
 fi
-grep -E "CUDA|NCCL" "${TMPDIR:-/tmp}/gpu_check_configure.$$.log" | sed 's/^--/# cmake   :/'
+grep -E "^-- +(CUDA|NCCL)" "${TMPDIR:-/tmp}/gpu_check_configure.$$.log" | sed "s/^--/# cmake   :/"
 rm -f "${TMPDIR:-/tmp}/gpu_check_configure.$$.log"
 
 # ---- 2. build ----------------------------------------------------------------------------------

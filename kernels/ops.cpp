@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/aligned_alloc.hpp"
 #include "core/error.hpp"
 #include "core/timer.hpp"
 
@@ -16,14 +17,7 @@ constexpr std::size_t kHostStagingAlign = 64;  // a cache line: no false sharing
 }
 
 void* Ops::allocate_host_bytes(std::size_t bytes) {
-  if (bytes == 0) return nullptr;
-  MDDP_CHECK(bytes <= static_cast<std::size_t>(PTRDIFF_MAX) - (kHostStagingAlign - 1),
-             "allocate_host_bytes: " << bytes << " bytes is more than any host object can hold");
-  const std::size_t rounded = (bytes + kHostStagingAlign - 1) / kHostStagingAlign * kHostStagingAlign;
-  void* p = std::aligned_alloc(kHostStagingAlign, rounded);
-  MDDP_CHECK(p != nullptr, "allocate_host_bytes: out of host memory allocating " << bytes << " bytes");
-  std::memset(p, 0, rounded);
-  return p;
+  return core::aligned_zeroed_alloc(bytes, kHostStagingAlign, "allocate_host_bytes");
 }
 
 void Ops::free_host_bytes(void* p) noexcept { std::free(p); }

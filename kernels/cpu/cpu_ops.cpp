@@ -18,6 +18,7 @@
 #include <sstream>
 #include <string>
 
+#include "core/aligned_alloc.hpp"
 #include "core/error.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/host_reduce.hpp"
@@ -163,17 +164,7 @@ class CpuOps final : public Ops {
   double sum_squares(const float* x, std::int64_t n) override { return host_sum_squares(x, n); }
 
   void* allocate_bytes(std::size_t bytes) override {
-    if (bytes == 0) return nullptr;
-    // No object may exceed PTRDIFF_MAX bytes (glibc refuses such requests); checking here also keeps
-    // the rounding below from overflowing.
-    MDDP_CHECK(bytes <= static_cast<std::size_t>(PTRDIFF_MAX) - (kHostAlignBytes - 1),
-               "allocate_bytes: " << bytes << " bytes is more than any host object can hold");
-    // std::aligned_alloc requires the size to be a multiple of the alignment.
-    const std::size_t rounded = (bytes + kHostAlignBytes - 1) / kHostAlignBytes * kHostAlignBytes;
-    void* p = std::aligned_alloc(kHostAlignBytes, rounded);
-    MDDP_CHECK(p != nullptr, "allocate_bytes: out of host memory allocating " << bytes << " bytes");
-    std::memset(p, 0, rounded);  // zero-filled by contract (all-zero bits are 0 for every dtype)
-    return p;
+    return core::aligned_zeroed_alloc(bytes, kHostAlignBytes, "allocate_bytes");  // zero-filled by contract
   }
 
   void free_bytes(void* p) noexcept override { std::free(p); }

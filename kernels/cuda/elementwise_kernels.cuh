@@ -12,16 +12,12 @@
 #include <cstdint>
 
 #include "core/reduce_op.hpp"
+#include "kernels/cuda/grid_stride.cuh"
 #include "kernels/elementwise.hpp"
 
 namespace microddp::kernels::gpu {
 
 namespace {
-
-__device__ __forceinline__ std::int64_t first_index() {
-  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ std::int64_t grid_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
 
 template <bool kRelu>
 __global__ void bias_act_forward_kernel(float* __restrict__ y, const float* __restrict__ bias, std::int64_t count,

@@ -9,17 +9,21 @@
 #include "io/checkpoint.hpp"
 #include "io/h5_util.hpp"
 #include "io/hdf5_check.hpp"
+#include "io/hdf5_data_source.hpp"
 #include "io/hdf5_dataset.hpp"
 
 namespace microddp::app {
 
 namespace {
 
+// "microddp-dataset", "microddp-checkpoint", ... (the `format` attribute); "data" for a file with
+// no `format` but /inputs and /labels (written with h5py or similar); "" otherwise.
 std::string file_format(const std::string& path) {
   io::hdf5_quiet();
   if (H5Fis_hdf5(path.c_str()) <= 0) return "";
   io::Hid f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
-  if (!f.valid() || !io::has_attr(f, "format")) return "";
+  if (!f.valid()) return "";
+  if (!io::has_attr(f, "format")) return io::path_exists(f, "/inputs") && io::path_exists(f, "/labels") ? "data" : "";
   try {
     return io::read_attr_str(f, "format", path);
   } catch (const core::Error&) {
@@ -30,12 +34,19 @@ std::string file_format(const std::string& path) {
 int inspect(const std::string& path) {
   const std::string fmt = file_format(path);
   try {
-    if (fmt == io::kDatasetFormat) {
+    if (fmt == io::kDatasetFormat || fmt == "data") {
       const auto r = io::scan_dataset(path);
-      std::printf("# %s: microddp dataset v%" PRId64 "\n", path.c_str(), io::kDatasetFormatVersion);
-      std::printf("#   /inputs (%" PRId64 ", %" PRId64 ") float32, /labels (%" PRId64 ",) int32, %" PRId64 " classes, seed %" PRIu64 "\n",
-                  r.samples, r.in_dim, r.samples, r.classes, r.seed);
-      std::printf("#   label counts:");
+      if (r.microddp_format) {
+        std::printf("# %s: microddp dataset v%" PRId64 "\n", path.c_str(), io::kDatasetFormatVersion);
+      } else {
+        std::printf("# %s: HDF5 data set without a 'format' attribute (as h5py writes it)\n", path.c_str());
+      }
+      std::printf("#   /inputs (%" PRId64 ", %" PRId64 ") %s%s, /labels (%" PRId64 ",) %s, %" PRId64 " classes%s", r.samples,
+                  r.in_dim, r.inputs_dtype.c_str(), r.inputs_dtype == "float32" ? "" : " (converted to float32 on read)",
+                  r.samples, r.labels_dtype.c_str(), r.classes,
+                  r.classes_inferred ? " = max label + 1 (no 'classes' attribute)" : "");
+      if (r.has_seed) std::printf(", seed %" PRIu64, r.seed);
+      std::printf("\n#   label counts:");
       for (std::size_t c = 0; c < r.label_counts.size() && c < 16; ++c) std::printf(" %" PRId64, r.label_counts[c]);
       std::printf("%s\n", r.label_counts.size() > 16 ? " ..." : "");
       std::printf("# VALID (all rows finite, all labels in range)\n");

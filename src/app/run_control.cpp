@@ -10,9 +10,10 @@
 #include <cstring>
 
 #include "app/agreed_usage_error.hpp"
+#include "comm/mpi_check.hpp"
 #include "core/error.hpp"
 #include "io/checkpoint.hpp"
-#include "io/hdf5_dataset.hpp"
+#include "io/hdf5_data_source.hpp"
 
 namespace microddp::app {
 
@@ -74,17 +75,47 @@ RunControl::RunControl(const RunControlOptions& o, const comm::MpiRuntime& mpi, 
 
 RunControl::~RunControl() { restore_handlers(); }
 
-const data::DataSource* RunControl::open_data_source() {
+const data::DataSource* RunControl::open_data_source(std::int64_t classes_option) {
   if (o_.data_path.empty()) return nullptr;
-  if (mpi_.rank() == 0) std::printf("# data: %s (each rank reads its rows with hyperslabs)\n", o_.data_path.c_str());
+  // Rank 0 opens the file first: when neither the file nor --classes says how many classes there
+  // are, it reads all of /labels once (max label + 1) and the others take its answer, instead of
+  // every rank reading the whole dataset. Its verdict is broadcast, so a bad file is one message
+  // and exit 2 on every rank.
   std::string error;
-  try {
-    data_ = std::make_unique<io::Hdf5DataSource>(o_.data_path);
-  } catch (const core::UsageError& e) {
-    error = e.what();
+  std::int64_t classes = classes_option;
+  if (mpi_.rank() == 0) {
+    try {
+      auto source = std::make_unique<io::Hdf5DataSource>(o_.data_path, classes_option);
+      classes = source->classes();
+      data_ = std::move(source);
+    } catch (const core::UsageError& e) {
+      error = e.what();
+    }
+  }
+  {
+    const auto watched = mpi_.watch("the --data agreement");
+    std::int64_t hdr[2] = {static_cast<std::int64_t>(error.size()), classes};
+    MDDP_MPI_CHECK(MPI_Bcast(hdr, 2, MPI_INT64_T, 0, mpi_.world()));
+    if (hdr[0] > 0) {
+      error.resize(static_cast<std::size_t>(hdr[0]));
+      MDDP_MPI_CHECK(MPI_Bcast(error.data(), comm::to_mpi_int(hdr[0]), MPI_CHAR, 0, mpi_.world()));
+      core::throw_usage_error(error, /*agreed=*/true);
+    }
+    classes = hdr[1];
+  }
+  if (mpi_.rank() != 0) {
+    try {
+      data_ = std::make_unique<io::Hdf5DataSource>(o_.data_path, classes);
+    } catch (const core::UsageError& e) {
+      error = e.what();
+    }
   }
   agree_on_usage_error(mpi_, "the --data agreement", error, "--data " + o_.data_path + " could not be opened on another rank");
   return data_.get();
+}
+
+std::string RunControl::data_summary() const {
+  return data_ ? static_cast<const io::Hdf5DataSource*>(data_.get())->summary() : std::string();
 }
 
 void RunControl::resume(ddp::Trainer& trainer) {
@@ -113,6 +144,8 @@ void RunControl::save(const ddp::Trainer& trainer, const char* why) {
   so.keep = o_.keep;
   so.writer = o_.writer == "rank0" ? io::WriterMode::Rank0 : io::WriterMode::Parallel;
   so.backend = backend_;
+  so.faults = o_.faults;
+  so.save_number = ++saves_;
   // Watched like a collective: the other ranks wait in the outcome broadcast (or the MPI-IO write)
   // while the file is written, so --comm-timeout must exceed the checkpoint's write time.
   const io::SaveResult r = [&] {

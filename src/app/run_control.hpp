@@ -21,6 +21,7 @@
 #include <string>
 
 #include "comm/mpi_runtime.hpp"
+#include "core/fault_plan.hpp"
 #include "data/data_source.hpp"
 #include "ddp/trainer.hpp"
 
@@ -35,6 +36,7 @@ struct RunControlOptions {
   std::string resume;                 // "", "auto" or a path
   std::string writer = "rank0";       // rank0 | parallel: measured choice, docs/checkpoint_format.md
   std::string data_path;              // --data FILE.h5
+  core::FaultPlan faults;             // the save's fault points (test hooks, app/fault_env.hpp)
 };
 
 void add_run_control_options(CLI::App* sub, RunControlOptions& o);
@@ -46,7 +48,12 @@ class RunControl {
   ~RunControl();
 
   // Opens --data on every rank (errors agreed across ranks); nullptr for the synthetic set.
-  const data::DataSource* open_data_source();
+  // classes_option: --classes when given, else 0 (then the file's `classes` attribute, or max
+  // label + 1 found by rank 0).
+  const data::DataSource* open_data_source(std::int64_t classes_option);
+  // One line on the --data file for the run's header, printed once by rank 0 ("" without --data):
+  // its shape, dtypes (a float64 conversion is said here), classes and where they came from.
+  std::string data_summary() const;
   // After Trainer::setup(): loads the checkpoint asked for (prints notes on rank 0).
   void resume(ddp::Trainer& trainer);
   // After each step: periodic checkpoint; agreed signal check. Returns true to stop now.
@@ -59,8 +66,9 @@ class RunControl {
   RunControlOptions o_;
   const comm::MpiRuntime& mpi_;
   std::string backend_;
-  std::unique_ptr<data::DataSource> data_;
+  std::unique_ptr<data::DataSource> data_;  // an io::Hdf5DataSource when --data was given
   std::int64_t last_saved_step_ = -1;
+  std::int64_t saves_ = 0;  // saves started by this process (the save fault points count them)
   bool stopped_by_signal_ = false;
 };
 

@@ -11,6 +11,7 @@
 
 #include "app/command.hpp"
 #include "app/compute_device.hpp"
+#include "app/fault_env.hpp"
 #include "app/run_control.hpp"
 #include "app/train_options.hpp"
 #include "app/trace_output.hpp"
@@ -19,6 +20,7 @@
 #include "core/timer.hpp"
 #include "ddp/trainer.hpp"
 #include "kernels/ops.hpp"
+#include "perf/config_json.hpp"
 #include "perf/metrics_jsonl.hpp"
 #include "perf/peer_arrival.hpp"
 #include "perf/step_stats.hpp"
@@ -48,6 +50,7 @@ class TrainCommand final : public Command {
         ->envname("MICRODDP_DEVICE")
         ->capture_default_str();
     comm_option_ = sub->get_option("--comm");
+    classes_option_ = sub->get_option("--classes");
     sub->add_flag("--layer-events", layer_events_,
                   "Time every layer's forward and backward (a few us per layer); with --metrics the summary "
                   "gets the mean backward time per layer, which `analyze --metrics` uses for bucket timing");
@@ -57,7 +60,10 @@ class TrainCommand final : public Command {
     validate_device_name(device_);
     validate_train_options(opts_);
     validate_run_control_options(run_opts_);
-    opts_.config.faults = ddp::faults_from_env();  // hidden test hooks (docs/reliability.md)
+    // Hidden test hooks (docs/reliability.md): the trainer's and the checkpoint save's fault points.
+    const core::FaultPlan faults = fault_plan_from_env();
+    opts_.config.faults = faults;
+    run_opts_.faults = faults;
   }
   double comm_timeout_s() const override { return opts_.comm_timeout_s; }
   int run(const comm::MpiRuntime& mpi) override;
@@ -67,6 +73,7 @@ class TrainCommand final : public Command {
   RunControlOptions run_opts_;  // data file, checkpoints, resume, signals
   std::string device_ = "auto";  // --device (or MICRODDP_DEVICE)
   CLI::Option* comm_option_ = nullptr;  // to know whether --comm was given
+  CLI::Option* classes_option_ = nullptr;  // and --classes (else --data's file decides)
   bool tf32_ = false;            // --tf32
   bool layer_events_ = false;    // --layer-events
 };
@@ -83,9 +90,17 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
   const int threads = session.threads();
   kernels::Ops& ops = session.ops();
   comm::Communicator& comm = session.comm();
-  ddp::Trainer& trainer = session.start_trainer(cfg);
   RunControl control(run_opts_, mpi, opts_.comm);
-  if (const data::DataSource* source = control.open_data_source()) trainer.set_data_source(*source);
+  // --data: the file decides in_dim and classes unless --in-dim / --classes were given (then they
+  // must match it: set_data_source refuses a mismatch).
+  const bool classes_given = classes_option_->count() > 0;
+  const data::DataSource* source = control.open_data_source(classes_given ? cfg.model.classes : 0);
+  if (source != nullptr) {
+    if (opts_.in_dim == 0) opts_.config.model.in_dim = source->in_dim();
+    if (!classes_given) opts_.config.model.classes = source->classes();
+  }
+  ddp::Trainer& trainer = session.start_trainer(cfg);
+  if (source != nullptr) trainer.set_data_source(*source);
   std::unique_ptr<perf::MetricsWriter> metrics;
   if (mpi.rank() == 0 && !opts_.metrics_path.empty()) metrics = std::make_unique<perf::MetricsWriter>(opts_.metrics_path);
   trainer.setup();
@@ -103,10 +118,9 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
                 " (%" PRId64 " parameters, %.2f MiB)\n",
                 cfg.model.in_dim, cfg.model.width, cfg.model.depth, cfg.model.classes, trainer.model().parameter_count(),
                 static_cast<double>(trainer.model().parameter_count() * model::kParamElementBytes) / (1 << 20));
-    std::printf("#   data       : synthetic teacher set, seed %" PRIu64 ", global batch %" PRId64 " (%" PRId64
-                " to %" PRId64 " rows per rank)\n",
-                cfg.seed, cfg.global_batch, cfg.global_batch / mpi.size(),
-                (cfg.global_batch + mpi.size() - 1) / mpi.size());
+    const std::string data = source != nullptr ? control.data_summary() : "synthetic teacher set, seed " + std::to_string(cfg.seed);
+    std::printf("#   data       : %s; global batch %" PRId64 " (%" PRId64 " to %" PRId64 " rows per rank)\n", data.c_str(),
+                cfg.global_batch, cfg.global_batch / mpi.size(), (cfg.global_batch + mpi.size() - 1) / mpi.size());
     std::printf("#   optimizer  : %s lr=%g weight_decay=%g\n", cfg.optimizer.name.c_str(),
                 static_cast<double>(cfg.optimizer.lr), static_cast<double>(cfg.optimizer.weight_decay));
     std::printf("#   ranks      : %d (%d on this node), %s\n", mpi.size(), mpi.local_size(), mpi.library_version().c_str());
@@ -206,16 +220,14 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
   if (metrics) {
     nlohmann::json j;
     j["type"] = "summary";
-    j["config"] = {{"in_dim", cfg.model.in_dim}, {"width", cfg.model.width},     {"depth", cfg.model.depth},
-                   {"classes", cfg.model.classes}, {"global_batch", cfg.global_batch}, {"steps", cfg.steps},
-                   {"seed", cfg.seed},            {"optimizer", cfg.optimizer.name}, {"lr", cfg.optimizer.lr},
-                   {"strategy", ddp::strategy_name(cfg.strategy)},    {"comm", opts_.comm},             {"ranks", mpi.size()},
-                   {"threads", threads},          {"check_every", cfg.check_every},
-                   {"device", ops.device() == core::Device::Cuda ? "cuda" : "cpu"},
-                   {"bucket_mb", cfg.sync_options.bucket_mb},
-                   {"ranks_per_node", mpi.local_size()},
-                   {"cores_per_node", static_cast<int>(std::thread::hardware_concurrency())},
-                   {"on_nan", ddp::nan_policy_name(cfg.on_nan)}, {"clip_grad_norm", cfg.clip_grad_norm}};
+    // Every configuration field (ddp/train_config_fields.hpp), then the run's facts.
+    j["config"] = perf::train_config_to_json(cfg);
+    j["config"].update({{"comm", opts_.comm},
+                        {"ranks", mpi.size()},
+                        {"threads", threads},
+                        {"device", ops.device() == core::Device::Cuda ? "cuda" : "cpu"},
+                        {"ranks_per_node", mpi.local_size()},
+                        {"cores_per_node", static_cast<int>(std::thread::hardware_concurrency())}});
     j["first_loss"] = first_loss;
     j["final_loss"] = last_loss;
     j["total_s"] = total_s;

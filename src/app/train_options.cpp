@@ -34,8 +34,8 @@ void add_model_options(CLI::App* sub, TrainOptions& o) {
   auto& m = o.config.model;
   sub->add_option("--width", m.width, "Hidden width d")->check(CLI::Range(std::int64_t{1}, kMaxDim))->capture_default_str();
   sub->add_option("--depth", m.depth, "Hidden Linear+ReLU layers")->check(CLI::Range(std::int64_t{1}, kMaxDepth))->capture_default_str();
-  sub->add_option("--in-dim", o.in_dim, "Input features (default: same as --width)")->check(CLI::Range(std::int64_t{1}, kMaxDim));
-  sub->add_option("--classes", m.classes, "Output classes")->check(CLI::Range(std::int64_t{2}, kMaxDim))->capture_default_str();
+  sub->add_option("--in-dim", o.in_dim, "Input features (default: same as --width; train --data: the file's)")->check(CLI::Range(std::int64_t{1}, kMaxDim));
+  sub->add_option("--classes", m.classes, "Output classes (train --data: the file's unless given)")->check(CLI::Range(std::int64_t{2}, kMaxDim))->capture_default_str();
 }
 
 void add_optimizer_options(CLI::App* sub, TrainOptions& o) {

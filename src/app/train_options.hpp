@@ -31,7 +31,7 @@ namespace microddp::app {
 struct TrainOptions {
   ddp::TrainConfig config;
   std::string comm = "mpi";
-  std::int64_t in_dim = 0;  // 0: same as width
+  std::int64_t in_dim = 0;  // 0: same as width (train --data: the file's)
   int threads = 0;  // 0: automatic (cores on this node / ranks on this node)
   std::int64_t log_every = 0;  // 0: automatic (about 10 lines per run)
   std::string metrics_path;    // --metrics FILE.jsonl

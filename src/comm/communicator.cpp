@@ -195,11 +195,13 @@ Work Communicator::launch(const CollectiveCall&, Mode) {
 void Communicator::wait_launched() {}
 
 void Communicator::execute_with_mean(const CollectiveCall& call) {
-  if (call.op == ReduceOp::Mean && call.recv.device == core::Device::Host) {
+  // Host buffers, or a call that moves nothing (a zero count labelled Device::Cuda never reaches a
+  // device path, so it must not reach a host library with Mean either: the emulated device found it).
+  if (call.op == ReduceOp::Mean && (call.recv.device == core::Device::Host || call.recv.count == 0)) {
     CollectiveCall sum = call;
     sum.op = ReduceOp::Sum;
     execute(sum);
-    if (call.kind == CollectiveKind::AllReduce || call.kind == CollectiveKind::ReduceScatter) {
+    if ((call.kind == CollectiveKind::AllReduce || call.kind == CollectiveKind::ReduceScatter) && call.recv.count > 0) {
       kernels::host_scale(call.recv, 1.0 / static_cast<double>(size_));
     }
     return;

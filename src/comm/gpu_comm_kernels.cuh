@@ -9,16 +9,15 @@
 #include <cstdint>
 
 #include "core/reduce_op.hpp"
+#include "kernels/cuda/grid_stride.cuh"
 #include "kernels/elementwise.hpp"
 
 namespace microddp::comm::gpu {
 
 namespace {
 
-__device__ __forceinline__ std::int64_t first_index() {
-  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ std::int64_t grid_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
+using kernels::gpu::first_index;
+using kernels::gpu::grid_stride;
 
 template <typename T>
 __global__ void reduce_kernel(T* dst, const T* a, const T* b, std::int64_t n, core::ReduceOp op) {

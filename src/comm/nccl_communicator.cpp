@@ -293,6 +293,10 @@ bool NcclCommunicator::is_complete(std::uint64_t seq) {
     s.completed = std::max(s.completed, seq);
     return true;
   }
+  // cudaErrorNotReady is a status, but the runtime keeps it as the thread's last error: cleared here,
+  // or the next kernel launch check (cudaGetLastError) would report "device not ready" for an
+  // innocent kernel (found by the emulated device, which records it the same way).
+  if (q == cudaErrorNotReady) (void)cudaGetLastError();
   if (q != cudaErrorNotReady) {
     mark_failed(std::string(collective_name(s.slot_kind[slot])) + " #" + std::to_string(seq) + ": CUDA error " +
                 cudaGetErrorName(q) + ": " + cudaGetErrorString(q));

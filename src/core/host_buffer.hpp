@@ -10,6 +10,7 @@
 #include <new>
 #include <utility>
 
+#include "core/aligned_alloc.hpp"
 #include "core/error.hpp"
 #include "core/tensor_view.hpp"
 
@@ -40,10 +41,7 @@ class HostBuffer {
     MDDP_CHECK(count >= 0, "negative buffer count " << count);
     release();
     if (count == 0) return;
-    const std::size_t bytes = ((static_cast<std::size_t>(count) * sizeof(T) + kAlignment - 1) / kAlignment) * kAlignment;
-    data_ = static_cast<T*>(std::aligned_alloc(kAlignment, bytes));
-    if (data_ == nullptr) throw std::bad_alloc();
-    std::memset(static_cast<void*>(data_), 0, bytes);
+    data_ = static_cast<T*>(aligned_zeroed_alloc(static_cast<std::size_t>(count) * sizeof(T), kAlignment, "HostBuffer"));
     count_ = count;
   }
 

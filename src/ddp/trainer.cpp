@@ -15,11 +15,11 @@
 #include "core/hash.hpp"
 #include "core/log.hpp"
 #include "core/timer.hpp"
+#include "ddp/train_config_fields.hpp"
 
 namespace microddp::ddp {
 
 using core::fnv1a64;
-using core::state_hash64;
 
 namespace {
 // A profiler range (NVTX with CudaOps, so nsys shows the phases; nothing on the CPU) for one scope.
@@ -90,25 +90,7 @@ Trainer::Trainer(const TrainConfig& config, comm::Communicator& comm, kernels::O
   MDDP_USAGE_CHECK(config.check_every >= 0, "check interval must be >= 0, got " << config.check_every);
   MDDP_USAGE_CHECK(std::isfinite(config.clip_grad_norm) && config.clip_grad_norm >= 0.0f,
                    "gradient clipping norm must be finite and >= 0, got " << config.clip_grad_norm);
-  // Divergence-check entries: parameters in layer order (weight, bias), then the optimizer state
-  // tensors per parameter, then the optimizer's step count. "First differing" follows this order,
-  // so a corrupted parameter is named before the state that later diverges because of it.
-  std::vector<const model::ParamInfo*> by_layer;
-  for (const auto& p : model_.params()) by_layer.push_back(&p);
-  std::sort(by_layer.begin(), by_layer.end(), [](const model::ParamInfo* a, const model::ParamInfo* b) {
-    return a->layer != b->layer ? a->layer < b->layer : (!a->is_bias && b->is_bias);
-  });
-  const HostState& host = host_state_;
-  for (const auto* p : by_layer) {
-    state_entries_.push_back({p->name, host.params + p->offset, static_cast<std::size_t>(p->count) * sizeof(float)});
-  }
-  for (const auto& buf : host.optimizer) {
-    for (const auto* p : by_layer) {
-      state_entries_.push_back({p->name + ":" + buf.name, buf.data + p->offset, static_cast<std::size_t>(p->count) * sizeof(float)});
-    }
-  }
-  state_entries_.push_back({"optimizer.steps", nullptr, sizeof(std::int64_t)});
-  hash_buf_ = core::HostBuffer<std::int64_t>(2 * state_entries_.size());
+  divergence_ = std::make_unique<DivergenceCheck>(comm, model_.params(), host_state_.params, host_state_.optimizer);
   const std::size_t per_step = events_per_step(model_, config.layer_events, config.accum_steps);
   events_.reserve(config.keep_events ? per_step * static_cast<std::size_t>(config.steps + 1) : per_step);
   sync_ = make_grad_sync(config.strategy, comm, model_.params(), model_.grad_view(), events_, config.sync_options);
@@ -136,36 +118,26 @@ void Trainer::layer_event(core::EventKind kind, int layer, bool begin) {
 }
 
 void Trainer::verify_config_across_ranks() {
-  // Every field that must agree, as integers (floats by their bit patterns, names hashed).
-  auto hash_str = [](const std::string& s) { return static_cast<std::int64_t>(fnv1a64(s.data(), s.size())); };
-  auto bits = [](float f) { return static_cast<std::int64_t>(std::bit_cast<std::uint32_t>(f)); };
-  const std::vector<std::pair<std::string_view, std::int64_t>> fields = {
-      {"in_dim", config_.model.in_dim},
-      {"width", config_.model.width},
-      {"depth", config_.model.depth},
-      {"classes", config_.model.classes},
-      {"param_count", model_.flat_count()},
-      {"global_batch", config_.global_batch},
-      {"accum_steps", config_.accum_steps},
-      {"bucket_bytes", static_cast<std::int64_t>(config_.sync_options.bucket_mb * 1048576.0)},
-      {"first_bucket_bytes", static_cast<std::int64_t>(config_.sync_options.first_bucket_mb * 1048576.0)},
-      {"steps", config_.steps},
-      {"seed", static_cast<std::int64_t>(config_.seed)},
-      {"strategy", hash_str(std::string(strategy_name(config_.strategy)))},
-      {"communicator", hash_str(std::string(comm_.name()))},
-      {"device (0 cpu, 1 cuda)", static_cast<std::int64_t>(ops_.device())},
-      {"optimizer", hash_str(config_.optimizer.name)},
-      {"lr", bits(config_.optimizer.lr)},
-      {"weight_decay", bits(config_.optimizer.weight_decay)},
-      {"momentum", bits(config_.optimizer.momentum)},
-      {"check_every", config_.check_every},
-      {"sync_check_every", config_.sync_check_every},
-      {"on_nan", static_cast<std::int64_t>(config_.on_nan)},
-      {"clip_grad_norm", bits(config_.clip_grad_norm)},
+  // Every configuration field the table marks `agree`, then what the run derives from the command
+  // line and the machine, each as one integer (train_config_fields.hpp: field_code).
+  struct Entry {
+    std::string_view name;
+    std::int64_t code;
+    const ConfigField* field;  // nullptr: not a configuration field, the code is the value
   };
+  auto hash_str = [](std::string_view s) { return static_cast<std::int64_t>(fnv1a64(s.data(), s.size())); };
+  std::vector<Entry> fields;
+  for (const auto& f : train_config_fields()) {
+    if (f.rules.agree) fields.push_back({f.name, field_code(f, config_), &f});
+  }
+  fields.push_back({"param_count", model_.flat_count(), nullptr});
+  fields.push_back({"communicator (name hash)", hash_str(comm_.name()), nullptr});
+  fields.push_back({"device (0 cpu, 1 cuda)", static_cast<std::int64_t>(ops_.device()), nullptr});
+  auto text = [](const Entry& e, std::int64_t code) { return e.field ? code_text(*e.field, code) : std::to_string(code); };
+
   const auto n = static_cast<std::int64_t>(fields.size());
   std::vector<std::int64_t> mine(fields.size());
-  for (std::size_t i = 0; i < fields.size(); ++i) mine[i] = fields[i].second;
+  for (std::size_t i = 0; i < fields.size(); ++i) mine[i] = fields[i].code;
   std::vector<std::int64_t> all(fields.size() * static_cast<std::size_t>(comm_.size()));
   // The field count itself is compared first, so a different build cannot misalign the exchange.
   std::int64_t count_mine = n, count_max = 0, count_min = 0;
@@ -177,8 +149,9 @@ void Trainer::verify_config_across_ranks() {
   for (int r = 1; r < comm_.size(); ++r) {
     for (std::size_t i = 0; i < fields.size(); ++i) {
       const std::int64_t v0 = all[i], vr = all[static_cast<std::size_t>(r) * fields.size() + i];
-      MDDP_AGREED_USAGE_CHECK(v0 == vr, "configuration mismatch: rank " << r << " has " << fields[i].first << " = " << vr
-                                                                  << " but rank 0 has " << v0
+      MDDP_AGREED_USAGE_CHECK(v0 == vr, "configuration mismatch: rank " << r << " has " << fields[i].name << " = "
+                                                                  << text(fields[i], vr) << " but rank 0 has "
+                                                                  << text(fields[i], v0)
                                                                   << " (all ranks must be started with the same options)");
     }
   }
@@ -207,51 +180,9 @@ std::uint64_t Trainer::param_checksum() const {
   return fnv1a64(host_state_.params, static_cast<std::size_t>(model_.flat_count()) * sizeof(float));
 }
 
-void Trainer::fill_state_hashes() {
-  state_to_host();  // GPU: refresh the mirror the entries point into
-  const std::size_t n = state_entries_.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto& e = state_entries_[i];
-    const std::int64_t steps = optimizer_->steps_taken();
-    const auto h = static_cast<std::int64_t>(state_hash64(e.data != nullptr ? e.data : &steps, e.bytes));
-    hash_buf_[i] = h;
-    hash_buf_[n + i] = ~h;  // ~ reverses the order of signed integers: max(~h) = ~min(h)
-  }
-}
-
 void Trainer::verify_state_across_ranks(const char* when, std::int64_t step) {
-  // One all-reduce (MAX) of 2E integers, independent of the number of ranks: every entry's max and
-  // min agree iff all ranks hold the same hash. The result is exact and identical on every rank, so
-  // all ranks take the reporting path below together.
-  fill_state_hashes();
-  const std::size_t n = state_entries_.size();
-  comm_.all_reduce(core::TensorView::of(hash_buf_.data(), static_cast<std::int64_t>(2 * n)), comm::ReduceOp::Max);
-  std::size_t first = n, differing = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (hash_buf_[i] != ~hash_buf_[n + i]) {
-      if (first == n) first = i;
-      ++differing;
-    }
-  }
-  if (differing == 0) return;
-  // Rare path (allocates): gather every rank's hashes to name the ranks that disagree with rank 0.
-  fill_state_hashes();
-  const auto ranks = static_cast<std::size_t>(comm_.size());
-  std::vector<std::int64_t> all(n * ranks);
-  comm_.all_gather(core::TensorView::of(hash_buf_.data(), static_cast<std::int64_t>(n)),
-                   core::TensorView::of(all.data(), static_cast<std::int64_t>(n * ranks)));
-  std::ostringstream who;
-  int count = 0;
-  for (std::size_t r = 1; r < ranks; ++r) {
-    if (all[r * n + first] != all[first]) who << (count++ ? ", " : "") << r;
-  }
-  std::ostringstream msg;
-  msg << "ranks diverged " << when;
-  if (step >= 0) msg << " " << step;
-  msg << ": " << state_entries_[first].name << " differs on rank(s) " << who.str()
-      << " from rank 0";
-  if (differing > 1) msg << " (" << differing << " of " << n << " tensors differ)";
-  throw core::AgreedError(msg.str());
+  state_to_host();  // GPU: refresh the mirror the check reads
+  divergence_->verify(when, step, optimizer_->steps_taken());
 }
 
 void Trainer::check_divergence() {
@@ -267,7 +198,8 @@ void Trainer::set_data_source(const data::DataSource& source) {
   MDDP_USAGE_CHECK(source.in_dim() == config_.model.in_dim && source.classes() == config_.model.classes,
                    "data source " << source.describe() << " has " << source.in_dim() << " features and "
                                   << source.classes() << " classes but the model expects " << config_.model.in_dim
-                                  << " and " << config_.model.classes << " (use --in-dim / --classes)");
+                                  << " and " << config_.model.classes
+                                  << " (give matching --in-dim / --classes, or leave them out to take them from the file)");
   source_ = &source;
 }
 
@@ -315,18 +247,17 @@ void Trainer::handle_nonfinite(std::int64_t step, bool loss_bad, bool grad_bad) 
   throw core::AgreedError(msg.str());
 }
 
-void Trainer::apply_perturb_fault() {
-  const auto& f = config_.faults;
-  if (f.perturb_rank != comm_.rank() || f.perturb_step != steps_done_ + 1) return;  // called before ++steps_done_
+void Trainer::flip_parameter_bit(const std::string& name) {
   for (const auto& p : model_.params()) {
-    if (p.name != f.perturb_param) continue;
+    if (p.name != name) continue;
     float x = 0.0f;  // one element through explicit copies: works on every device
     model_.param_buffer().to_host(&x, p.offset, 1);
     x = std::bit_cast<float>(std::bit_cast<std::uint32_t>(x) ^ 1u);  // lowest mantissa bit
     model_.param_buffer().from_host(&x, p.offset, 1);
     return;
   }
-  MDDP_CHECK(false, "MICRODDP_FAULT_PERTURB names no parameter '" << f.perturb_param << "'");
+  MDDP_CHECK(false, "fault point " << trainer_fault_point::kPerturbParameter << " (MICRODDP_FAULT_PERTURB) names no parameter '"
+                                   << name << "'");
 }
 
 void Trainer::record_device_phases(std::int64_t step, std::int64_t micro_steps) {
@@ -348,115 +279,125 @@ StepRecord Trainer::step() {
   current_step_ = step;
   if (!config_.keep_events) events_.clear();
   const std::int64_t step_begin = core::now_ns();
-  const std::int64_t rows = sampler_.local_count();
   const std::int64_t micro_steps = config_.accum_steps;
   const float loss_scale = 1.0f / static_cast<float>(micro_steps * config_.global_batch);
-  const auto& fault = config_.faults;
-  const bool nan_fault = fault.nan_rank == comm_.rank() && fault.nan_step == step + 1;
-  for (std::int64_t k = 0; k < micro_steps; ++k) {
-    const bool last = k + 1 == micro_steps;
-    const bool timed = on_host_ || k < kTimedMicroSteps || last;
-    MicroMarks& marks = micro_marks_[static_cast<std::size_t>(timed ? k : 0)];
-    {
-      core::ScopedEvent e(events_, core::EventKind::Data, step);
-      OpsRange r(ops_, "data");
-      // CPU: straight into the model's input buffer. GPU: into pinned staging, then one queued
-      // upload each (the staging is free again: the previous step's synchronisation waited for its
-      // uploads).
-      float* x = on_host_ ? model_.input() : host_input_.data();
-      source_->fill(sampler_.first_sample(steps_done_ * micro_steps + k), rows, x, labels_.data());
-      if (nan_fault && !fault.nan_in_grad && k == 0) x[0] = std::numeric_limits<float>::quiet_NaN();
-      if (!on_host_) {
-        ops_.copy_from_host_async(model_.input(), x, static_cast<std::size_t>(rows * config_.model.in_dim) * sizeof(float));
-        ops_.copy_from_host_async(device_labels_.data(), labels_.data(), static_cast<std::size_t>(rows) * sizeof(std::int32_t));
-      }
-    }
-    {
-      OpsRange r(ops_, "forward");
-      if (timed) marks.forward_begin = ops_.mark();
-      model_.forward(model_.input(), rows, fwd_hook_);
-      if (timed) marks.forward_end = ops_.mark();
-      // CPU marks are host times, known now (GPU: recorded after the synchronisation).
-      if (on_host_) events_.record(core::EventKind::Forward, step, -1, ops_.mark_ns(marks.forward_begin), ops_.mark_ns(marks.forward_end));
-    }
-    // Only the last micro-step synchronises: the others just accumulate local gradients (no
-    // grad_ready hook, so no collectives at all).
-    if (last) sync_->on_backward_begin(step);
-    {
-      OpsRange r(ops_, "backward");
-      if (timed) marks.backward_begin = ops_.mark();
-      // The first micro-step overwrites the gradients (no zero_grad pass), later ones accumulate.
-      model_.backward_into(on_host_ ? labels_.data() : device_labels_.data(), loss_scale, micro_losses_.data() + k,
-                           last ? grad_ready_hook_ : no_ready_hook_, bwd_hook_, /*accumulate=*/k > 0);
-      if (timed) marks.backward_end = ops_.mark();
-      if (on_host_) {
-        events_.record(core::EventKind::Backward, step, -1, ops_.mark_ns(marks.backward_begin), ops_.mark_ns(marks.backward_end));
-      }
-    }
-  }
+  for (std::int64_t k = 0; k < micro_steps; ++k) micro_step(step, k, loss_scale);
   {
     OpsRange r(ops_, "gradient sync wait");
     sync_->finish();  // host backends wait here; stream-ordered ones order the compute stream instead
   }
-  if (nan_fault && fault.nan_in_grad) {
+  if (fault_at(trainer_fault_point::kNanGradient, step) != nullptr) {
     const float nan = std::numeric_limits<float>::quiet_NaN();
     model_.grad_buffer().from_host(&nan, 0, 1);
   }
   const std::int64_t loss_begin = core::now_ns();
-  {
-    OpsRange r(ops_, "loss sync and numerics");
-    // The numerics verdict rides in the loss all-reduce (no extra collective): a local check alone
-    // could differ between ranks (e.g. a NaN in one rank's copy only), the all-reduced counts cannot.
-    double* num = numerics_.data();
-    ops_.sum_squares_to(model_.grad_data(), model_.flat_count(), num + 3);
-    ops_.step_numerics(micro_losses_.data(), micro_steps, num + 3, num);      // all-reduced below
-    ops_.step_numerics(micro_losses_.data(), micro_steps, num + 3, num + 4);  // this rank's own
-    const core::TensorView verdict = core::TensorView::of(num, 3, model_.device());
-    if (comm_.completes_in_stream_order() && !on_host_) {
-      const comm::Work w = comm_.all_reduce(verdict, comm::ReduceOp::Sum, comm::Mode::Async);
-      comm_.order_compute_after(w);
-      ops_.copy_to_host_async(host_numerics_.data(), num, 7 * sizeof(double));
-      ops_.synchronize();  // the step's one host synchronisation (reports device-flagged bad labels)
-      w.wait();            // complete already: surfaces a communicator error
-    } else {
-      comm_.all_reduce(verdict, comm::ReduceOp::Sum);
-      ops_.copy_to_host_async(host_numerics_.data(), num, 7 * sizeof(double));
-      ops_.synchronize();
-    }
-  }
+  reduce_loss_and_numerics(micro_steps);  // the step's one host synchronisation
   sync_->complete(ops_.mark_ns(micro_marks_.back().backward_end));
   if (!on_host_) record_device_phases(step, micro_steps);
   events_.record(core::EventKind::LossSync, step, -1, loss_begin, core::now_ns());
+  // host_numerics_ = [global loss, ranks with a bad loss, ranks with a bad gradient, sum of squares,
+  // this rank's loss, loss bad, gradient bad] (see trainer.hpp).
   const double* h = host_numerics_.data();
   const bool nonfinite = h[1] != 0.0 || h[2] != 0.0;
   if (nonfinite) handle_nonfinite(step, h[5] != 0.0, h[6] != 0.0);  // throws under --on-nan abort
   const double grad_norm = std::sqrt(h[3]);
-  if (!nonfinite) {
-    OpsRange r(ops_, "optimizer");
-    optimizer_marks_[0] = ops_.mark();
-    if (config_.clip_grad_norm > 0.0f) {
-      // Same gradient bits on every rank => same norm and factor; applied before the update.
-      const double factor = clip_factor(grad_norm, static_cast<double>(config_.clip_grad_norm));
-      if (factor < 1.0) ops_.scale(model_.grad_data(), static_cast<float>(factor), model_.flat_count());
-    }
-    optimizer_->step(model_.param_data(), model_.grad_data());
-    optimizer_marks_[1] = ops_.mark();
-    if (on_host_) {
-      events_.record(core::EventKind::Optimizer, step, -1, ops_.mark_ns(optimizer_marks_[0]),
-                     ops_.mark_ns(optimizer_marks_[1]));
-    } else {
-      optimizer_pending_ = true;  // queued: resolved at the next synchronisation
-    }
-  }
-  apply_perturb_fault();
+  if (!nonfinite) update(grad_norm);
+  if (const core::ArmedFault* f = fault_at(trainer_fault_point::kPerturbParameter, step)) flip_parameter_bit(f->arg);
   events_.record(core::EventKind::Step, step, -1, step_begin, core::now_ns());
   ++steps_done_;
+  periodic_checks();
+  return StepRecord{step, h[0], grad_norm, nonfinite};
+}
+
+void Trainer::micro_step(std::int64_t step, std::int64_t k, float loss_scale) {
+  const std::int64_t rows = sampler_.local_count();
+  const bool last = k + 1 == config_.accum_steps;
+  const bool timed = on_host_ || k < kTimedMicroSteps || last;
+  MicroMarks& marks = micro_marks_[static_cast<std::size_t>(timed ? k : 0)];
+  {
+    core::ScopedEvent e(events_, core::EventKind::Data, step);
+    OpsRange r(ops_, "data");
+    // CPU: straight into the model's input buffer. GPU: into pinned staging, then one queued
+    // upload each (the staging is free again: the previous step's synchronisation waited for its
+    // uploads).
+    float* x = on_host_ ? model_.input() : host_input_.data();
+    source_->fill(sampler_.first_sample(step * config_.accum_steps + k), rows, x, labels_.data());
+    if (k == 0 && fault_at(trainer_fault_point::kNanInput, step) != nullptr) x[0] = std::numeric_limits<float>::quiet_NaN();
+    if (!on_host_) {
+      ops_.copy_from_host_async(model_.input(), x, static_cast<std::size_t>(rows * config_.model.in_dim) * sizeof(float));
+      ops_.copy_from_host_async(device_labels_.data(), labels_.data(), static_cast<std::size_t>(rows) * sizeof(std::int32_t));
+    }
+  }
+  {
+    OpsRange r(ops_, "forward");
+    if (timed) marks.forward_begin = ops_.mark();
+    model_.forward(model_.input(), rows, fwd_hook_);
+    if (timed) marks.forward_end = ops_.mark();
+    // CPU marks are host times, known now (GPU: recorded after the synchronisation).
+    if (on_host_) events_.record(core::EventKind::Forward, step, -1, ops_.mark_ns(marks.forward_begin), ops_.mark_ns(marks.forward_end));
+  }
+  // Only the last micro-step synchronises: the others just accumulate local gradients (no
+  // grad_ready hook, so no collectives at all).
+  if (last) sync_->on_backward_begin(step);
+  {
+    OpsRange r(ops_, "backward");
+    if (timed) marks.backward_begin = ops_.mark();
+    // The first micro-step overwrites the gradients (no zero_grad pass), later ones accumulate.
+    model_.backward_into(on_host_ ? labels_.data() : device_labels_.data(), loss_scale, micro_losses_.data() + k,
+                         last ? grad_ready_hook_ : no_ready_hook_, bwd_hook_, /*accumulate=*/k > 0);
+    if (timed) marks.backward_end = ops_.mark();
+    if (on_host_) {
+      events_.record(core::EventKind::Backward, step, -1, ops_.mark_ns(marks.backward_begin), ops_.mark_ns(marks.backward_end));
+    }
+  }
+}
+
+void Trainer::reduce_loss_and_numerics(std::int64_t micro_steps) {
+  OpsRange r(ops_, "loss sync and numerics");
+  // The numerics verdict rides in the loss all-reduce (no extra collective): a local check alone
+  // could differ between ranks (e.g. a NaN in one rank's copy only), the all-reduced counts cannot.
+  double* num = numerics_.data();
+  ops_.sum_squares_to(model_.grad_data(), model_.flat_count(), num + 3);
+  ops_.step_numerics(micro_losses_.data(), micro_steps, num + 3, num);      // all-reduced below
+  ops_.step_numerics(micro_losses_.data(), micro_steps, num + 3, num + 4);  // this rank's own
+  const core::TensorView verdict = core::TensorView::of(num, 3, model_.device());
+  if (comm_.completes_in_stream_order() && !on_host_) {
+    const comm::Work w = comm_.all_reduce(verdict, comm::ReduceOp::Sum, comm::Mode::Async);
+    comm_.order_compute_after(w);
+    ops_.copy_to_host_async(host_numerics_.data(), num, 7 * sizeof(double));
+    ops_.synchronize();  // the step's one host synchronisation (reports device-flagged bad labels)
+    w.wait();            // complete already: surfaces a communicator error
+  } else {
+    comm_.all_reduce(verdict, comm::ReduceOp::Sum);
+    ops_.copy_to_host_async(host_numerics_.data(), num, 7 * sizeof(double));
+    ops_.synchronize();
+  }
+}
+
+void Trainer::update(double grad_norm) {
+  OpsRange r(ops_, "optimizer");
+  optimizer_marks_[0] = ops_.mark();
+  if (config_.clip_grad_norm > 0.0f) {
+    // Same gradient bits on every rank => same norm and factor; applied before the update.
+    const double factor = clip_factor(grad_norm, static_cast<double>(config_.clip_grad_norm));
+    if (factor < 1.0) ops_.scale(model_.grad_data(), static_cast<float>(factor), model_.flat_count());
+  }
+  optimizer_->step(model_.param_data(), model_.grad_data());
+  optimizer_marks_[1] = ops_.mark();
+  if (on_host_) {
+    events_.record(core::EventKind::Optimizer, current_step_, -1, ops_.mark_ns(optimizer_marks_[0]),
+                   ops_.mark_ns(optimizer_marks_[1]));
+  } else {
+    optimizer_pending_ = true;  // queued: resolved at the next synchronisation
+  }
+}
+
+void Trainer::periodic_checks() {
   // Desync first: a divergence check over mismatched collectives could itself hang or mislead.
   if (config_.sync_check_every > 0 && steps_done_ % config_.sync_check_every == 0) {
     comm_.check_sync("sync check at", steps_done_);
   }
   if (config_.check_every > 0 && steps_done_ % config_.check_every == 0) check_divergence();
-  return StepRecord{step, h[0], grad_norm, nonfinite};
 }
 
 }  // namespace microddp::ddp

@@ -10,12 +10,10 @@
 // seed, rank 0 broadcasts the parameters, and all ranks verify that their parameter checksums agree.
 //
 // Reliability (docs/reliability.md):
-//   * Divergence check: every check_every steps (inside step()) and whenever check_divergence() is
-//     called (`train` calls it at the end), ranks compare bit-exact hashes of every parameter
-//     tensor, every optimizer state tensor and the optimizer's step count with ONE all-reduce
-//     (MAX over [h, ~h] gives max and min of every hash). Any difference: every rank throws
-//     core::AgreedError naming the first differing tensor, the step and the ranks that disagree
-//     with rank 0 (found by an all-gather that runs only then).
+//   * Divergence check (ddp/divergence_check.hpp): every check_every steps (inside step()) and
+//     whenever check_divergence() is called (`train` calls it at the end), ranks compare bit-exact
+//     hashes of every parameter tensor, every optimizer state tensor and the optimizer's step count;
+//     any difference: every rank throws core::AgreedError naming the first differing tensor.
 //   * Numerics: after gradient synchronisation each rank computes the double sum of squares of the
 //     synchronised gradient (finite iff every element is) and flags a non-finite local loss; both
 //     flags travel in the loss all-reduce, so every rank sees the same verdict and applies
@@ -23,6 +21,8 @@
 //     parameters and optimizer state (moments, step count) untouched and moves on to the next
 //     batch. clip_grad_norm > 0 scales the gradient by min(1, X / (norm + 1e-6)) (PyTorch's
 //     clip_grad_norm_) before the optimizer step; the norm is that of the global-batch gradient.
+//   * Fault points (test hooks, core/fault_plan.hpp; occurrence = the 1-based step number as
+//     printed, so step N is the N-th optimizer step): see trainer_fault_point below.
 //
 // Devices: the model, gradients and optimizer state live on the Ops's device; the same code runs on
 // the CPU, where every queued call below simply runs at once. On a GPU a step that does not check
@@ -45,12 +45,15 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "comm/communicator.hpp"
 #include "core/event_log.hpp"
+#include "core/fault_plan.hpp"
 #include "core/host_buffer.hpp"
 #include "data/synthetic_dataset.hpp"
+#include "ddp/divergence_check.hpp"
 #include "ddp/grad_sync.hpp"
 #include "ddp/numerics.hpp"
 #include "kernels/ops.hpp"
@@ -59,6 +62,22 @@
 
 namespace microddp::ddp {
 
+// The trainer's named fault points (armed in TrainConfig::faults by tests, or by `microddp train`
+// from MICRODDP_FAULT_NAN / MICRODDP_FAULT_PERTURB, app/fault_env.hpp). Each acts on the armed rank
+// only, at the armed step.
+namespace trainer_fault_point {
+// After the first micro-step's batch is filled: element 0 of this rank's input becomes NaN.
+inline constexpr std::string_view kNanInput = "nan_input";
+// After gradient synchronisation: element 0 of this rank's gradient becomes NaN (only this rank's
+// copy, so only the all-reduced verdict makes the other ranks act).
+inline constexpr std::string_view kNanGradient = "nan_gradient";
+// After the update, before that step's divergence check: the lowest mantissa bit of element 0 of
+// the parameter named by the fault's argument ("layer_01.weight") flips.
+inline constexpr std::string_view kPerturbParameter = "perturb_parameter";
+}  // namespace trainer_fault_point
+
+// Every configuration member is a row of ddp/train_config_fields.hpp (rank agreement, checkpoints,
+// metrics), which says which must agree across ranks and which a resume must match.
 struct TrainConfig {
   model::MlpConfig model;
   model::OptimizerConfig optimizer;
@@ -82,7 +101,7 @@ struct TrainConfig {
   std::int64_t sync_check_every = 100;
   NanPolicy on_nan = NanPolicy::Abort;
   float clip_grad_norm = 0.0f;  // 0: no clipping
-  FaultInjection faults;        // test hooks, off by default
+  core::FaultPlan faults;       // test hooks at the trainer's fault points (above); empty by default
 };
 
 struct StepRecord {
@@ -148,13 +167,21 @@ class Trainer {
 
  private:
   void verify_config_across_ranks();
-  // Compares the state hashes across ranks; on a mismatch throws core::AgreedError saying
-  // "ranks diverged <when>[ <step>]: ..." (step < 0: not printed).
+  // Refreshes the host view and runs the divergence check (collective; throws core::AgreedError
+  // "ranks diverged <when>[ <step>]: ..." on a difference; step < 0: not printed).
   void verify_state_across_ranks(const char* when, std::int64_t step);
-  void fill_state_hashes();
+  // The phases of step(), in order.
+  void micro_step(std::int64_t step, std::int64_t k, float loss_scale);
+  void reduce_loss_and_numerics(std::int64_t micro_steps);
   // A step with a non-finite loss or gradient on some rank: warns (skip) or throws (abort).
   void handle_nonfinite(std::int64_t step, bool loss_bad, bool grad_bad);
-  void apply_perturb_fault();
+  void update(double grad_norm);
+  void periodic_checks();
+  // The fault armed at `point` for this rank at 0-based step `step` (plans count 1-based), or nullptr.
+  const core::ArmedFault* fault_at(std::string_view point, std::int64_t step) const {
+    return config_.faults.empty() ? nullptr : config_.faults.fires(point, comm_.rank(), step + 1);
+  }
+  void flip_parameter_bit(const std::string& name);
   void layer_event(core::EventKind kind, int layer, bool begin);
   // Records the phase events whose device marks the last synchronisation resolved.
   void record_device_phases(std::int64_t step, std::int64_t micro_steps);
@@ -194,14 +221,7 @@ class Trainer {
   std::uint32_t optimizer_marks_[2] = {0, 0};
   bool optimizer_pending_ = false;        // GPU: the last optimizer's marks await the next synchronisation
   core::HostBuffer<std::int64_t> nonfinite_all_;  // (ranks, 2) local flags, gathered only on a non-finite step
-  // Divergence check: one entry per parameter, optimizer state tensor, and the optimizer step count.
-  struct StateEntry {
-    std::string name;  // "layer_03.weight", "layer_03.weight:exp_avg", "optimizer.steps"
-    const void* data;  // nullptr: the optimizer's step count
-    std::size_t bytes;
-  };
-  std::vector<StateEntry> state_entries_;
-  core::HostBuffer<std::int64_t> hash_buf_;  // [h_0..h_{E-1}, ~h_0..~h_{E-1}], all-reduced (MAX) in place
+  std::unique_ptr<DivergenceCheck> divergence_;     // over host_state_, built once in the constructor
   std::int64_t last_checked_steps_ = -1;
   std::int64_t checks_done_ = 0;
   double check_ms_total_ = 0.0;

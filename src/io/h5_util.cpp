@@ -1,6 +1,7 @@
 // h5_util.cpp — attribute and dataset-description helpers.
 #include "io/h5_util.hpp"
 
+#include <cstring>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -74,10 +75,27 @@ double read_attr_f64(hid_t obj, const char* name, const std::string& where) {
 std::string read_attr_str(hid_t obj, const char* name, const std::string& where) {
   Hid attr = open_attr(obj, name, where);
   Hid type(MDDP_HDF5_CHECK(H5Aget_type(attr)));
-  MDDP_USAGE_CHECK(H5Tget_class(type) == H5T_STRING && H5Tis_variable_str(type) == 0,
-                   where << " has type " << type_name(type) << ", expected a fixed-length string");
+  Hid space(MDDP_HDF5_CHECK(H5Aget_space(attr)));
+  MDDP_USAGE_CHECK(H5Tget_class(type) == H5T_STRING && H5Sget_simple_extent_npoints(space) == 1,
+                   where << " has type " << type_name(type) << " with " << H5Sget_simple_extent_npoints(space)
+                         << " element(s), expected one string");
+  // Longer than any name or description we write; bounds what a crafted file can make us allocate.
+  constexpr std::size_t kMaxString = 1u << 20;
+  if (H5Tis_variable_str(type) > 0) {
+    // Variable-length: what h5py writes for a Python str (UTF-8). HDF5 allocates the copy; the
+    // memory type keeps the file's character set (HDF5 converts no character sets).
+    Hid mem(MDDP_HDF5_CHECK(H5Tcopy(H5T_C_S1)));
+    MDDP_HDF5_CHECK(H5Tset_size(mem, H5T_VARIABLE));
+    MDDP_HDF5_CHECK(H5Tset_cset(mem, H5Tget_cset(type)));
+    char* p = nullptr;
+    MDDP_HDF5_FILE_CHECK(H5Aread(attr, mem, &p), where, "cannot read attribute");
+    const std::string s = p == nullptr ? std::string() : std::string(p, ::strnlen(p, kMaxString + 1));
+    H5free_memory(p);
+    MDDP_USAGE_CHECK(s.size() <= kMaxString, where << " is longer than " << kMaxString << " bytes");
+    return s;
+  }
   const std::size_t n = H5Tget_size(type);
-  MDDP_USAGE_CHECK(n > 0 && n < (1u << 20), where << " has an implausible string length " << n);
+  MDDP_USAGE_CHECK(n > 0 && n < kMaxString, where << " has an implausible string length " << n);
   std::string s(n, '\0');
   MDDP_HDF5_FILE_CHECK(H5Aread(attr, type, s.data()), where, "cannot read attribute");
   s.resize(s.find('\0') == std::string::npos ? n : s.find('\0'));

@@ -1,6 +1,7 @@
 // h5_util.hpp — small helpers over the HDF5 C API shared by checkpoints and datasets:
-// scalar attributes (int64, uint64, float64, fixed-length ASCII strings), dataset description
-// ("float32 (16, 8)") and existence checks along a path.
+// scalar attributes (int64, uint64, float64, strings), dataset description ("float32 (16, 8)") and
+// existence checks along a path. Strings are written fixed-length ASCII and read in either form:
+// fixed-length (what we and numpy's bytes write) or variable-length (what h5py writes for a str).
 //
 // Readers treat files as untrusted input: a missing attribute or one of the wrong kind throws
 // core::UsageError naming `where` (the caller passes "FILE: attribute 'x'"), never reads garbage.

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "core/error.hpp"
+#include "perf/config_json.hpp"
 #include "perf/metrics_jsonl.hpp"
 
 namespace microddp::perf {
@@ -87,25 +88,35 @@ nlohmann::json config_json(const RunRecord& r) {
 }
 
 namespace {
-void config_from_json(const nlohmann::json& c, RunRecord& r) {
-  r.model.in_dim = c.value("in_dim", c.value("width", std::int64_t{128}));
-  r.model.width = c.value("width", std::int64_t{128});
-  r.model.depth = c.value("depth", std::int64_t{16});
-  r.model.classes = c.value("classes", std::int64_t{2});
-  r.global_batch = c.value("global_batch", std::int64_t{256});
+// The "config" object of a run record or a metrics summary. The configuration fields come from the
+// one table (perf/config_json.hpp; absent ones keep TrainConfig's defaults, which are the course
+// model's); the run's facts (ranks, threads, backend, ...) are read here. Returns the whole
+// configuration for the callers that need more of it (strategy, bucket size). `where` names the
+// record in the error when a field's value is invalid (an unknown strategy).
+ddp::TrainConfig config_from_json(const nlohmann::json& c, RunRecord& r, const std::string& where) {
+  ddp::TrainConfig cfg;
+  try {
+    train_config_from_json(c, cfg);
+  } catch (const core::UsageError& e) {
+    MDDP_USAGE_CHECK(false, where << ": " << e.what());
+  }
+  r.model = cfg.model;
+  if (!c.contains("in_dim")) r.model.in_dim = r.model.width;  // older records: the course model's Linear(d, d)
+  r.global_batch = cfg.global_batch;
+  r.optimizer = cfg.optimizer.name;
   r.ranks = c.value("ranks", 1);
   r.threads = c.value("threads", 1);
   r.ranks_per_node = std::max(0, c.value("ranks_per_node", 0));
   r.cores_per_node = std::max(0, c.value("cores_per_node", 0));
   r.backend = c.value("comm", std::string("mpi"));
-  r.optimizer = c.value("optimizer", std::string("adam"));
+  return cfg;
 }
 
 // The fields of a run record, unchecked (nlohmann throws on a missing or mistyped one).
 RunRecord run_record_fields(const nlohmann::json& j) {
   RunRecord r;
   r.source = j.value("source", "");
-  config_from_json(j.at("config"), r);
+  config_from_json(j.at("config"), r, "run record");
   for (const auto& x : j.at("runs")) {
     StrategyRun run;
     run.strategy = ddp::parse_strategy(x.at("strategy").get<std::string>(), "strategy in the run record");
@@ -203,10 +214,9 @@ RunRecord run_record_from_metrics(const std::string& path) {
       const std::string type = j.is_object() ? j.value("type", "") : "";
       if (type == "step") steps.push_back(stats_from_json(j));
       if (type == "summary") {
-        config_from_json(j.at("config"), r);
-        run.strategy = ddp::parse_strategy(j.at("config").value("strategy", std::string("naive")),
-                                           "strategy in '" + path + "'");
-        run.bucket_mb = j.at("config").value("bucket_mb", 25.0);
+        const ddp::TrainConfig cfg = config_from_json(j.at("config"), r, "'" + path + "'");
+        run.strategy = cfg.strategy;
+        run.bucket_mb = cfg.sync_options.bucket_mb;
         // Per-layer backward times, when train ran with --layer-events (else spread by FLOPs).
         run.layer_backward_ms = j.value("layer_backward_ms", std::vector<double>{});
         run.layer_ids = j.value("layer_ids", std::vector<int>{});

@@ -128,7 +128,9 @@ TEST(BucketPlanner, AlignedModelLayoutBucketsSpanThePadding) {
       const auto& last = ps[static_cast<std::size_t>(b.end_param - 1)];
       EXPECT_EQ(b.offset + b.count, last.offset + last.count);  // and covers its last parameter
       // Within the cap unless it is a single parameter larger than the cap.
-      if (b.num_params() > 1) EXPECT_LE(b.bytes(), cap);
+      if (b.num_params() > 1) {
+        EXPECT_LE(b.bytes(), cap);
+      }
       next_param = b.end_param;
       next_offset = model::align_param_count(b.offset + b.count);
     }

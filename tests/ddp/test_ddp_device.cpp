@@ -225,9 +225,8 @@ TEST_P(DeviceTraining, ClippingAndNanSkipMatchCpu) {
   TrainConfig cfg = gpu_config();
   cfg.clip_grad_norm = 0.05f;
   cfg.on_nan = NanPolicy::Skip;
-  cfg.faults.nan_rank = rt.size() - 1;  // the last rank's synchronised gradient gets a NaN at step 4
-  cfg.faults.nan_step = 4;
-  cfg.faults.nan_in_grad = true;
+  // The last rank's synchronised gradient gets a NaN at step 4.
+  cfg.faults.arm({std::string(trainer_fault_point::kNanGradient), rt.size() - 1, 4, ""});
   const auto [cpu_run, gpu_run] = cpu_and_device_runs(cfg, GetParam(), gpu);
   for (std::size_t s = 0; s < cpu_run.records.size(); ++s) {
     EXPECT_EQ(gpu_run.records[s].skipped, cpu_run.records[s].skipped) << "step " << s + 1;

@@ -1,11 +1,10 @@
 // test_numerics.cpp — the step's numerical guards against float64 references (no MPI):
-// grad_sum_squares (finiteness + norm in one pass), the clip factor, --on-nan names, and the
-// MICRODDP_FAULT_* parser.
+// grad_sum_squares (finiteness + norm in one pass), the clip factor, --on-nan names. (The
+// MICRODDP_FAULT_* parser is the app's: tests/app/test_fault_env.cpp.)
 #include <gtest/gtest.h>
 
 #include <cfloat>
 #include <cmath>
-#include <cstdlib>
 #include <limits>
 #include <random>
 #include <vector>
@@ -86,29 +85,6 @@ TEST(NanPolicy, ParsesNames) {
   EXPECT_EQ(parse_nan_policy("skip"), NanPolicy::Skip);
   EXPECT_EQ(nan_policy_name(NanPolicy::Skip), "skip");
   EXPECT_THROW(parse_nan_policy("ignore"), core::UsageError);
-}
-
-TEST(FaultInjection, ParsesEnvironment) {
-  ::unsetenv("MICRODDP_FAULT_NAN");
-  ::unsetenv("MICRODDP_FAULT_PERTURB");
-  FaultInjection f = faults_from_env();
-  EXPECT_EQ(f.nan_rank, -1);
-  EXPECT_EQ(f.perturb_rank, -1);
-  ::setenv("MICRODDP_FAULT_NAN", "2:15:grad", 1);
-  ::setenv("MICRODDP_FAULT_PERTURB", "1:7:layer_00.bias", 1);
-  f = faults_from_env();
-  EXPECT_EQ(f.nan_rank, 2);
-  EXPECT_EQ(f.nan_step, 15);
-  EXPECT_TRUE(f.nan_in_grad);
-  EXPECT_EQ(f.perturb_rank, 1);
-  EXPECT_EQ(f.perturb_step, 7);
-  EXPECT_EQ(f.perturb_param, "layer_00.bias");
-  for (const char* bad : {"3", "x:1", "1:0", "1:2:sideways", "-1:4", "1:4x"}) {
-    ::setenv("MICRODDP_FAULT_NAN", bad, 1);
-    EXPECT_THROW(faults_from_env(), core::UsageError) << bad;
-  }
-  ::unsetenv("MICRODDP_FAULT_NAN");
-  ::unsetenv("MICRODDP_FAULT_PERTURB");
 }
 
 }  // namespace

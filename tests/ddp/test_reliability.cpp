@@ -152,9 +152,8 @@ TEST_P(OnNan, SkipIsAgreedAndEqualsARunThatNeverSawTheBatch) {
   constexpr std::int64_t kBad = 4;  // 1-based step
   TrainConfig cfg = small_config();
   cfg.on_nan = NanPolicy::Skip;
-  cfg.faults.nan_rank = rt.size() - 1;
-  cfg.faults.nan_step = kBad;
-  cfg.faults.nan_in_grad = GetParam();
+  cfg.faults.arm({std::string(GetParam() ? trainer_fault_point::kNanGradient : trainer_fault_point::kNanInput),
+                  rt.size() - 1, kBad, ""});
   auto comm = comm::make_communicator("mpi", rt);
   auto ops = kernels::make_cpu_ops(1);
   Trainer t(cfg, *comm, *ops);
@@ -168,7 +167,7 @@ TEST_P(OnNan, SkipIsAgreedAndEqualsARunThatNeverSawTheBatch) {
   const RunResult skipped = snapshot(t);
 
   TrainConfig clean = cfg;
-  clean.faults = FaultInjection{};
+  clean.faults = core::FaultPlan{};
   const RunResult reference = train(clean, *comm, /*jump_over=*/kBad);
   EXPECT_TRUE(bitwise_equal(skipped.params, reference.params)) << "parameters differ from the run without step " << kBad;
   ASSERT_EQ(skipped.state.size(), reference.state.size());
@@ -184,9 +183,8 @@ TEST_P(OnNan, SkipIsAgreedAndEqualsARunThatNeverSawTheBatch) {
 TEST_P(OnNan, AbortStopsEveryRankAtThatStep) {
   const auto& rt = microddp::testing::runtime();
   TrainConfig cfg = small_config();
-  cfg.faults.nan_rank = rt.size() - 1;
-  cfg.faults.nan_step = 3;
-  cfg.faults.nan_in_grad = GetParam();
+  cfg.faults.arm({std::string(GetParam() ? trainer_fault_point::kNanGradient : trainer_fault_point::kNanInput),
+                  rt.size() - 1, 3, ""});
   auto comm = comm::make_communicator("mpi", rt);
   auto ops = kernels::make_cpu_ops(1);
   Trainer t(cfg, *comm, *ops);
@@ -210,9 +208,7 @@ TEST(Divergence, PeriodicCheckNamesParameterStepAndRank) {
   if (rt.size() < 2) GTEST_SKIP() << "needs 2 ranks";
   TrainConfig cfg = small_config();
   cfg.check_every = 3;
-  cfg.faults.perturb_rank = rt.size() - 1;
-  cfg.faults.perturb_step = 3;
-  cfg.faults.perturb_param = "layer_02.weight";
+  cfg.faults.arm({std::string(trainer_fault_point::kPerturbParameter), rt.size() - 1, 3, "layer_02.weight"});
   auto comm = comm::make_communicator("mpi", rt);
   auto ops = kernels::make_cpu_ops(1);
   Trainer t(cfg, *comm, *ops);
@@ -228,8 +224,7 @@ TEST(Divergence, EndOfRunCheckWithCheckEveryZero) {
   if (rt.size() < 2) GTEST_SKIP() << "needs 2 ranks";
   TrainConfig cfg = small_config();
   cfg.check_every = 0;
-  cfg.faults.perturb_rank = 1;
-  cfg.faults.perturb_step = 2;
+  cfg.faults.arm({std::string(trainer_fault_point::kPerturbParameter), 1, 2, "layer_01.weight"});
   auto comm = comm::make_communicator("mpi", rt);
   auto ops = kernels::make_cpu_ops(1);
   Trainer t(cfg, *comm, *ops);

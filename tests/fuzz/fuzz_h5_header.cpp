@@ -23,6 +23,7 @@
 #include "core/error.hpp"
 #include "fuzz_target.hpp"
 #include "io/checkpoint.hpp"
+#include "io/hdf5_data_source.hpp"
 #include "io/hdf5_dataset.hpp"
 
 namespace {

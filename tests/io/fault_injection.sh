@@ -1,6 +1,6 @@
 #!/bin/bash
 # fault_injection.sh — kill -9 a writer at every named point of a checkpoint save
-# (MICRODDP_FAULT_KILL_AT, see src/io/checkpoint.hpp), during the 2nd save of a run that saves
+# (MICRODDP_FAULT_KILL_AT, see src/io/checkpoint_save.hpp), during the 2nd save of a run that saves
 # every 2 steps with --keep 1. After each kill: the run failed, `--resume auto` picks the newest
 # COMPLETE checkpoint (step 2 before the rename, step 4 after it), never a partial one, and the
 # resumed run ends bit-identical to an uninterrupted one.

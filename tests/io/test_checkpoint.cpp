@@ -9,6 +9,11 @@
 //     the result equals an uninterrupted single-process run within 1e-5 relative (the only
 //     difference is the order of the per-rank partial sums, as in test_ddp_equivalence.cpp).
 //   AutoSkipsCorruptNewest: a corrupted newest checkpoint is skipped by `auto`, with a note.
+//   EveryStoredFieldRoundTrips: a configuration with every stored field of
+//     ddp::train_config_fields() away from its default is written and read back field for field.
+//   CompatibilityRefusesEveryResumeField: a run differing in any one `resume` field (nesterov,
+//     beta1, beta2 and eps included) is refused naming that field and both values; one differing
+//     only in other fields (steps, buckets, strategy, checks) fits.
 #include <gtest/gtest.h>
 #include <hdf5.h>
 #include <mpi.h>
@@ -26,7 +31,9 @@
 #include "ddp/grad_sync.hpp"
 #include "ddp/trainer.hpp"
 #include "io/checkpoint.hpp"
+#include "ddp/train_config_fields.hpp"
 #include "kernels/ops.hpp"
+#include "support/config_field_values.hpp"
 #include "support/mpi_test_env.hpp"
 
 namespace microddp::io {
@@ -218,6 +225,67 @@ TEST(Checkpoint, AutoSkipsCorruptNewest) {
     EXPECT_NE(std::string(e.what()).find("ckpt_0000000004.h5"), std::string::npos) << e.what();
   }
   remove_dir(world, dir);
+}
+
+// A checkpoint of `cfg` after 2 steps, in a fresh directory; returns its contents as read back.
+CheckpointContents saved_after_two_steps(const ddp::TrainConfig& cfg, const char* tag) {
+  const MPI_Comm world = MPI_COMM_WORLD;
+  const std::string dir = shared_tmpdir(world, tag);
+  (void)train(world, cfg, 2, dir, 2);
+  CheckpointContents c = read_checkpoint(checkpoint_path(dir, 2));
+  remove_dir(world, dir);
+  return c;
+}
+
+TEST(Checkpoint, EveryStoredFieldRoundTrips) {
+  // Every stored field moved away from its default, so a field that were not written or not read
+  // back would come back as the default and differ.
+  const ddp::TrainConfig defaults = small_config("naive");
+  ddp::TrainConfig cfg = defaults;
+  int stored = 0;
+  for (const auto& f : ddp::train_config_fields()) {
+    if (!f.rules.stored) continue;
+    f.set(cfg, microddp::testing::another_value(f, cfg));
+    ++stored;
+  }
+  EXPECT_EQ(stored, 18);  // format version 1's configuration attributes, seed .. nesterov
+  const CheckpointContents c = saved_after_two_steps(cfg, "fields");
+  for (const auto& f : ddp::train_config_fields()) {
+    if (!f.rules.stored) continue;
+    EXPECT_FALSE(ddp::field_equal(f, defaults, cfg)) << f.name << " was not moved off its default";
+    EXPECT_TRUE(ddp::field_equal(f, c.config, cfg))
+        << f.name << ": wrote " << ddp::field_text(f, cfg) << ", read " << ddp::field_text(f, c.config);
+  }
+}
+
+TEST(Checkpoint, CompatibilityRefusesEveryResumeField) {
+  const ddp::TrainConfig cfg = small_config("naive");
+  const CheckpointContents c = saved_after_two_steps(cfg, "compat");
+  const std::string source = "synthetic";
+  EXPECT_NO_THROW(check_compatible(c, cfg, source));
+  for (const auto& f : ddp::train_config_fields()) {
+    const ddp::TrainConfig run = microddp::testing::with_field_changed(f, cfg);
+    if (!f.rules.resume) {
+      EXPECT_NO_THROW(check_compatible(c, run, source)) << f.name << " may change on resume";
+      continue;
+    }
+    try {
+      check_compatible(c, run, source);
+      ADD_FAILURE() << "a run with another " << f.name << " fits the checkpoint";
+    } catch (const core::UsageError& e) {
+      const std::string want = std::string(f.name) + " = " + ddp::field_text(f, cfg) + " (this run: " + ddp::field_text(f, run) + ")";
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  }
+  // The field the hand-written list had missed.
+  ddp::TrainConfig nesterov = cfg;
+  nesterov.optimizer.nesterov = true;
+  try {
+    check_compatible(c, nesterov, source);
+    ADD_FAILURE() << "nesterov change accepted";
+  } catch (const core::UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("nesterov = false (this run: true)"), std::string::npos) << e.what();
+  }
 }
 
 // Needs 4 ranks: checkpoint at np 4, resume at np 2 and np 3 (sub-communicators).

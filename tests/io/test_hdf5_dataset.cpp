@@ -6,10 +6,16 @@
 //   TrainingFromFileEqualsSynthetic: a Trainer on the file equals one on the generator, bitwise.
 //   BadFilesAreRejected: NaN feature, label out of range, wrong in_dim: UsageError naming the
 //     file, the dataset and the row.
+//   H5pyDefaultsAreAccepted / VariableLengthStringAttributes / H5pyFilesKeepTheirErrors: files as
+//     h5py writes them, made here with the HDF5 C API so these tests need no Python (the h5py
+//     end-to-end test is io.h5py_data): float64 inputs (read as float32, rounded to nearest),
+//     int64 labels, no attributes (classes = max label + 1), or variable-length UTF-8 string
+//     attributes; and the errors such files can hold, each naming the file and the dataset.
 #include <gtest/gtest.h>
 #include <hdf5.h>
 #include <mpi.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -19,6 +25,8 @@
 #include "comm/mpi_communicator.hpp"
 #include "data/synthetic_dataset.hpp"
 #include "ddp/trainer.hpp"
+#include "io/hdf5_data_source.hpp"
+#include "io/h5_util.hpp"
 #include "io/hdf5_dataset.hpp"
 #include "kernels/ops.hpp"
 
@@ -157,6 +165,211 @@ TEST(Hdf5Dataset, BadFilesAreRejected) {
   ddp::Trainer t(cfg, comm, *ops);
   EXPECT_THROW(t.set_data_source(src), core::UsageError);
   cleanup(p);
+}
+
+// ---- files as h5py writes them ------------------------------------------------------------------
+
+// Writes /inputs (rows, cols) stored as `x_type` and /labels (label_rows,) stored as `y_type`, from
+// doubles and int64s (HDF5 converts), contiguous and without attributes: h5py's f["inputs"] = x.
+hid_t write_plain(const std::string& p, const std::vector<double>& x, hsize_t rows, hsize_t cols, hid_t x_type,
+                  const std::vector<std::int64_t>& y, hsize_t label_rows, hid_t y_type) {
+  const hid_t f = H5Fcreate(p.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  const hsize_t xd[2] = {rows, cols};
+  const hid_t xs = H5Screate_simple(2, xd, nullptr);
+  const hid_t xds = H5Dcreate2(f, "/inputs", x_type, xs, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  H5Dwrite(xds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, x.data());
+  const hid_t ys = H5Screate_simple(1, &label_rows, nullptr);
+  const hid_t yds = H5Dcreate2(f, "/labels", y_type, ys, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  H5Dwrite(yds, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, y.data());
+  H5Dclose(yds);
+  H5Sclose(ys);
+  H5Dclose(xds);
+  H5Sclose(xs);
+  return f;  // open: callers may add attributes, then H5Fclose
+}
+
+// A scalar variable-length UTF-8 string attribute: what h5py writes for f.attrs["name"] = "text".
+void vlen_attr(hid_t obj, const char* name, const char* value) {
+  const hid_t t = H5Tcopy(H5T_C_S1);
+  H5Tset_size(t, H5T_VARIABLE);
+  H5Tset_cset(t, H5T_CSET_UTF8);
+  const hid_t space = H5Screate(H5S_SCALAR);
+  const hid_t a = H5Acreate2(obj, name, t, space, H5P_DEFAULT, H5P_DEFAULT);
+  H5Awrite(a, t, &value);
+  H5Aclose(a);
+  H5Sclose(space);
+  H5Tclose(t);
+}
+
+void int64_attr(hid_t obj, const char* name, std::int64_t v) {
+  const hid_t space = H5Screate(H5S_SCALAR);
+  const hid_t a = H5Acreate2(obj, name, H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT);
+  H5Awrite(a, H5T_NATIVE_INT64, &v);
+  H5Aclose(a);
+  H5Sclose(space);
+}
+
+constexpr hsize_t kPlainRows = 37, kPlainCols = 5;
+
+// Inputs that float32 cannot hold exactly (so the conversion is visible), labels 0..3.
+std::vector<double> plain_inputs() {
+  std::vector<double> x(kPlainRows * kPlainCols);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.1 * static_cast<double>(i) - 3.3 + 1e-12 * static_cast<double>(i % 7);
+  return x;
+}
+std::vector<std::int64_t> plain_labels() {
+  std::vector<std::int64_t> y(kPlainRows);
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<std::int64_t>((i * 7) % 4);
+  return y;
+}
+
+// Rank 0 writes the file with `write` (which gets the path), the others wait.
+template <typename Write>
+std::string make_plain(const char* name, Write write) {
+  const std::string p = shared_path(name);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank == 0) write(p);
+  MPI_Barrier(MPI_COMM_WORLD);
+  return p;
+}
+
+TEST(Hdf5Dataset, H5pyDefaultsAreAccepted) {
+  const auto x = plain_inputs();
+  const auto y = plain_labels();
+  const std::string p = make_plain("h5py_defaults", [&](const std::string& path) {
+    H5Fclose(write_plain(path, x, kPlainRows, kPlainCols, H5T_IEEE_F64LE, y, kPlainRows, H5T_STD_I64LE));
+  });
+  Hdf5DataSource src(p);
+  EXPECT_EQ(src.rows(), static_cast<std::int64_t>(kPlainRows));
+  EXPECT_EQ(src.in_dim(), static_cast<std::int64_t>(kPlainCols));
+  EXPECT_EQ(src.classes(), 4) << "max label + 1";
+  EXPECT_EQ(src.classes_from(), Hdf5DataSource::ClassesFrom::MaxLabel);
+  EXPECT_FALSE(src.microddp_format());
+  EXPECT_EQ(src.inputs_dtype(), "float64");
+  EXPECT_EQ(src.labels_dtype(), "int64");
+  EXPECT_NE(src.summary().find("converted to float32"), std::string::npos) << src.summary();
+  EXPECT_NE(src.summary().find("max label + 1"), std::string::npos) << src.summary();
+  // Every row, wrapping past the end once: float32 rounded to nearest, labels as written.
+  std::vector<float> got(kPlainRows * kPlainCols + 3 * kPlainCols);
+  std::vector<std::int32_t> labels(kPlainRows + 3);
+  src.fill(0, static_cast<std::int64_t>(kPlainRows + 3), got.data(), labels.data());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const float want = static_cast<float>(x[i % x.size()]);
+    ASSERT_EQ(std::memcmp(&got[i], &want, sizeof want), 0) << "element " << i << ": " << got[i] << " vs " << want;
+  }
+  for (std::size_t r = 0; r < labels.size(); ++r) EXPECT_EQ(labels[r], y[r % y.size()]) << "row " << r;
+  // The caller's class count wins over inference when the file has no attribute.
+  EXPECT_EQ(Hdf5DataSource(p, 9).classes(), 9);
+  // inspect's scan says where the classes came from and counts every label.
+  const DatasetReport r = scan_dataset(p);
+  EXPECT_TRUE(r.classes_inferred);
+  EXPECT_FALSE(r.has_seed);
+  ASSERT_EQ(r.label_counts.size(), 4u);
+  std::int64_t total = 0;
+  for (auto c : r.label_counts) total += c;
+  EXPECT_EQ(total, static_cast<std::int64_t>(kPlainRows));
+  cleanup(p);
+}
+
+TEST(Hdf5Dataset, VariableLengthStringAttributes) {
+  const auto x = plain_inputs();
+  const auto y = plain_labels();
+  const std::string p = make_plain("vlen_attrs", [&](const std::string& path) {
+    const hid_t f = write_plain(path, x, kPlainRows, kPlainCols, H5T_IEEE_F32LE, y, kPlainRows, H5T_STD_I32LE);
+    vlen_attr(f, "format", kDatasetFormat);
+    int64_attr(f, "format_version", kDatasetFormatVersion);
+    int64_attr(f, "classes", 6);
+    vlen_attr(f, "generator", "numpy.random.default_rng(0), \u00fcnicode welcome");
+    H5Fclose(f);
+  });
+  Hdf5DataSource src(p, 3);
+  EXPECT_TRUE(src.microddp_format());
+  EXPECT_EQ(src.classes(), 6) << "the attribute wins over the caller's value";
+  EXPECT_EQ(src.classes_from(), Hdf5DataSource::ClassesFrom::Attribute);
+  const hid_t f = H5Fopen(p.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  EXPECT_EQ(read_attr_str(f, "generator", "generator"), "numpy.random.default_rng(0), \u00fcnicode welcome");
+  H5Fclose(f);
+  cleanup(p);
+}
+
+TEST(Hdf5Dataset, H5pyFilesKeepTheirErrors) {
+  auto x = plain_inputs();
+  auto y = plain_labels();
+  auto expect_error = [](const std::string& p, const std::string& needle, auto&& action) {
+    try {
+      action();
+      ADD_FAILURE() << "no error, expected '" << needle << "'";
+    } catch (const core::UsageError& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find(p), std::string::npos) << m;
+      EXPECT_NE(m.find(needle), std::string::npos) << m;
+    }
+  };
+  std::vector<float> xb(4 * kPlainCols);
+  std::vector<std::int32_t> yb(4);
+  {  // --classes 3 given and a label 3 in row 1 ((1 * 7) % 4 = 3).
+    const std::string p = make_plain("given_classes", [&](const std::string& path) {
+      H5Fclose(write_plain(path, x, kPlainRows, kPlainCols, H5T_IEEE_F64LE, y, kPlainRows, H5T_STD_I64LE));
+    });
+    Hdf5DataSource src(p, 3);
+    expect_error(p, "/labels row 1 is 3, outside [0, 3)", [&] { src.fill(0, 3, xb.data(), yb.data()); });
+    cleanup(p);
+  }
+  {  // A negative label while inferring the classes.
+    auto bad = y;
+    bad[2] = -1;
+    const std::string p = make_plain("negative", [&](const std::string& path) {
+      H5Fclose(write_plain(path, x, kPlainRows, kPlainCols, H5T_IEEE_F64LE, bad, kPlainRows, H5T_STD_I64LE));
+    });
+    expect_error(p, "/labels row 2 is -1, labels must be >= 0", [&] { Hdf5DataSource src(p); });
+    cleanup(p);
+  }
+  {  // One class only: max label + 1 = 1 is not a classifier.
+    const std::vector<std::int64_t> zeros(kPlainRows, 0);
+    const std::string p = make_plain("one_class", [&](const std::string& path) {
+      H5Fclose(write_plain(path, x, kPlainRows, kPlainCols, H5T_IEEE_F64LE, zeros, kPlainRows, H5T_STD_I64LE));
+    });
+    expect_error(p, "max label + 1 = 1 classes", [&] { Hdf5DataSource src(p); });
+    cleanup(p);
+  }
+  {  // NaN, and a finite float64 beyond float32's range.
+    auto bad = x;
+    bad[2 * kPlainCols + 1] = std::nan("");
+    bad[5 * kPlainCols + 4] = 1e300;
+    const std::string p = make_plain("nan64", [&](const std::string& path) {
+      H5Fclose(write_plain(path, bad, kPlainRows, kPlainCols, H5T_IEEE_F64LE, y, kPlainRows, H5T_STD_I64LE));
+    });
+    Hdf5DataSource src(p);
+    expect_error(p, "/inputs row 2 column 1 is nan", [&] { src.fill(1, 3, xb.data(), yb.data()); });
+    expect_error(p, "/inputs row 5 column 4 is 1e+300, outside the float32 range", [&] { src.fill(4, 3, xb.data(), yb.data()); });
+    cleanup(p);
+  }
+  {  // Row counts that disagree.
+    const std::string p = make_plain("rows", [&](const std::string& path) {
+      H5Fclose(write_plain(path, x, kPlainRows, kPlainCols, H5T_IEEE_F64LE, y, kPlainRows - 1, H5T_STD_I64LE));
+    });
+    expect_error(p, "dataset /labels has shape (36,), expected (37,) to match /inputs", [&] { Hdf5DataSource src(p); });
+    cleanup(p);
+  }
+  {  // Labels that are not integers, or integers int64 cannot hold exactly.
+    for (const hid_t type : {H5T_IEEE_F64LE, H5T_STD_U64LE}) {
+      const std::string p = make_plain("label_type", [&](const std::string& path) {
+        H5Fclose(write_plain(path, x, kPlainRows, kPlainCols, H5T_IEEE_F64LE, y, kPlainRows, type));
+      });
+      expect_error(p, "dataset /labels has dtype", [&] { Hdf5DataSource src(p); });
+      cleanup(p);
+    }
+  }
+  {  // A format that is not ours (a checkpoint passed as data), as a variable-length string.
+    const std::string p = make_plain("other_format", [&](const std::string& path) {
+      const hid_t f = write_plain(path, x, kPlainRows, kPlainCols, H5T_IEEE_F64LE, y, kPlainRows, H5T_STD_I64LE);
+      vlen_attr(f, "format", "microddp-checkpoint");
+      H5Fclose(f);
+    });
+    expect_error(p, "attribute 'format' is 'microddp-checkpoint', expected 'microddp-dataset'", [&] { Hdf5DataSource src(p); });
+    cleanup(p);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,101 @@
+// fault_env.cpp — MICRODDP_FAULT_* -> core::FaultPlan.
+#include "app/fault_env.hpp"
+
+#include <cstdint>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+#include "core/error.hpp"
+#include "ddp/trainer.hpp"
+#include "io/checkpoint_save.hpp"
+
+namespace microddp::app {
+
+namespace {
+
+// A whole decimal integer within [lo, hi]; throws UsageError naming `var` otherwise.
+std::int64_t parse_int(const char* var, const std::string& value, const std::string& text, std::int64_t lo,
+                       std::int64_t hi, const char* what) {
+  std::int64_t v = 0;
+  std::size_t used = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::logic_error&) {
+    used = 0;
+  }
+  MDDP_USAGE_CHECK(!text.empty() && used == text.size() && v >= lo && v <= hi,
+                   var << "='" << value << "': bad " << what << " '" << text << "' (an integer in [" << lo << ", " << hi
+                       << "])");
+  return v;
+}
+
+struct RankStep {
+  int rank = -1;  // -1: the variable is unset
+  std::int64_t step = 0;
+  std::string what;  // the optional third part
+};
+
+// "RANK:STEP[:WHAT]"; step is 1-based.
+RankStep parse_rank_step(const EnvLookup& env, const char* var) {
+  RankStep r;
+  const char* v = env(var);
+  if (v == nullptr || *v == '\0') return r;
+  const std::string s(v);
+  const auto c1 = s.find(':');
+  MDDP_USAGE_CHECK(c1 != std::string::npos, var << "='" << s << "' must be RANK:STEP[:WHAT]");
+  const auto c2 = s.find(':', c1 + 1);
+  constexpr std::int64_t kMaxRank = 1 << 24;  // far above any job; keeps the value an int
+  r.rank = static_cast<int>(parse_int(var, s, s.substr(0, c1), 0, kMaxRank, "rank"));
+  const std::string step = s.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1);
+  r.step = parse_int(var, s, step, 1, std::int64_t{1} << 40, "step (1-based)");
+  if (c2 != std::string::npos) r.what = s.substr(c2 + 1);
+  return r;
+}
+
+}  // namespace
+
+core::FaultPlan fault_plan_from_env(const EnvLookup& env) {
+  namespace point = ddp::trainer_fault_point;
+  core::FaultPlan plan;
+
+  const RankStep nan = parse_rank_step(env, "MICRODDP_FAULT_NAN");
+  if (nan.rank >= 0) {
+    MDDP_USAGE_CHECK(nan.what.empty() || nan.what == "input" || nan.what == "grad",
+                     "MICRODDP_FAULT_NAN: WHAT must be input or grad, got '" << nan.what << "'");
+    plan.arm({std::string(nan.what == "grad" ? point::kNanGradient : point::kNanInput), nan.rank, nan.step, ""});
+  }
+
+  const RankStep perturb = parse_rank_step(env, "MICRODDP_FAULT_PERTURB");
+  if (perturb.rank >= 0) {
+    plan.arm({std::string(point::kPerturbParameter), perturb.rank, perturb.step,
+              perturb.what.empty() ? std::string("layer_01.weight") : perturb.what});
+  }
+
+  const char* kill_at = env("MICRODDP_FAULT_KILL_AT");
+  if (kill_at != nullptr && *kill_at != '\0') {
+    const std::string at(kill_at);
+    std::string known;
+    bool found = false;
+    for (const auto& p : io::save_fault_points()) {
+      found = found || p == at;
+      known += (known.empty() ? "" : " ") + p;
+    }
+    MDDP_USAGE_CHECK(found, "MICRODDP_FAULT_KILL_AT='" << at << "' is not a save point (" << known << ")");
+    auto optional_int = [&](const char* var, std::int64_t fallback, std::int64_t lo, const char* what) {
+      const char* v = env(var);
+      if (v == nullptr || *v == '\0') return fallback;
+      return parse_int(var, v, v, lo, std::int64_t{1} << 24, what);
+    };
+    const auto rank = static_cast<int>(optional_int("MICRODDP_FAULT_KILL_RANK", 0, 0, "rank"));
+    const std::int64_t save = optional_int("MICRODDP_FAULT_KILL_SAVE", 1, 1, "save number (1-based)");
+    plan.arm({at, rank, save, ""});
+  }
+  return plan;
+}
+
+core::FaultPlan fault_plan_from_env() {
+  return fault_plan_from_env([](const char* name) -> const char* { return std::getenv(name); });
+}
+
+}  // namespace microddp::app

@@ -1,0 +1,219 @@
+// train_config_fields.cpp — the field table, its member-count guard, codes and texts.
+#include "ddp/train_config_fields.hpp"
+
+#include <array>
+#include <bit>
+#include <charconv>
+#include <cstdio>
+#include <tuple>
+#include <type_traits>
+
+#include "core/error.hpp"
+#include "core/hash.hpp"
+#include "ddp/bucket_planner.hpp"
+#include "ddp/numerics.hpp"
+#include "ddp/strategy.hpp"
+
+namespace microddp::ddp {
+
+namespace {
+
+// ---- the member-count guard ---------------------------------------------------------------------
+// A structured binding must name every data member, so a member added to any of these structs stops
+// the build HERE. Give it a row in fields() below (and count it in kConfigMembers), or, if it does not
+// configure the run, say why next to `faults`.
+[[maybe_unused]] void every_member_is_named(const TrainConfig& c) {
+  [[maybe_unused]] const auto& [model, optimizer, steps, global_batch, seed, strategy, sync_options,
+                                accum_steps, keep_events, layer_events, check_every, sync_check_every,
+                                on_nan, clip_grad_norm,
+                                faults  // not a row: test hooks, armed per rank (core/fault_plan.hpp)
+  ] = c;
+  [[maybe_unused]] const auto& [in_dim, width, depth, classes] = c.model;
+  [[maybe_unused]] const auto& [name, lr, beta1, beta2, eps, weight_decay, momentum, nesterov] = c.optimizer;
+  [[maybe_unused]] const auto& [bucket_mb, first_bucket_mb] = c.sync_options;
+}
+// Rows the structs above call for: TrainConfig's 15 members less `faults` and its 3 nested structs
+// (model, optimizer, sync_options: their members are the rows), plus their 4 + 8 + 2 members.
+constexpr std::size_t kConfigMembers = (15 - 1 - 3) + 4 + 8 + 2;
+
+// ---- accessors ------------------------------------------------------------------------------------
+// Where a field lives: a member of TrainConfig, or a member of one of its nested structs.
+template <auto Member>
+struct Top {
+  static auto& ref(TrainConfig& c) { return c.*Member; }
+  static const auto& ref(const TrainConfig& c) { return c.*Member; }
+};
+template <auto Outer, auto Inner>
+struct Nested {
+  static auto& ref(TrainConfig& c) { return (c.*Outer).*Inner; }
+  static const auto& ref(const TrainConfig& c) { return (c.*Outer).*Inner; }
+};
+
+// The field type a member's C++ type stands for (double members are bucket sizes in MiB).
+template <class T>
+constexpr FieldType type_of() {
+  if constexpr (std::is_same_v<T, std::int64_t>) return FieldType::Int;
+  else if constexpr (std::is_same_v<T, std::uint64_t>) return FieldType::UInt;
+  else if constexpr (std::is_same_v<T, float>) return FieldType::Float32;
+  else if constexpr (std::is_same_v<T, double>) return FieldType::MiB;
+  else if constexpr (std::is_same_v<T, std::string>) return FieldType::String;
+  else if constexpr (std::is_same_v<T, bool>) return FieldType::Bool;
+  else static_assert(sizeof(T) == 0, "a configuration member of a type the table does not know");
+}
+
+template <class Path>
+ConfigValue get_member(const TrainConfig& c) {
+  const auto& v = Path::ref(c);
+  using T = std::remove_cvref_t<decltype(v)>;
+  if constexpr (std::is_same_v<T, float>) {
+    return static_cast<double>(v);  // exact
+  } else {
+    return v;
+  }
+}
+
+template <class Path>
+void set_member(TrainConfig& c, const ConfigValue& value) {
+  auto& v = Path::ref(c);
+  using T = std::remove_cvref_t<decltype(v)>;
+  if constexpr (std::is_same_v<T, float>) {
+    v = static_cast<float>(std::get<double>(value));
+  } else {
+    v = std::get<T>(value);
+  }
+}
+
+template <class Path>
+ConfigField row(std::string_view name, FieldRules rules) {
+  using T = std::remove_cvref_t<decltype(Path::ref(std::declval<const TrainConfig&>()))>;
+  return {name, type_of<T>(), rules, &get_member<Path>, &set_member<Path>};
+}
+
+// The NaN policy is an enum in TrainConfig and its name everywhere outside.
+ConfigValue get_on_nan(const TrainConfig& c) { return std::string(nan_policy_name(c.on_nan)); }
+void set_on_nan(TrainConfig& c, const ConfigValue& v) { c.on_nan = parse_nan_policy(std::get<std::string>(v)); }
+// Likewise the strategy (ddp/strategy.hpp spells it).
+ConfigValue get_strategy(const TrainConfig& c) { return std::string(strategy_name(c.strategy)); }
+void set_strategy(TrainConfig& c, const ConfigValue& v) { c.strategy = parse_strategy(std::get<std::string>(v)); }
+
+constexpr FieldRules kRunShape{.agree = true, .stored = true, .resume = true};  // the checkpoint must match
+constexpr FieldRules kRunLength{.agree = true, .stored = true, .resume = false};  // recorded; a resume may change it
+constexpr FieldRules kRanksOnly{.agree = true, .stored = false, .resume = false};  // how this run runs
+constexpr FieldRules kLocal{};  // what this rank records: may differ between ranks, not checkpointed
+
+using TC = TrainConfig;
+using MC = model::MlpConfig;
+using OC = model::OptimizerConfig;
+using SO = GradSyncOptions;
+
+std::span<const ConfigField> fields() {
+  // Stored rows first, in the order of format version 1's root attributes (the digest covers it).
+  static const auto table = std::to_array<ConfigField>({
+      row<Top<&TC::seed>>("seed", kRunShape),
+      row<Nested<&TC::model, &MC::in_dim>>("in_dim", kRunShape),
+      row<Nested<&TC::model, &MC::width>>("width", kRunShape),
+      row<Nested<&TC::model, &MC::depth>>("depth", kRunShape),
+      row<Nested<&TC::model, &MC::classes>>("classes", kRunShape),
+      row<Top<&TC::global_batch>>("global_batch", kRunShape),
+      row<Top<&TC::accum_steps>>("accum_steps", kRunShape),
+      row<Top<&TC::steps>>("steps", kRunLength),
+      // Bucket caps only shape the collectives, not the result: any strategy may resume.
+      row<Nested<&TC::sync_options, &SO::bucket_mb>>("bucket_mb", kRunLength),
+      row<Nested<&TC::sync_options, &SO::first_bucket_mb>>("first_bucket_mb", kRunLength),
+      row<Nested<&TC::optimizer, &OC::name>>("optimizer", kRunShape),
+      row<Nested<&TC::optimizer, &OC::lr>>("lr", kRunShape),
+      row<Nested<&TC::optimizer, &OC::beta1>>("beta1", kRunShape),
+      row<Nested<&TC::optimizer, &OC::beta2>>("beta2", kRunShape),
+      row<Nested<&TC::optimizer, &OC::eps>>("eps", kRunShape),
+      row<Nested<&TC::optimizer, &OC::weight_decay>>("weight_decay", kRunShape),
+      row<Nested<&TC::optimizer, &OC::momentum>>("momentum", kRunShape),
+      row<Nested<&TC::optimizer, &OC::nesterov>>("nesterov", kRunShape),
+      // Not stored (format version 1 has no attribute for them). The strategy of the save is
+      // recorded with world_size and backend among the save's facts; a resume may use another.
+      ConfigField{"strategy", FieldType::String, kRanksOnly, &get_strategy, &set_strategy},
+      row<Top<&TC::check_every>>("check_every", kRanksOnly),
+      row<Top<&TC::sync_check_every>>("sync_check_every", kRanksOnly),
+      ConfigField{"on_nan", FieldType::String, kRanksOnly, &get_on_nan, &set_on_nan},
+      row<Top<&TC::clip_grad_norm>>("clip_grad_norm", kRanksOnly),
+      row<Top<&TC::keep_events>>("keep_events", kLocal),
+      row<Top<&TC::layer_events>>("layer_events", kLocal),
+  });
+  static_assert(std::tuple_size_v<decltype(table)> == kConfigMembers,
+                "one row per configuration member (see every_member_is_named)");
+  return table;
+}
+
+std::string shortest(double v) {
+  char b[64];
+  const auto r = std::to_chars(b, b + sizeof b, v);
+  return std::string(b, r.ptr);
+}
+std::string shortest(float v) {
+  char b[64];
+  const auto r = std::to_chars(b, b + sizeof b, v);
+  return std::string(b, r.ptr);
+}
+
+}  // namespace
+
+std::span<const ConfigField> train_config_fields() { return fields(); }
+
+const ConfigField* find_config_field(std::string_view name) {
+  for (const auto& f : fields()) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+std::int64_t field_code(const ConfigField& f, const TrainConfig& c) {
+  const ConfigValue v = f.get(c);
+  switch (f.type) {
+    case FieldType::Int: return std::get<std::int64_t>(v);
+    case FieldType::UInt: return static_cast<std::int64_t>(std::get<std::uint64_t>(v));
+    case FieldType::Float32: return std::bit_cast<std::uint32_t>(static_cast<float>(std::get<double>(v)));
+    case FieldType::MiB: return mib_to_bytes(std::get<double>(v));
+    case FieldType::String: {
+      const auto& s = std::get<std::string>(v);
+      return static_cast<std::int64_t>(core::fnv1a64(s.data(), s.size()));
+    }
+    case FieldType::Bool: return std::get<bool>(v) ? 1 : 0;
+  }
+  return 0;  // not reached
+}
+
+std::string code_text(const ConfigField& f, std::int64_t code) {
+  switch (f.type) {
+    case FieldType::Int: return std::to_string(code);
+    case FieldType::UInt: return std::to_string(static_cast<std::uint64_t>(code));
+    case FieldType::Float32: return shortest(std::bit_cast<float>(static_cast<std::uint32_t>(code)));
+    case FieldType::MiB:
+      return shortest(static_cast<double>(code) / (1024.0 * 1024.0)) + " MiB (" + std::to_string(code) + " bytes)";
+    case FieldType::String: {
+      char b[40];
+      std::snprintf(b, sizeof b, "name hash 0x%016llx", static_cast<unsigned long long>(code));
+      return b;
+    }
+    case FieldType::Bool: return code != 0 ? "true" : "false";
+  }
+  return "";  // not reached
+}
+
+bool field_equal(const ConfigField& f, const TrainConfig& a, const TrainConfig& b) {
+  if (f.type == FieldType::String) return f.get(a) == f.get(b);
+  return field_code(f, a) == field_code(f, b);
+}
+
+std::string field_text(const ConfigField& f, const TrainConfig& c) {
+  const ConfigValue v = f.get(c);
+  switch (f.type) {
+    case FieldType::Int: return std::to_string(std::get<std::int64_t>(v));
+    case FieldType::UInt: return std::to_string(std::get<std::uint64_t>(v));
+    case FieldType::Float32: return shortest(static_cast<float>(std::get<double>(v)));
+    case FieldType::MiB: return shortest(std::get<double>(v));
+    case FieldType::String: return std::get<std::string>(v);
+    case FieldType::Bool: return std::get<bool>(v) ? "true" : "false";
+  }
+  return "";  // not reached
+}
+
+}  // namespace microddp::ddp

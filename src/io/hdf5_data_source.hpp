@@ -1,0 +1,88 @@
+// hdf5_data_source.hpp — training data read from an HDF5 file (`train --data`, `inspect`).
+//
+// What a data file must hold (docs/checkpoint_format.md, "HDF5 data sets"):
+//   /inputs   (N, in_dim) float32, or float64 (converted to float32 on read: the model computes in
+//             float32; a finite double beyond float32's range is an error, not an Inf)
+//   /labels   (N,) integers of any type that fits int64 exactly (int8..int64, uint8..uint32),
+//             each in [0, classes)
+//   attributes, all optional: format (a fixed- or variable-length string; when present it must be
+//             "microddp-dataset", and then format_version must be 1), classes, seed, and whatever else.
+// That is what h5py writes the obvious way (f["inputs"] = x; f["labels"] = y with numpy's default
+// float64 and int64, no attributes) and what `make-dataset` writes (float32, int32, every attribute,
+// io/hdf5_dataset.hpp). The number of classes is the `classes` attribute when there is one, else
+// the caller's (--classes, or rank 0's inference passed on), else max label + 1 over all of /labels.
+//
+// Hdf5DataSource is a data::DataSource: sample index i maps to row i mod N (epochs wrap), and each
+// fill() reads ONLY the requested rows with hyperslab selections (one or two contiguous slices), so
+// no rank reads the whole file (inferring the classes does, once, on one rank). Every row read is
+// validated (finite features, label in range) before it reaches the model; errors are
+// core::UsageError naming the file, the dataset, the row and the value. HDF5 allocates small
+// dataspace objects per read, and the conversion buffers grow to the largest read once: the
+// exceptions to "the step allocates nothing", accepted because the read itself is a system call.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "data/data_source.hpp"
+#include "io/hdf5_check.hpp"
+
+namespace microddp::io {
+
+class Hdf5DataSource final : public data::DataSource {
+ public:
+  // Opens PATH read-only and validates its metadata (format if present, shapes, dtypes).
+  // classes_if_absent: the number of classes when the file has no `classes` attribute; 0 = infer
+  // it here (max label + 1: reads all of /labels). Throws core::UsageError naming the file, the
+  // dataset or attribute, what was expected and what was found.
+  explicit Hdf5DataSource(const std::string& path, std::int64_t classes_if_absent = 0);
+
+  std::int64_t in_dim() const override { return in_dim_; }
+  std::int64_t classes() const override { return classes_; }
+  std::int64_t rows() const override { return rows_; }
+  std::string describe() const override;
+  void fill(std::int64_t first, std::int64_t count, float* x, std::int32_t* y) const override;
+
+  enum class ClassesFrom { Attribute, Caller, MaxLabel };
+  ClassesFrom classes_from() const { return classes_from_; }
+  bool microddp_format() const { return microddp_format_; }  // has format = "microddp-dataset"
+  const std::string& inputs_dtype() const { return inputs_dtype_; }  // "float32" | "float64"
+  const std::string& labels_dtype() const { return labels_dtype_; }  // "int32", "int64", ...
+  // What the file is, in one line for a run's header: "FILE: 500 rows x 12 features (float64,
+  // converted to float32), labels int64, 3 classes = max label + 1 (no 'classes' attribute)".
+  std::string summary() const;
+
+  const std::string& path() const { return path_; }
+  std::int64_t rows_read() const { return rows_read_; }  // total rows fill() has read
+
+ private:
+  void read_rows(std::int64_t row, std::int64_t count, float* x, std::int32_t* y) const;
+  // max label + 1 over all of /labels (in blocks); a negative label or fewer than 2 classes is an error.
+  std::int64_t infer_classes() const;
+
+  std::string path_;
+  Hid file_, inputs_, labels_;
+  std::int64_t rows_ = 0, in_dim_ = 0, classes_ = 0;
+  ClassesFrom classes_from_ = ClassesFrom::Attribute;
+  bool microddp_format_ = false;
+  bool inputs_f64_ = false;
+  std::string inputs_dtype_, labels_dtype_;
+  mutable std::vector<double> x64_;        // float64 rows before conversion (grown once)
+  mutable std::vector<std::int64_t> y64_;  // labels before the range check (grown once)
+  mutable std::int64_t rows_read_ = 0;
+};
+
+// `inspect`: metadata plus a full scan (in blocks) for NaN/Inf and the label range.
+struct DatasetReport {
+  std::int64_t samples = 0, in_dim = 0, classes = 0;
+  bool microddp_format = false;
+  bool classes_inferred = false;  // max label + 1 (no `classes` attribute)
+  std::string inputs_dtype, labels_dtype;
+  bool has_seed = false;
+  std::uint64_t seed = 0;
+  std::vector<std::int64_t> label_counts;
+};
+DatasetReport scan_dataset(const std::string& path);
+
+}  // namespace microddp::io

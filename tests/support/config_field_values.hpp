@@ -1,0 +1,45 @@
+// config_field_values.hpp — for tests that walk ddp::train_config_fields(): a valid value of a
+// field that differs from the one a configuration has, so a test can change exactly one field.
+// Numbers move (integers +1, reals halved or set to 0.25 from 0, MiB +1), booleans flip, names
+// switch to another valid name. A string field this helper does not know fails the calling test,
+// so a new field cannot slip through the walks unnoticed.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "ddp/train_config_fields.hpp"
+
+namespace microddp::testing {
+
+inline ddp::ConfigValue another_value(const ddp::ConfigField& f, const ddp::TrainConfig& c) {
+  const ddp::ConfigValue v = f.get(c);
+  switch (f.type) {
+    case ddp::FieldType::Int: return std::get<std::int64_t>(v) + 1;
+    case ddp::FieldType::UInt: return std::get<std::uint64_t>(v) + 1;
+    case ddp::FieldType::Float32: {
+      const double x = std::get<double>(v);
+      return x == 0.0 ? 0.25 : x * 0.5;  // both exact in float32, and valid for every setting
+    }
+    case ddp::FieldType::MiB: return std::get<double>(v) + 1.0;
+    case ddp::FieldType::Bool: return !std::get<bool>(v);
+    case ddp::FieldType::String: {
+      const std::string s = std::get<std::string>(v);
+      if (f.name == "optimizer") return std::string(s == "adamw" ? "adam" : "adamw");
+      if (f.name == "strategy") return std::string(s == "flat" ? "naive" : "flat");
+      if (f.name == "on_nan") return std::string(s == "skip" ? "abort" : "skip");
+      ADD_FAILURE() << "config_field_values.hpp knows no other value for string field " << f.name;
+      return s;
+    }
+  }
+  return v;  // not reached
+}
+
+// `c` with field `f` changed to another_value().
+inline ddp::TrainConfig with_field_changed(const ddp::ConfigField& f, ddp::TrainConfig c) {
+  f.set(c, another_value(f, c));
+  return c;
+}
+
+}  // namespace microddp::testing
