@@ -31,10 +31,12 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "app/cli_values.hpp"
 #include "app/command.hpp"
 #include "app/compute_device.hpp"
 #include "comm/factory.hpp"
@@ -108,8 +110,8 @@ struct Result {
 class BenchCollectivesCommand final : public Command {
  public:
   explicit BenchCollectivesCommand(CLI::App* sub) {
-    sub->add_option("--min-bytes", min_bytes_, "Smallest size in bytes")->check(CLI::Range(std::int64_t{4}, std::int64_t{1} << 40))->capture_default_str();
-    sub->add_option("--max-bytes", max_bytes_, "Largest size in bytes")->check(CLI::Range(std::int64_t{4}, std::int64_t{1} << 40))->capture_default_str();
+    add_byte_size_option(sub, "--min-bytes", min_bytes_, "Smallest size", 4, std::int64_t{1} << 40);
+    add_byte_size_option(sub, "--max-bytes", max_bytes_, "Largest size", 4, std::int64_t{1} << 40);
     sub->add_option("--factor", factor_, "Size multiplier between rows")->check(CLI::Range(2, 1024))->capture_default_str();
     sub->add_option("--warmup", warmup_, "Untimed iterations per cell")->check(CLI::Range(0, 100000))->capture_default_str();
     sub->add_option("--iters", iters_, "Timed iterations per cell")->check(CLI::Range(1, 100000))->capture_default_str();
@@ -122,14 +124,18 @@ class BenchCollectivesCommand final : public Command {
     sub->add_option("--memory", memory_, "Buffers: auto (GPU memory for nccl, nccl-ring; host for the others), host, device")
         ->check(CLI::IsMember({"auto", "host", "device"}))
         ->capture_default_str();
-    sub->add_option("--overlap-bytes", overlap_bytes_, "Async-progress check: all-reduce size (0 = skip)")->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40))->capture_default_str();
+    add_byte_size_option(sub, "--overlap-bytes", overlap_bytes_, "Async-progress check: all-reduce size (0 = skip)", 0,
+                         std::int64_t{1} << 40);
     sub->add_option("--overlap-ms", overlap_ms_, "Async-progress check: compute times in ms, comma-separated")->capture_default_str();
   }
   void validate() override {
     MDDP_USAGE_CHECK(min_bytes_ <= max_bytes_, "--min-bytes " << min_bytes_ << " > --max-bytes " << max_bytes_);
     MDDP_USAGE_CHECK(!split_list(backends_).empty(), "--backends is empty");
     for (const auto& o : split_list(ops_)) MDDP_USAGE_CHECK(kOps.count(o) == 1, "unknown op '" << o << "' in --ops");
-    for (const auto& t : split_list(overlap_ms_)) MDDP_USAGE_CHECK(std::atof(t.c_str()) >= 0, "bad --overlap-ms entry '" << t << "'");
+    for (const auto& t : split_list(overlap_ms_)) {
+      const std::optional<double> ms = parse_finite_real(t);
+      MDDP_USAGE_CHECK(ms && *ms >= 0, "bad --overlap-ms entry '" << t << "' (a finite number of milliseconds >= 0)");
+    }
   }
   int run(const comm::MpiRuntime& mpi) override;
 
@@ -307,7 +313,7 @@ double compute_for_ms(double ms) {
 void BenchCollectivesCommand::run_overlap(const comm::MpiRuntime& mpi, std::vector<std::unique_ptr<Communicator>>& comms) {
   const std::int64_t count = overlap_bytes_ / 4;
   std::vector<double> ts;
-  for (const auto& t : split_list(overlap_ms_)) ts.push_back(std::atof(t.c_str()));
+  for (const auto& t : split_list(overlap_ms_)) ts.push_back(parse_finite_real(t).value_or(0.0));  // validated
   if (mpi.rank() == 0) {
     std::printf("#\n# Async progress: all_reduce of %" PRId64 " bytes issued async, caller computes T ms, then wait().\n",
                 count * 4);

@@ -59,7 +59,9 @@ check "--clip-grad-norm" "$bin" "${t[@]}" --clip-grad-norm inf
 check "MICRODDP_FAULT_NAN" env MICRODDP_FAULT_NAN=0:zero "$bin" "${t[@]}"
 check "MICRODDP_FAULT_PERTURB" env MICRODDP_FAULT_PERTURB=1 "$bin" "${t[@]}"
 check "--bogus"          "$bin" "${t[@]}" --bogus 3
-check "subcommand"       "$bin" frobnicate
+# An unknown command is named, with the real ones (CLI11 alone said "A subcommand is required").
+check "unknown command 'frobnicate' (commands: train," "$bin" frobnicate
+check "unknown command 'bench frobnicate' (bench commands: compute, collectives, ddp)" "$bin" bench frobnicate
 check "cannot open metrics file" "$bin" "${t[@]}" --metrics /nonexistent-dir/m.jsonl
 check "--global-batch"   "$bin" manual --global-batch 1 --steps 1
 check "--sync-check-every" "$bin" "${t[@]}" --sync-check-every -1
@@ -85,6 +87,16 @@ check "unknown --scaling-strategy 'Flat'" "$bin" analyze --scaling-strategy Flat
 check "--accum-steps"    "$bin" baseline --accum-steps 2
 check "--comm-timeout"   "$bin" manual --comm-timeout 5
 check "--comm-timeout"   "$bin" "${t[@]}" --comm-timeout nan
+# Sizes in bytes take K, M, G (binary); anything else is refused, never read as 0 or truncated.
+check "--min-bytes"      "$bin" bench collectives --min-bytes 1X
+check "--min-bytes"      "$bin" bench collectives --min-bytes 1.5M
+check "--max-bytes"      "$bin" bench collectives --max-bytes -1M
+check "--max-bytes"      "$bin" bench collectives --max-bytes 2048G
+check "--min-bytes 268435456 > --max-bytes 1048576" "$bin" bench collectives --min-bytes 256M --max-bytes 1M
+check "--overlap-bytes"  "$bin" bench collectives --overlap-bytes 4Q
+check "bad --overlap-ms entry 'abc'" "$bin" bench collectives --overlap-ms abc
+check "bad --overlap-ms entry '5x'"  "$bin" bench collectives --overlap-ms 0,5x
+check "bad --overlap-ms entry 'nan'" "$bin" bench collectives --overlap-ms nan
 # analyze's model and scaling options.
 check "--reduce-gbps"    "$bin" analyze --link-gbps 100 --reduce-gbps -2
 check "--fit-max-mb"     "$bin" analyze --fit-max-mb 0

@@ -1,12 +1,15 @@
 // test_command_line.cpp — the `microddp` command line without a process or MPI: strategies parsed
-// by their one spelling, and option groups (a command offers exactly the options it uses).
+// by their one spelling, option groups (a command offers exactly the options it uses), sizes with
+// unit suffixes, unknown commands named, and --help-all reaching every command's options.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <initializer_list>
 #include <string>
 #include <vector>
 
 #include "app/cli.hpp"
+#include "app/cli_values.hpp"
 
 namespace microddp::app {
 namespace {
@@ -59,6 +62,59 @@ TEST(CommandLine, CommandsOfferOnlyTheOptionGroupsTheyUse) {
             nullptr);
   expect_error({"train", "--comm-timeout", "nan"}, {"--comm-timeout"});
   expect_error({"analyze", "--peak-gflops", "-1"}, {"--peak-gflops"});
+}
+
+TEST(CommandLine, ByteSizesTakeBinarySuffixes) {
+  EXPECT_EQ(parse_byte_size("4096"), 4096);
+  EXPECT_EQ(parse_byte_size("0"), 0);
+  EXPECT_EQ(parse_byte_size("4K"), 4096);
+  EXPECT_EQ(parse_byte_size("4k"), 4096);
+  EXPECT_EQ(parse_byte_size("4KiB"), 4096);
+  EXPECT_EQ(parse_byte_size("4KB"), 4096);
+  EXPECT_EQ(parse_byte_size("1M"), 1 << 20);
+  EXPECT_EQ(parse_byte_size("256M"), std::int64_t{256} << 20);
+  EXPECT_EQ(parse_byte_size("3G"), std::int64_t{3} << 30);
+  EXPECT_EQ(parse_byte_size("7B"), 7);
+  for (const char* bad : {"", "M", "1.5M", "-1", "+1", " 1", "1 M", "1X", "1MM", "1MiBs", "1T", "0x10",
+                          "99999999999999999999", "4294967297G"}) {
+    EXPECT_FALSE(parse_byte_size(bad).has_value()) << "'" << bad << "'";
+  }
+  for (const std::int64_t v : {std::int64_t{0}, std::int64_t{4}, std::int64_t{1000}, std::int64_t{1} << 10,
+                               std::int64_t{3} << 20, std::int64_t{5} << 30, (std::int64_t{1} << 20) + 1}) {
+    EXPECT_EQ(parse_byte_size(format_byte_size(v)), v) << format_byte_size(v);
+  }
+  EXPECT_EQ(format_byte_size(std::int64_t{256} << 20), "256M");
+
+  EXPECT_NE(parse({"bench", "collectives", "--min-bytes", "1M", "--max-bytes", "256M", "--overlap-bytes", "64K"}).out.chosen,
+            nullptr);
+  expect_error({"bench", "collectives", "--min-bytes", "1.5M"}, {"--min-bytes", "1.5M"});
+  expect_error({"bench", "collectives", "--max-bytes", "2K", "--min-bytes", "4K"}, {"--min-bytes 4096 > --max-bytes 2048"});
+  expect_error({"bench", "collectives", "--max-bytes", "2"}, {"--max-bytes"});  // below 4 bytes (one float)
+}
+
+TEST(CommandLine, OverlapTimesMustBeNumbers) {
+  EXPECT_NE(parse({"bench", "collectives", "--overlap-ms", "0,2.5,10"}).out.chosen, nullptr);
+  expect_error({"bench", "collectives", "--overlap-ms", "abc"}, {"--overlap-ms", "'abc'"});
+  expect_error({"bench", "collectives", "--overlap-ms", "0,5ms"}, {"--overlap-ms", "'5ms'"});
+  expect_error({"bench", "collectives", "--overlap-ms", "-1"}, {"--overlap-ms", "'-1'"});
+  expect_error({"bench", "collectives", "--overlap-ms", "inf"}, {"--overlap-ms", "'inf'"});
+}
+
+TEST(CommandLine, UnknownCommandsAreNamedWithTheRealOnes) {
+  expect_error({"nosuchcommand"}, {"unknown command 'nosuchcommand'", "train", "analyze", "bench"});
+  expect_error({"bench", "nosuch"}, {"unknown command 'bench nosuch'", "compute, collectives, ddp"});
+  expect_error({}, {"no command given"});
+  // Options are CLI11's to judge, and a command's own words are its arguments.
+  expect_error({"--bogus"}, {"--bogus"});
+  EXPECT_NE(parse({"train", "--steps", "3"}).out.chosen, nullptr);
+}
+
+TEST(CommandLine, HelpAllShowsEveryCommandsOptions) {
+  const Parsed p = parse({"--help-all"});
+  ASSERT_TRUE(p.out.help);
+  for (const char* part : {"--strategy", "--min-bytes", "--overlap-ms", "--strategies", "--rounds", "--data"}) {
+    EXPECT_NE(p.out.help_text.find(part), std::string::npos) << part;
+  }
 }
 
 }  // namespace
