@@ -27,29 +27,43 @@ std::vector<CLI::App*> subcommands_of(CLI::App& app) {
   return app.get_subcommands([](CLI::App*) { return true; });
 }
 
-// The command words of argv walked down the command tree: a word that is not a command where one is
-// expected is named with the real choices (CLI11 would only say "A subcommand is required" or that
-// the argument was not expected). Options, and everything after a command without subcommands,
-// are left to CLI11.
-std::optional<std::string> unknown_command(CLI::App& root, int argc, const char* const* argv) {
+// "train, baseline, ...": the choices at one level, in registration order.
+std::string command_names(const std::vector<CLI::App*>& subs) {
+  std::string names;
+  for (const CLI::App* sub : subs) names += (names.empty() ? "" : ", ") + sub->get_name();
+  return names;
+}
+
+// The command words of argv walked down the command tree: a missing command, a word that is not a
+// command, or an unknown option where a command is expected is named with the real choices (CLI11
+// would only say "A subcommand is required" or that the argument was not expected). --help and
+// --help-all, and everything after a command without subcommands, are left to CLI11.
+std::optional<std::string> command_word_error(CLI::App& root, int argc, const char* const* argv) {
   CLI::App* at = &root;
   std::string path;  // the command words so far, e.g. "bench "
   for (int i = 1; i < argc && argv[i] != nullptr; ++i) {
     const std::vector<CLI::App*> subs = subcommands_of(*at);
     const std::string_view word = argv[i];
-    if (subs.empty() || word.starts_with("-")) return std::nullopt;
+    if (subs.empty()) return std::nullopt;
+    if (word.starts_with("-")) {
+      // --help, --help-all: CLI11's. Anything else before the command is no option of microddp
+      // (CLI11 would only say that a subcommand is required).
+      const std::string name(word.substr(0, word.find('=')));
+      if (at->get_option_no_throw(name) != nullptr) return std::nullopt;
+      return "unknown option '" + name + "' before the command (" + path + "commands: " + command_names(subs) + ")";
+    }
     CLI::App* next = nullptr;
     for (CLI::App* sub : subs) {
       if (sub->check_name(std::string(word))) next = sub;
     }
     if (next == nullptr) {
-      std::string names;
-      for (const CLI::App* sub : subs) names += (names.empty() ? "" : ", ") + sub->get_name();
-      return "unknown command '" + path + std::string(word) + "' (" + (path.empty() ? "" : path) + "commands: " + names + ")";
+      return "unknown command '" + path + std::string(word) + "' (" + path + "commands: " + command_names(subs) + ")";
     }
     path += std::string(word) + " ";
     at = next;
   }
+  const std::vector<CLI::App*> subs = subcommands_of(*at);
+  if (!subs.empty()) return "no command given (" + path + "commands: " + command_names(subs) + ")";
   return std::nullopt;
 }
 
@@ -84,7 +98,7 @@ std::unique_ptr<CommandLine> build_command_line() {
 
 ParseOutcome parse_command_line(CommandLine& cl, int argc, const char* const* argv) {
   ParseOutcome out;
-  if (auto unknown = unknown_command(cl.app, argc, argv)) {
+  if (auto unknown = command_word_error(cl.app, argc, argv)) {
     out.exit_code = 2;
     out.error = *unknown;
     out.suggest_help = true;
