@@ -348,11 +348,17 @@ TEST(Scaling, WeakAndStrongEfficiencyByHand) {
   EXPECT_NEAR(strong[1].efficiency, t1 / (2 * strong[1].step_s), 1e-12);
 }
 
-TEST(Analysis, PhasesSumToStepAndReportIsConsistent) {
+// A small model recorded at 2 ranks (in 32, width 32, depth 2, 4 classes; global batch 64), no runs yet.
+RunRecord two_rank_record() {
   RunRecord rec;
   rec.model = {32, 32, 2, 4};
   rec.global_batch = 64;
   rec.ranks = 2;
+  return rec;
+}
+
+TEST(Analysis, PhasesSumToStepAndReportIsConsistent) {
+  RunRecord rec = two_rank_record();
   rec.backend = "mpi";
   StrategyRun run;
   run.strategy = ddp::Strategy::Flat;
@@ -460,10 +466,7 @@ TEST(Analysis, PhasesSumToStepAndReportIsConsistent) {
 // The JSON of `analyze --json` is an interface (jobs/aggregate.py and tests/perf read it): every
 // object keeps exactly these fields, and the text report shows the same numbers as the JSON.
 TEST(Analysis, JsonKeepsItsFieldsAndTheReportItsNumbers) {
-  RunRecord rec;
-  rec.model = {32, 32, 2, 4};
-  rec.global_batch = 64;
-  rec.ranks = 2;
+  RunRecord rec = two_rank_record();
   rec.source = "unit test";
   for (const ddp::Strategy strategy : {ddp::Strategy::Flat, ddp::Strategy::Bucketed}) {
     StrategyRun run;
