@@ -225,7 +225,7 @@ perf::RunRecord AnalyzeCommand::fresh_run(TrainingSession& session, const comm::
 
 int AnalyzeCommand::run(const comm::MpiRuntime& mpi) {
   const bool root = mpi.rank() == 0;
-  TrainingSession session(mpi, opts_);
+  TrainingSession session(mpi, opts_, comm_settings());
   const bool recorded = !run_path_.empty() || !metrics_path_.empty();
 
   // 1. The communication model.

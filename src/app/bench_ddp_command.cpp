@@ -110,7 +110,7 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
   cfg.strategy = variants[0].strategy;
   cfg.sync_options.bucket_mb = variants[0].bucket_mb > 0 ? variants[0].bucket_mb : 25.0;
   cfg.layer_events = tracing;
-  TrainingSession session(mpi, opts_);
+  TrainingSession session(mpi, opts_, comm_settings());
   const int threads = session.threads();
   comm::Communicator& comm = session.comm();
   ddp::Trainer& trainer = session.start_trainer(cfg);

@@ -53,7 +53,7 @@ struct Row {
 
 int HooksCommand::run(const comm::MpiRuntime& mpi) {
   const auto& cfg = opts_.config;
-  TrainingSession session(mpi, opts_);
+  TrainingSession session(mpi, opts_, comm_settings());
   ddp::Trainer& trainer = session.start_trainer(cfg);
   trainer.setup();
   const bool root = mpi.rank() == 0;

@@ -91,7 +91,7 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     opts_.config.layer_events = true;
   }
   const auto& cfg = opts_.config;
-  TrainingSession session(mpi, opts_, DeviceRequest{device_, comm_option_->count() > 0, tf32_});
+  TrainingSession session(mpi, opts_, comm_settings(), DeviceRequest{device_, comm_option_->count() > 0, tf32_});
   opts_.comm = session.backend();  // a GPU model without --comm: nccl (mpi when ranks share a GPU)
   const int threads = session.threads();
   kernels::Ops& ops = session.ops();

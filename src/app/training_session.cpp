@@ -8,7 +8,7 @@
 
 namespace microddp::app {
 
-TrainingSession::TrainingSession(const comm::MpiRuntime& mpi, const TrainOptions& o,
+TrainingSession::TrainingSession(const comm::MpiRuntime& mpi, const TrainOptions& o, const CommSettings& settings,
                                  const std::optional<DeviceRequest>& device)
     : threads_(o.threads > 0 ? o.threads : default_blas_threads(mpi)), backend_(o.comm) {
   if (device) {
@@ -19,7 +19,7 @@ TrainingSession::TrainingSession(const comm::MpiRuntime& mpi, const TrainOptions
   } else {
     ops_ = kernels::make_cpu_ops(threads_);
   }
-  comm_ = comm::make_communicator(backend_, mpi);
+  comm_ = comm::make_communicator(backend_, mpi, settings.config, settings.faults);
   comm_->set_compute_stream(ops_->native_stream());  // NCCL orders gradient collectives after backward
   comm_->set_comm_timeout(o.comm_timeout_s);
   comm_->set_debug_sync(o.debug_sync);  // collective: ranks must agree

@@ -1,7 +1,7 @@
 // training_session.hpp — what every command that trains over ranks sets up the same way, in one
-// place: the compute backend (CPU, or --device's choice), the communicator with the command's
-// --comm-timeout and --debug-sync (and the compute stream it must order gradient collectives
-// after), and the Trainer on top of both.
+// place: the compute backend (CPU, or --device's choice), the communicator with the run's
+// communication settings (comm_settings.hpp), the command's --comm-timeout and --debug-sync (and the
+// compute stream it must order gradient collectives after), and the Trainer on top of both.
 //
 // Contract: the constructor is collective (every rank of the job, same options): --device ranks
 // agree on their device (compute_device.hpp) and the communicator is created on every rank. The
@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "app/comm_settings.hpp"
 #include "app/train_options.hpp"
 #include "comm/communicator.hpp"
 #include "comm/mpi_runtime.hpp"
@@ -31,7 +32,8 @@ struct DeviceRequest {
 class TrainingSession {
  public:
   // Without a DeviceRequest: CPU ops and o.comm as given, no device agreement.
-  TrainingSession(const comm::MpiRuntime& mpi, const TrainOptions& o, const std::optional<DeviceRequest>& device = {});
+  TrainingSession(const comm::MpiRuntime& mpi, const TrainOptions& o, const CommSettings& settings,
+                  const std::optional<DeviceRequest>& device = {});
   TrainingSession(const TrainingSession&) = delete;
   TrainingSession& operator=(const TrainingSession&) = delete;
 

@@ -79,6 +79,12 @@ else
   check "runs on host memory only" "$bin" "${t[@]}" --device cuda --comm ring --width 8 --depth 1
 fi
 check "MICRODDP_FAULT_EXIT" env MICRODDP_FAULT_EXIT=1:0 "$bin" "${t[@]}" --width 8 --depth 1
+check "MICRODDP_RING_SEGMENT_BYTES" env MICRODDP_RING_SEGMENT_BYTES=4k "$bin" "${t[@]}" --width 8 --depth 1
+# bench collectives: unknown backends and bad overlap times before MPI starts (no MPI_ABORT banner).
+check "unknown communication backend 'foo'" "$bin" bench collectives --backends foo
+check "unknown communication backend 'foo'" "$bin" bench collectives --backends ring,foo+dsync
+check "unknown communication backend 'foo'" "$mpiexec" -np 2 "${mpi_flags[@]}" "$bin" bench collectives --backends foo
+check "--overlap-ms"     "$bin" bench collectives --overlap-ms 5,-1
 # Strategies are spelt one way everywhere.
 check "unknown --strategies 'telepathy'" "$bin" bench ddp --strategies naive,telepathy
 check "unknown --strategies 'telepathy'" "$bin" analyze --strategies telepathy
