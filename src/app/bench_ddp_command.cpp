@@ -24,13 +24,14 @@
 #include <string>
 #include <vector>
 
+#include "app/cli_values.hpp"
 #include "app/command.hpp"
 #include "app/trace_output.hpp"
 #include "app/train_options.hpp"
-#include "comm/factory.hpp"
+#include "app/training_session.hpp"
 #include "core/error.hpp"
+#include "ddp/strategy.hpp"
 #include "ddp/trainer.hpp"
-#include "kernels/ops.hpp"
 #include "perf/step_stats.hpp"
 
 namespace microddp::app {
@@ -38,7 +39,7 @@ namespace microddp::app {
 namespace {
 
 struct Variant {
-  std::string strategy;
+  ddp::Strategy strategy = ddp::Strategy::Naive;
   double bucket_mb = 0;  // bucketed only
   std::string label;
   std::vector<perf::StepStats> stats;
@@ -53,14 +54,14 @@ class BenchDdpCommand final : public Command {
     opts_.config.model.depth = 16;
     opts_.config.global_batch = 256;
     opts_.config.steps = 5;
-    add_train_options(sub, opts_, true);
-    sub->remove_option(sub->get_option("--bucket-mb"));
-    sub->remove_option(sub->get_option("--strategy"));
+    add_distributed_training_options(sub, opts_);
+    add_bucket_options(sub, opts_, /*with_cap=*/false);  // the caps are a list here: --bucket-mb below
+    add_trace_option(sub, opts_);
     sub->get_option("--steps")->description("Timed steps per variant per round");
-    sub->add_option("--strategies", strategies_, "Strategies to compare")->delimiter(',')->capture_default_str();
+    add_strategy_list_option(sub, "--strategies", strategies_, "Strategies to compare");
     sub->add_option("--bucket-mb", bucket_mbs_, "Bucket caps in MiB for `bucketed` (one variant each: the sweep)")
         ->delimiter(',')
-        ->check(CLI::Range(1e-6, 1e6))
+        ->check(finite_range(1e-6, 1e6))
         ->capture_default_str();
     sub->add_option("--rounds", rounds_, "Interleaved rounds")->check(CLI::Range(1, 1000))->capture_default_str();
     sub->add_option("--warmup", warmup_, "Untimed steps at the start of each variant's block")->check(CLI::Range(0, 1000))->capture_default_str();
@@ -70,11 +71,6 @@ class BenchDdpCommand final : public Command {
   void validate() override {
     validate_train_options(opts_);
     MDDP_USAGE_CHECK(!strategies_.empty(), "--strategies is empty");
-    for (const auto& s : strategies_) {
-      bool known = false;
-      for (auto a : ddp::available_strategies()) known = known || a == s;
-      MDDP_USAGE_CHECK(known, "unknown strategy '" << s << "' in --strategies");
-    }
     MDDP_USAGE_CHECK(!bucket_mbs_.empty(), "--bucket-mb is empty");
   }
   double comm_timeout_s() const override { return opts_.comm_timeout_s; }
@@ -82,7 +78,7 @@ class BenchDdpCommand final : public Command {
 
  private:
   TrainOptions opts_;
-  std::vector<std::string> strategies_{"naive", "flat", "overlap", "bucketed"};
+  std::vector<ddp::Strategy> strategies_{ddp::kStrategies.begin(), ddp::kStrategies.end()};
   std::vector<double> bucket_mbs_{0.25, 1, 4, 25, 100};
   int rounds_ = 3, warmup_ = 1;
   std::string csv_path_, json_path_;
@@ -96,15 +92,15 @@ double mean_of(const std::vector<perf::StepStats>& v, double perf::StepStats::*f
 
 int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
   std::vector<Variant> variants;
-  for (const auto& s : strategies_) {
-    if (s == "bucketed") {
+  for (const ddp::Strategy s : strategies_) {
+    if (s == ddp::Strategy::Bucketed) {
       for (double mb : bucket_mbs_) {
         char label[64];
         std::snprintf(label, sizeof label, "bucketed %gMiB", mb);
         variants.push_back({s, mb, label, {}, {}, 0});
       }
     } else {
-      variants.push_back({s, 0, s, {}, {}, 0});
+      variants.push_back({s, 0, std::string(ddp::strategy_name(s)), {}, {}, 0});
     }
   }
   const bool tracing = !opts_.trace_path.empty();
@@ -114,15 +110,13 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
   cfg.strategy = variants[0].strategy;
   cfg.sync_options.bucket_mb = variants[0].bucket_mb > 0 ? variants[0].bucket_mb : 25.0;
   cfg.layer_events = tracing;
-  const int threads = opts_.threads > 0 ? opts_.threads : default_blas_threads(mpi);
-  auto ops = kernels::make_cpu_ops(threads);
-  auto comm = make_communicator(opts_.comm, mpi);
-  comm->set_comm_timeout(opts_.comm_timeout_s);
-  comm->set_debug_sync(opts_.debug_sync);  // collective: ranks must agree
-  ddp::Trainer trainer(cfg, *comm, *ops);
+  TrainingSession session(mpi, opts_, comm_settings());
+  const int threads = session.threads();
+  comm::Communicator& comm = session.comm();
+  ddp::Trainer& trainer = session.start_trainer(cfg);
   trainer.setup();
   const bool root = mpi.rank() == 0;
-  const double grad_mib = static_cast<double>(trainer.model().flat_count()) * 4.0 / (1 << 20);
+  const double grad_mib = static_cast<double>(trainer.model().flat_count() * model::kParamElementBytes) / (1 << 20);
   if (root) {
     std::printf("# microddp bench ddp: width %" PRId64 " depth %" PRId64 " (%.2f M parameters, %.2f MiB of gradients), global "
                 "batch %" PRId64 " x %" PRId64 " accumulation, %d ranks, %s backend, %d BLAS thread(s) per rank\n",
@@ -149,7 +143,7 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
       // #wrong: every rank must hold rank 0's parameters.
       auto mine = static_cast<std::int64_t>(trainer.param_checksum());
       std::vector<std::int64_t> all(static_cast<std::size_t>(mpi.size()));
-      comm->all_gather(core::TensorView::of(&mine, 1), core::TensorView::of(all.data(), mpi.size()));
+      comm.all_gather(core::TensorView::of(&mine, 1), core::TensorView::of(all.data(), mpi.size()));
       for (auto c : all) v.wrong += c != all[0] ? 1 : 0;
       if (tracing && round == rounds_ - 1) {
         std::string path = opts_.trace_path;
@@ -157,7 +151,7 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
         std::string tag = v.label;
         std::replace(tag.begin(), tag.end(), ' ', '_');
         path = (dot == std::string::npos ? path : path.substr(0, dot)) + "." + tag + ".json";
-        write_trace(path, *comm, v.trace_events, trainer.sync(), trainer.model().params(),
+        write_trace(path, comm, v.trace_events, trainer.sync(), trainer.model().params(),
                     {{"command", "bench ddp"}, {"variant", v.label}});
         if (root) std::printf("# trace of %s's last step: %s\n", v.label.c_str(), path.c_str());
       }
@@ -166,7 +160,7 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
   if (!root) return 0;
   double naive_ms = 0;
   for (const auto& v : variants) {
-    if (v.strategy == "naive") naive_ms = mean_of(v.stats, &perf::StepStats::step_ms);
+    if (v.strategy == ddp::Strategy::Naive) naive_ms = mean_of(v.stats, &perf::StepStats::step_ms);
   }
   nlohmann::json rows = nlohmann::json::array();
   std::printf("# %-18s %9s %9s %10s %8s %9s %9s %8s %6s\n", "variant", "step_ms", "comm_ms", "exposed_ms", "ops/step",
@@ -189,7 +183,7 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
     }
     std::printf("  %-18s %9.2f %9.2f %10.2f %8" PRId64 " %9.1f %9.1f %8s %6d\n", v.label.c_str(), step, total, exposed,
                 ops_per_step, ovh, overlap, sp, v.wrong);
-    rows.push_back({{"variant", v.label}, {"strategy", v.strategy}, {"bucket_mb", v.bucket_mb}, {"step_ms", step},
+    rows.push_back({{"variant", v.label}, {"strategy", ddp::strategy_name(v.strategy)}, {"bucket_mb", v.bucket_mb}, {"step_ms", step},
                     {"comm_ms", total}, {"exposed_ms", exposed}, {"ops_per_step", ops_per_step}, {"comm_overhead_pct", ovh},
                     {"overlap_pct", overlap}, {"speedup_vs_naive", speedup}, {"wrong", v.wrong},
                     {"forward_ms", mean_of(v.stats, &perf::StepStats::forward_ms)},

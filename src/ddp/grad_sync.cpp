@@ -60,7 +60,7 @@ void GradSync::on_grad_ready(const model::ParamInfo& param) {
   ready_[static_cast<std::size_t>(param.index)] = 1;
   const std::int64_t now = core::now_ns();
   events_.record(core::EventKind::GradReady, step_, param.index, now, now,
-                 param.count * static_cast<std::int64_t>(sizeof(float)));
+                 param.count * model::kParamElementBytes);
 }
 
 void GradSync::check_all_ready() const {
@@ -79,26 +79,22 @@ std::string GradSync::collective_label(int id) const {
   return "collective " + std::to_string(id);
 }
 
-std::vector<std::string_view> available_strategies() { return {"naive", "flat", "overlap", "bucketed"}; }
-
-std::unique_ptr<GradSync> make_grad_sync(std::string_view name, comm::Communicator& comm,
+std::unique_ptr<GradSync> make_grad_sync(Strategy strategy, comm::Communicator& comm,
                                          const std::vector<model::ParamInfo>& params, core::TensorView grads,
                                          core::EventLog& events, const GradSyncOptions& options) {
-  if (name == "naive") return std::make_unique<NaiveSync>(comm, params, grads, events);
-  if (name == "flat") return std::make_unique<FlatSync>(comm, params, grads, events);
-  if (name == "overlap") {
-    return std::make_unique<BucketedSync>("overlap", plan_per_parameter(params), comm, params, grads, events);
+  switch (strategy) {
+    case Strategy::Naive: return std::make_unique<NaiveSync>(comm, params, grads, events);
+    case Strategy::Flat: return std::make_unique<FlatSync>(comm, params, grads, events);
+    case Strategy::Overlap:
+      return std::make_unique<BucketedSync>(strategy, plan_per_parameter(params), comm, params, grads, events);
+    case Strategy::Bucketed:
+      MDDP_USAGE_CHECK(options.bucket_mb > 0, "--bucket-mb must be > 0, got " << options.bucket_mb);
+      return std::make_unique<BucketedSync>(
+          strategy,
+          plan_buckets(params, std::max<std::int64_t>(1, mib_to_bytes(options.bucket_mb)), mib_to_bytes(options.first_bucket_mb)),
+          comm, params, grads, events);
   }
-  if (name == "bucketed") {
-    MDDP_USAGE_CHECK(options.bucket_mb > 0, "--bucket-mb must be > 0, got " << options.bucket_mb);
-    return std::make_unique<BucketedSync>(
-        "bucketed", plan_buckets(params, std::max<std::int64_t>(1, mib_to_bytes(options.bucket_mb)),
-                                 mib_to_bytes(options.first_bucket_mb)),
-        comm, params, grads, events);
-  }
-  std::string list;
-  for (auto s : available_strategies()) list += (list.empty() ? "" : ", ") + std::string(s);
-  MDDP_USAGE_CHECK(false, "unknown strategy '" << name << "' (choose " << list << ")");
+  MDDP_CHECK(false, "strategy " << static_cast<int>(strategy) << " has no synchroniser");
   return nullptr;
 }
 

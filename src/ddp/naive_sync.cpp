@@ -9,7 +9,7 @@ void NaiveSync::finish() {
     for (const auto& p : params_) {
       const std::int64_t t0 = core::now_ns();
       defer(comm_.all_reduce(grad_slice(p.offset, p.count), comm::ReduceOp::Sum, comm::Mode::Async), p.index, t0,
-            p.count * static_cast<std::int64_t>(sizeof(float)));
+            p.count * model::kParamElementBytes);
     }
     order_compute_after_deferred();
     return;
@@ -19,7 +19,7 @@ void NaiveSync::finish() {
     const std::int64_t t0 = core::now_ns();
     comm_.all_reduce(grad_slice(p.offset, p.count), comm::ReduceOp::Sum, comm::Mode::Sync);
     events_.record(core::EventKind::Collective, step_, p.index, t0, core::now_ns(),
-                   p.count * static_cast<std::int64_t>(sizeof(float)));
+                   p.count * model::kParamElementBytes);
   }
   events_.record(core::EventKind::CommWait, step_, -1, wait_begin, core::now_ns());
 }
