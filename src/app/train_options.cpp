@@ -78,6 +78,12 @@ void add_train_options(CLI::App* sub, TrainOptions& o, bool with_dist) {
         ->capture_default_str();
     sub->add_option("--strategy", c.strategy, "Gradient synchronisation strategy")->capture_default_str();
     sub->add_option("--comm", o.comm, "Communication backend")->capture_default_str();
+    // Sharded data parallelism (docs/zero.md): shards follow the strategy's buckets.
+    sub->add_option("--shard", o.shard,
+                    "Shard across ranks: none (plain DDP), optimizer (ZeRO-1: Adam state), gradients (ZeRO-2: also "
+                    "the reduced gradient); reduce-scatter + all-gather instead of all-reduce")
+        ->check(CLI::IsMember({"none", "optimizer", "gradients"}))
+        ->capture_default_str();
     // Desync detection (docs/reliability.md): one 40-byte-per-rank all-gather per check; 100 steps
     // keeps it far below 0.1% of the run (measured there) while a desync surfaces within 100 steps.
     sub->add_option("--sync-check-every", c.sync_check_every,
@@ -124,6 +130,7 @@ void validate_train_options(TrainOptions& o) {
   MDDP_USAGE_CHECK(std::isfinite(c.sync_options.bucket_mb) && std::isfinite(c.sync_options.first_bucket_mb),
                    "--bucket-mb and --first-bucket-mb must be finite");
   c.on_nan = ddp::parse_nan_policy(o.on_nan);
+  c.shard = ddp::zero::parse_shard_mode(o.shard);
   if (o.log_every == 0) o.log_every = std::max<std::int64_t>(1, c.steps / 10);
 }
 

@@ -24,6 +24,7 @@ struct TrainOptions {
   std::string trace_path;      // --trace FILE.json: Chrome/Perfetto trace of all ranks (written by rank 0)
   bool debug_sync = false;     // --debug-sync: compare every collective's fingerprint across ranks
   std::string on_nan = "abort";  // --on-nan abort|skip (parsed into config.on_nan by validate)
+  std::string shard = "none";    // --shard none|optimizer|gradients (parsed into config.shard by validate)
 };
 
 // Adds the options to `sub`. `with_dist`: also --strategy and --comm (not for single-process commands).
