@@ -25,6 +25,7 @@
 #include "app/command.hpp"
 #include "app/train_options.hpp"
 #include "app/training_session.hpp"
+#include "app/zero_forecast.hpp"
 #include "core/error.hpp"
 #include "core/host_buffer.hpp"
 #include "core/timer.hpp"
@@ -87,6 +88,10 @@ class AnalyzeCommand final : public Command {
     sub->add_option("--mem-gbps", aopt_.mem_gbytes_s, "Reference memory bandwidth in GB/s (verdict)")
         ->check(finite_range(1e-3, 1e9))->capture_default_str();
     sub->add_option("--json", json_path_, "Write the report as JSON to this file");
+    sub->add_option("--memory-limit", memory_limit_mib_,
+                    "Sharding forecast: bytes per rank available, in MiB; says which --shard mode fits at each world size")
+        ->check(CLI::Range(0.0, 1e12))
+        ->capture_default_str();
   }
 
   void validate() override {
@@ -107,6 +112,7 @@ class AnalyzeCommand final : public Command {
   std::vector<ddp::Strategy> strategies_{ddp::kStrategies.begin(), ddp::kStrategies.end()};
   int warmup_ = 2;
   std::string run_path_, metrics_path_, save_run_path_, model_path_, bench_path_, fit_out_, json_path_;
+  double memory_limit_mib_ = 0;  // --memory-limit (0: none)
   bool fit_only_ = false;
   double fit_max_mb_ = 16.0;
   double reduce_gbps_ = -1.0;
@@ -300,6 +306,8 @@ int AnalyzeCommand::run(const comm::MpiRuntime& mpi) {
   }
   const perf::Analysis analysis = perf::analyze(rec, used, aopt_);
   std::fputs(perf::format_report(analysis).c_str(), stdout);
+  std::fputs(zero_forecast(opts_.config, aopt_.scaling_bucket_mb, analysis, memory_limit_mib_, aopt_.max_ranks).c_str(),
+             stdout);
   std::fflush(stdout);
   if (!json_path_.empty()) {
     std::ofstream out(json_path_);

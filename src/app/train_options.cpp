@@ -67,6 +67,15 @@ void add_strategy_option(CLI::App* sub, TrainOptions& o) {
   add_strategy_option(sub, "--strategy", o.config.strategy, "Gradient synchronisation strategy");
 }
 
+void add_shard_option(CLI::App* sub, TrainOptions& o) {
+  // Sharded data parallelism (docs/zero.md): shards follow the strategy's buckets.
+  sub->add_option("--shard", o.shard,
+                  "Shard across ranks: none (plain DDP), optimizer (ZeRO-1: Adam state), gradients (ZeRO-2: also "
+                  "the reduced gradient); reduce-scatter + all-gather instead of all-reduce")
+      ->check(CLI::IsMember({"none", "optimizer", "gradients"}))
+      ->capture_default_str();
+}
+
 void add_bucket_options(CLI::App* sub, TrainOptions& o, bool with_cap) {
   auto& s = o.config.sync_options;
   if (with_cap) {
@@ -157,6 +166,7 @@ void validate_train_options(TrainOptions& o) {
   c.model.in_dim = o.in_dim > 0 ? o.in_dim : c.model.width;
   validate_backend_name(o.comm, "--comm");
   c.on_nan = ddp::parse_nan_policy(o.on_nan);
+  c.shard = ddp::zero::parse_shard_mode(o.shard);
   if (o.log_every == 0) o.log_every = std::max<std::int64_t>(1, c.steps / 10);
 }
 

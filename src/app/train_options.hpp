@@ -40,6 +40,7 @@ struct TrainOptions {
   std::string trace_path;      // --trace FILE.json: Chrome/Perfetto trace of all ranks (written by rank 0)
   bool debug_sync = false;     // --debug-sync: compare every collective's fingerprint across ranks
   std::string on_nan = "abort";  // --on-nan abort|skip (parsed into config.on_nan by validate)
+  std::string shard = "none";    // --shard none|optimizer|gradients (parsed into config.shard by validate)
 };
 
 void add_run_length_options(CLI::App* sub, TrainOptions& o);
@@ -48,6 +49,8 @@ void add_optimizer_options(CLI::App* sub, TrainOptions& o);
 void add_threads_option(CLI::App* sub, TrainOptions& o);
 void add_accumulation_option(CLI::App* sub, TrainOptions& o);
 void add_strategy_option(CLI::App* sub, TrainOptions& o);
+// --shard none|optimizer|gradients (ZeRO, docs/zero.md): parsed into config.shard by validate_train_options.
+void add_shard_option(CLI::App* sub, TrainOptions& o);
 // `with_cap`: also --bucket-mb (commands that sweep several caps register their own list).
 void add_bucket_options(CLI::App* sub, TrainOptions& o, bool with_cap);
 void add_comm_options(CLI::App* sub, TrainOptions& o);

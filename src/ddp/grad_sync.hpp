@@ -44,7 +44,8 @@ class GradSync {
            core::EventLog& events);
   virtual ~GradSync() = default;
   virtual Strategy strategy() const = 0;
-  std::string_view name() const { return strategy_name(strategy()); }
+  // The strategy's name; a sharded sync adds its shard mode ("bucketed+shard=optimizer").
+  virtual std::string_view name() const { return strategy_name(strategy()); }
 
   virtual void on_backward_begin(std::int64_t step);
   virtual void on_grad_ready(const model::ParamInfo& param);

@@ -117,7 +117,11 @@ SaveResult save_checkpoint(MPI_Comm comm, const ddp::Trainer& trainer, const Sav
   meta.steps_done = trainer.steps_done();
   meta.data_position = trainer.data_position();
   meta.world_size = size;
-  meta.strategy = ddp::strategy_name(cfg.strategy);
+  // The strategy as run, with the shard mode when sharded ("bucketed+shard=optimizer"): the file
+  // itself is the same in every mode (the full optimizer state, gathered from the shards).
+  meta.strategy = cfg.shard == ddp::zero::ShardMode::None
+                      ? std::string(ddp::strategy_name(cfg.strategy))
+                      : std::string(ddp::strategy_name(cfg.strategy)) + "+shard=" + std::string(ddp::zero::shard_mode_name(cfg.shard));
   meta.backend = opts.backend;
   meta.data_source = trainer.data_source().describe();
   meta.config = cfg;
