@@ -2,8 +2,11 @@
 #include "comm/factory.hpp"
 
 #include "comm/hand_rolled_communicator.hpp"
+#include "comm/hier_communicator.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "core/error.hpp"
+
+#include <cstdlib>
 
 #if defined(MICRODDP_HAVE_NCCL)
 #include "comm/nccl_communicator.hpp"
@@ -12,7 +15,7 @@
 namespace microddp::comm {
 
 std::vector<std::string> available_backends() {
-  std::vector<std::string> names = {"mpi", "naive", "ring", "rd", "auto"};
+  std::vector<std::string> names = {"mpi", "naive", "ring", "rd", "auto", "hier"};
 #if defined(MICRODDP_HAVE_NCCL)
   // GPU backends: one GPU per rank; host buffers are staged (nccl_communicator.hpp).
   names.insert(names.end(), {"nccl", "nccl-ring"});
@@ -28,6 +31,12 @@ std::unique_ptr<Communicator> make_backend(std::string_view name, const MpiRunti
   if (name == "ring") return std::make_unique<HandRolledCommunicator>(runtime.world(), AllReduceAlgorithm::Ring);
   if (name == "rd") return std::make_unique<HandRolledCommunicator>(runtime.world(), AllReduceAlgorithm::RecursiveDoubling);
   if (name == "auto") return std::make_unique<HandRolledCommunicator>(runtime.world(), AllReduceAlgorithm::Auto);
+  if (name == "hier") {
+    // Node override for tests on one machine (hier_topology.hpp); every rank parses the same text.
+    const char* sizes = std::getenv("MICRODDP_HIER_NODE_SIZES");
+    return std::make_unique<HierCommunicator>(
+        runtime.world(), parse_node_sizes(sizes == nullptr ? "" : sizes, "MICRODDP_HIER_NODE_SIZES"));
+  }
 #if defined(MICRODDP_HAVE_NCCL)
   if (name == "nccl") return make_nccl_communicator(runtime);
   if (name == "nccl-ring") return make_gpu_ring_communicator(runtime);
