@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "perf/config_json.hpp"
+#include "perf/link_classes.hpp"
 #include "perf/metrics_jsonl.hpp"
 
 namespace microddp::perf {
@@ -387,9 +388,17 @@ nlohmann::json analyze(const RunRecord& rec, const CommModel& model, const Analy
                     {"max_rel_residual", e.fit.max_rel_residual},
                     {"line_rms_rel_residual", e.fit.line_rms_rel_residual},
                     {"rms_rel_residual", e.fit.rms_rel_residual},
-                    {"regimes", regimes_json(e.fit.regimes)}});
+                    {"regimes", regimes_json(e.fit.regimes)},
+                    {"warning", fit_warning(e.fit)}});
   }
   out["comm_model"] = comm;
+  // A poor fit of the run's backend (link_classes.hpp: low R2 or a large residual) is named next to
+  // every prediction made from it, here and in the printed report.
+  const std::string model_warning = [&]() -> std::string {
+    const ModelEntry* e = model.find(rec.backend);
+    return e == nullptr ? "" : fit_warning(e->fit);
+  }();
+  out["model_warning"] = model_warning;
   nlohmann::json warnings = nlohmann::json::array();
   // The node's layout (docs/performance.md): compute threads alone exceed the cores (time slicing,
   // which the model handles), or they fill them and leave none for the communication threads
@@ -437,7 +446,8 @@ nlohmann::json analyze(const RunRecord& rec, const CommModel& model, const Analy
                             {"exposed_comm_ms", p.exposed_comm_s * 1e3},
                             {"comm_total_ms", p.comm_total_s * 1e3},
                             {"collectives", p.collectives},
-                            {"overlap_pct", 100.0 * p.overlap()}}},
+                            {"overlap_pct", 100.0 * p.overlap()},
+                            {"model_warning", model_warning}}},
                           {"error_pct", 100.0 * err}});
     if (run.strategy == "bucketed" || (reference->strategy != "bucketed" && run.strategy == "overlap")) reference = &run;
   }
@@ -470,7 +480,7 @@ nlohmann::json analyze(const RunRecord& rec, const CommModel& model, const Analy
     const AllReduceTime ar = [&](double bytes) { return model_allreduce_s(model, backend, n, bytes, async); };
     const StepPrediction p = predict_step(rprof, s, ar, reference->bucket_mb > 0 ? reference->bucket_mb * (1 << 20) : 25.0 * (1 << 20));
     whatif.push_back({{"strategy", s}, {"step_ms", p.step_s * 1e3}, {"exposed_comm_ms", p.exposed_comm_s * 1e3},
-                      {"collectives", p.collectives}});
+                      {"collectives", p.collectives}, {"model_warning", model_warning}});
   }
   out["predicted_strategies"] = whatif;
   {
@@ -483,7 +493,8 @@ nlohmann::json analyze(const RunRecord& rec, const CommModel& model, const Analy
                        {"exposed_comm_ms", p.exposed_comm_s * 1e3}, {"collectives", p.collectives}});
     }
     out["bucket_sweep"] = sweep;
-    out["best_bucket"] = {{"bucket_mb", best.bucket_bytes / (1 << 20)},
+    out["best_bucket"] = {{"model_warning", model_warning},
+                          {"bucket_mb", best.bucket_bytes / (1 << 20)},
                           {"step_ms", best.step_s * 1e3},
                           {"exposed_comm_ms", best.exposed_comm_s * 1e3},
                           {"collectives", best.collectives}};
@@ -503,7 +514,7 @@ nlohmann::json analyze(const RunRecord& rec, const CommModel& model, const Analy
   in.bucket_cap_bytes = opt.scaling_bucket_mb * (1 << 20);
   MDDP_USAGE_CHECK(std::isfinite(opt.scaling_bucket_mb) && opt.scaling_bucket_mb > 0,
                    "--scaling-bucket-mb must be > 0, got " << opt.scaling_bucket_mb);
-  std::string network;
+  std::string network, scaling_warning;
   if (opt.link_gbps > 0) {
     MDDP_USAGE_CHECK(std::isfinite(opt.reduce_gbytes_s) && opt.reduce_gbytes_s >= 0,
                      "the local reduction rate must be >= 0 GB/s, got " << opt.reduce_gbytes_s);
@@ -529,12 +540,14 @@ nlohmann::json analyze(const RunRecord& rec, const CommModel& model, const Analy
         return fit.model_for(bytes).time_s(cost_coefficients(Collective::AllReduce, Algorithm::Ring, ranks, bytes));
       };
       network = "fitted model of backend '" + backend + "' extrapolated as a ring all-reduce";
+      scaling_warning = model_warning;
     } else {
       in.allreduce = [](int, double) { return 0.0; };
       network = "no communication model: communication assumed free (give --model/--bench or --link-gbps)";
     }
   }
   out["scaling"] = {{"network", network},
+                    {"model_warning", scaling_warning},
                     {"reduce_gbytes_s", opt.link_gbps > 0 ? opt.reduce_gbytes_s : 0.0},
                     {"strategy", opt.scaling_strategy == "bucketed"
                                      ? "bucketed " + format_mib(opt.scaling_bucket_mb) + " MiB"
@@ -583,6 +596,7 @@ std::string format_report(const nlohmann::json& r) {
       }
     }
     o << buf;  // the last line formatted above
+    if (!e.value("warning", "").empty()) o << "#   (!) " << e.value("warning", "") << "\n";
   }
   const auto& b = r.at("breakdown");
   std::snprintf(buf, sizeof buf,
@@ -612,6 +626,8 @@ std::string format_report(const nlohmann::json& r) {
                   s.at("predicted").at("exposed_comm_ms").get<double>(), s.value("peer_lag_ms", 0.0), s.at("error_pct").get<double>());
     o << buf;
   }
+  const std::string model_warning = r.value("model_warning", "");
+  if (!model_warning.empty()) o << "  (!) predictions above and below from a " << model_warning << "\n";
   for (const auto& w : r.value("warnings", nlohmann::json::array())) o << "  warning: " << w.get<std::string>() << "\n";
   const auto& bb = r.at("best_bucket");
   std::snprintf(buf, sizeof buf, "  best bucket (model): %.3g MiB -> %.3f ms, %lld collectives\n", bb.at("bucket_mb").get<double>(),
@@ -628,6 +644,7 @@ std::string format_report(const nlohmann::json& r) {
   o << "\nBottleneck: " << v.at("verdict").get<std::string>() << "\n  " << v.at("reason").get<std::string>() << "\n";
   const auto& sc = r.at("scaling");
   o << "\nPredicted scaling (" << sc.at("strategy").get<std::string>() << "; " << sc.at("network").get<std::string>() << "):\n";
+  if (!sc.value("model_warning", "").empty()) o << "  (!) " << sc.value("model_warning", "") << "\n";
   std::snprintf(buf, sizeof buf, "  %6s | %-36s | %-36s\n", "ranks", "strong (global batch fixed)", "weak (batch per rank fixed)");
   o << buf;
   std::snprintf(buf, sizeof buf, "  %6s | %8s %10s %8s %7s | %8s %10s %8s %7s\n", "", "rows", "step_ms", "comm_ms", "eff", "rows",
