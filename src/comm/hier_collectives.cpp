@@ -75,6 +75,63 @@ void node_all_gather(P2pTransport& node, const HierLayout& h, TensorView recv) {
   P2pTransport::wait_all(reqs);
 }
 
+// Cross-node phase for exactly two nodes A (node 0) and B (node 1) and S >= 2 shards. A ring of two
+// would exchange both halves of shard j over one connection in both directions at once, and on
+// Open MPI's TCP transport such an exchange reached about half the link's rate (docs/hierarchical.md).
+// Here every connection carries one direction: A_j sends to B_j; B_j sends to A_{j+1} (mod S), which
+// forwards over shared memory to A_j. Shard j = halves h0 (reduced on A_j) and h1 (on B_j):
+//   reduce-scatter: A_j -> B_j: A's h1;  B_j -> A_{j+1} -> A_j: B's h0
+//   all-gather:     A_j -> B_j: reduced h0;  B_j -> A_{j+1} -> A_j: reduced h1
+// Each half is reduced on one rank (A's value first), then copied: identical bits everywhere.
+// `count` is the whole buffer's (A_j forwards halves of shard j-1, whose length may differ by one).
+void two_node_all_reduce(HierTopology& topo, std::int64_t count, TensorView shard, core::ReduceOp op) {
+  const HierLayout& h = topo.layout();
+  const int S = h.shards, j = h.local_rank;
+  P2pTransport& world = topo.world();
+  P2pTransport& node = topo.node();
+  const IndexRange r0 = even_part(shard.count, 2, 0), r1 = even_part(shard.count, 2, 1);
+  const TensorView h0 = shard.slice(r0.begin, r0.count), h1 = shard.slice(r1.begin, r1.count);
+  std::vector<MPI_Request>& net = world.list(0);
+  if (h.node == 1) {  // B_j: receives from A_j, sends to A_{j+1}
+    const int a_same = topo.world_rank(0, j), a_next = topo.world_rank(0, (j + 1) % S);
+    const TensorView incoming(world.scratch(h1.bytes()), h1.count, h1.dtype);
+    if (h1.count > 0) world.irecv(incoming.data, h1.bytes(), a_same, net);
+    if (h0.count > 0) world.isend(h0.data, h0.bytes(), a_next, net);
+    P2pTransport::wait_all(net);
+    if (h1.count > 0) {
+      kernels::host_reduce(h1, incoming, h1, op);  // A's value first
+      world.isend(h1.data, h1.bytes(), a_next, net);
+    }
+    if (h0.count > 0) world.irecv(h0.data, h0.bytes(), a_same, net);
+    P2pTransport::wait_all(net);
+    return;
+  }
+  // A_j: sends to B_j, receives B_j's half from A_{j+1}, forwards B_{j-1}'s half to A_{j-1}.
+  const int b_same = topo.world_rank(1, j), b_prev = topo.world_rank(1, (j + S - 1) % S);
+  const int next_local = (j + 1) % S, prev_local = (j + S - 1) % S;
+  const std::int64_t prev_count = HierLayout::shard(count, S, prev_local).count;
+  auto step = [&](TensorView out_half, TensorView into, std::int64_t pass_count) {
+    const TensorView pass(world.scratch(pass_count * elem_size(shard)), pass_count, shard.dtype);
+    std::vector<MPI_Request>& in = node.list(1);
+    std::vector<MPI_Request>& fwd = node.list(0);
+    if (into.count > 0) node.irecv(into.data, into.bytes(), next_local, in);
+    if (out_half.count > 0) world.isend(out_half.data, out_half.bytes(), b_same, net);
+    if (pass_count > 0) {
+      std::vector<MPI_Request>& from_b = world.list(1);
+      world.irecv(pass.data, pass.bytes(), b_prev, from_b);
+      P2pTransport::wait_all(from_b);
+      node.isend(pass.data, pass.bytes(), prev_local, fwd);
+    }
+    P2pTransport::wait_all(in);
+    P2pTransport::wait_all(fwd);
+    P2pTransport::wait_all(net);
+  };
+  const TensorView incoming(node.scratch(h0.bytes()), h0.count, h0.dtype);
+  step(h1, incoming, even_part(prev_count, 2, 0).count);
+  if (h0.count > 0) kernels::host_reduce(h0, h0, incoming, op);  // A's value first
+  step(h0, h1, even_part(prev_count, 2, 1).count);
+}
+
 }  // namespace
 
 void hier_all_reduce(HierTopology& topo, TensorView send, TensorView recv, core::ReduceOp op,
@@ -83,10 +140,15 @@ void hier_all_reduce(HierTopology& topo, TensorView send, TensorView recv, core:
   const HierLayout& h = topo.layout();
   node_reduce_scatter(topo.node(), h, send, recv, op);
   if (h.owns_shard() && h.nodes > 1) {
-    // Every member of this cross-node group owns the same shard index, so the same count: they all
-    // choose the same algorithm.
     const TensorView mine = shard_of(recv, recv.count, h.shards, h.local_rank);
-    if (mine.count > 0) {
+    // Two nodes: the one-direction exchange, chosen by the largest shard (shard 0) so that every
+    // owner takes part, also one whose own shard is shorter or empty: it forwards its neighbour's.
+    const std::int64_t largest_bytes = HierLayout::shard(recv.count, h.shards, 0).count * elem_size(recv);
+    if (h.nodes == 2 && h.shards >= 2 && largest_bytes > rd_max_bytes) {
+      two_node_all_reduce(topo, recv.count, mine, op);
+    } else if (mine.count > 0) {
+      // Every member of this cross-node group owns the same shard index, so the same count: they
+      // all choose the same algorithm.
       if (mine.bytes() <= rd_max_bytes) {
         rd_all_reduce(topo.cross(), mine, mine, op);
       } else {

@@ -96,6 +96,17 @@ HierTopology::HierTopology(MPI_Comm world, const std::vector<int>& node_sizes) {
     ++layout_.nodes;
   }
   MDDP_MPI_CHECK(MPI_Allreduce(&layout_.local_size, &layout_.shards, 1, MPI_INT, MPI_MIN, world));
+  // Every rank's (node, local rank), for collectives that address a peer of another index.
+  int place[2] = {layout_.node, layout_.local_rank};
+  std::vector<int> places(2 * static_cast<std::size_t>(size));
+  MDDP_MPI_CHECK(MPI_Allgather(place, 2, MPI_INT, places.data(), 2, MPI_INT, world));
+  world_rank_of_.assign(static_cast<std::size_t>(layout_.nodes), {});
+  for (int r = 0; r < size; ++r) {
+    auto& node = world_rank_of_[static_cast<std::size_t>(places[2 * static_cast<std::size_t>(r)])];
+    const auto local = static_cast<std::size_t>(places[2 * static_cast<std::size_t>(r) + 1]);
+    if (node.size() <= local) node.resize(local + 1, -1);
+    node[local] = r;
+  }
   // Ranks with the same local index (< shards) form one cross-node group, one member per node,
   // ordered by world rank (the order its ring runs in).
   const int color = layout_.owns_shard() ? layout_.local_rank : MPI_UNDEFINED;

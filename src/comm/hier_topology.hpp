@@ -65,9 +65,12 @@ class HierTopology {
   P2pTransport& cross() { return *cross_; }
   // Every transport of this rank starts collective `seq` (tags).
   void begin(std::uint64_t seq);
+  // World rank of local rank `local` of node `node`.
+  int world_rank(int node, int local) const { return world_rank_of_[static_cast<std::size_t>(node)][static_cast<std::size_t>(local)]; }
 
  private:
   HierLayout layout_;
+  std::vector<std::vector<int>> world_rank_of_;  // [node][local rank]
   std::unique_ptr<P2pTransport> world_, node_, cross_;
 };
 

@@ -1,5 +1,6 @@
 // test_hier.cpp — the hierarchical backend's topology (hier_topology.hpp) and its all-reduce on
-// every node shape a few ranks can take, even and uneven, in one job: node sizes come from the
+// every node shape a few ranks can take, even and uneven (two nodes of >= 2 ranks take the two-node
+// exchange of hier_collectives.cpp, more nodes the ring), in one job: node sizes come from the
 // override (as MICRODDP_HIER_NODE_SIZES gives them), so the cross-node phases run on one machine.
 //   * pure: parse_node_sizes / resolve_node_of_rank accept "K" and "a,b,c", refuse the rest;
 //   * per shape: the layout every rank reports equals the one computed here from the sizes alone,
