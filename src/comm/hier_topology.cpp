@@ -8,6 +8,7 @@
 #include <string>
 
 #include "comm/mpi_check.hpp"
+#include "comm/mpi_comm_size.hpp"
 #include "core/error.hpp"
 
 namespace microddp::comm {
@@ -50,17 +51,6 @@ std::vector<int> resolve_node_of_rank(const std::vector<int>& sizes, int world, 
 
 namespace {
 
-int comm_rank(MPI_Comm c) {
-  int r = 0;
-  MDDP_MPI_CHECK(MPI_Comm_rank(c, &r));
-  return r;
-}
-int comm_size(MPI_Comm c) {
-  int s = 0;
-  MDDP_MPI_CHECK(MPI_Comm_size(c, &s));
-  return s;
-}
-
 // Frees a communicator the transports have duplicated (they keep their own copies).
 struct CommGuard {
   MPI_Comm c = MPI_COMM_NULL;
@@ -71,8 +61,8 @@ struct CommGuard {
 
 }  // namespace
 
-HierTopology::HierTopology(MPI_Comm world, const std::vector<int>& node_sizes) {
-  const int rank = comm_rank(world), size = comm_size(world);
+HierTopology::HierTopology(MPI_Comm world, const std::vector<int>& node_sizes, std::int64_t max_message_bytes) {
+  const int rank = mpi_comm_rank(world), size = mpi_comm_size(world);
   CommGuard node_comm, cross_comm;
   if (node_sizes.empty()) {
     MDDP_MPI_CHECK(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node_comm.c));
@@ -80,8 +70,8 @@ HierTopology::HierTopology(MPI_Comm world, const std::vector<int>& node_sizes) {
     const std::vector<int> node_of = resolve_node_of_rank(node_sizes, size, "MICRODDP_HIER_NODE_SIZES");
     MDDP_MPI_CHECK(MPI_Comm_split(world, node_of[static_cast<std::size_t>(rank)], rank, &node_comm.c));
   }
-  layout_.local_rank = comm_rank(node_comm.c);
-  layout_.local_size = comm_size(node_comm.c);
+  layout_.local_rank = mpi_comm_rank(node_comm.c);
+  layout_.local_size = mpi_comm_size(node_comm.c);
   // Node index = how many nodes have a lower leader (local rank 0) than this node's: the leaders'
   // world ranks, gathered everywhere, in order.
   int leader = layout_.local_rank == 0 ? rank : -1;
@@ -111,9 +101,9 @@ HierTopology::HierTopology(MPI_Comm world, const std::vector<int>& node_sizes) {
   // ordered by world rank (the order its ring runs in).
   const int color = layout_.owns_shard() ? layout_.local_rank : MPI_UNDEFINED;
   MDDP_MPI_CHECK(MPI_Comm_split(world, color, rank, &cross_comm.c));
-  world_ = std::make_unique<P2pTransport>(world);
-  node_ = std::make_unique<P2pTransport>(node_comm.c);
-  if (cross_comm.c != MPI_COMM_NULL) cross_ = std::make_unique<P2pTransport>(cross_comm.c);
+  world_ = std::make_unique<P2pTransport>(world, max_message_bytes);
+  node_ = std::make_unique<P2pTransport>(node_comm.c, max_message_bytes);
+  if (cross_comm.c != MPI_COMM_NULL) cross_ = std::make_unique<P2pTransport>(cross_comm.c, max_message_bytes);
 }
 
 void HierTopology::begin(std::uint64_t seq) {

@@ -56,8 +56,9 @@ struct HierLayout {
 // scratch of one phase never meet another's). Collective over `world`.
 class HierTopology {
  public:
-  // node_sizes: parse_node_sizes() output (empty: MPI_COMM_TYPE_SHARED).
-  HierTopology(MPI_Comm world, const std::vector<int>& node_sizes);
+  // node_sizes: parse_node_sizes() output (empty: MPI_COMM_TYPE_SHARED); max_message_bytes: the
+  // transports' largest single message (CommConfig::p2p_max_message_bytes).
+  HierTopology(MPI_Comm world, const std::vector<int>& node_sizes, std::int64_t max_message_bytes);
   const HierLayout& layout() const { return layout_; }
   P2pTransport& world() { return *world_; }
   P2pTransport& node() { return *node_; }

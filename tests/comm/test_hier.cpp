@@ -15,13 +15,14 @@
 #include <vector>
 
 #include "collective_checks.hpp"
-#include "comm/hier_communicator.hpp"
+#include "comm/communicator.hpp"
+#include "comm/hier_backend.hpp"
 #include "core/error.hpp"
 
 namespace microddp::testing {
 namespace {
 
-using comm::HierCommunicator;
+using comm::HierBackend;
 using comm::HierLayout;
 
 TEST(HierTopology, ParsesNodeSizes) {
@@ -31,6 +32,16 @@ TEST(HierTopology, ParsesNodeSizes) {
   for (const char* bad : {"0", "-1", "2,", ",2", "2,,1", "a", "2k", "1 2", "99999999999"}) {
     EXPECT_THROW(comm::parse_node_sizes(bad, "X"), core::UsageError) << bad;
   }
+}
+
+TEST(HierTopology, CommConfigCarriesTheOverride) {
+  auto env = [](const char* value) {
+    return [value](const char* name) -> const char* { return std::string(name) == "MICRODDP_HIER_NODE_SIZES" ? value : nullptr; };
+  };
+  EXPECT_EQ(comm::parse_comm_config(env("2,1")).hier_node_sizes, (std::vector<int>{2, 1}));
+  EXPECT_TRUE(comm::parse_comm_config(env("")).hier_node_sizes.empty());
+  EXPECT_TRUE(comm::parse_comm_config(env(nullptr)).hier_node_sizes.empty());
+  EXPECT_THROW(comm::parse_comm_config(env("2,x")), core::UsageError);
 }
 
 TEST(HierTopology, ResolvesNodesOfRanks) {
@@ -79,8 +90,10 @@ TEST(Hier, EveryNodeShapeIsExact) {
     std::string shape;
     for (int s : sizes) shape += (shape.empty() ? "" : ",") + std::to_string(s);
     SCOPED_TRACE("node sizes " + shape);
-    HierCommunicator comm(MPI_COMM_WORLD, sizes);
-    const HierLayout got = comm.layout(), want = expected_layout(sizes, n, r);
+    comm::CommConfig config;
+    config.hier_node_sizes = sizes;
+    Communicator comm(std::make_unique<HierBackend>(MPI_COMM_WORLD, config));
+    const HierLayout got = comm.backend_as<HierBackend>()->layout(), want = expected_layout(sizes, n, r);
     EXPECT_EQ(got.nodes, want.nodes);
     EXPECT_EQ(got.node, want.node);
     EXPECT_EQ(got.local_rank, want.local_rank);
