@@ -88,7 +88,10 @@ TEST(Hier, EveryNodeShapeIsExact) {
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   for (const std::vector<int>& sizes : shapes_for(n)) {
     std::string shape;
-    for (int s : sizes) shape += (shape.empty() ? "" : ",") + std::to_string(s);
+    for (int s : sizes) {
+      if (!shape.empty()) shape += ',';
+      shape += std::to_string(s);
+    }
     SCOPED_TRACE("node sizes " + shape);
     comm::CommConfig config;
     config.hier_node_sizes = sizes;
