@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "perf/link_classes.hpp"
 
 namespace microddp::perf {
 
@@ -174,6 +175,7 @@ ScalingResult predict_scaling(const RunRecord& rec, const CommModel& model, cons
       return fit.model_for(bytes).time_s(cost_coefficients(Collective::AllReduce, Algorithm::Ring, ranks, bytes));
     };
     s.network = "fitted model of backend '" + rec.backend + "' extrapolated as a ring all-reduce";
+    s.model_warning = fit_warning(fit);
   } else {
     in.allreduce = [](int, double) { return 0.0; };
     s.network = "no communication model: communication assumed free (give --model/--bench or --link-gbps)";
@@ -196,6 +198,9 @@ Analysis analyze(const RunRecord& rec, const CommModel& model, const AnalyzeOpti
   out.model_source = model.source;
   out.comm_model = model.entries;
   out.warnings = node_warnings(rec);
+  // A poor fit of the run's backend (link_classes.hpp: low R2 or a large residual) is named next to
+  // every prediction made from it, in both printers.
+  if (const ModelEntry* e = model.find(rec.backend)) out.model_warning = fit_warning(e->fit);
 
   const std::string& backend = rec.backend;
   const int n = rec.ranks;

@@ -83,6 +83,7 @@ struct ScalingResult {
   double bucket_mb = 0;         // bucketed: the cap assumed
   std::int64_t global_batch = 0;        // strong scaling keeps it
   std::int64_t rows_per_rank_weak = 0;  // weak scaling keeps it
+  std::string model_warning;            // the fit's warning when a fitted model predicts it (fit_warning)
   std::vector<ScalingPoint> strong, weak;
 };
 
@@ -103,6 +104,9 @@ struct Analysis {
   std::vector<StepPrediction> bucket_sweep;          // bucketed at each cap tried (ascending)
   StepPrediction best_bucket;
   ScalingResult scaling;
+  // Non-empty when the run's backend's fit is poor (perf/link_classes.hpp fit_warning): every
+  // prediction made from it (strategies, what-if, best bucket) carries it in both printers.
+  std::string model_warning;
 };
 
 // Throws core::UsageError for a record without runs or options out of range.
