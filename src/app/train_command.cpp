@@ -125,6 +125,15 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     std::printf("#   strategy   : %s over %s backend; %" PRId64 " collectives, %.2f MiB per step\n",
                 cfg.strategy.c_str(), opts_.comm.c_str(), trainer.sync().collectives_per_step(),
                 static_cast<double>(trainer.sync().bytes_per_step()) / (1 << 20));
+    if (cfg.compression.mode != "none") {
+      const auto& cc = cfg.compression;
+      char how[160] = "";
+      if (cc.mode == "powersgd") {
+        std::snprintf(how, sizeof how, " rank %" PRId64 " from step %" PRId64 ",", cc.powersgd_rank, cc.powersgd_start_step + 1);
+      }
+      std::printf("#   compression: %s%s error feedback %s (docs/compression.md)\n", cc.mode.c_str(), how,
+                  cc.error_feedback ? "on" : "off");
+    }
     if (cfg.accum_steps > 1) {
       std::printf("#   accumulate : %" PRId64 " micro-batches of %" PRId64 " per step (effective batch %" PRId64
                   "), gradients synchronised on the last only\n",
@@ -187,6 +196,13 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
                 "overhead %.1f%% of the step\n",
                 m.collectives, static_cast<double>(m.comm_bytes) / (1 << 20), 100.0 * m.overlap(),
                 m.step_ms > 0 ? 100.0 * m.comm_exposed_ms / m.step_ms : 0.0);
+    if (cfg.compression.mode != "none") {
+      const double fp32 = static_cast<double>(trainer.sync().uncompressed_bytes_per_step());
+      std::printf("#   compression: %s, %.3f MiB on the wire per step (%.1f%% of fp32's %.3f MiB); encode/decode %.3f ms "
+                  "per step (median)\n",
+                  cfg.compression.mode.c_str(), static_cast<double>(m.comm_bytes) / (1 << 20),
+                  fp32 > 0 ? 100.0 * static_cast<double>(m.comm_bytes) / fp32 : 0.0, fp32 / (1 << 20), m.compress_ms);
+    }
     std::printf("#   parameter checksum %016" PRIx64 "\n", checksum);
     const double check_ms = trainer.checks_done() > 0 ? trainer.check_ms_total() / static_cast<double>(trainer.checks_done()) : 0.0;
     std::printf("#   checks: %" PRId64 " divergence checks passed (mean %.3f ms each, %.1f%% of the median step); %" PRId64
@@ -233,6 +249,7 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     j["skipped_steps"] = trainer.skipped_steps();
     j["divergence_checks"] = trainer.checks_done();
     j["peer_lag_ms"] = peer_lag_ms;
+    j["uncompressed_bytes_per_step"] = trainer.sync().uncompressed_bytes_per_step();
     if (cfg.layer_events) {
       const perf::LayerTimes lt = layer_times.mean();
       j["layer_backward_ms"] = lt.backward_ms;

@@ -6,6 +6,7 @@
 
 #include "comm/factory.hpp"
 #include "core/error.hpp"
+#include "ddp/compression/compression_config.hpp"
 #include "ddp/grad_sync.hpp"
 
 namespace microddp::app {
@@ -98,6 +99,23 @@ void add_train_options(CLI::App* sub, TrainOptions& o, bool with_dist) {
     sub->add_option("--on-nan", o.on_nan, "Non-finite loss or gradient on any rank: abort the run, or skip the update")
         ->check(CLI::IsMember({"abort", "skip"}))
         ->capture_default_str();
+    // Gradient compression (docs/compression.md).
+    sub->add_option("--grad-compression", c.compression.mode,
+                    "Gradient wire format: none (fp32), fp16, bf16 (16-bit, fp32 accumulation), powersgd (low rank)")
+        ->check(CLI::IsMember({"none", "fp16", "bf16", "powersgd"}))
+        ->capture_default_str();
+    o.powersgd_rank_opt = sub->add_option("--powersgd-rank", c.compression.powersgd_rank,
+                                          "PowerSGD: rank of each weight matrix's approximation")
+                              ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}))
+                              ->capture_default_str();
+    o.powersgd_start_opt = sub->add_option("--powersgd-start-step", c.compression.powersgd_start_step,
+                                           "PowerSGD: uncompressed (fp32) steps before compression starts")
+                               ->check(CLI::Range(std::int64_t{0}, kMaxSteps))
+                               ->capture_default_str();
+    o.error_feedback_opt = sub->add_option("--error-feedback", o.error_feedback,
+                                           "Add each rank's previous compression error to its gradient (lossy modes)")
+                               ->check(CLI::IsMember({"on", "off"}))
+                               ->capture_default_str();
     sub->add_option("--clip-grad-norm", c.clip_grad_norm,
                     "Scale the global gradient to at most this L2 norm before the optimizer step (0 = off)")
         ->check(finite_range(0.0f, 1e6f))
@@ -124,6 +142,11 @@ void validate_train_options(TrainOptions& o) {
   MDDP_USAGE_CHECK(std::isfinite(c.sync_options.bucket_mb) && std::isfinite(c.sync_options.first_bucket_mb),
                    "--bucket-mb and --first-bucket-mb must be finite");
   c.on_nan = ddp::parse_nan_policy(o.on_nan);
+  auto given = [](const CLI::Option* opt) { return opt != nullptr && opt->count() > 0; };
+  c.compression.error_feedback = o.error_feedback == "on";
+  ddp::validate_compression(c.compression, given(o.powersgd_rank_opt) || given(o.powersgd_start_opt));
+  MDDP_USAGE_CHECK(!given(o.error_feedback_opt) || c.compression.mode != "none",
+                   "--error-feedback needs a lossy --grad-compression (fp16, bf16 or powersgd)");
   if (o.log_every == 0) o.log_every = std::max<std::int64_t>(1, c.steps / 10);
 }
 

@@ -24,6 +24,11 @@ struct TrainOptions {
   std::string trace_path;      // --trace FILE.json: Chrome/Perfetto trace of all ranks (written by rank 0)
   bool debug_sync = false;     // --debug-sync: compare every collective's fingerprint across ranks
   std::string on_nan = "abort";  // --on-nan abort|skip (parsed into config.on_nan by validate)
+  std::string error_feedback = "on";  // --error-feedback on|off (into config.compression by validate)
+  // Given on the command line? (settings that only some compression modes use are errors otherwise)
+  CLI::Option* powersgd_rank_opt = nullptr;
+  CLI::Option* powersgd_start_opt = nullptr;
+  CLI::Option* error_feedback_opt = nullptr;
 };
 
 // Adds the options to `sub`. `with_dist`: also --strategy and --comm (not for single-process commands).

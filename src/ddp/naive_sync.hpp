@@ -18,6 +18,7 @@ class NaiveSync final : public GradSync {
   std::string_view name() const override { return "naive"; }
   void finish() override;
   std::int64_t collectives_per_step() const override { return static_cast<std::int64_t>(params_.size()); }
+  std::vector<SyncUnit> units() const override;
 };
 
 }  // namespace microddp::ddp

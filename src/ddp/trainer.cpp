@@ -93,7 +93,8 @@ Trainer::Trainer(const TrainConfig& config, comm::Communicator& comm, kernels::O
   divergence_ = std::make_unique<DivergenceCheck>(comm, model_.params(), host_state_.params, host_state_.optimizer);
   const std::size_t per_step = events_per_step(model_, config.layer_events, config.accum_steps);
   events_.reserve(config.keep_events ? per_step * static_cast<std::size_t>(config.steps + 1) : per_step);
-  sync_ = make_grad_sync(config.strategy, comm, model_.params(), model_.grad_view(), events_, config.sync_options);
+  sync_ = make_grad_sync(config.strategy, comm, model_.params(), model_.grad_view(), events_, config.sync_options,
+                         config.compression, ops, config.seed);
   // Hooks are built once here: constructing std::function objects inside step() could allocate.
   grad_ready_hook_ = [this](const model::ParamInfo& p) { sync_->on_grad_ready(p); };
   if (config.layer_events) {
@@ -103,10 +104,17 @@ Trainer::Trainer(const TrainConfig& config, comm::Communicator& comm, kernels::O
 }
 
 void Trainer::set_strategy(const std::string& strategy, const GradSyncOptions& options) {
+  set_strategy(strategy, options, config_.compression);
+}
+
+void Trainer::set_strategy(const std::string& strategy, const GradSyncOptions& options,
+                           const GradCompressionConfig& compression) {
   comm_.synchronize();
-  sync_ = make_grad_sync(strategy, comm_, model_.params(), model_.grad_view(), events_, options);
+  sync_ = make_grad_sync(strategy, comm_, model_.params(), model_.grad_view(), events_, options, compression, ops_,
+                         config_.seed);
   config_.strategy = strategy;
   config_.sync_options = options;
+  config_.compression = compression;
 }
 
 void Trainer::layer_event(core::EventKind kind, int layer, bool begin) {
@@ -237,6 +245,12 @@ void Trainer::handle_nonfinite(std::int64_t step, bool loss_bad, bool grad_bad) 
   std::ostringstream msg;
   msg << "non-finite values at step " << step + 1 << ": loss non-finite on rank(s) " << (nl ? loss_ranks.str() : "none")
       << "; synchronised gradient non-finite on rank(s) " << (ng ? grad_ranks.str() : "none");
+  if (ng > 0 && config_.compression.mode == "fp16") {
+    // The fp16 wire format's range safety (ddp/compression/wire16_compressor.hpp): no clipping, no
+    // silent saturation; an overflow is an infinity in the all-reduced data, hence on every rank.
+    msg << " (with --grad-compression fp16 this includes gradient values or sums beyond fp16's range, |x| > 65504: "
+           "use --grad-compression bf16, which has fp32's range)";
+  }
   if (config_.on_nan == NanPolicy::Skip) {
     ++skipped_steps_;
     msg << "; update skipped (--on-nan skip; " << skipped_steps_ << " skipped so far)";
@@ -285,6 +299,10 @@ StepRecord Trainer::step() {
   {
     OpsRange r(ops_, "gradient sync wait");
     sync_->finish();  // host backends wait here; stream-ordered ones order the compute stream instead
+  }
+  if (sync_->compressor() != nullptr) {  // its work is spread over the sync: recorded as one total
+    const std::int64_t end = core::now_ns();
+    events_.record(core::EventKind::Compress, step, -1, end - sync_->compression_ns(), end);
   }
   if (fault_at(trainer_fault_point::kNanGradient, step) != nullptr) {
     const float nan = std::numeric_limits<float>::quiet_NaN();

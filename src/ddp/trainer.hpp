@@ -86,6 +86,7 @@ struct TrainConfig {
   std::uint64_t seed = 1;
   std::string strategy = "naive";
   GradSyncOptions sync_options;  // bucket sizes (bucketed)
+  GradCompressionConfig compression;  // how gradients travel (ddp/compression; default: fp32)
   // Gradient accumulation: micro-steps per optimizer step. Micro-step k of step s uses global
   // samples [(s*K + k)*B, (s*K + k + 1)*B) with B = global_batch, the loss is scaled by 1/(K*B),
   // and gradients are synchronised only in the last micro-step, so K micro-steps equal one step on
@@ -124,9 +125,12 @@ class Trainer {
   model::FullMLP& model() { return model_; }
   const model::FullMLP& model() const { return model_; }
   GradSync& sync() { return *sync_; }
+  const GradSync& sync() const { return *sync_; }
   // Replaces the strategy between steps (benchmarks compare strategies on one model). Collective
   // in effect: every rank must switch at the same step to the same strategy and options.
   void set_strategy(const std::string& strategy, const GradSyncOptions& options);
+  // The same with another gradient compression (its state starts fresh).
+  void set_strategy(const std::string& strategy, const GradSyncOptions& options, const GradCompressionConfig& compression);
   core::EventLog& events() { return events_; }
   const data::Sampler& sampler() const { return sampler_; }
 

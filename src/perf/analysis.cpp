@@ -26,6 +26,7 @@ StepStats mean_of(const std::vector<StepStats>& v) {
     m.loss_sync_ms += s.loss_sync_ms;
     m.comm_total_ms += s.comm_total_ms;
     m.comm_exposed_ms += s.comm_exposed_ms;
+    m.compress_ms += s.compress_ms;
   }
   const double n = static_cast<double>(v.size());
   m.step_ms /= n;
@@ -36,6 +37,7 @@ StepStats mean_of(const std::vector<StepStats>& v) {
   m.loss_sync_ms /= n;
   m.comm_total_ms /= n;
   m.comm_exposed_ms /= n;
+  m.compress_ms /= n;
   m.collectives = v.back().collectives;
   m.comm_bytes = v.back().comm_bytes;
   return m;
@@ -54,6 +56,7 @@ StepStats stats_from_json(const nlohmann::json& j) {
   s.comm_exposed_ms = j.value("comm_exposed_ms", 0.0);
   s.collectives = j.value("collectives", std::int64_t{0});
   s.comm_bytes = j.value("comm_bytes", std::int64_t{0});
+  s.compress_ms = j.value("compress_ms", 0.0);
   return s;
 }
 }  // namespace
@@ -268,6 +271,11 @@ StepProfile profile_of(const RunRecord& rec, const StrategyRun& run) {
   p.rows_per_rank = rec.rows_per_rank();
   p.peer_lag_s = run.peer_lag_ms * 1e-3;
   p.time_sliced = rec.time_sliced();
+  if (m.compress_ms > 0) {  // a compressed run: its measured wire bytes relative to fp32 and encode cost
+    const double fp32_bytes = static_cast<double>(model::flat_count(p.params)) * 4.0;
+    p.wire_ratio = fp32_bytes > 0 && m.comm_bytes > 0 ? std::min(1.0, static_cast<double>(m.comm_bytes) / fp32_bytes) : 1.0;
+    p.compress_s = m.compress_ms * 1e-3;
+  }
   if (!run.layer_backward_ms.empty() && run.layer_backward_ms.size() == run.layer_ids.size()) {
     for (double ms : run.layer_backward_ms) p.layer_backward_s.push_back(ms * 1e-3);
     p.layer_ids = run.layer_ids;

@@ -83,8 +83,10 @@ StepPrediction simulate_async(const StepProfile& prof, const std::vector<ddp::Bu
 
 }  // namespace
 
-StepPrediction predict_step(const StepProfile& prof, const std::string& strategy, const AllReduceTime& allreduce,
+StepPrediction predict_step(const StepProfile& prof, const std::string& strategy, const AllReduceTime& fp32_allreduce,
                             double bucket_cap_bytes, double first_bucket_cap_bytes) {
+  // Compression: the strategy's fp32 collectives carry wire_ratio times the bytes.
+  const AllReduceTime allreduce = [&](double bytes) { return fp32_allreduce(bytes * prof.wire_ratio); };
   StepPrediction r;
   if (strategy == "naive") {
     for (const auto& p : prof.params) {
@@ -110,7 +112,7 @@ StepPrediction predict_step(const StepProfile& prof, const std::string& strategy
   }
   r.strategy = strategy;
   r.step_s = prof.data_s + prof.forward_s + prof.backward_s + r.exposed_comm_s + prof.loss_sync_s + prof.optimizer_s +
-             prof.other_s;
+             prof.other_s + prof.compress_s;
   return r;
 }
 
