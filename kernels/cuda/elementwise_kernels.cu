@@ -98,6 +98,15 @@ void decode_wire16(Wire16 f, const std::uint16_t* src, float* dst, std::int64_t 
   MDDP_CUDA_CHECK_LAUNCH();
 }
 
+void reduce_wire16(Wire16 f, std::uint16_t* dst, const std::uint16_t* a, const std::uint16_t* b, std::int64_t n,
+                   core::ReduceOp op, cudaStream_t stream) {
+  check_count(n, "reduce_wire16");
+  const LaunchGeometry g = grid_stride_geometry(n);
+  if (g.empty()) return;
+  MDDP_LAUNCH(reduce_wire16_kernel, g.blocks, g.threads, 0, stream)(f, op, dst, a, b, n);
+  MDDP_CUDA_CHECK_LAUNCH();
+}
+
 void zero(float* x, std::int64_t n, cudaStream_t stream) {
   check_count(n, "zero");
   if (n == 0) return;

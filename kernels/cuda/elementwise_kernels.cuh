@@ -81,6 +81,12 @@ __global__ void decode_wire16_kernel(Wire16 f, const std::uint16_t* __restrict__
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) dst[i] = wire16_decode(f, src[i]);
 }
 
+// No __restrict__: dst may alias a or b (as below).
+__global__ void reduce_wire16_kernel(Wire16 f, core::ReduceOp op, std::uint16_t* dst, const std::uint16_t* a,
+                                     const std::uint16_t* b, std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) dst[i] = wire16_reduce_pair(f, op, a[i], b[i]);
+}
+
 // No __restrict__: dst may alias a or b (each element is read before it is written, by one thread).
 template <core::ReduceOp kOp>
 __global__ void reduce_kernel(float* dst, const float* a, const float* b, std::int64_t n) {

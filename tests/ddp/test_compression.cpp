@@ -180,11 +180,13 @@ TEST(ErrorFeedback, ErrorStaysBoundedAndTheMeanConverges) {
   EXPECT_GT(without, 0.1);
 }
 
-// Training: every strategy keeps all ranks bitwise identical with compression on.
+// Training: every mode x strategy keeps all ranks bitwise identical with compression on.
 TEST(CompressedTraining, RanksStayBitwiseIdentical) {
   auto comm = comm::make_communicator(g_backend, testing::runtime());
+  for (const char* mode : {"powersgd", "bf16", "fp16"}) {
   for (const char* strategy : {"naive", "flat", "overlap", "bucketed"}) {
     for (bool ef : {true, false}) {
+      SCOPED_TRACE(std::string(mode) + " " + strategy + (ef ? " with" : " without") + " error feedback");
       TrainConfig c;
       c.model = model::MlpConfig{8, 16, 3, 3};
       c.global_batch = 13;
@@ -192,7 +194,7 @@ TEST(CompressedTraining, RanksStayBitwiseIdentical) {
       c.seed = 4;
       c.strategy = strategy;
       c.sync_options.bucket_mb = 600.0 / (1 << 20);
-      c.compression.mode = "powersgd";
+      c.compression.mode = mode;
       c.compression.powersgd_rank = 1;
       c.compression.powersgd_start_step = 2;
       c.compression.error_feedback = ef;
@@ -207,8 +209,66 @@ TEST(CompressedTraining, RanksStayBitwiseIdentical) {
         last = r.loss;
         ASSERT_TRUE(std::isfinite(r.loss)) << strategy;
       }
-      EXPECT_LT(last, first) << strategy << " error feedback " << ef;
+      EXPECT_LT(last, first);
       EXPECT_EQ(t.checks_done(), c.steps);
+      const std::int64_t fp32 = t.sync().uncompressed_bytes_per_step();
+      if (std::string(mode) == "powersgd") {
+        EXPECT_LT(t.sync().bytes_per_step(), fp32);
+      } else {
+        EXPECT_EQ(2 * t.sync().bytes_per_step(), fp32);  // exactly half: 16 of 32 bits per value
+      }
+    }
+  }
+  }
+}
+
+// 16-bit modes against the float64 sum: within the wire format's precision (one encode per rank,
+// at most n - 1 roundings of partial sums: (n + n - 1) u sum|g| with u = 2^-11 / 2^-8), the same
+// bits on every rank, and fp16 overflow as +inf (refused by the trainer's numerics, never clipped).
+TEST(Wire16Compression, MatchesTheSumWithinItsPrecision) {
+  auto comm = comm::make_communicator(g_backend, testing::runtime());
+  const int n = comm->size();
+  auto ops = kernels::make_cpu_ops(1);
+  const auto params = test_params(40, 24);
+  const std::int64_t total = total_count(params);
+  for (const char* mode : {"fp16", "bf16"}) {
+    for (const char* strategy : {"naive", "flat", "overlap", "bucketed"}) {
+      SCOPED_TRACE(std::string(mode) + " " + strategy);
+      std::vector<float> grads(static_cast<std::size_t>(total), 0.0f);
+      core::EventLog events;
+      events.reserve(1000);
+      GradCompressionConfig cc;
+      cc.mode = mode;
+      auto sync = make_grad_sync(strategy, *comm, params, core::TensorView::of(grads.data(), total), events,
+                                 small_buckets(), cc, *ops, 3);
+      fill_low_rank(params, comm->rank(), grads.data());
+      // 40960 = 5 * 2^13: exact in both formats (3 significant bits); two of them overflow fp16.
+      if (comm->rank() <= 1) grads[5] = 40960.0f;
+      sync->on_backward_begin(0);
+      for (const auto& p : params) sync->on_grad_ready(p);
+      sync->finish();
+      const double u = std::string(mode) == "fp16" ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
+      std::vector<double> exact(static_cast<std::size_t>(total), 0.0), abs_sum(exact);
+      std::vector<float> tmp(static_cast<std::size_t>(total), 0.0f);
+      for (int r = 0; r < n; ++r) {
+        fill_low_rank(params, r, tmp.data());
+        for (std::size_t i = 0; i < tmp.size(); ++i) {
+          exact[i] += tmp[i];
+          abs_sum[i] += std::abs(static_cast<double>(tmp[i]));
+        }
+      }
+      for (std::size_t i = 0; i < tmp.size(); ++i) {
+        if (i == 5) continue;
+        // fp16 subnormals (below 6.1e-5) have an absolute spacing of 2^-24: add it per rounding.
+        const double bound = (2 * n - 1) * (u * abs_sum[i] + std::ldexp(1.0, -25)) * (1.0 + 1e-3);
+        ASSERT_LE(std::abs(grads[i] - exact[i]), bound) << "element " << i;
+      }
+      const float big = grads[5];
+      if (std::string(mode) == "fp16" && n > 1) {
+        EXPECT_TRUE(std::isinf(big) && big > 0) << big;
+      } else {
+        EXPECT_EQ(big, 40960.0f * (n > 1 ? 2 : 1));  // exact: 40960 and 81920 have 3 significant bits
+      }
     }
   }
 }

@@ -3,6 +3,7 @@
 
 #include "core/error.hpp"
 #include "ddp/compression/powersgd_compressor.hpp"
+#include "ddp/compression/wire16_compressor.hpp"
 
 namespace microddp::ddp {
 
@@ -16,8 +17,9 @@ std::unique_ptr<GradCompressor> make_grad_compressor(const GradCompressionConfig
     case CompressionMode::PowerSgd:
       return std::make_unique<PowerSgdCompressor>(comm, ops, params, grads, config, seed);
     case CompressionMode::Fp16:
+      return std::make_unique<Wire16Compressor>(comm, ops, params, grads, config, kernels::Wire16::F16);
     case CompressionMode::Bf16:
-      MDDP_USAGE_CHECK(false, "--grad-compression " << config.mode << " is not available in this build yet");
+      return std::make_unique<Wire16Compressor>(comm, ops, params, grads, config, kernels::Wire16::BF16);
   }
   return nullptr;
 }
