@@ -26,6 +26,9 @@
 # in the emulated CUDA build (MICRODDP_CUDA_EMU) the device is always there, so a cuda/nccl test
 # that skips has failed to find it and is reported as failed. There, every test program also gets
 # MICRODDP_TEST_CUDA_EMU=1 and the emulator's test headers (cuda_emu/counters.h, control.h).
+# Every executable of a cuda/nccl/cuda_emu-labelled test is collected into the target `gpu_tests`
+# (microddp_gpu_tests_target(), called once after all test directories): the cuda-emu build preset
+# and jobs/gpu_check.sh build `microddp gpu_tests` only, not the ~150 CPU test objects they never run.
 # Every test environment sets MICRODDP_DEVICE=cpu (the default of `train --device`): the CPU suite
 # stays on the CPU on GPU machines too (it compares `train` with CPU references, bitwise); GPU
 # training has its own tests (ddp_device, label cuda) that pass --device / CudaOps explicitly.
@@ -49,6 +52,9 @@ function(microddp_add_test name)
       target_compile_definitions(${exe} PRIVATE MICRODDP_TEST_CUDA_EMU=1)
       target_link_libraries(${exe} PRIVATE cuda_emu_testing)
     endif()
+  endif()
+  if("cuda" IN_LIST T_LABELS OR "nccl" IN_LIST T_LABELS OR "cuda_emu" IN_LIST T_LABELS)
+    set_property(GLOBAL APPEND PROPERTY MICRODDP_GPU_TEST_TARGETS ${exe})
   endif()
   set(may_skip TRUE)
   if(MICRODDP_CUDA_EMU AND ("cuda" IN_LIST T_LABELS OR "nccl" IN_LIST T_LABELS))
@@ -81,6 +87,20 @@ function(microddp_add_test name)
       set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE ${MICRODDP_SKIP_CODE})
     endif()
   endif()
+endfunction()
+
+# The target `gpu_tests`: every executable the GPU tests run, plus EXTRA targets they need besides
+# their own program (helpers they launch). Empty (but present) in a build without CUDA.
+function(microddp_gpu_tests_target)
+  cmake_parse_arguments(T "" "" "EXTRA" ${ARGN})
+  get_property(targets GLOBAL PROPERTY MICRODDP_GPU_TEST_TARGETS)
+  list(REMOVE_DUPLICATES targets)
+  add_custom_target(gpu_tests)
+  foreach(t IN LISTS targets T_EXTRA)
+    if(TARGET ${t})
+      add_dependencies(gpu_tests ${t})
+    endif()
+  endforeach()
 endfunction()
 
 function(microddp_add_script_test name)
