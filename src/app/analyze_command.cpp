@@ -225,7 +225,7 @@ perf::RunRecord AnalyzeCommand::fresh_run(comm::Communicator& comm, const comm::
 int AnalyzeCommand::run(const comm::MpiRuntime& mpi) {
   const bool root = mpi.rank() == 0;
   const int threads = opts_.threads > 0 ? opts_.threads : default_blas_threads(mpi);
-  auto comm = comm::make_communicator(opts_.comm, mpi);
+  auto comm = make_communicator(opts_.comm, mpi);
   comm->set_comm_timeout(opts_.comm_timeout_s);
   comm->set_debug_sync(opts_.debug_sync);  // collective: ranks must agree
   const bool recorded = !run_path_.empty() || !metrics_path_.empty();

@@ -2,14 +2,19 @@
 //
 // A command adds its options to a CLI11 subcommand at registration, checks every value that can be
 // checked without MPI in validate() (so bad input ends with exit code 2 on every rank before MPI
-// starts: no hang possible), and does its work in run() with MPI up.
+// starts: no hang possible), and does its work in run() with MPI up. Main hands it the communication
+// settings parsed from the environment (comm_settings.hpp) before run(); it builds every
+// communicator through make_communicator(), which applies them.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
 #include <memory>
 #include <string>
+#include <string_view>
 
+#include "app/comm_settings.hpp"
+#include "comm/factory.hpp"
 #include "comm/mpi_runtime.hpp"
 
 namespace microddp::app {
@@ -22,6 +27,18 @@ class Command {
   // The limit main gives the MpiRuntime's section watchdog (start-up, agreements, checkpoint
   // exchanges): the command's --comm-timeout where it has one.
   virtual double comm_timeout_s() const { return comm::kDefaultCommTimeoutS; }
+
+  void set_comm_settings(const CommSettings& settings) { comm_settings_ = settings; }
+
+ protected:
+  const CommSettings& comm_settings() const { return comm_settings_; }
+  // A communicator over every rank for --comm `backend`, with this run's settings.
+  std::unique_ptr<comm::Communicator> make_communicator(std::string_view backend, const comm::MpiRuntime& mpi) const {
+    return comm::make_communicator(backend, mpi, comm_settings_.config, comm_settings_.faults);
+  }
+
+ private:
+  CommSettings comm_settings_;
 };
 
 // Registration functions, one per command file. Each creates its subcommand under `parent` and

@@ -1,7 +1,7 @@
 // compute_device.cpp — --device: CPU ops or CUDA ops on the rank's GPU, and the matching backend.
 #include "app/compute_device.hpp"
 
-#include <algorithm>
+#include <vector>
 
 #include "app/agreed_usage_error.hpp"
 #include "comm/factory.hpp"
@@ -24,11 +24,19 @@ int visible_gpus() {
 #endif
 }
 
-// The backend a GPU model uses when --comm was not given: NCCL when this build has it.
-std::string default_device_backend() {
-  const auto names = comm::available_backends();
-  return std::find(names.begin(), names.end(), "nccl") != names.end() ? "nccl" : "mpi";
+// "nccl, nccl-ring or mpi": this build's backends that accept device buffers.
+std::string device_backends() {
+  std::vector<std::string> names;
+  for (const auto& b : comm::available_backends()) {
+    if (backend_accepts_device_buffers(b)) names.push_back(b);
+  }
+  std::string list;
+  for (std::size_t i = 0; i < names.size(); ++i) list += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  return list;
 }
+
+// The backend a GPU model uses when --comm was not given: NCCL when this build has it.
+std::string default_device_backend() { return comm::describe_backend("nccl").compiled_in ? "nccl" : "mpi"; }
 
 ComputeChoice choose_local(const std::string& device, const std::string& comm, bool comm_given, bool tf32,
                            int blas_threads, const comm::MpiRuntime& mpi) {
@@ -43,7 +51,7 @@ ComputeChoice choose_local(const std::string& device, const std::string& comm, b
                                          "use --device cpu");
     MDDP_USAGE_CHECK(!comm_given || backend_accepts_device_buffers(comm),
                      "--comm " << comm << " runs on host memory only; a model on the GPU (--device cuda) needs "
-                                  "--comm nccl, nccl-ring or mpi");
+                               << "--comm " << device_backends());
     use_gpu = true;
   } else if (device == "auto") {
     use_gpu = visible_gpus() > 0 && (!comm_given || backend_accepts_device_buffers(comm));
@@ -66,7 +74,8 @@ void validate_device_name(const std::string& device) {
 }
 
 bool backend_accepts_device_buffers(const std::string& comm) {
-  return comm == "nccl" || comm == "nccl-ring" || comm == "mpi";
+  const auto d = comm::find_backend(comm);
+  return d && d->accepts_device_buffers;
 }
 
 ComputeChoice choose_compute(const std::string& device, const std::string& comm, bool comm_given, bool tf32,

@@ -39,7 +39,7 @@ struct ComputeChoice {
 ComputeChoice choose_compute(const std::string& device, const std::string& comm, bool comm_given, bool tf32,
                              int blas_threads, const comm::MpiRuntime& mpi);
 
-// True for the backends that accept device buffers.
+// True for the backends that accept device buffers (the factory's description says which).
 bool backend_accepts_device_buffers(const std::string& comm);
 
 }  // namespace microddp::app

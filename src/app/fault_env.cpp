@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "comm/communicator.hpp"
 #include "core/error.hpp"
 #include "ddp/trainer.hpp"
 #include "io/checkpoint_save.hpp"
@@ -36,8 +37,9 @@ struct RankStep {
   std::string what;  // the optional third part
 };
 
-// "RANK:STEP[:WHAT]"; step is 1-based.
-RankStep parse_rank_step(const EnvLookup& env, const char* var) {
+// "RANK:STEP[:WHAT]"; step is 1-based. `step_name` names it in errors (a sequence number for the
+// communicator's points).
+RankStep parse_rank_step(const EnvLookup& env, const char* var, const char* step_name = "step (1-based)") {
   RankStep r;
   const char* v = env(var);
   if (v == nullptr || *v == '\0') return r;
@@ -48,7 +50,7 @@ RankStep parse_rank_step(const EnvLookup& env, const char* var) {
   constexpr std::int64_t kMaxRank = 1 << 24;  // far above any job; keeps the value an int
   r.rank = static_cast<int>(parse_int(var, s, s.substr(0, c1), 0, kMaxRank, "rank"));
   const std::string step = s.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1);
-  r.step = parse_int(var, s, step, 1, std::int64_t{1} << 40, "step (1-based)");
+  r.step = parse_int(var, s, step, 1, std::int64_t{1} << 40, step_name);
   if (c2 != std::string::npos) r.what = s.substr(c2 + 1);
   return r;
 }
@@ -90,6 +92,21 @@ core::FaultPlan fault_plan_from_env(const EnvLookup& env) {
     const auto rank = static_cast<int>(optional_int("MICRODDP_FAULT_KILL_RANK", 0, 0, "rank"));
     const std::int64_t save = optional_int("MICRODDP_FAULT_KILL_SAVE", 1, 1, "save number (1-based)");
     plan.arm({at, rank, save, ""});
+  }
+
+  // The communicator's points: occurrence = the collective's sequence number on that rank.
+  const RankStep exit = parse_rank_step(env, "MICRODDP_FAULT_EXIT", "collective sequence number (1-based)");
+  if (exit.rank >= 0) {
+    const std::int64_t code =
+        exit.what.empty() ? comm::comm_fault_point::kDefaultExitCode
+                          : parse_int("MICRODDP_FAULT_EXIT", env("MICRODDP_FAULT_EXIT"), exit.what, 0, 255, "exit code");
+    plan.arm({std::string(comm::comm_fault_point::kExit), exit.rank, exit.step, std::to_string(code)});
+  }
+  const RankStep extra = parse_rank_step(env, "MICRODDP_FAULT_EXTRA_COLLECTIVE", "collective sequence number (1-based)");
+  if (extra.rank >= 0) {
+    MDDP_USAGE_CHECK(extra.what.empty(), "MICRODDP_FAULT_EXTRA_COLLECTIVE='" << env("MICRODDP_FAULT_EXTRA_COLLECTIVE")
+                                                                             << "' must be RANK:SEQ");
+    plan.arm({std::string(comm::comm_fault_point::kExtraCollective), extra.rank, extra.step, ""});
   }
   return plan;
 }

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "app/cli.hpp"
+#include "app/comm_settings.hpp"
 #include "comm/mpi_runtime.hpp"
 #include "core/error.hpp"
 
@@ -42,6 +43,13 @@ int main(int argc, char** argv) {
     return parsed.exit_code;
   }
   app::Command* chosen = parsed.chosen;
+  try {
+    // The environment's communication settings, checked like options: before MPI, on every rank.
+    chosen->set_comm_settings(app::comm_settings_from_environment());
+  } catch (const core::UsageError& e) {
+    if (print) std::fprintf(stderr, "microddp: error: %s\n", e.what());
+    return 2;
+  }
 
   int code = 0;
   try {

@@ -84,7 +84,7 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
   ComputeChoice compute = choose_compute(device_, opts_.comm, comm_option_->count() > 0, tf32_, threads, mpi);
   opts_.comm = compute.comm;  // a GPU model without --comm: nccl (mpi when ranks share a GPU)
   auto ops = std::move(compute.ops);
-  auto comm = comm::make_communicator(opts_.comm, mpi);
+  auto comm = make_communicator(opts_.comm, mpi);
   comm->set_compute_stream(ops->native_stream());  // NCCL orders gradient collectives after backward
   comm->set_comm_timeout(opts_.comm_timeout_s);
   comm->set_debug_sync(opts_.debug_sync);  // collective: ranks must agree

@@ -1,9 +1,10 @@
-// communicator.hpp — the one interface every communication backend implements.
+// communicator.hpp — the one communicator type every caller uses, for every backend.
 //
 // Contract:
 //   * Every collective returns a Work (see work.hpp). Mode::Sync returns a completed Work after the
-//     collective finished; Mode::Async returns at once and the collective progresses on the
-//     communicator's communication thread (progress_engine.hpp) while the caller computes.
+//     collective finished; Mode::Async returns at once and the collective progresses (on the
+//     communication thread for host backends, on the device for stream backends) while the caller
+//     computes.
 //   * All ranks must issue the same collectives in the same order (DESIGN.md invariant); every
 //     collective gets a sequence number, identical on all ranks.
 //   * Buffer conventions (counts, roots, in-place) are documented on CollectiveCall (types.hpp).
@@ -11,16 +12,18 @@
 //   * Buffers passed to an async collective must stay alive and untouched until its Work completes.
 //   * Counts are 64-bit; backends handle counts beyond MPI's int (chunking, never truncation).
 //
-// Backends derive from this class and implement execute(), a blocking run of one collective.
-// A backend's destructor must call shutdown() first, so the communication thread stops before
-// the backend's own members are destroyed.
-//
-// Direct dispatch (for NCCL): a backend whose collectives are asynchronous by nature (NCCL enqueues
-// a kernel on a CUDA stream and returns; the GPU makes the progress) gains nothing from a
-// communication thread: a hand-off would only add latency, and a thread calling blocking execute()
-// would serialise launches. Such a backend constructs the base with Dispatch::Direct and overrides
-// launch() (enqueue, return a Work from its own WorkSource) and wait_launched(). Validation and
-// sequence numbers stay here, identical for both kinds; execute() is then never called.
+// Composition: a Communicator is final and owns
+//   * a backend (backend.hpp): a HostBackend (mpi, naive, ring, rd, auto: blocking execute) or a
+//     StreamBackend (nccl, nccl-ring: enqueue on a CUDA stream), which only moves data;
+//   * a dispatcher (dispatcher.hpp), chosen by the backend's kind at construction: the progress
+//     engine for host backends, direct launch for stream backends. Every behaviour that differs
+//     between the kinds (threads, timeouts, stream order) is the dispatcher's, so nothing here
+//     branches on the kind;
+//   * what is the same for every backend: validation, the fault points (comm_fault_point below),
+//     desync detection (sync_check.hpp) and its statistics.
+// Teardown needs no cooperation from any backend: members are destroyed in reverse declaration
+// order and the dispatcher is declared last, so it waits for outstanding work and stops its thread
+// while the desync checker and the backend it calls are still alive.
 //
 // Desync detection (sync_check.hpp): every collective's fingerprint enters a running hash in issue
 // order. check_sync() compares it across ranks; set_debug_sync(true) compares every collective's
@@ -30,31 +33,42 @@
 #include <mpi.h>
 
 #include <atomic>
-
 #include <memory>
-#include <string>
 #include <string_view>
 
-#include "comm/progress_engine.hpp"
+#include "comm/backend.hpp"
+#include "comm/dispatcher.hpp"
 #include "comm/sync_check.hpp"
 #include "comm/types.hpp"
 #include "comm/work.hpp"
+#include "core/fault_plan.hpp"
 
 namespace microddp::comm {
 
-class Communicator {
+// The communicator's fault points (core/fault_plan.hpp), for the reliability tests; occurrence = the
+// collective's sequence number on the armed rank. `microddp` arms them from MICRODDP_FAULT_EXIT and
+// MICRODDP_FAULT_EXTRA_COLLECTIVE (app/fault_env.hpp).
+namespace comm_fault_point {
+// Just before the collective runs, the rank _Exit()s with the code in the argument (decimal, default
+// 3): like a crash, no destructors, no MPI_Finalize.
+inline constexpr std::string_view kExit = "comm_exit";
+// The rank issues one extra empty all_reduce as that collective: a silent desync.
+inline constexpr std::string_view kExtraCollective = "comm_extra_collective";
+inline constexpr int kDefaultExitCode = 3;
+}  // namespace comm_fault_point
+
+class Communicator final {
  public:
-  Communicator(int rank, int size);
-  virtual ~Communicator();
-  // How collectives reach the backend: the progress engine's thread calling execute() (default), or
-  // launch() on the caller's thread (see the file comment).
-  enum class Dispatch : std::uint8_t { ProgressEngine, Direct };
+  // `faults`: the reliability tests' fault points (comm_fault_point), acting only on their rank.
+  explicit Communicator(std::unique_ptr<HostBackend> backend, const core::FaultPlan& faults = {});
+  explicit Communicator(std::unique_ptr<StreamBackend> backend, const core::FaultPlan& faults = {});
+  ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
-  int rank() const { return rank_; }
-  int size() const { return size_; }
-  virtual std::string_view name() const = 0;
+  int rank() const { return backend_->rank(); }
+  int size() const { return backend_->size(); }
+  std::string_view name() const { return backend_->name(); }
 
   Work all_reduce(core::TensorView send, core::TensorView recv, ReduceOp op, Mode mode = Mode::Sync);
   Work all_reduce(core::TensorView buf, ReduceOp op, Mode mode = Mode::Sync) { return all_reduce(buf, buf, op, mode); }
@@ -72,25 +86,32 @@ class Communicator {
 
   // Abort the whole job with a message naming the collective (kind, sequence number, count, dtype,
   // backend) when one collective has not completed after `seconds` (<= 0: no watchdog). Waits for
-  // outstanding work first; call it at the same point on every rank. Backends with Direct dispatch
-  // (NCCL) override it: they enforce the timeout themselves while waiting on their stream.
-  virtual void set_comm_timeout(double seconds);
+  // outstanding work first; call it at the same point on every rank. On stream backends (NCCL) the
+  // backend enforces it while waiting on its stream and fails the collective instead.
+  void set_comm_timeout(double seconds);
 
   // Orders later collectives after the work queued so far on `stream` (a cudaStream_t of this rank's
   // GPU, e.g. kernels::Ops::native_stream()) without blocking the host: backends that run on CUDA
   // streams (NCCL) must know the compute stream or they could read gradients not yet written. Host
   // backends ignore it: they wait for the whole device before touching device buffers
   // (device_staging.hpp).
-  virtual void set_compute_stream(void* /*stream*/) {}
+  void set_compute_stream(void* stream);
 
   // Stream-ordered completion (NCCL on device buffers): instead of the host waiting for a
   // collective, the compute stream can be made to wait for it on the device, so a GPU training step
   // queues everything and synchronises once (docs/gpu.md). Host backends return false.
-  virtual bool completes_in_stream_order() const { return false; }
+  bool completes_in_stream_order() const;
   // Only when completes_in_stream_order(): the compute stream waits, on the device, for collective
   // `work` and every collective launched before it; the host does not wait, and work.test() turns
   // true once the device got there (after a later synchronisation of the compute stream, at once).
-  virtual void order_compute_after(const Work& work);
+  void order_compute_after(const Work& work);
+
+  // The backend as its concrete type, or nullptr when it is another one: for backend-specific
+  // queries (tests, run headers), never needed to communicate.
+  template <typename B>
+  B* backend_as() const {
+    return dynamic_cast<B*>(backend_.get());
+  }
 
   // ---- desync detection (sync_check.hpp) ----
   // Gives this communicator a private duplicate of `parent` for fingerprint exchanges. Collective
@@ -120,49 +141,27 @@ class Communicator {
   };
   SyncCheckStats sync_check_stats() const;
 
- protected:
-  // Runs one collective to completion. Called on the communication thread or, for synchronous
-  // calls with nothing queued, on the caller's thread; never concurrently with itself.
-  // For host buffers, ReduceOp::Mean never reaches execute() (it arrives as Sum and the base
-  // divides afterwards); device backends receive Mean as is.
-  virtual void execute(const CollectiveCall& call) = 0;
-
-  // Stops the communication thread after draining queued work (Direct: waits for launched work,
-  // errors ignored). Idempotent; afterwards every call throws.
-  void shutdown();
-
-  Communicator(int rank, int size, Dispatch dispatch);
-  // Direct dispatch only. Called on the caller's thread, in issue order, with call.seq assigned and
-  // the arguments validated. Mode::Sync returns a completed Work after the collective finished;
-  // Mode::Async returns at once. Every ReduceOp, Mean included, arrives as issued (any device).
-  virtual Work launch(const CollectiveCall& call, Mode mode);
-  // Direct dispatch only: waits for every collective launched so far; throws on failure.
-  virtual void wait_launched();
-
  private:
+  struct Common {};  // selects the constructor both public ones delegate to
+  Communicator(Common, std::unique_ptr<Backend> backend, const core::FaultPlan& faults);
   Work submit(CollectiveCall call, Mode mode);
-  void execute_with_mean(const CollectiveCall& call);
-  void before_collective(const CollectiveCall& call);  // desync fingerprint (and debug exchange)
+  // Runs right before each collective, on the thread that executes it: the exit fault, then the
+  // desync fingerprint (and the debug exchange).
+  void before_collective(const CollectiveCall& call);
+  Dispatcher::BeforeCollective before_hook() {
+    return [this](const CollectiveCall& call) { before_collective(call); };
+  }
 
-  int rank_;
-  int size_;
-  Dispatch dispatch_ = Dispatch::ProgressEngine;
-  bool shut_down_ = false;
-  std::uint64_t launched_ = 0;  // Direct dispatch: last sequence number handed to launch()
-  // Declared before engine_ so it outlives the engine thread that reports to it.
-  std::unique_ptr<CollectiveWatchdog> watchdog_;
+  // Declaration order is the teardown order reversed; see the file comment.
+  std::unique_ptr<Backend> backend_;
+  // This rank's comm_fault_point sequence numbers (0: off), read once from the plan.
+  std::uint64_t fault_exit_seq_ = 0;
+  int fault_exit_code_ = comm_fault_point::kDefaultExitCode;
+  std::uint64_t fault_extra_seq_ = 0;
   std::unique_ptr<SyncChecker> sync_;  // null until attach_sync_comm()
-  // Fault injection for the reliability tests (docs/reliability.md), read from the environment:
-  //   MICRODDP_FAULT_EXIT="rank:seq[:code]": that rank _Exit(code)s (default 3) just before
-  //     executing collective `seq` (no destructors, no MPI_Finalize: like a crash);
-  //   MICRODDP_FAULT_EXTRA_COLLECTIVE="rank:seq": that rank issues one extra empty all_reduce (it
-  //     moves no data on any backend, so nothing hangs) as its collective `seq`: a silent desync.
-  std::uint64_t fault_exit_seq_ = 0;   // 0: off
-  int fault_exit_code_ = 3;
-  std::uint64_t fault_extra_seq_ = 0;  // 0: off
   std::atomic<bool> debug_sync_{false};
   std::int64_t sync_checks_ = 0, sync_timed_ = 0, sync_ns_total_ = 0, sync_ns_min_ = 0;
-  std::unique_ptr<ProgressEngine> engine_;
+  std::unique_ptr<Dispatcher> dispatcher_;  // last: stops before everything it calls
 };
 
 }  // namespace microddp::comm

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "comm/device_staging.hpp"
+#include "comm/pinned_host_buffer.hpp"
 #include "comm/staging_plan.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/host_reduce.hpp"
@@ -27,11 +28,6 @@ bool mpi_is_cuda_aware() {
 class CudaDeviceStaging final : public DeviceStaging {
  public:
   CudaDeviceStaging() : cuda_aware_(mpi_is_cuda_aware()) {}
-  ~CudaDeviceStaging() override {
-    for (Pinned& p : pinned_) {
-      if (p.ptr != nullptr) (void)cudaFreeHost(p.ptr);
-    }
-  }
   std::string mode() const override { return cuda_aware_ ? "CUDA-aware MPI" : "pinned-host staging"; }
 
   void run(const CollectiveCall& call, int rank, int size,
@@ -63,23 +59,6 @@ class CudaDeviceStaging final : public DeviceStaging {
   }
 
  private:
-  struct Pinned {
-    char* ptr = nullptr;
-    std::int64_t bytes = 0;
-    char* ensure(std::int64_t want) {
-      if (want > bytes) {
-        if (ptr != nullptr) MDDP_CUDA_CHECK(cudaFreeHost(ptr));
-        ptr = nullptr;
-        bytes = 0;
-        void* p = nullptr;
-        MDDP_CUDA_CHECK(cudaHostAlloc(&p, static_cast<std::size_t>(want), cudaHostAllocPortable));
-        ptr = static_cast<char*>(p);
-        bytes = want;
-      }
-      return ptr;
-    }
-  };
-
   // The communication thread has its own current device: make it the buffers' GPU.
   static void select_device(const CollectiveCall& call, int rank) {
     const core::TensorView* v = nullptr;
@@ -95,7 +74,7 @@ class CudaDeviceStaging final : public DeviceStaging {
   }
 
   bool cuda_aware_;
-  Pinned pinned_[2];
+  PinnedHostBuffer pinned_[2];
 };
 
 }  // namespace

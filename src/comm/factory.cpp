@@ -1,51 +1,112 @@
-// factory.cpp — backend selection by name (--comm).
+// factory.cpp — the table of backends (--comm), their descriptions, and construction by name.
 #include "comm/factory.hpp"
 
-#include "comm/hand_rolled_communicator.hpp"
-#include "comm/mpi_communicator.hpp"
+#include "comm/hand_rolled_backend.hpp"
+#include "comm/mpi_backend.hpp"
 #include "core/error.hpp"
 
 #if defined(MICRODDP_HAVE_NCCL)
-#include "comm/nccl_communicator.hpp"
+#include "comm/nccl_backend.hpp"
 #endif
 
 namespace microddp::comm {
 
-std::vector<std::string> available_backends() {
-  std::vector<std::string> names = {"mpi", "naive", "ring", "rd", "auto"};
-#if defined(MICRODDP_HAVE_NCCL)
-  // GPU backends: one GPU per rank; host buffers are staged (nccl_communicator.hpp).
-  names.insert(names.end(), {"nccl", "nccl-ring"});
-#endif
-  return names;
-}
-
 namespace {
 
-std::unique_ptr<Communicator> make_backend(std::string_view name, const MpiRuntime& runtime) {
-  if (name == "mpi") return std::make_unique<MpiCommunicator>(runtime.world());
-  if (name == "naive") return std::make_unique<HandRolledCommunicator>(runtime.world(), AllReduceAlgorithm::Naive);
-  if (name == "ring") return std::make_unique<HandRolledCommunicator>(runtime.world(), AllReduceAlgorithm::Ring);
-  if (name == "rd") return std::make_unique<HandRolledCommunicator>(runtime.world(), AllReduceAlgorithm::RecursiveDoubling);
-  if (name == "auto") return std::make_unique<HandRolledCommunicator>(runtime.world(), AllReduceAlgorithm::Auto);
 #if defined(MICRODDP_HAVE_NCCL)
-  if (name == "nccl") return make_nccl_communicator(runtime);
-  if (name == "nccl-ring") return make_gpu_ring_communicator(runtime);
+constexpr bool kHaveNccl = true;
+#else
+constexpr bool kHaveNccl = false;
 #endif
-  return nullptr;
+
+using A = AllReduceAlgorithm;
+
+// One row per backend, in the order help text lists them. switches: the all-reduce changes from
+// `small` to `large` above CommConfig::auto_rd_max_bytes (only `auto`).
+struct Row {
+  std::string_view name;
+  BackendKind kind;
+  bool accepts_device_buffers;
+  bool compiled_in;
+  A small, large;
+  bool switches;
+};
+constexpr Row kBackends[] = {
+    // The library's collectives; device buffers staged through pinned host memory or CUDA-aware MPI
+    // (device_staging.hpp).
+    {"mpi", BackendKind::Host, true, true, A::Library, A::Library, false},
+    {"naive", BackendKind::Host, false, true, A::Naive, A::Naive, false},
+    {"ring", BackendKind::Host, false, true, A::Ring, A::Ring, false},
+    {"rd", BackendKind::Host, false, true, A::RecursiveDoubling, A::RecursiveDoubling, false},
+    {"auto", BackendKind::Host, false, true, A::RecursiveDoubling, A::Ring, true},
+    // GPU backends: one GPU per rank; host buffers are staged (nccl_backend.hpp).
+    {"nccl", BackendKind::Stream, true, kHaveNccl, A::Library, A::Library, false},
+    {"nccl-ring", BackendKind::Stream, true, kHaveNccl, A::Ring, A::Ring, false},
+};
+
+BackendDescription describe(const Row& row, const CommConfig& config) {
+  BackendDescription d;
+  d.name = std::string(row.name);
+  d.kind = row.kind;
+  d.accepts_device_buffers = row.accepts_device_buffers;
+  d.compiled_in = row.compiled_in;
+  d.small_algorithm = row.small;
+  d.large_algorithm = row.large;
+  d.switch_bytes = row.switches ? config.auto_rd_max_bytes : 0;
+  return d;
+}
+
+std::unique_ptr<Communicator> make_backend(const BackendDescription& d, const MpiRuntime& runtime,
+                                           const CommConfig& config, const core::FaultPlan& faults) {
+  if (d.name == "mpi") return std::make_unique<Communicator>(std::make_unique<MpiBackend>(runtime.world()), faults);
+#if defined(MICRODDP_HAVE_NCCL)
+  if (d.name == "nccl") return std::make_unique<Communicator>(make_nccl_backend(runtime, config), faults);
+  if (d.name == "nccl-ring") return std::make_unique<Communicator>(make_gpu_ring_backend(runtime, config), faults);
+#endif
+  // naive, ring, rd, auto: the description names the all-reduce they run.
+  return std::make_unique<Communicator>(std::make_unique<HandRolledBackend>(runtime.world(), d, config), faults);
 }
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_communicator(std::string_view name, const MpiRuntime& runtime) {
-  if (auto c = make_backend(name, runtime)) {
-    c->attach_sync_comm(runtime.world());  // desync detection, the same for every backend
-    return c;
+std::vector<std::string> available_backends() {
+  std::vector<std::string> names;
+  for (const Row& row : kBackends) {
+    if (row.compiled_in) names.emplace_back(row.name);
   }
+  return names;
+}
+
+std::optional<BackendDescription> find_backend(std::string_view name, const CommConfig& config) {
+  for (const Row& row : kBackends) {
+    if (row.name == name) return describe(row, config);
+  }
+  return std::nullopt;
+}
+
+BackendDescription describe_backend(std::string_view name, const CommConfig& config) {
+  if (auto d = find_backend(name, config)) return *d;
+  std::string list;
+  for (const Row& row : kBackends) list += (list.empty() ? "" : ", ") + std::string(row.name);
+  MDDP_USAGE_CHECK(false, "unknown communication backend '" << name << "' (microddp has: " << list << ")");
+  return {};
+}
+
+void check_backend_available(std::string_view name) {
+  const std::optional<BackendDescription> d = find_backend(name);
+  if (d && d->compiled_in) return;
   std::string list;
   for (const auto& b : available_backends()) list += (list.empty() ? "" : ", ") + b;
   MDDP_USAGE_CHECK(false, "unknown communication backend '" << name << "' (this build has: " << list << ")");
-  return nullptr;
+}
+
+std::unique_ptr<Communicator> make_communicator(std::string_view name, const MpiRuntime& runtime,
+                                                const CommConfig& config, const core::FaultPlan& faults) {
+  check_backend_available(name);
+  const std::optional<BackendDescription> d = find_backend(name, config);
+  auto c = make_backend(*d, runtime, config, faults);
+  c->attach_sync_comm(runtime.world());  // desync detection, the same for every backend
+  return c;
 }
 
 }  // namespace microddp::comm

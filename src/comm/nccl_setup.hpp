@@ -20,6 +20,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "core/hash.hpp"
 
 namespace microddp::comm {
 
@@ -34,15 +35,9 @@ struct UniqueIdMessage {
 };
 
 inline std::uint64_t unique_id_checksum(const UniqueIdMessage& m) {
-  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a 64-bit offset basis / prime
-  auto mix = [&h](const void* p, std::size_t n) {
-    const auto* b = static_cast<const unsigned char*>(p);
-    for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ULL;
-  };
-  mix(m.id.data(), m.id.size());
-  mix(&m.world_size, sizeof m.world_size);
-  mix(&m.nccl_version, sizeof m.nccl_version);
-  return h;
+  std::uint64_t h = core::fnv1a64(m.id.data(), m.id.size());
+  h = core::fnv1a64(&m.world_size, sizeof m.world_size, h);
+  return core::fnv1a64(&m.nccl_version, sizeof m.nccl_version, h);
 }
 
 inline UniqueIdMessage make_unique_id_message(const char* id_bytes, int world_size, int nccl_version) {

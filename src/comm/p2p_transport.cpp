@@ -2,7 +2,7 @@
 #include "comm/p2p_transport.hpp"
 
 #include <algorithm>
-#include <cstdlib>
+#include <climits>
 #include <string>
 
 #include "comm/mpi_check.hpp"
@@ -17,16 +17,14 @@ constexpr std::uint64_t kTagCycle = 32768;
 
 }  // namespace
 
-P2pTransport::P2pTransport(MPI_Comm parent) {
+P2pTransport::P2pTransport(MPI_Comm parent, std::int64_t max_message_bytes) : max_message_bytes_(max_message_bytes) {
+  // Before the duplication: a bad limit throws on every rank before any collective call.
+  MDDP_CHECK(max_message_bytes >= 1 && max_message_bytes <= INT_MAX,
+             "p2p: largest message " << max_message_bytes << " bytes outside [1, " << INT_MAX << "]");
   MDDP_MPI_CHECK(MPI_Comm_dup(parent, &comm_));
   MDDP_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
   MDDP_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
   MDDP_MPI_CHECK(MPI_Comm_size(comm_, &size_));
-  if (const char* v = std::getenv("MICRODDP_P2P_MAX_MESSAGE_BYTES")) {
-    const long long b = std::atoll(v);
-    MDDP_CHECK(b >= 1 && b <= INT_MAX, "MICRODDP_P2P_MAX_MESSAGE_BYTES=" << v << " outside [1, " << INT_MAX << "]");
-    max_message_bytes_ = b;
-  }
 }
 
 P2pTransport::~P2pTransport() {
@@ -113,7 +111,7 @@ char* P2pTransport::scratch(std::int64_t bytes) {
 }
 
 std::vector<MPI_Request>& P2pTransport::pool(int i, std::int64_t n) {
-  MDDP_CHECK(i >= 0 && i < 4, "p2p: request pool " << i << " does not exist");
+  MDDP_CHECK(i >= 0 && i < kPools, "p2p: request pool " << i << " does not exist");
   auto& p = pools_[i];
   if (static_cast<std::int64_t>(p.size()) < n) p.resize(static_cast<std::size_t>(n));
   std::fill(p.begin(), p.end(), MPI_REQUEST_NULL);
@@ -121,7 +119,7 @@ std::vector<MPI_Request>& P2pTransport::pool(int i, std::int64_t n) {
 }
 
 std::vector<MPI_Request>& P2pTransport::list(int i) {
-  MDDP_CHECK(i >= 0 && i < 3, "p2p: request list " << i << " does not exist");
+  MDDP_CHECK(i >= 0 && i < kLists, "p2p: request list " << i << " does not exist");
   return lists_[i];
 }
 

@@ -27,7 +27,10 @@ namespace microddp::comm {
 
 class P2pTransport {
  public:
-  explicit P2pTransport(MPI_Comm parent);
+  // Collective over `parent`. max_message_bytes: the largest single MPI message, in [1, INT_MAX]
+  // (CommConfig::p2p_max_message_bytes: 1 GiB, lowered by tests to exercise the splitting with
+  // small messages); equal on all ranks.
+  P2pTransport(MPI_Comm parent, std::int64_t max_message_bytes);
   ~P2pTransport();
   P2pTransport(const P2pTransport&) = delete;
   P2pTransport& operator=(const P2pTransport&) = delete;
@@ -35,8 +38,7 @@ class P2pTransport {
   int rank() const { return rank_; }
   int size() const { return size_; }
 
-  // Largest single MPI message in bytes (default 1 GiB; MICRODDP_P2P_MAX_MESSAGE_BYTES overrides it
-  // so tests exercise the splitting with small messages). Must be equal on all ranks.
+  // Largest single MPI message in bytes.
   std::int64_t max_message_bytes() const { return max_message_bytes_; }
 
   // Starts a collective: sets the tag of all its messages from its sequence number.
@@ -63,20 +65,24 @@ class P2pTransport {
   std::int64_t scratch_growths() const { return scratch_growths_; }
 
   // Reusable request storage (capacity kept across collectives):
-  //   pool(i, n): fixed slots, resized to at least n entries, all MPI_REQUEST_NULL (i < 4);
-  //   list(i):    append-only lists for isend()/irecv(), emptied by wait_all() (i < 3).
+  //   pool(i, n): fixed slots, resized to at least n entries, all MPI_REQUEST_NULL (i < kPools);
+  //   list(i):    append-only lists for isend()/irecv(), emptied by wait_all() (i < kLists).
   std::vector<MPI_Request>& pool(int i, std::int64_t n);
   std::vector<MPI_Request>& list(int i);
+  // The most any algorithm uses at once: the pipelined ring's reduce phase keeps the receives and
+  // the sends of two steps in flight (4 pools); naive double-buffers its receives (2 lists).
+  static constexpr int kPools = 4;
+  static constexpr int kLists = 2;
 
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
   int tag_ = 0;
-  std::int64_t max_message_bytes_ = std::int64_t{1} << 30;
+  std::int64_t max_message_bytes_;
   std::vector<char> scratch_;
   std::int64_t scratch_growths_ = 0;
-  std::vector<MPI_Request> pools_[4];
-  std::vector<MPI_Request> lists_[3];
+  std::vector<MPI_Request> pools_[kPools];
+  std::vector<MPI_Request> lists_[kLists];
   std::vector<MPI_Request> internal_;  // sendrecv/send/recv
 };
 

@@ -2,11 +2,10 @@
 // reduce-scatter followed by all-gather. docs/allreduce.md has the step diagrams and α-β costs.
 //
 // Layout (ring_layout.hpp): the buffer is cut into n chunks (even_part: lengths differ by at most
-// one, empty ones allowed), every chunk into K pipeline segments of <= segment_bytes. Rank r sends
-// only to r+1 and receives only from r-1.
-//   reduce-scatter, step s = 0..n-2: send block (r-s-1), receive block (r-s-2) and reduce it with
-//     the own contribution; after n-1 steps rank r owns the full reduction of block r.
-//   all-gather, step s = 0..n-2: send block (r-s), receive block (r-s-1) straight into place.
+// one, empty ones allowed), every chunk into K pipeline segments of <= segment_bytes. Which block
+// rank r sends and receives at each step is the ring's one schedule (ring_schedule.hpp), shared with
+// the GPU ring: reduce-scatter forwards the block it reduced at the step before, and after n-1 steps
+// rank r owns the full reduction of block r; all-gather receives straight into place.
 // Pipelining: all receives of step s+1 are posted (double-buffered scratch) while step s reduces,
 // and segment k of step s is forwarded as soon as it is reduced, so at any moment one segment is
 // being reduced while the next ones are in flight in both directions.
@@ -18,6 +17,7 @@
 
 #include "comm/p2p_algorithms.hpp"
 #include "comm/ring_layout.hpp"
+#include "comm/ring_schedule.hpp"
 #include "kernels/host_reduce.hpp"
 
 namespace microddp::comm {
@@ -30,6 +30,12 @@ void copy_unless_same(TensorView dst, TensorView src) {
 }
 
 namespace {
+
+// Scratch, in blocks: the all-reduce's receive double buffer (2); reduce-scatter's receive double
+// buffer plus the partial sums of steps of either parity (4), because out of place the caller's
+// send buffer must stay unchanged.
+constexpr std::int64_t kAllReduceScratchBlocks = 2;
+constexpr std::int64_t kReduceScatterScratchBlocks = 4;
 
 TensorView segment(const TensorView& v, std::int64_t k, std::int64_t segments) {
   const IndexRange s = even_part(v.count, segments, k);
@@ -48,10 +54,8 @@ void ring_reduce_phase(P2pTransport& t, std::int64_t segments, core::ReduceOp op
   const std::int64_t K = segments;
   std::vector<MPI_Request>* rq[2] = {&t.pool(0, K), &t.pool(1, K)};
   std::vector<MPI_Request>* sq[2] = {&t.pool(2, K), &t.pool(3, K)};
-  auto send_block = [&](int s) { return ring_mod(static_cast<std::int64_t>(r) - s - 1, n); };
-  auto recv_block = [&](int s) { return ring_mod(static_cast<std::int64_t>(r) - s - 2, n); };
   auto post_recvs = [&](int s) {
-    const TensorView dst = tmp(s % 2, recv_block(s));
+    const TensorView dst = tmp(s % 2, rs_recv_block(r, n, s));
     for (std::int64_t k = 0; k < K; ++k) {
       const TensorView g = segment(dst, k, K);
       (*rq[s % 2])[static_cast<std::size_t>(k)] = t.irecv_one(g.data, g.bytes(), left);
@@ -59,7 +63,7 @@ void ring_reduce_phase(P2pTransport& t, std::int64_t segments, core::ReduceOp op
   };
   post_recvs(0);
   {
-    const TensorView src = in(send_block(0));
+    const TensorView src = in(rs_send_block(r, n, 0));
     for (std::int64_t k = 0; k < K; ++k) {
       const TensorView g = segment(src, k, K);
       (*sq[0])[static_cast<std::size_t>(k)] = t.isend_one(g.data, g.bytes(), right);
@@ -68,7 +72,7 @@ void ring_reduce_phase(P2pTransport& t, std::int64_t segments, core::ReduceOp op
   for (int s = 0; s <= n - 2; ++s) {
     const bool last = s == n - 2;
     if (!last) post_recvs(s + 1);
-    const int b = recv_block(s);
+    const int b = rs_recv_block(r, n, s);  // forwarded at step s+1: rs_send_block(r, n, s + 1) == b
     const TensorView mine = in(b), incoming = tmp(s % 2, b), out = acc(b, s);
     for (std::int64_t k = 0; k < K; ++k) {
       const auto ks = static_cast<std::size_t>(k);
@@ -100,19 +104,19 @@ void ring_gather_phase(P2pTransport& t, std::int64_t segments, Block block) {
   std::vector<MPI_Request>& sq = t.pool(1, steps * K);
   // Every receive targets a distinct block, so all of them can be posted up front.
   for (int s = 0; s < steps; ++s) {
-    const TensorView dst = block(ring_mod(static_cast<std::int64_t>(r) - s - 1, n));
+    const TensorView dst = block(ag_recv_block(r, n, s));
     for (std::int64_t k = 0; k < K; ++k) {
       const TensorView g = segment(dst, k, K);
       rq[static_cast<std::size_t>(s * K + k)] = t.irecv_one(g.data, g.bytes(), left);
     }
   }
-  const TensorView own = block(r);
+  const TensorView own = block(ag_send_block(r, n, 0));  // the own block r
   for (std::int64_t k = 0; k < K; ++k) {
     const TensorView g = segment(own, k, K);
     sq[static_cast<std::size_t>(k)] = t.isend_one(g.data, g.bytes(), right);
   }
   for (int s = 0; s < steps; ++s) {
-    const TensorView got = block(ring_mod(static_cast<std::int64_t>(r) - s - 1, n));
+    const TensorView got = block(ag_recv_block(r, n, s));  // forwarded at step s+1: ag_send_block(r, n, s + 1)
     for (std::int64_t k = 0; k < K; ++k) {
       P2pTransport::wait(rq[static_cast<std::size_t>(s * K + k)]);
       if (s + 1 < steps) {
@@ -137,7 +141,7 @@ void ring_all_reduce(P2pTransport& t, TensorView send, TensorView recv, core::Re
   const std::int64_t es = elem_size(recv);
   const std::int64_t max_chunk = even_part(count, n, 0).count;
   const std::int64_t K = ring_segments(max_chunk, es, segment_bytes);
-  char* scratch = t.scratch(2 * max_chunk * es);
+  char* scratch = t.scratch(kAllReduceScratchBlocks * max_chunk * es);
   auto chunk = [&](const TensorView& v, int b) {
     const IndexRange c = even_part(count, n, b);
     return v.slice(c.begin, c.count);
@@ -172,7 +176,7 @@ void ring_reduce_scatter(P2pTransport& t, TensorView send, TensorView recv, core
   const std::int64_t es = elem_size(recv);
   const std::int64_t K = ring_segments(c, es, segment_bytes);
   // Slots 0,1: receive double buffer; slots 2,3: partial sums of steps with parity 0,1.
-  char* scratch = t.scratch(4 * c * es);
+  char* scratch = t.scratch(kReduceScatterScratchBlocks * c * es);
   auto slot = [&](int i) { return TensorView(scratch + i * c * es, c, recv.dtype); };
   ring_reduce_phase(
       t, K, op, [&](int b) { return send.slice(b * c, c); },

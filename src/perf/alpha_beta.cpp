@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "comm/factory.hpp"
 #include "core/error.hpp"
 
 namespace microddp::perf {
@@ -32,11 +33,33 @@ Algorithm parse_algorithm(std::string_view name) {
   return Algorithm::Ring;
 }
 
+namespace {
+
+Algorithm modelled(comm::AllReduceAlgorithm a) {
+  switch (a) {
+    case comm::AllReduceAlgorithm::RecursiveDoubling: return Algorithm::RecursiveDoubling;
+    case comm::AllReduceAlgorithm::Naive: return Algorithm::Naive;
+    case comm::AllReduceAlgorithm::Ring:
+    case comm::AllReduceAlgorithm::Library:  // ring-based for the sizes that matter (see the header)
+    case comm::AllReduceAlgorithm::Local:    // one rank: every algorithm costs nothing
+      break;
+  }
+  return Algorithm::Ring;
+}
+
+}  // namespace
+
 Algorithm algorithm_for_backend(std::string_view backend) {
-  if (backend == "rd") return Algorithm::RecursiveDoubling;
-  if (backend == "naive") return Algorithm::Naive;
-  if (backend == "auto") return Algorithm::Auto;
-  return Algorithm::Ring;  // ring, mpi, nccl: ring-based for the sizes that matter
+  const auto d = comm::find_backend(backend.substr(0, backend.find('+')));
+  if (!d) return Algorithm::Ring;
+  if (d->small_algorithm != d->large_algorithm) return Algorithm::Auto;  // switches per size: `auto`
+  return modelled(d->large_algorithm);
+}
+
+Algorithm resolve_algorithm(Algorithm algo, int ranks, double bytes) {
+  if (algo != Algorithm::Auto) return algo;
+  static const comm::BackendDescription kAuto = comm::describe_backend("auto");
+  return modelled(kAuto.all_reduce_algorithm(static_cast<std::int64_t>(bytes), ranks));
 }
 
 std::string_view collective_name(Collective c) {
@@ -108,7 +131,7 @@ Coefficients cost_coefficients(Collective coll, Algorithm algo, int ranks, doubl
   Coefficients k;
   if (ranks <= 1) return k;  // nothing leaves the rank
   const double n = ranks, S = bytes;
-  if (algo == Algorithm::Auto) algo = bytes <= kAutoRdMaxBytes ? Algorithm::RecursiveDoubling : Algorithm::Ring;
+  algo = resolve_algorithm(algo, ranks, bytes);
   switch (coll) {
     case Collective::AllReduce:
       switch (algo) {

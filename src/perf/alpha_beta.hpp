@@ -27,14 +27,20 @@ enum class Algorithm {
   Ring,               // reduce-scatter + all-gather around a ring (bandwidth-optimal)
   RecursiveDoubling,  // log2(n) rounds of whole-buffer exchange (latency-optimal)
   Naive,              // everything through rank 0, one rank after the other (O(n) baseline)
-  Auto,               // recursive doubling up to auto_rd_max_bytes, ring above (the `auto` backend)
+  Auto,               // what the `auto` backend runs: its description says which, per size
 };
 
 std::string_view algorithm_name(Algorithm a);
 Algorithm parse_algorithm(std::string_view name);  // throws core::UsageError on unknown names
-// The algorithm a communication backend uses for all-reduce. "mpi" (OpenMPI's tuned choice) is
-// modelled as a ring: its large-message algorithm is ring-based, and the fit absorbs the rest.
+// The algorithm the model uses for a communication backend's all-reduce, from the backend's own
+// description (comm/factory.hpp; "NAME+dsync" is NAME). A library's own choice ("mpi", "nccl") is
+// modelled as a ring: its large-message algorithm is ring-based, and the fit absorbs the rest; so
+// is a name that is no backend (another tool's rows).
 Algorithm algorithm_for_backend(std::string_view backend);
+// The concrete algorithm (never Auto) modelled for an all-reduce of `bytes` over `ranks` ranks: Auto
+// is resolved by the `auto` backend's description with the default CommConfig, i.e. where the
+// backend switches (comm::kDefaultAutoRdMaxBytes), so the model and the backend cannot disagree.
+Algorithm resolve_algorithm(Algorithm algo, int ranks, double bytes);
 
 // Collectives whose costs are modelled (names as in the bench output).
 enum class Collective { AllReduce, ReduceScatter, AllGather, Broadcast };
@@ -44,9 +50,6 @@ bool parse_collective(std::string_view name, Collective& out);  // accepts all_r
 struct Coefficients {
   double a = 0, b = 0, c = 0;  // T = a·α + b·β + c·γ
 };
-
-// Threshold of the `auto` backend (src/comm/hand_rolled_communicator.cpp, kAutoRdMaxBytes).
-inline constexpr double kAutoRdMaxBytes = 64.0 * 1024.0;
 
 Coefficients cost_coefficients(Collective coll, Algorithm algo, int ranks, double bytes);
 

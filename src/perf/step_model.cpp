@@ -90,14 +90,14 @@ StepPrediction predict_step(const StepProfile& prof, const std::string& strategy
   StepPrediction r;
   if (strategy == "naive") {
     for (const auto& p : prof.params) {
-      const double c = allreduce(static_cast<double>(p.count) * 4.0);
+      const double c = allreduce(static_cast<double>(p.count * sizeof(float)));
       r.comm_total_s += c;
     }
     r.collectives = static_cast<std::int64_t>(prof.params.size());
     r.exposed_comm_s = prof.peer_lag_s + r.comm_total_s;
   } else if (strategy == "flat") {
     // The whole flat buffer, alignment padding included (model/param_layout.hpp).
-    r.comm_total_s = allreduce(static_cast<double>(model::flat_count(prof.params)) * 4.0);
+    r.comm_total_s = allreduce(static_cast<double>(model::flat_count(prof.params) * sizeof(float)));
     r.exposed_comm_s = prof.peer_lag_s + r.comm_total_s;
     r.collectives = 1;
   } else if (strategy == "overlap") {
@@ -118,7 +118,7 @@ StepPrediction predict_step(const StepProfile& prof, const std::string& strategy
 
 std::vector<StepPrediction> bucket_sweep(const StepProfile& prof, const AllReduceTime& allreduce) {
   double total = 0;
-  for (const auto& p : prof.params) total += static_cast<double>(p.count) * 4.0;
+  for (const auto& p : prof.params) total += static_cast<double>(p.count * sizeof(float));
   std::vector<double> caps;
   for (double c = 64.0 * 1024; c < total; c *= 2) caps.push_back(c);
   caps.push_back(std::max(total, 4.0));

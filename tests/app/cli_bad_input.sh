@@ -21,7 +21,7 @@ check() {  # check "<expected stderr text>" <command...>
   if ! grep -qiF -- "$expect" <<<"$out"; then
     echo "FAIL (message lacks '$expect'): $*"; echo "$out" | head -5 | sed 's/^/    /'; failures=$((failures + 1)); return
   fi
-  if grep -qE "Segmentation|core dumped|Sanitizer|terminate called" <<<"$out"; then
+  if grep -qE "Segmentation|core dumped|Sanitizer|terminate called|MPI_ABORT" <<<"$out"; then
     echo "FAIL (crash signature): $*"; failures=$((failures + 1)); return
   fi
   echo "ok   $*"
@@ -77,6 +77,13 @@ else
   check "runs on host memory only" "$bin" "${t[@]}" --device cuda --comm ring --width 8 --depth 1
 fi
 check "MICRODDP_FAULT_EXIT" env MICRODDP_FAULT_EXIT=1:0 "$bin" "${t[@]}" --width 8 --depth 1
+check "MICRODDP_RING_SEGMENT_BYTES" env MICRODDP_RING_SEGMENT_BYTES=4k "$bin" "${t[@]}" --width 8 --depth 1
+# bench collectives: unknown backends and bad overlap times before MPI starts (no MPI_ABORT banner).
+check "unknown communication backend 'foo'" "$bin" bench collectives --backends foo
+check "unknown communication backend 'foo'" "$bin" bench collectives --backends ring,foo+dsync
+check "unknown communication backend 'foo'" "$mpiexec" -np 2 "${mpi_flags[@]}" "$bin" bench collectives --backends foo
+check "--overlap-ms"     "$bin" bench collectives --overlap-ms abc
+check "--overlap-ms"     "$bin" bench collectives --overlap-ms 5,-1
 # analyze's model and scaling options.
 check "--reduce-gbps"    "$bin" analyze --link-gbps 100 --reduce-gbps -2
 check "--fit-max-mb"     "$bin" analyze --fit-max-mb 0

@@ -1,6 +1,8 @@
 // test_fault_env.cpp — MICRODDP_FAULT_* -> core::FaultPlan (app/fault_env.hpp), no MPI:
 //   * unset variables arm nothing; NAN, PERTURB and KILL_AT/_RANK/_SAVE arm the named points at the
 //     given rank and occurrence (step or save number), with the parameter as PERTURB's argument;
+//     EXIT and EXTRA_COLLECTIVE arm the communicator's points at a sequence number (EXIT's code as
+//     the argument, 3 by default);
 //   * malformed values, unknown save points and bad ranks are UsageErrors naming the variable;
 //   * the process environment is read too (the form `train` uses).
 #include <gtest/gtest.h>
@@ -8,8 +10,10 @@
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <utility>
 
 #include "app/fault_env.hpp"
+#include "comm/communicator.hpp"
 #include "core/error.hpp"
 #include "ddp/trainer.hpp"
 
@@ -97,6 +101,35 @@ TEST(FaultEnv, BadValuesNameTheVariable) {
       bool named = false;
       for (const auto& [k, v] : vars) named = named || (m.find(k) != std::string::npos && m.find(v) != std::string::npos);
       EXPECT_TRUE(named) << names << "-> " << m;
+    }
+  }
+}
+
+TEST(FaultEnv, CommunicatorHooks) {
+  namespace cp = comm::comm_fault_point;
+  const FakeEnv env{{{"MICRODDP_FAULT_EXIT", "2:1500:7"}, {"MICRODDP_FAULT_EXTRA_COLLECTIVE", "1:30"}}};
+  const core::FaultPlan plan = fault_plan_from_env(env.lookup());
+  ASSERT_NE(plan.fires(cp::kExit, 2, 1500), nullptr);
+  EXPECT_EQ(plan.fires(cp::kExit, 2, 1500)->arg, "7");
+  EXPECT_NE(plan.fires(cp::kExtraCollective, 1, 30), nullptr);
+  EXPECT_EQ(plan.fires(cp::kExit, 1, 1500), nullptr) << "another rank";
+  const FakeEnv defaults{{{"MICRODDP_FAULT_EXIT", "0:4"}}};
+  ASSERT_NE(fault_plan_from_env(defaults.lookup()).fires(cp::kExit, 0, 4), nullptr);
+  EXPECT_EQ(fault_plan_from_env(defaults.lookup()).fires(cp::kExit, 0, 4)->arg, "3");  // the default code
+
+  const std::pair<const char*, const char*> bad[] = {
+      {"MICRODDP_FAULT_EXIT", "1:0"},   {"MICRODDP_FAULT_EXIT", "1"},       {"MICRODDP_FAULT_EXIT", "a:b"},
+      {"MICRODDP_FAULT_EXIT", "1:2:300"}, {"MICRODDP_FAULT_EXIT", "1:2:-1"}, {"MICRODDP_FAULT_EXIT", "1:2:3:4"},
+      {"MICRODDP_FAULT_EXIT", "-1:5"},  {"MICRODDP_FAULT_EXIT", "1:5x"},
+      {"MICRODDP_FAULT_EXTRA_COLLECTIVE", "1:0"}, {"MICRODDP_FAULT_EXTRA_COLLECTIVE", "1"},
+      {"MICRODDP_FAULT_EXTRA_COLLECTIVE", "1:2:3"}, {"MICRODDP_FAULT_EXTRA_COLLECTIVE", "x:1"}};
+  for (const auto& [var, value] : bad) {
+    const FakeEnv e{{{var, value}}};
+    try {
+      (void)fault_plan_from_env(e.lookup());
+      ADD_FAILURE() << var << "=" << value << " was accepted";
+    } catch (const core::UsageError& err) {
+      EXPECT_NE(std::string(err.what()).find(var), std::string::npos) << err.what();
     }
   }
 }

@@ -2,7 +2,9 @@
 // suite (test_collectives.cpp) and the mpi chunking test (test_mpi_chunking.cpp).
 //
 // Habits from nccl-tests: inputs are integers, small enough to be exact in f32 (< 2^24), so every
-// correct result is exact and compared BITWISE with a closed form; failures report #wrong.
+// correct result is exact and compared BITWISE with a closed form; failures report #wrong. The
+// inputs and closed forms are each collective's record in comm/collective_reference.hpp, the same
+// ones `microddp bench collectives` checks its results with.
 // Contract of run_case(): runs one collective synchronously on `comm` and returns what this rank
 // saw: wrong elements (with the first one), changed guard elements around the receive buffer
 // (poisoned with kPoison), a changed send buffer (out-of-place), and a hash of the result where all
@@ -22,7 +24,9 @@
 #include <string>
 #include <vector>
 
+#include "comm/collective_reference.hpp"
 #include "comm/communicator.hpp"
+#include "core/hash.hpp"
 
 namespace microddp::testing {
 
@@ -32,11 +36,14 @@ using core::DType;
 using core::ReduceOp;
 using core::TensorView;
 
+using comm::data_value;
+using comm::reduce_expected;
+using comm::reduce_input;
+
 // Guard elements on each side of every receive buffer: catches off-by-a-block writes.
 constexpr std::int64_t kGuard = 16;
-// Poison byte: as f32 0xA5A5A5A5 is about -2.9e-16, as f64 about -4e-30 and as i32 -1515870811;
-// none of them is a value any case below can produce (all results are integers of magnitude < 2^24).
-constexpr unsigned char kPoison = 0xA5;
+// Poison byte: no value any case below can produce (collective_reference.hpp says why).
+constexpr unsigned char kPoison = comm::kPoisonByte;
 
 struct Case {
   CollectiveKind kind = CollectiveKind::AllReduce;
@@ -68,36 +75,6 @@ struct Outcome {
   std::uint64_t hash = 0;         // of the result bytes, where all ranks must agree
   bool hashed = false;
 };
-
-// ---- inputs and closed forms --------------------------------------------------------------------
-
-// Payload of the data-movement collectives: element i of rank r's data. Distinct across ranks and
-// blocks; < 2^24 (f32-exact) for up to 16 ranks: 15e6 + 999983 < 16777216.
-inline std::int64_t data_value(int rank, std::int64_t i) { return rank * 1000000LL + i % 999983 + 1; }
-
-// Input of the reductions: element j of rank r. Which rank holds the maximum rotates with j, so
-// every rank contributes to max and min somewhere; negative values exercise signs.
-inline std::int64_t reduce_input(int rank, std::int64_t j, int n) { return ((rank + j) % n) * 1000 - 2000 + j % 977; }
-
-// Closed form over ranks of reduce_input(., j, n): ((r + j) % n) runs over 0..n-1 once.
-template <typename T>
-T reduce_expected(ReduceOp op, int n, std::int64_t j) {
-  const std::int64_t base = j % 977 - 2000;
-  const std::int64_t sum = 1000LL * n * (n - 1) / 2 + n * base;
-  switch (op) {
-    case ReduceOp::Sum: return static_cast<T>(sum);
-    case ReduceOp::Max: return static_cast<T>((n - 1) * 1000LL + base);
-    case ReduceOp::Min: return static_cast<T>(base);
-    case ReduceOp::Mean:
-      // The sum is divisible by n (sum / n = 500 (n - 1) + base), and Mean is Sum scaled by the
-      // rounded reciprocal fl(1/n). For n <= 6 that reciprocal's relative error is <= 2^-25 (f32;
-      // 2^-54 for f64), less than half an ulp of any integer result, so the exact quotient is what
-      // a correct backend returns. Beyond 6 ranks compare with the scaled sum computed the same way.
-      if (n <= 6) return static_cast<T>(sum / n);
-      return static_cast<T>(static_cast<T>(sum) * static_cast<T>(1.0 / n));
-  }
-  return T{};
-}
 
 template <typename T>
 bool same_bits(T a, T b) {
@@ -131,10 +108,18 @@ class Guarded {
   }
 
   std::uint64_t hash() {  // FNV-1a over the payload bytes
-    std::uint64_t h = 1469598103934665603ULL;
-    const auto* p = reinterpret_cast<const unsigned char*>(storage_.data() + kGuard);
-    for (std::int64_t b = 0; b < count_ * static_cast<std::int64_t>(sizeof(T)); ++b) h = (h ^ p[b]) * 1099511628211ULL;
-    return h;
+    return core::fnv1a64(storage_.data() + kGuard, static_cast<std::size_t>(count_) * sizeof(T));
+  }
+  // A copy of the payload, and how many payload elements differ (bitwise) from such a copy.
+  std::vector<T> values() const {
+    return std::vector<T>(storage_.begin() + kGuard, storage_.begin() + kGuard + count_);
+  }
+  std::int64_t changed_from(const std::vector<T>& before) const {
+    std::int64_t bad = 0;
+    for (std::int64_t i = 0; i < count_; ++i) {
+      bad += !same_bits(storage_[static_cast<std::size_t>(kGuard + i)], before[static_cast<std::size_t>(i)]);
+    }
+    return bad;
   }
 
  private:
@@ -142,30 +127,36 @@ class Guarded {
   std::vector<T> storage_;
 };
 
-template <typename T>
-void expect_element(Outcome& o, std::int64_t i, T got, T want) {
-  if (same_bits(got, want)) return;
-  if (o.wrong++ == 0) {
-    o.first_bad = i;
-    o.first_got = static_cast<double>(got);
-    o.first_want = static_cast<double>(want);
-  }
+// This rank's instance of the case, and its result compared with the record's closed form.
+inline comm::CollectiveShape shape_of(const Communicator& comm, const Case& k) {
+  return comm::CollectiveShape{comm.rank(), comm.size(), k.root, k.count, k.op};
+}
+inline Outcome checked(const Case& k, const comm::CollectiveShape& s, TensorView result) {
+  const comm::CheckResult c = comm::collective_record(k.kind).check(s, result);
+  Outcome o;
+  o.wrong = c.wrong;
+  o.first_bad = c.first_bad;
+  o.first_got = c.first_got;
+  o.first_want = c.first_want;
+  return o;
 }
 
 // ---- one runner per collective ------------------------------------------------------------------
 
+// Each runner writes this rank's input with the record's init (collective_reference.hpp), runs the
+// collective, and checks the result with the record's closed form, plus what only a test checks:
+// guard elements, an unchanged send buffer (out of place), identical result bytes on every rank.
+
 template <typename T>
 Outcome run_all_reduce(Communicator& comm, const Case& k) {
-  const int r = comm.rank(), n = comm.size();
+  const comm::CollectiveShape s = shape_of(comm, k);
   Guarded<T> send(k.count), recv(k.in_place ? 0 : k.count);
-  for (std::int64_t i = 0; i < k.count; ++i) send[i] = static_cast<T>(reduce_input(r, i, n));
+  comm::collective_record(k.kind).init(s, send.view());
+  const std::vector<T> sent = send.values();
   comm.all_reduce(send.view(), k.in_place ? send.view() : recv.view(), k.op);
   Guarded<T>& out = k.in_place ? send : recv;
-  Outcome o;
-  for (std::int64_t i = 0; i < k.count; ++i) expect_element(o, i, out[i], reduce_expected<T>(k.op, n, i));
-  if (!k.in_place) {
-    for (std::int64_t i = 0; i < k.count; ++i) o.send_changed += !same_bits(send[i], static_cast<T>(reduce_input(r, i, n)));
-  }
+  Outcome o = checked(k, s, out.view());
+  if (!k.in_place) o.send_changed = send.changed_from(sent);
   o.guard_bad = send.guards_changed() + recv.guards_changed();
   o.hash = out.hash();
   o.hashed = true;
@@ -174,14 +165,11 @@ Outcome run_all_reduce(Communicator& comm, const Case& k) {
 
 template <typename T>
 Outcome run_broadcast(Communicator& comm, const Case& k) {
-  const int r = comm.rank();
+  const comm::CollectiveShape s = shape_of(comm, k);
   Guarded<T> buf(k.count);
-  if (r == k.root) {
-    for (std::int64_t i = 0; i < k.count; ++i) buf[i] = static_cast<T>(data_value(k.root, i));
-  }
+  if (comm.rank() == k.root) comm::collective_record(k.kind).init(s, buf.view());
   comm.broadcast(buf.view(), k.root);
-  Outcome o;
-  for (std::int64_t i = 0; i < k.count; ++i) expect_element(o, i, buf[i], static_cast<T>(data_value(k.root, i)));
+  Outcome o = checked(k, s, buf.view());
   o.guard_bad = buf.guards_changed();
   o.hash = buf.hash();
   o.hashed = true;
@@ -190,61 +178,57 @@ Outcome run_broadcast(Communicator& comm, const Case& k) {
 
 template <typename T>
 Outcome run_scatter(Communicator& comm, const Case& k) {
-  const int r = comm.rank(), n = comm.size();
+  const comm::CollectiveShape s = shape_of(comm, k);
+  const int n = comm.size();
   const std::int64_t c = k.count;
-  const bool root = r == k.root;
+  const bool root = comm.rank() == k.root;
   // The root's n*c elements: block q goes to rank q; values depend on the root and the position.
   Guarded<T> send(root ? n * c : 0);
-  if (root) {
-    for (std::int64_t j = 0; j < n * c; ++j) send[j] = static_cast<T>(data_value(k.root, j));
-  }
+  if (root) comm::collective_record(k.kind).init(s, send.view());
+  const std::vector<T> sent = send.values();
   const bool in_place = root && k.in_place;
   Guarded<T> recv(in_place ? 0 : c);
-  comm.scatter(root ? send.view() : TensorView(), in_place ? send.view(k.root * c, c) : recv.view(), k.root);
-  Outcome o;
-  for (std::int64_t i = 0; i < c; ++i) {
-    expect_element(o, i, in_place ? send[k.root * c + i] : recv[i], static_cast<T>(data_value(k.root, r * c + i)));
-  }
-  for (std::int64_t j = 0; j < send.count(); ++j) o.send_changed += !same_bits(send[j], static_cast<T>(data_value(k.root, j)));
+  const TensorView result = in_place ? send.view(k.root * c, c) : recv.view();
+  comm.scatter(root ? send.view() : TensorView(), result, k.root);
+  Outcome o = checked(k, s, result);
+  o.send_changed = send.changed_from(sent);
   o.guard_bad = send.guards_changed() + recv.guards_changed();
   return o;
 }
 
 template <typename T>
 Outcome run_gather(Communicator& comm, const Case& k) {
-  const int r = comm.rank(), n = comm.size();
+  const comm::CollectiveShape s = shape_of(comm, k);
+  const int n = comm.size();
   const std::int64_t c = k.count;
-  const bool root = r == k.root;
+  const bool root = comm.rank() == k.root;
   const bool in_place = root && k.in_place;
   Guarded<T> recv(root ? n * c : 0);
   Guarded<T> send(in_place ? 0 : c);
-  for (std::int64_t i = 0; i < c; ++i) (in_place ? recv[k.root * c + i] : send[i]) = static_cast<T>(data_value(r, i));
+  const TensorView input = in_place ? recv.view(k.root * c, c) : send.view();
+  comm::collective_record(k.kind).init(s, input);
+  const std::vector<T> sent = send.values();
   // Non-roots pass an empty recv: the convention says it is ignored there.
-  comm.gather(in_place ? recv.view(k.root * c, c) : send.view(), root ? recv.view() : TensorView(), k.root);
-  Outcome o;
-  if (root) {
-    for (std::int64_t j = 0; j < n * c; ++j) {
-      expect_element(o, j, recv[j], static_cast<T>(data_value(static_cast<int>(j / c), j % c)));
-    }
-  }
-  for (std::int64_t i = 0; i < send.count(); ++i) o.send_changed += !same_bits(send[i], static_cast<T>(data_value(r, i)));
+  comm.gather(input, root ? recv.view() : TensorView(), k.root);
+  Outcome o = root ? checked(k, s, recv.view()) : Outcome{};
+  o.send_changed = send.changed_from(sent);
   o.guard_bad = send.guards_changed() + recv.guards_changed();
   return o;
 }
 
 template <typename T>
 Outcome run_all_gather(Communicator& comm, const Case& k) {
+  const comm::CollectiveShape s = shape_of(comm, k);
   const int r = comm.rank(), n = comm.size();
   const std::int64_t c = k.count;
   Guarded<T> recv(n * c);
   Guarded<T> send(k.in_place ? 0 : c);
-  for (std::int64_t i = 0; i < c; ++i) (k.in_place ? recv[r * c + i] : send[i]) = static_cast<T>(data_value(r, i));
-  comm.all_gather(k.in_place ? recv.view(r * c, c) : send.view(), recv.view());
-  Outcome o;
-  for (std::int64_t j = 0; j < n * c; ++j) {
-    expect_element(o, j, recv[j], static_cast<T>(data_value(static_cast<int>(j / c), j % c)));
-  }
-  for (std::int64_t i = 0; i < send.count(); ++i) o.send_changed += !same_bits(send[i], static_cast<T>(data_value(r, i)));
+  const TensorView input = k.in_place ? recv.view(r * c, c) : send.view();
+  comm::collective_record(k.kind).init(s, input);
+  const std::vector<T> sent = send.values();
+  comm.all_gather(input, recv.view());
+  Outcome o = checked(k, s, recv.view());
+  o.send_changed = send.changed_from(sent);
   o.guard_bad = send.guards_changed() + recv.guards_changed();
   o.hash = recv.hash();
   o.hashed = true;
@@ -253,20 +237,17 @@ Outcome run_all_gather(Communicator& comm, const Case& k) {
 
 template <typename T>
 Outcome run_reduce_scatter(Communicator& comm, const Case& k) {
-  const int r = comm.rank(), n = comm.size();
+  const comm::CollectiveShape s = shape_of(comm, k);
+  const int n = comm.size();
   const std::int64_t c = k.count;
   Guarded<T> send(n * c);
-  for (std::int64_t j = 0; j < n * c; ++j) send[j] = static_cast<T>(reduce_input(r, j, n));
+  comm::collective_record(k.kind).init(s, send.view());
+  const std::vector<T> sent = send.values();
   Guarded<T> recv(k.in_place ? 0 : c);
   comm.reduce_scatter(send.view(), k.in_place ? send.view(0, c) : recv.view(), k.op);
-  Outcome o;
-  for (std::int64_t i = 0; i < c; ++i) {
-    expect_element(o, i, k.in_place ? send[i] : recv[i], reduce_expected<T>(k.op, n, r * c + i));
-  }
+  Outcome o = checked(k, s, k.in_place ? send.view(0, c) : recv.view());
   // In place, the send buffer beyond the first c elements is scratch (unspecified afterwards).
-  if (!k.in_place) {
-    for (std::int64_t j = 0; j < n * c; ++j) o.send_changed += !same_bits(send[j], static_cast<T>(reduce_input(r, j, n)));
-  }
+  if (!k.in_place) o.send_changed = send.changed_from(sent);
   o.guard_bad = send.guards_changed() + recv.guards_changed();
   return o;
 }

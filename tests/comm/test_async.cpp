@@ -36,7 +36,7 @@ std::string backend_from_argv() {
 
 class Async : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { comm_ = comm::make_communicator(backend_from_argv(), runtime()); }
+  static void SetUpTestSuite() { comm_ = comm::make_communicator(backend_from_argv(), runtime(), comm_config()); }
   static void TearDownTestSuite() { comm_.reset(); }
   static std::unique_ptr<Communicator> comm_;
 };
@@ -72,14 +72,14 @@ TEST_F(Async, ManyOutstandingWaitedOutOfOrder) {
       case CollectiveKind::Broadcast:
         q.recv.assign(static_cast<std::size_t>(q.count), -1.0f);
         if (r == q.root) {
-          for (std::int64_t j = 0; j < q.count; ++j) q.recv[static_cast<std::size_t>(j)] = static_cast<float>(data_value(q.root, j + i));
+          for (std::int64_t j = 0; j < q.count; ++j) q.recv[static_cast<std::size_t>(j)] = static_cast<float>(data_value(q.root, j + i, n));
         }
         q.work = comm_->broadcast(TensorView::of(q.recv.data(), q.count), q.root, Mode::Async);
         break;
       case CollectiveKind::AllGather:
         q.send.resize(static_cast<std::size_t>(q.count));
         q.recv.assign(static_cast<std::size_t>(q.count * n), -1.0f);
-        for (std::int64_t j = 0; j < q.count; ++j) q.send[static_cast<std::size_t>(j)] = static_cast<float>(data_value(r, j + i));
+        for (std::int64_t j = 0; j < q.count; ++j) q.send[static_cast<std::size_t>(j)] = static_cast<float>(data_value(r, j + i, n));
         q.work = comm_->all_gather(TensorView::of(q.send.data(), q.count), TensorView::of(q.recv.data(), q.count * n),
                                    Mode::Async);
         break;
@@ -122,11 +122,11 @@ TEST_F(Async, ManyOutstandingWaitedOutOfOrder) {
         for (std::int64_t j = 0; j < q.count; ++j) check(q.send[static_cast<std::size_t>(j)], reduce_expected<float>(ReduceOp::Sum, n, j));
         break;
       case CollectiveKind::Broadcast:
-        for (std::int64_t j = 0; j < q.count; ++j) check(q.recv[static_cast<std::size_t>(j)], static_cast<float>(data_value(q.root, j + i)));
+        for (std::int64_t j = 0; j < q.count; ++j) check(q.recv[static_cast<std::size_t>(j)], static_cast<float>(data_value(q.root, j + i, n)));
         break;
       case CollectiveKind::AllGather:
         for (std::int64_t j = 0; j < q.count * n; ++j) {
-          check(q.recv[static_cast<std::size_t>(j)], static_cast<float>(data_value(static_cast<int>(j / q.count), j % q.count + i)));
+          check(q.recv[static_cast<std::size_t>(j)], static_cast<float>(data_value(static_cast<int>(j / q.count), j % q.count + i, n)));
         }
         break;
       case CollectiveKind::ReduceScatter:

@@ -10,11 +10,14 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
 #include "collective_checks.hpp"
 #include "comm/factory.hpp"
+#include "comm/hand_rolled_backend.hpp"
 #include "support/mpi_test_env.hpp"
 
 namespace microddp::testing {
@@ -30,7 +33,7 @@ std::string backend_from_argv() {
 
 class Collectives : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { comm_ = comm::make_communicator(backend_from_argv(), runtime()); }
+  static void SetUpTestSuite() { comm_ = comm::make_communicator(backend_from_argv(), runtime(), comm_config()); }
   static void TearDownTestSuite() { comm_.reset(); }  // before MPI_Finalize in main
   static std::unique_ptr<Communicator> comm_;
 
@@ -71,6 +74,26 @@ TEST_F(Collectives, LargeCounts) {
   cases.push_back({CollectiveKind::ReduceScatter, DType::F64, ReduceOp::Min, kLarge, true, 0});
   cases.push_back({CollectiveKind::Broadcast, DType::F32, ReduceOp::Sum, kLarge, false, last});
   run_cases(*comm_, cases);
+}
+
+// The settings a registration puts in the environment (tests/comm/CMakeLists.txt: small segments and
+// messages for collectives_p2p_small) reach the backend, or the small-segment runs would silently
+// test the defaults. Read here straight from the environment, independently of the parser.
+TEST_F(Collectives, EnvironmentSettingsReachTheBackend) {
+  const auto* hand_rolled = comm_->backend_as<comm::HandRolledBackend>();
+  if (hand_rolled == nullptr) GTEST_SKIP() << "settings of the hand-rolled backends";
+  auto env_or = [](const char* name, std::int64_t fallback) -> std::int64_t {
+    const char* v = std::getenv(name);
+    return v == nullptr ? fallback : std::stoll(v);
+  };
+  const std::int64_t max_message = env_or("MICRODDP_P2P_MAX_MESSAGE_BYTES", comm::kDefaultP2pMaxMessageBytes);
+  EXPECT_EQ(hand_rolled->max_message_bytes(), max_message);
+  EXPECT_EQ(hand_rolled->segment_bytes(),
+            std::min(env_or("MICRODDP_RING_SEGMENT_BYTES", comm::kDefaultRingSegmentBytes), max_message));
+  if (hand_rolled->name() == "auto") {
+    EXPECT_EQ(hand_rolled->description().switch_bytes,
+              env_or("MICRODDP_AUTO_RD_MAX_BYTES", comm::kDefaultAutoRdMaxBytes));
+  }
 }
 
 // Every rank issued the same collectives, so the sequence numbers agree (DESIGN.md invariant).

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "comm/factory.hpp"
-#include "comm/mpi_communicator.hpp"
+#include "comm/mpi_backend.hpp"
 #include "core/error.hpp"
 #include "support/mpi_test_env.hpp"
 
@@ -75,7 +75,7 @@ TEST(CommErrors, InvalidArgumentsThrowBeforeCommunicating) {
 TEST(CommErrors, BackendFailureFailsTheWorkAndLaterCalls) {
   // The mpi backend moves host memory only: a device-tagged view passes validation (same device on
   // both sides) and then fails inside execute() on every rank alike, without any MPI call.
-  comm::MpiCommunicator comm(runtime().world());
+  comm::Communicator comm(std::make_unique<comm::MpiBackend>(runtime().world()));
   std::vector<float> a(16, 1.0f), dev(16);
   const comm::Work ok = comm.all_reduce(TensorView::of(a.data(), 16), ReduceOp::Sum, Mode::Async);
   const TensorView fake_device(dev.data(), 16, DType::F32, core::Device::Cuda);

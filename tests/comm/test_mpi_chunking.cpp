@@ -1,5 +1,5 @@
 // test_mpi_chunking.cpp — the mpi backend's large-count paths, exercised with small counts by
-// lowering max_chunk_count (the element limit per MPI call; INT_MAX in production) to 1, 3 and 5.
+// building it with max_chunk_count (the element limit per MPI call; INT_MAX in production) 1, 3 and 5.
 // Same exact checks as the generic suite (collective_checks.hpp). With limit L and n ranks:
 // all_reduce/broadcast split into ceil(count / L) calls; block collectives take the sub-block path
 // as soon as n*c > L; reduce_scatter then falls back to one MPI_Reduce per destination and chunk.
@@ -9,7 +9,7 @@
 #include <climits>
 
 #include "collective_checks.hpp"
-#include "comm/mpi_communicator.hpp"
+#include "comm/mpi_backend.hpp"
 #include "support/mpi_test_env.hpp"
 
 namespace microddp::testing {
@@ -17,10 +17,11 @@ namespace {
 
 class MpiChunking : public ::testing::TestWithParam<std::int64_t> {
  protected:
-  static void SetUpTestSuite() { comm_ = std::make_unique<comm::MpiCommunicator>(runtime().world()); }
-  static void TearDownTestSuite() { comm_.reset(); }
-  void SetUp() override { comm_->set_max_chunk_count(GetParam()); }
-  void TearDown() override { comm_->set_max_chunk_count(INT_MAX); }
+  // The limit is fixed at construction (every rank passes the same one): a communicator per test.
+  void SetUp() override {
+    comm_ = std::make_unique<Communicator>(std::make_unique<comm::MpiBackend>(runtime().world(), GetParam()));
+  }
+  void TearDown() override { comm_.reset(); }
 
   // Limit 1 means one MPI call per element: keep its counts small so np=5 stays fast.
   std::vector<std::int64_t> counts() const {
@@ -28,10 +29,8 @@ class MpiChunking : public ::testing::TestWithParam<std::int64_t> {
     if (GetParam() == 1) return counts_for(n, {3});
     return counts_for(n, {3, 5});
   }
-  static std::unique_ptr<comm::MpiCommunicator> comm_;
+  std::unique_ptr<Communicator> comm_;
 };
-
-std::unique_ptr<comm::MpiCommunicator> MpiChunking::comm_;
 
 TEST_P(MpiChunking, AllReduce) { run_cases(*comm_, cases_for(CollectiveKind::AllReduce, comm_->size(), counts())); }
 TEST_P(MpiChunking, Broadcast) { run_cases(*comm_, cases_for(CollectiveKind::Broadcast, comm_->size(), counts())); }
@@ -42,8 +41,8 @@ TEST_P(MpiChunking, ReduceScatter) {
   run_cases(*comm_, cases_for(CollectiveKind::ReduceScatter, comm_->size(), counts()));
 }
 
-// Async collectives queued before a limit change still complete correctly (set_max_chunk_count
-// drains the queue first), and the chunked path works from the communication thread.
+// Async collectives run the chunked path from the communication thread, and complete correctly in
+// issue order.
 TEST_P(MpiChunking, AsyncUnderLimit) {
   const int n = comm_->size();
   std::vector<float> a(1000), b(1000);
@@ -62,10 +61,10 @@ TEST_P(MpiChunking, AsyncUnderLimit) {
 }
 
 TEST(MpiChunkingLimit, RejectsOutOfRange) {
-  comm::MpiCommunicator c(runtime().world());
-  EXPECT_THROW(c.set_max_chunk_count(0), core::Error);
-  EXPECT_THROW(c.set_max_chunk_count(std::int64_t{INT_MAX} + 1), core::Error);
-  EXPECT_EQ(c.max_chunk_count(), INT_MAX);
+  // Refused before the communicator is duplicated, on every rank alike: nothing hangs.
+  EXPECT_THROW(comm::MpiBackend(runtime().world(), 0), core::Error);
+  EXPECT_THROW(comm::MpiBackend(runtime().world(), std::int64_t{INT_MAX} + 1), core::Error);
+  EXPECT_EQ(comm::MpiBackend(runtime().world()).max_chunk_count(), INT_MAX);
 }
 
 INSTANTIATE_TEST_SUITE_P(Limits, MpiChunking, ::testing::Values(1, 3, 5),

@@ -10,9 +10,11 @@
 #include <climits>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <string>
 
-#include "comm/mpi_communicator.hpp"
+#include "comm/communicator.hpp"
+#include "comm/mpi_backend.hpp"
 #include "core/host_buffer.hpp"
 #include "support/mpi_test_env.hpp"
 
@@ -39,7 +41,7 @@ TEST(MpiLargeCount, BeyondIntMax) {
   MPI_Bcast(&run, 1, MPI_INT, 0, MPI_COMM_WORLD);
   if (run == 0) GTEST_SKIP() << "set MICRODDP_LARGE_COUNT_TESTS=1 on a node with >= " << need / (1 << 30) << " GiB available";
 
-  comm::MpiCommunicator comm(runtime().world());
+  comm::Communicator comm(std::make_unique<comm::MpiBackend>(runtime().world()));
   const int n = comm.size(), r = comm.rank();
   core::HostBuffer<float> buf(kCount);
   // Values < 2^24 so sums over a few ranks stay exact in f32.

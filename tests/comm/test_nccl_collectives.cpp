@@ -21,7 +21,7 @@
 #include "comm/factory.hpp"
 #include "comm/gpu_sharing.hpp"
 #include "comm/mpi_runtime.hpp"
-#include "comm/nccl_communicator.hpp"
+#include "comm/nccl_backend.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/device.hpp"
 
@@ -44,7 +44,7 @@ class Nccl : public ::testing::Test {
   static std::unique_ptr<Communicator> comm_;
   static int n() { return comm_->size(); }
   // Null for a non-NCCL backend (the `mpi` backend's device path runs the Device* tests too).
-  static comm::NcclCommunicator* nccl() { return dynamic_cast<comm::NcclCommunicator*>(comm_.get()); }
+  static comm::NcclBackend* nccl() { return comm_->backend_as<comm::NcclBackend>(); }
 };
 std::unique_ptr<Communicator> Nccl::comm_;
 
@@ -98,7 +98,7 @@ TEST_F(Nccl, DeviceAsyncAllReduceOrderedAfterComputeStream) {
   cudaStream_t compute = nullptr;
   MDDP_CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
   // NCCL: ordered by an event; mpi: device staging waits for the whole GPU (device_staging.hpp).
-  if (nccl() != nullptr) nccl()->set_compute_stream(compute);
+  comm_->set_compute_stream(compute);  // a no-op on the mpi backend
   for (std::int64_t count : {std::int64_t{0}, std::int64_t{1}, std::int64_t{7}, std::int64_t{65537}, std::int64_t{1000003}}) {
     for (bool in_place : {false, true}) {
       for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Mean}) {
@@ -125,7 +125,7 @@ TEST_F(Nccl, DeviceAsyncAllReduceOrderedAfterComputeStream) {
     }
   }
   comm_->synchronize();
-  if (nccl() != nullptr) nccl()->set_compute_stream(nullptr);
+  comm_->set_compute_stream(nullptr);
   MDDP_CUDA_CHECK(cudaStreamDestroy(compute));
 }
 

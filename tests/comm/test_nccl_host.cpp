@@ -1,16 +1,17 @@
 // test_nccl_host.cpp — the host-side arithmetic of the GPU communication backends, on the CPU (no GPU,
 // no NCCL, no MPI): the unique-id message (nccl_setup.hpp), the GPU choice per rank, the staging plans
-// (staging_plan.hpp) and the GPU ring's schedule (gpu_ring_plan.hpp), replayed on host arrays for
-// every rank count 1..9 and counts around the rank count, compared exactly (integers).
+// (staging_plan.hpp) and the GPU ring's use of the ring schedule (ring_schedule.hpp, itself tested in
+// test_ring_layout.cpp), replayed on host arrays for every rank count 1..9 and counts around the rank
+// count, compared exactly (integers).
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "comm/gpu_ring_plan.hpp"
 #include "comm/gpu_sharing.hpp"
 #include "comm/nccl_setup.hpp"
+#include "comm/ring_schedule.hpp"
 #include "comm/staging_plan.hpp"
 #include "core/error.hpp"
 
@@ -182,7 +183,7 @@ TEST(StagingPlan, RootedCollectivesStageOnlyWhatTheRankUses) {
 
 // ---- GPU ring schedule, replayed on the host ---------------------------------------------------
 
-// Runs the schedule of gpu_ring_communicator.cpp with n simulated ranks: each step's sends are
+// Runs the schedule as gpu_ring_backend.cpp does, with n simulated ranks: each step's sends are
 // snapshotted before any receive lands (what NCCL's grouped send/recv guarantees), then reduced.
 std::vector<std::vector<std::int64_t>> replay_ring(int n, std::int64_t count) {
   std::vector<std::vector<std::int64_t>> in(n), out(n, std::vector<std::int64_t>(static_cast<std::size_t>(count), -7));
@@ -232,26 +233,6 @@ TEST(GpuRingPlan, ReplayGivesTheSumOnEveryRank) {
           const std::int64_t want = 1000LL * n * (n + 1) / 2 + n * i;
           ASSERT_EQ(out[r][i], want) << "n=" << n << " count=" << count << " rank " << r << " element " << i;
         }
-      }
-    }
-  }
-}
-
-TEST(GpuRingPlan, EveryBlockIsSentOncePerPhase) {
-  for (int n = 2; n <= 9; ++n) {
-    for (int r = 0; r < n; ++r) {
-      std::vector<int> rs(n, 0), ag(n, 0);
-      for (int s = 0; s <= n - 2; ++s) {
-        ++rs[rs_recv_block(r, n, s)];
-        ++ag[ag_recv_block(r, n, s)];
-        // what r sends at step s is what r+1 receives at step s
-        EXPECT_EQ(rs_send_block(r, n, s), rs_recv_block(ring_mod(r + 1, n), n, s));
-        EXPECT_EQ(ag_send_block(r, n, s), ag_recv_block(ring_mod(r + 1, n), n, s));
-      }
-      for (int b = 0; b < n; ++b) {
-        // reduce-scatter receives every block but the one sent first; all-gather every block but r
-        EXPECT_EQ(rs[b], b == rs_send_block(r, n, 0) ? 0 : 1);
-        EXPECT_EQ(ag[b], b == r ? 0 : 1);
       }
     }
   }

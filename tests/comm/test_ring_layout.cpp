@@ -1,13 +1,14 @@
-// test_ring_layout.cpp — the ring's index arithmetic (ring_layout.hpp) as pure functions: chunks tile
-// the buffer exactly for any count (0, < n, not divisible by n, large) and any n; lengths differ by
-// at most one; segments tile every chunk; the ring schedule gives every rank every block exactly
-// once (reduce-scatter ends with rank r owning block r; all-gather receives every other block).
+// test_ring_layout.cpp — the ring's index arithmetic (ring_layout.hpp) and its one schedule
+// (ring_schedule.hpp, shared by the CPU and the GPU ring) as pure functions: chunks tile the buffer
+// exactly for any count (0, < n, not divisible by n, large) and any n; lengths differ by at most one;
+// segments tile every chunk; the schedule gives every rank every block exactly once (reduce-scatter
+// ends with rank r owning block r; all-gather receives every other block).
 #include <gtest/gtest.h>
 
-#include <set>
 #include <vector>
 
 #include "comm/ring_layout.hpp"
+#include "comm/ring_schedule.hpp"
 
 namespace microddp::comm {
 namespace {
@@ -59,27 +60,49 @@ TEST(RingLayout, ModAndPowerOfTwo) {
   EXPECT_EQ(floor_pow2(8), 8);
 }
 
-// The schedule of ring_collectives.cpp: reduce-scatter step s sends block (r-s-1) and receives
-// (r-s-2); what rank r receives at step s is what r-1 sends at step s, and the block r receives at
-// step s is the one it forwards at step s+1. After n-1 steps rank r holds block r.
-TEST(RingLayout, RingScheduleIsConsistent) {
-  for (int n = 2; n <= 7; ++n) {
+// The ring's one schedule (ring_schedule.hpp), used by the CPU ring and the GPU ring alike: what rank
+// r receives at step s is what r-1 sends at step s (same block, so same length); reduce-scatter
+// forwards at step s+1 the block it received at step s, receives every block but the one it sent
+// first and ends owning block r; all-gather starts from the own block r, forwards what it received,
+// and receives every block but its own.
+TEST(RingSchedule, IsConsistent) {
+  for (int n = 2; n <= 9; ++n) {
     for (int r = 0; r < n; ++r) {
       const int left = ring_mod(r - 1, n);
-      std::set<int> ag_blocks;
+      std::vector<int> rs(n, 0), ag(n, 0);
       for (int s = 0; s <= n - 2; ++s) {
-        EXPECT_EQ(ring_mod(r - s - 2, n), ring_mod(left - s - 1, n));  // RS: recv == left's send
+        EXPECT_EQ(rs_recv_block(r, n, s), rs_send_block(left, n, s));  // RS: recv == left's send
+        EXPECT_EQ(ag_recv_block(r, n, s), ag_send_block(left, n, s));  // AG: recv == left's send
+        EXPECT_EQ(rs_send_block(r, n, s), rs_recv_block(ring_mod(r + 1, n), n, s));  // send == right's recv
+        EXPECT_EQ(ag_send_block(r, n, s), ag_recv_block(ring_mod(r + 1, n), n, s));
         if (s + 1 <= n - 2) {
-          EXPECT_EQ(ring_mod(r - s - 2, n), ring_mod(r - (s + 1) - 1, n));
+          EXPECT_EQ(rs_send_block(r, n, s + 1), rs_recv_block(r, n, s));  // RS forwards what it reduced
+          EXPECT_EQ(ag_send_block(r, n, s + 1), ag_recv_block(r, n, s));  // AG forwards what it got
         }
-        EXPECT_EQ(ring_mod(r - s - 1, n), ring_mod(left - s, n));  // AG: recv == left's send
-        ag_blocks.insert(ring_mod(r - s - 1, n));
+        ++rs[rs_recv_block(r, n, s)];
+        ++ag[ag_recv_block(r, n, s)];
       }
-      EXPECT_EQ(ring_mod(r - (n - 2) - 2, n), r);  // RS ends owning block r
-      EXPECT_EQ(ag_blocks.size(), static_cast<std::size_t>(n - 1));
-      EXPECT_EQ(ag_blocks.count(r), 0u);  // AG receives every block but its own
+      EXPECT_EQ(rs_recv_block(r, n, n - 2), r);  // RS ends owning block r
+      EXPECT_EQ(ag_send_block(r, n, 0), r);      // AG starts from the own block
+      for (int b = 0; b < n; ++b) {
+        // reduce-scatter receives every block but the one sent first; all-gather every block but r
+        EXPECT_EQ(rs[b], b == rs_send_block(r, n, 0) ? 0 : 1) << "n=" << n << " r=" << r << " block " << b;
+        EXPECT_EQ(ag[b], b == r ? 0 : 1) << "n=" << n << " r=" << r << " block " << b;
+      }
     }
   }
+}
+
+// The formulas themselves, at one point (n = 4, rank 1, docs/allreduce.md's diagram): reduce-scatter
+// step s sends block (r-s-1) and receives (r-s-2); all-gather sends (r-s) and receives (r-s-1).
+TEST(RingSchedule, MatchesTheDiagram) {
+  EXPECT_EQ(rs_send_block(1, 4, 0), 0);  // rank 1 sends a1 at step 0
+  EXPECT_EQ(rs_recv_block(1, 4, 0), 3);  // and receives d0 from rank 0
+  EXPECT_EQ(rs_send_block(1, 4, 1), 3);
+  EXPECT_EQ(rs_recv_block(1, 4, 2), 1);  // ends with b (block 1) complete
+  EXPECT_EQ(ag_send_block(1, 4, 0), 1);
+  EXPECT_EQ(ag_recv_block(1, 4, 0), 0);
+  EXPECT_EQ(ag_recv_block(1, 4, 2), 2);
 }
 
 }  // namespace

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "comm/factory.hpp"
-#include "comm/mpi_communicator.hpp"
+#include "comm/mpi_backend.hpp"
 #include "ddp/trainer.hpp"
 #include "kernels/ops.hpp"
 #include "support/mpi_test_env.hpp"
@@ -79,7 +79,7 @@ RunResult run(const TrainConfig& cfg, comm::Communicator& comm) {
 
 RunResult run_reference(TrainConfig cfg) {
   cfg.strategy = "naive";
-  comm::MpiCommunicator self(MPI_COMM_SELF);
+  comm::Communicator self(std::make_unique<comm::MpiBackend>(MPI_COMM_SELF));
   return run(cfg, self);
 }
 

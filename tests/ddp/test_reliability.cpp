@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "comm/factory.hpp"
-#include "comm/mpi_communicator.hpp"
+#include "comm/mpi_backend.hpp"
 #include "core/error.hpp"
 #include "ddp/trainer.hpp"
 #include "kernels/ops.hpp"
@@ -118,7 +118,7 @@ TEST_P(ClipGradNorm, MatchesSingleProcessAndEngages) {
   {
     TrainConfig one = cfg;
     one.strategy = "naive";
-    comm::MpiCommunicator self(MPI_COMM_SELF);
+    comm::Communicator self(std::make_unique<comm::MpiBackend>(MPI_COMM_SELF));
     ref = train(one, self);
   }
   for (const auto& rec : ref.records) {

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/mpi_communicator.hpp"
+#include "comm/mpi_backend.hpp"
 #include "ddp/grad_sync.hpp"
 #include "ddp/trainer.hpp"
 #include "io/checkpoint.hpp"
@@ -83,7 +83,7 @@ std::vector<float> params_of(const ddp::Trainer& t) {
 // Steps a fresh trainer (optionally resumed from `resume`) until `until`, saving at `save_at`.
 TrainRun train(MPI_Comm mpi, const ddp::TrainConfig& cfg, std::int64_t until, const std::string& dir, std::int64_t save_at,
           const std::string& resume_spec = "") {
-  comm::MpiCommunicator comm(mpi);
+  comm::Communicator comm(std::make_unique<comm::MpiBackend>(mpi));
   comm.attach_sync_comm(mpi);  // as make_communicator does: the trainer checks collective fingerprints
   auto ops = kernels::make_cpu_ops(1);
   ddp::Trainer t(cfg, comm, *ops);
@@ -110,7 +110,7 @@ TEST(Checkpoint, RoundTripIsBitwise) {
   const MPI_Comm world = MPI_COMM_WORLD;
   const std::string dir = shared_tmpdir(world, "rt");
   const auto cfg = small_config("naive");
-  comm::MpiCommunicator comm(world);
+  comm::Communicator comm(std::make_unique<comm::MpiBackend>(world));
   comm.attach_sync_comm(world);
   auto ops = kernels::make_cpu_ops(1);
   ddp::Trainer a(cfg, comm, *ops);
@@ -236,7 +236,7 @@ TEST(Checkpoint, AutoSkipsCorruptNewest) {
     f.write(&ch, 1);
   }
   MPI_Barrier(world);
-  comm::MpiCommunicator comm(world);
+  comm::Communicator comm(std::make_unique<comm::MpiBackend>(world));
   comm.attach_sync_comm(world);
   auto ops = kernels::make_cpu_ops(1);
   ddp::Trainer t(cfg, comm, *ops);

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/mpi_communicator.hpp"
+#include "comm/mpi_backend.hpp"
 #include "data/synthetic_dataset.hpp"
 #include "ddp/trainer.hpp"
 #include "io/hdf5_data_source.hpp"
@@ -99,7 +99,7 @@ TEST(Hdf5Dataset, TrainingFromFileEqualsSynthetic) {
   cfg.global_batch = 10;
   cfg.steps = 10;  // 100 samples < 101 rows: no wrap, so the file holds exactly the generator's samples
   cfg.seed = kSeed;
-  comm::MpiCommunicator comm(MPI_COMM_WORLD);
+  comm::Communicator comm(std::make_unique<comm::MpiBackend>(MPI_COMM_WORLD));
   comm.attach_sync_comm(MPI_COMM_WORLD);  // as make_communicator does
   auto ops = kernels::make_cpu_ops(1);
   ddp::Trainer a(cfg, comm, *ops), b(cfg, comm, *ops);
@@ -159,7 +159,7 @@ TEST(Hdf5Dataset, BadFilesAreRejected) {
   ddp::TrainConfig cfg;
   cfg.model = model::MlpConfig{kDim + 1, 8, 2, kClasses};
   cfg.global_batch = 4;
-  comm::MpiCommunicator comm(MPI_COMM_WORLD);
+  comm::Communicator comm(std::make_unique<comm::MpiBackend>(MPI_COMM_WORLD));
   comm.attach_sync_comm(MPI_COMM_WORLD);  // as make_communicator does
   auto ops = kernels::make_cpu_ops(1);
   ddp::Trainer t(cfg, comm, *ops);

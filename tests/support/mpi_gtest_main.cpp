@@ -1,24 +1,36 @@
 // mpi_gtest_main.cpp — main() for MPI GoogleTest programs.
-// Brings MPI up (MpiRuntime), runs the tests on every rank, prints GoogleTest output on rank 0
-// only, and makes the process exit code agree across ranks: if any rank failed a test, every
-// rank exits 1, so `mpiexec` and ctest see the failure whichever rank saw it. A rank that throws
-// aborts the whole job (no hang).
+// Parses the communication settings from the environment (as the app's main does: a bad value ends
+// every rank with exit code 2 before MPI starts), brings MPI up (MpiRuntime), runs the tests on
+// every rank, prints GoogleTest output on rank 0 only, and makes the process exit code agree across
+// ranks: if any rank failed a test, every rank exits 1, so `mpiexec` and ctest see the failure
+// whichever rank saw it. A rank that throws aborts the whole job (no hang).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 
 #include "comm/mpi_runtime.hpp"
+#include "core/error.hpp"
 #include "core/log.hpp"
 #include "support/mpi_test_env.hpp"
 
 namespace microddp::testing {
 const comm::MpiRuntime* g_runtime = nullptr;
+comm::CommConfig g_comm_config;
 const comm::MpiRuntime& runtime() { return *g_runtime; }
+const comm::CommConfig& comm_config() { return g_comm_config; }
 }  // namespace microddp::testing
 
 int main(int argc, char** argv) {
+  try {
+    microddp::testing::g_comm_config =
+        microddp::comm::parse_comm_config([](const char* name) -> const char* { return std::getenv(name); });
+  } catch (const microddp::core::UsageError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  }
   try {
     microddp::comm::MpiRuntime runtime(&argc, &argv);
     microddp::testing::g_runtime = &runtime;

@@ -1,12 +1,13 @@
-// nccl_communicator.hpp — the `nccl` backend (NCCL collectives on a dedicated CUDA stream) and the
-// `nccl-ring` backend (gpu_ring_communicator.cpp: our ring all-reduce over NCCL send/recv).
-// Built only with MICRODDP_NCCL=ON; the factory is the only caller that names them. Plain C++ header:
-// NCCL and CUDA handles are forward-declared exactly as their headers define them.
+// nccl_backend.hpp — the `nccl` backend (NCCL collectives on a dedicated CUDA stream) and the
+// `nccl-ring` backend (gpu_ring_backend.cpp: our ring all-reduce over NCCL send/recv), both
+// StreamBackends (backend.hpp). Built only with MICRODDP_NCCL=ON; the factory is the only caller that
+// names them. Plain C++ header: NCCL and CUDA handles are forward-declared exactly as their headers
+// define them.
 //
-// Contract (beyond communicator.hpp):
+// Contract (beyond backend.hpp and communicator.hpp):
 //   * One GPU per rank (nccl_setup.hpp picks it from the node-local rank); the unique id travels from
 //     rank 0 over MPI (checked message, nccl_setup.hpp); construction is collective over `parent`.
-//   * Direct dispatch (communicator.hpp): a collective is enqueued on the communication stream on the
+//   * Direct dispatch (dispatcher.hpp): a collective is enqueued on the communication stream on the
 //     caller's thread and returns; the host never waits for the GPU to launch one. Before it, the
 //     communication stream waits (cudaStreamWaitEvent, a GPU-side wait) for the work queued so far on
 //     the compute stream (set_compute_stream(); default: the legacy default stream), so it reads
@@ -19,9 +20,10 @@
 //   * Mean is Sum followed by scaling with fl(1/n) on the GPU, like the host backends (not ncclAvg,
 //     which pre-multiplies each input and so rounds differently).
 //   * Errors: a failing NCCL/CUDA call, an asynchronous NCCL error (polled with ncclCommGetAsyncError
-//     while waiting) or no completion within the timeout (MICRODDP_NCCL_TIMEOUT_S, default 600 s,
-//     0 = none) aborts the communicator (ncclCommAbort): that Work and every later one fail with the
-//     message, and new collectives throw. Not thread-safe: one thread issues and waits.
+//     while waiting) or no completion within the timeout (CommConfig::nccl_timeout_s, i.e.
+//     MICRODDP_NCCL_TIMEOUT_S, default 600 s, 0 = none; --comm-timeout replaces it through
+//     set_timeout) aborts the communicator (ncclCommAbort): that Work and every later one fail with
+//     the message, and new collectives throw. Not thread-safe: one thread issues and waits.
 #pragma once
 
 #include <mpi.h>
@@ -31,7 +33,8 @@
 #include <string>
 #include <string_view>
 
-#include "comm/communicator.hpp"
+#include "comm/backend.hpp"
+#include "comm/comm_config.hpp"
 #include "comm/mpi_runtime.hpp"
 
 struct ncclComm;
@@ -41,21 +44,24 @@ typedef struct CUstream_st* cudaStream_t;
 
 namespace microddp::comm {
 
-class NcclCommunicator : public Communicator, private WorkSource {
+class NcclBackend : public StreamBackend, private WorkSource {
  public:
-  // Collective over `parent`; `device` is this rank's GPU.
-  NcclCommunicator(MPI_Comm parent, int device);
-  ~NcclCommunicator() override;
+  // Collective over `parent`; `device` is this rank's GPU; `timeout_s`: how long a wait lets one
+  // collective run before aborting the communicator (0: forever).
+  NcclBackend(MPI_Comm parent, int device, double timeout_s);
+  ~NcclBackend() override;
   std::string_view name() const override { return "nccl"; }
-  // --comm-timeout: how long wait_for() lets one collective run before aborting the communicator.
-  void set_comm_timeout(double seconds) override;
 
-  int device() const;
+  Work launch(const CollectiveCall& call, Mode mode) override;
+  void wait_launched() override;
+  // --comm-timeout replaces the timeout given at construction.
+  void set_timeout(double seconds) override;
   // Later collectives are ordered after the work queued so far on `stream` (a cudaStream_t of this
   // rank's GPU, e.g. Ops::native_stream(); nullptr = the legacy default stream).
   void set_compute_stream(void* stream) override;
-  bool completes_in_stream_order() const override;
   void order_compute_after(const Work& work) override;
+
+  int device() const;
   // The communication stream (e.g. for a compute stream to wait on, or for profiling).
   void* comm_stream() const;
   // NCCL's version code (e.g. 22809 for 2.28.9) and the GPU in words, for run headers.
@@ -63,10 +69,6 @@ class NcclCommunicator : public Communicator, private WorkSource {
   std::string description() const;
 
  protected:
-  Work launch(const CollectiveCall& call, Mode mode) override;
-  void wait_launched() override;
-  void execute(const CollectiveCall& call) override;  // never called (direct dispatch)
-
   // The all-reduce on device pointers, enqueued on comm_stream_handle(); the ring backend overrides it.
   // op is never Mean here (Sum, then the caller scales).
   virtual void enqueue_all_reduce(const core::TensorView& send, const core::TensorView& recv, ReduceOp op);
@@ -96,8 +98,8 @@ class NcclCommunicator : public Communicator, private WorkSource {
 // rank throws core::UsageError (agreed) when two ranks would share a GPU, which NCCL refuses.
 int nccl_rank_device(const MpiRuntime& runtime);
 
-// The factory's entry points: one GPU per rank (nccl_rank_device).
-std::unique_ptr<Communicator> make_nccl_communicator(const MpiRuntime& runtime);
-std::unique_ptr<Communicator> make_gpu_ring_communicator(const MpiRuntime& runtime);
+// The factory's entry points: one GPU per rank (nccl_rank_device), timeout from the config.
+std::unique_ptr<StreamBackend> make_nccl_backend(const MpiRuntime& runtime, const CommConfig& config);
+std::unique_ptr<StreamBackend> make_gpu_ring_backend(const MpiRuntime& runtime, const CommConfig& config);
 
 }  // namespace microddp::comm

@@ -1,22 +1,25 @@
-// gpu_ring_communicator.cpp — the `nccl-ring` backend: NcclCommunicator with the all-reduce replaced by
-// our own ring (gpu_ring_plan.hpp) on device buffers: NCCL point-to-point (ncclSend/ncclRecv) is only
-// the transport, the reduction is our kernel (comm/gpu_comm_kernels.hpp; f32: kernels::gpu::reduce).
-// Every other collective is NCCL's (nccl_communicator.cpp). It exists to compare our algorithm with
-// NCCL's on the same transport, and to teach; `nccl` is the one to train with.
+// gpu_ring_backend.cpp — the `nccl-ring` backend: NcclBackend with the all-reduce replaced by our own
+// ring on device buffers, following the ring's one schedule (ring_schedule.hpp, the CPU ring's too):
+// NCCL point-to-point (ncclSend/ncclRecv) is only the transport, the reduction is our kernel
+// (comm/gpu_comm_kernels.hpp; f32: kernels::gpu::reduce). Every other collective is NCCL's
+// (nccl_backend.cpp). It exists to compare our algorithm with NCCL's on the same transport, and to
+// teach; `nccl` is the one to train with.
 //
 // Per step: one NCCL group {send block to rank+1, receive block from rank-1 into scratch}, then (in
 // the reduce-scatter phase) one reduction kernel, all on the communication stream, so stream order
 // does the synchronisation: the kernel of step s reads the scratch after its receive landed, and the
 // receive of step s+1 overwrites the scratch only after that kernel ran. One scratch block suffices.
-// Identical bits on all ranks: each block is reduced along one chain and then only copied.
+// Unlike the CPU ring there is no segment pipelining within a step (docs/gpu.md says why that is
+// acceptable here). Identical bits on all ranks: each block is reduced along one chain and then only
+// copied.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include "comm/gpu_comm_kernels.hpp"
-#include "comm/gpu_ring_plan.hpp"
+#include "comm/nccl_backend.hpp"
 #include "comm/nccl_check.hpp"
-#include "comm/nccl_communicator.hpp"
 #include "comm/nccl_setup.hpp"
+#include "comm/ring_schedule.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/device.hpp"
 
@@ -24,10 +27,9 @@ namespace microddp::comm {
 
 namespace {
 
-class GpuRingCommunicator final : public NcclCommunicator {
+class GpuRingBackend final : public NcclBackend {
  public:
-  using NcclCommunicator::NcclCommunicator;
-  ~GpuRingCommunicator() override { shutdown(); }
+  using NcclBackend::NcclBackend;
   std::string_view name() const override { return "nccl-ring"; }
 
  protected:
@@ -75,8 +77,8 @@ class GpuRingCommunicator final : public NcclCommunicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_gpu_ring_communicator(const MpiRuntime& runtime) {
-  return std::make_unique<GpuRingCommunicator>(runtime.world(), nccl_rank_device(runtime));
+std::unique_ptr<StreamBackend> make_gpu_ring_backend(const MpiRuntime& runtime, const CommConfig& config) {
+  return std::make_unique<GpuRingBackend>(runtime.world(), nccl_rank_device(runtime), config.nccl_timeout_s);
 }
 
 }  // namespace microddp::comm

@@ -1,4 +1,4 @@
-// nccl_communicator.cpp — the `nccl` backend (see nccl_communicator.hpp for the contract).
+// nccl_backend.cpp — the `nccl` backend (see nccl_backend.hpp for the contract).
 //
 // How a collective runs (all on the caller's thread, nothing blocks the host in Mode::Async):
 //   1. cudaEventRecord(compute_ready, compute stream); cudaStreamWaitEvent(comm stream, compute_ready):
@@ -13,14 +13,13 @@
 //   not the host, waits for the collective (a GPU step then synchronises once, docs/gpu.md).
 // The communication stream has the highest stream priority, so NCCL's kernels are scheduled ahead of
 // queued compute kernels (backward) once their inputs are ready.
-#include "comm/nccl_communicator.hpp"
+#include "comm/nccl_backend.hpp"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -28,8 +27,10 @@
 #include "comm/gpu_comm_kernels.hpp"
 #include "comm/gpu_sharing.hpp"
 #include "comm/mpi_check.hpp"
+#include "comm/mpi_comm_size.hpp"
 #include "comm/nccl_check.hpp"
 #include "comm/nccl_setup.hpp"
+#include "comm/pinned_host_buffer.hpp"
 #include "comm/staging_plan.hpp"
 #include "core/timer.hpp"
 #include "kernels/cuda/cuda_check.hpp"
@@ -51,28 +52,6 @@ constexpr std::size_t kSlots = 1024;
 // kPollSleep between polls so a long wait does not burn the core the BLAS/compute threads need.
 constexpr int kYieldPolls = 64;
 constexpr auto kPollSleep = std::chrono::microseconds(20);
-// PyTorch's default NCCL timeout: far beyond any healthy collective, short enough to end a hung job.
-constexpr double kDefaultTimeoutS = 600.0;
-
-int comm_rank(MPI_Comm c) {
-  int r = 0;
-  MDDP_MPI_CHECK(MPI_Comm_rank(c, &r));
-  return r;
-}
-int comm_size(MPI_Comm c) {
-  int n = 0;
-  MDDP_MPI_CHECK(MPI_Comm_size(c, &n));
-  return n;
-}
-
-double timeout_from_env() {
-  const char* v = std::getenv("MICRODDP_NCCL_TIMEOUT_S");
-  if (v == nullptr || *v == '\0') return kDefaultTimeoutS;
-  char* end = nullptr;
-  const double t = std::strtod(v, &end);
-  MDDP_USAGE_CHECK(end != v && *end == '\0' && t >= 0, "MICRODDP_NCCL_TIMEOUT_S='" << v << "' is not a number >= 0");
-  return t;
-}
 
 ncclRedOp_t nccl_op(ReduceOp op) {
   switch (op) {
@@ -110,7 +89,7 @@ class DeviceGuard {
 };
 
 // A grow-only buffer in device memory (stream-ordered on the communication stream: no device-wide
-// synchronisation when it grows) or in pinned host memory.
+// synchronisation when it grows); its host counterpart is PinnedHostBuffer.
 struct DeviceBuffer {
   void* p = nullptr;
   std::int64_t bytes = 0;
@@ -125,24 +104,10 @@ struct DeviceBuffer {
     return p;
   }
 };
-struct PinnedBuffer {
-  void* p = nullptr;
-  std::int64_t bytes = 0;
-  void* ensure(std::int64_t want) {
-    if (want > bytes) {
-      if (p != nullptr) MDDP_CUDA_CHECK(cudaFreeHost(p));
-      p = nullptr;
-      bytes = 0;
-      MDDP_CUDA_CHECK(cudaHostAlloc(&p, to_size(want), cudaHostAllocPortable));
-      bytes = want;
-    }
-    return p;
-  }
-};
 
 }  // namespace
 
-struct NcclCommunicator::State {
+struct NcclBackend::State {
   int device = 0;
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;   // communication stream
@@ -157,11 +122,11 @@ struct NcclCommunicator::State {
   bool failed = false;
   std::uint64_t failed_seq = 0;  // first seq that did not complete successfully
   std::string error;
-  double timeout_s = kDefaultTimeoutS;
+  double timeout_s = kDefaultNcclTimeoutS;
   int* barrier_word = nullptr;  // one device int, always 0: the barrier is a 1-element max-all-reduce
   DeviceBuffer scratch;         // the GPU ring's receive block
   DeviceBuffer dev_stage[2];    // host-buffer staging (staging_plan.hpp regions)
-  PinnedBuffer host_stage[2];
+  PinnedHostBuffer host_stage[2];
 
   // No throwing (destructor path, also after a failed constructor): errors here have nowhere to go.
   ~State() {
@@ -170,9 +135,6 @@ struct NcclCommunicator::State {
     if (comm != nullptr) (void)ncclCommDestroy(comm);
     for (DeviceBuffer* b : {&scratch, &dev_stage[0], &dev_stage[1]}) {
       if (b->p != nullptr) (void)cudaFree(b->p);
-    }
-    for (PinnedBuffer& b : host_stage) {
-      if (b.p != nullptr) (void)cudaFreeHost(b.p);
     }
     if (barrier_word != nullptr) (void)cudaFree(barrier_word);
     for (cudaEvent_t e : done) {
@@ -184,11 +146,11 @@ struct NcclCommunicator::State {
   }
 };
 
-NcclCommunicator::NcclCommunicator(MPI_Comm parent, int device)
-    : Communicator(comm_rank(parent), comm_size(parent), Dispatch::Direct), s_(std::make_unique<State>()) {
+NcclBackend::NcclBackend(MPI_Comm parent, int device, double timeout_s)
+    : StreamBackend(mpi_comm_rank(parent), mpi_comm_size(parent)), s_(std::make_unique<State>()) {
   State& s = *s_;
   s.device = device;
-  s.timeout_s = timeout_from_env();
+  s.timeout_s = timeout_s > 0.0 ? timeout_s : 0.0;
   MDDP_CUDA_CHECK(cudaSetDevice(device));
 
   // Rank 0 creates the id; everyone checks the message before NCCL sees it (nccl_setup.hpp).
@@ -220,24 +182,24 @@ NcclCommunicator::NcclCommunicator(MPI_Comm parent, int device)
   MDDP_NCCL_CHECK(ncclCommInitRank(&s.comm, size(), id, rank()));
 }
 
-NcclCommunicator::~NcclCommunicator() {
-  shutdown();  // waits for launched collectives (errors ignored) before State goes away
-}
+// The communicator's dispatcher has waited for every launched collective (dispatcher.hpp); State's
+// destructor releases the stream, the NCCL communicator and the buffers.
+NcclBackend::~NcclBackend() = default;
 
-int NcclCommunicator::device() const { return s_->device; }
-void NcclCommunicator::set_compute_stream(void* stream) { s_->compute = static_cast<cudaStream_t>(stream); }
-void* NcclCommunicator::comm_stream() const { return s_->stream; }
-ncclComm_t NcclCommunicator::nccl_comm() const { return s_->comm; }
-cudaStream_t NcclCommunicator::comm_stream_handle() const { return s_->stream; }
-void* NcclCommunicator::device_scratch(std::int64_t bytes) { return s_->scratch.ensure(bytes, s_->stream); }
+int NcclBackend::device() const { return s_->device; }
+void NcclBackend::set_compute_stream(void* stream) { s_->compute = static_cast<cudaStream_t>(stream); }
+void* NcclBackend::comm_stream() const { return s_->stream; }
+ncclComm_t NcclBackend::nccl_comm() const { return s_->comm; }
+cudaStream_t NcclBackend::comm_stream_handle() const { return s_->stream; }
+void* NcclBackend::device_scratch(std::int64_t bytes) { return s_->scratch.ensure(bytes, s_->stream); }
 
-int NcclCommunicator::nccl_version() {
+int NcclBackend::nccl_version() {
   int v = 0;
   MDDP_NCCL_CHECK(ncclGetVersion(&v));
   return v;
 }
 
-std::string NcclCommunicator::description() const {
+std::string NcclBackend::description() const {
   const int v = nccl_version();
   // NCCL_VERSION_CODE since 2.9: major * 10000 + minor * 100 + patch.
   return std::string(name()) + " (NCCL " + std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
@@ -245,16 +207,11 @@ std::string NcclCommunicator::description() const {
          kernels::cuda_device_description(s_->device);
 }
 
-void NcclCommunicator::set_comm_timeout(double seconds) {
-  synchronize();
+void NcclBackend::set_timeout(double seconds) {
   s_->timeout_s = seconds > 0.0 ? seconds : 0.0;  // 0: wait forever, as for the other backends
 }
 
-void NcclCommunicator::execute(const CollectiveCall& call) {
-  MDDP_CHECK(false, name() << ": execute(" << collective_name(call.kind) << ") called on a direct-dispatch backend");
-}
-
-void NcclCommunicator::mark_failed(const std::string& what) {
+void NcclBackend::mark_failed(const std::string& what) {
   State& s = *s_;
   if (s.failed) return;
   s.failed = true;
@@ -266,7 +223,7 @@ void NcclCommunicator::mark_failed(const std::string& what) {
   }
 }
 
-void NcclCommunicator::poll_async_error(std::uint64_t seq) {
+void NcclBackend::poll_async_error(std::uint64_t seq) {
   State& s = *s_;
   if (s.comm == nullptr) return;
   ncclResult_t async = ncclSuccess;
@@ -281,7 +238,7 @@ void NcclCommunicator::poll_async_error(std::uint64_t seq) {
   }
 }
 
-bool NcclCommunicator::is_complete(std::uint64_t seq) {
+bool NcclBackend::is_complete(std::uint64_t seq) {
   State& s = *s_;
   if (seq <= s.completed || s.failed) return true;
   const std::size_t slot = seq % kSlots;
@@ -306,9 +263,7 @@ bool NcclCommunicator::is_complete(std::uint64_t seq) {
   return s.failed;
 }
 
-bool NcclCommunicator::completes_in_stream_order() const { return true; }
-
-void NcclCommunicator::order_compute_after(const Work& work) {
+void NcclBackend::order_compute_after(const Work& work) {
   State& s = *s_;
   if (s.failed) throw core::Error(std::string(name()) + ": communicator unusable after an earlier failure: " + s.error);
   const std::size_t slot = work.seq() % kSlots;
@@ -317,7 +272,7 @@ void NcclCommunicator::order_compute_after(const Work& work) {
   MDDP_CUDA_CHECK(cudaStreamWaitEvent(s.compute, s.done[slot], 0));
 }
 
-void NcclCommunicator::wait_for(std::uint64_t seq) {
+void NcclBackend::wait_for(std::uint64_t seq) {
   State& s = *s_;
   const std::int64_t start = core::now_ns();
   for (int polls = 0; !is_complete(seq); ++polls) {
@@ -341,7 +296,7 @@ void NcclCommunicator::wait_for(std::uint64_t seq) {
   }
 }
 
-std::int64_t NcclCommunicator::completion_ns(std::uint64_t seq) {
+std::int64_t NcclBackend::completion_ns(std::uint64_t seq) {
   State& s = *s_;
   const std::size_t slot = seq % kSlots;
   if (s.slot_seq[slot] != seq || !is_complete(seq) || (s.failed && seq >= s.failed_seq)) return 0;
@@ -349,12 +304,12 @@ std::int64_t NcclCommunicator::completion_ns(std::uint64_t seq) {
   return s.clock->host_ns(s.done[slot]);
 }
 
-void NcclCommunicator::wait_launched() {
+void NcclBackend::wait_launched() {
   if (s_->launched > 0) wait_for(s_->launched);
   if (s_->failed) throw core::Error(s_->error);
 }
 
-void NcclCommunicator::check_device_pointers(const CollectiveCall& call) const {
+void NcclBackend::check_device_pointers(const CollectiveCall& call) const {
   auto check = [&](const TensorView& v, const char* what) {
     if (v.count == 0) return;
     cudaPointerAttributes a{};
@@ -368,7 +323,7 @@ void NcclCommunicator::check_device_pointers(const CollectiveCall& call) const {
   if (collective_uses_recv(call, rank())) check(call.recv, "recv");
 }
 
-Work NcclCommunicator::launch(const CollectiveCall& call, Mode mode) {
+Work NcclBackend::launch(const CollectiveCall& call, Mode mode) {
   State& s = *s_;
   if (s.failed) throw core::Error(std::string(name()) + ": communicator unusable after an earlier failure: " + s.error);
   DeviceGuard guard(s.device);
@@ -392,7 +347,7 @@ Work NcclCommunicator::launch(const CollectiveCall& call, Mode mode) {
       for (int i = 0; i < plan.region_count; ++i) {
         const StagingRegion& r = plan.regions[i];
         dev_base[i] = static_cast<char*>(s.dev_stage[i].ensure(r.bytes, s.stream));
-        host_base[i] = static_cast<char*>(s.host_stage[i].ensure(r.bytes));
+        host_base[i] = s.host_stage[i].ensure(r.bytes);
         if (r.copy_in) {
           std::memcpy(host_base[i], r.base, to_size(r.bytes));
           MDDP_CUDA_CHECK(cudaMemcpyAsync(dev_base[i], host_base[i], to_size(r.bytes), cudaMemcpyHostToDevice, s.stream));
@@ -431,12 +386,12 @@ Work NcclCommunicator::launch(const CollectiveCall& call, Mode mode) {
   return Work(this, call.seq);
 }
 
-void NcclCommunicator::enqueue_all_reduce(const TensorView& send, const TensorView& recv, ReduceOp op) {
+void NcclBackend::enqueue_all_reduce(const TensorView& send, const TensorView& recv, ReduceOp op) {
   MDDP_NCCL_CHECK(ncclAllReduce(send.data, recv.data, to_size(recv.count), nccl_dtype(recv.dtype), nccl_op(op),
                                 s_->comm, s_->stream));
 }
 
-void NcclCommunicator::enqueue_device(const CollectiveCall& call) {
+void NcclBackend::enqueue_device(const CollectiveCall& call) {
   State& s = *s_;
   MDDP_CHECK(s.comm != nullptr, name() << ": NCCL communicator already aborted");
   const int n = size(), r = rank();
@@ -546,8 +501,8 @@ int nccl_rank_device(const MpiRuntime& runtime) {
   return device;
 }
 
-std::unique_ptr<Communicator> make_nccl_communicator(const MpiRuntime& runtime) {
-  return std::make_unique<NcclCommunicator>(runtime.world(), nccl_rank_device(runtime));
+std::unique_ptr<StreamBackend> make_nccl_backend(const MpiRuntime& runtime, const CommConfig& config) {
+  return std::make_unique<NcclBackend>(runtime.world(), nccl_rank_device(runtime), config.nccl_timeout_s);
 }
 
 }  // namespace microddp::comm

@@ -1,8 +1,8 @@
-// mpi_communicator.cpp — the `mpi` backend: each collective is the MPI library's own, run on a
+// mpi_backend.cpp — the `mpi` backend: each collective is the MPI library's own, run on a
 // private MPI_Comm_dup of the parent (our traffic can never match a user's messages on the parent)
 // with MPI_ERRORS_RETURN, so MPI failures reach us as core::Error instead of aborting inside MPI.
 //
-// Contract (beyond communicator.hpp and the buffer conventions in types.hpp):
+// Contract (beyond backend.hpp and the buffer conventions in types.hpp):
 //   * Device buffers are staged (device_staging.hpp); everything below sees host memory (or device
 //     memory with CUDA-aware MPI).
 //   * A collective whose element count is 0 makes no MPI call and never dereferences its (possibly
@@ -24,11 +24,12 @@
 //     The total (n*c) rather than the per-rank block is bounded because some MPI implementations
 //     compute a collective's total element count in an int internally.
 //   * In-place variants map to MPI_IN_PLACE exactly as types.hpp defines them.
-#include "comm/mpi_communicator.hpp"
+#include "comm/mpi_backend.hpp"
 
 #include <algorithm>
 
 #include "comm/mpi_check.hpp"
+#include "comm/mpi_comm_size.hpp"
 #include "core/error.hpp"
 
 namespace microddp::comm {
@@ -36,18 +37,6 @@ namespace microddp::comm {
 using core::TensorView;
 
 namespace {
-
-int comm_rank(MPI_Comm comm) {
-  int r = 0;
-  MDDP_MPI_CHECK(MPI_Comm_rank(comm, &r));
-  return r;
-}
-
-int comm_size(MPI_Comm comm) {
-  int s = 0;
-  MDDP_MPI_CHECK(MPI_Comm_size(comm, &s));
-  return s;
-}
 
 std::int64_t elem_bytes(const TensorView& v) { return static_cast<std::int64_t>(core::dtype_bytes(v.dtype)); }
 
@@ -199,26 +188,23 @@ void run_reduce_scatter(const Ctx& x, const CollectiveCall& call) {
 
 }  // namespace
 
-MpiCommunicator::MpiCommunicator(MPI_Comm parent) : Communicator(comm_rank(parent), comm_size(parent)) {
+// The limit is checked before the communicator is duplicated: a bad value throws on every rank
+// before any collective call, so no rank is left waiting in MPI_Comm_dup.
+MpiBackend::MpiBackend(MPI_Comm parent, std::int64_t max_chunk_count)
+    : HostBackend(mpi_comm_rank(parent), mpi_comm_size(parent)), max_chunk_count_(max_chunk_count) {
+  MDDP_CHECK(max_chunk_count >= 1 && max_chunk_count <= INT_MAX,
+             "mpi: max chunk count " << max_chunk_count << " outside [1, " << INT_MAX << "]");
   MDDP_MPI_CHECK(MPI_Comm_dup(parent, &comm_));
   MDDP_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
 }
 
-MpiCommunicator::~MpiCommunicator() {
-  // The communication thread must stop before the MPI communicator it uses goes away.
-  shutdown();
+MpiBackend::~MpiBackend() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);  // a destructor must not throw
 }
 
-void MpiCommunicator::set_max_chunk_count(std::int64_t n) {
-  MDDP_CHECK(n >= 1 && n <= INT_MAX, "mpi: max chunk count " << n << " outside [1, " << INT_MAX << "]");
-  synchronize();  // queued collectives were issued under the old limit, on every rank alike
-  max_chunk_count_ = n;
-}
-
-void MpiCommunicator::execute(const CollectiveCall& call) {
+void MpiBackend::execute(const CollectiveCall& call) {
   if (uses_device_buffers(call, rank())) {
     staging_->run(call, rank(), size(), [this](const CollectiveCall& c) { execute_host(c); });
     return;
@@ -226,7 +212,7 @@ void MpiCommunicator::execute(const CollectiveCall& call) {
   execute_host(call);
 }
 
-void MpiCommunicator::execute_host(const CollectiveCall& call) {
+void MpiBackend::execute_host(const CollectiveCall& call) {
   const Ctx x{comm_, rank(), size(), max_chunk_count_};
   switch (call.kind) {
     case CollectiveKind::Barrier: MDDP_MPI_CHECK(MPI_Barrier(comm_)); return;

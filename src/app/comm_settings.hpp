@@ -1,0 +1,22 @@
+// comm_settings.hpp — the communication settings of one microddp run: the tunables
+// (comm::CommConfig, read from the variables documented in comm/comm_config.hpp) and the fault plan
+// whose communicator points (comm_fault_point) the reliability tests arm (app/fault_env.hpp).
+// Contract: main calls comm_settings_from_environment() once, after the command line and before MPI
+// starts, so a bad value ends every rank with one message and exit code 2 (core::UsageError) and no
+// rank can hang; commands build their communicators with the result (Command::make_communicator).
+// The library itself never reads these variables.
+#pragma once
+
+#include "comm/comm_config.hpp"
+#include "core/fault_plan.hpp"
+
+namespace microddp::app {
+
+struct CommSettings {
+  comm::CommConfig config;
+  core::FaultPlan faults;
+};
+
+CommSettings comm_settings_from_environment();
+
+}  // namespace microddp::app

@@ -1,0 +1,77 @@
+// backend.hpp — the two kinds of communication backend a Communicator (communicator.hpp) can own.
+//
+// A backend only moves data. Everything every backend shares — argument validation, sequence
+// numbers, desync fingerprints, fault hooks, the timeout policy, how a collective reaches the
+// backend — is the Communicator's and its dispatcher's (dispatcher.hpp), written once.
+//
+// The two kinds differ in who makes the progress and how completion is observed:
+//   * HostBackend (mpi, naive, ring, rd, auto): execute() runs one collective to completion and
+//     blocks. Progress happens only while a thread is inside it, so the communicator gives it a
+//     communication thread (the progress engine) for async collectives, and a collective timeout is
+//     a watchdog thread watching that thread. For host buffers ReduceOp::Mean never reaches
+//     execute(): run() lowers it to Sum and scales afterwards, once for every host backend.
+//   * StreamBackend (nccl, nccl-ring): launch() enqueues the collective on a CUDA stream and returns;
+//     the device makes the progress, completion is a device event the backend tracks (it is the
+//     Work's source), and the backend enforces a timeout itself while waiting. A thread would only
+//     add a hand-off, so the communicator calls launch() directly on the caller's thread. It can
+//     also order a compute stream after a collective on the device (completes_in_stream_order).
+//     Every ReduceOp, Mean included, arrives as issued.
+//
+// Contract (both kinds): the communicator calls a backend from one thread at a time, in issue order,
+// with call.seq assigned and the arguments validated (types.hpp conventions); a backend never needs
+// to stop a thread or drain work in its destructor, because the communicator's dispatcher has
+// stopped calling it — and waited for everything it launched — before the backend is destroyed.
+#pragma once
+
+#include <string_view>
+
+#include "comm/types.hpp"
+#include "comm/work.hpp"
+
+namespace microddp::comm {
+
+class Backend {
+ public:
+  Backend(int rank, int size);  // throws core::Error unless 0 <= rank < size
+  virtual ~Backend() = default;
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  virtual std::string_view name() const = 0;  // as --comm spells it
+
+ private:
+  int rank_;
+  int size_;
+};
+
+class HostBackend : public Backend {
+ public:
+  using Backend::Backend;
+  // Runs `call` to completion (throws core::Error on failure). Host buffers with ReduceOp::Mean run
+  // as Sum, then this rank's result is multiplied by fl(1/n) (kernels::host_scale); device buffers
+  // (and calls that move nothing) reach execute() with the op as issued.
+  void run(const CollectiveCall& call);
+
+ protected:
+  virtual void execute(const CollectiveCall& call) = 0;
+};
+
+class StreamBackend : public Backend {
+ public:
+  using Backend::Backend;
+  // Enqueues `call`. Mode::Sync returns a completed Work after the collective finished; Mode::Async
+  // returns at once with a Work whose source is this backend.
+  virtual Work launch(const CollectiveCall& call, Mode mode) = 0;
+  // Waits for every collective launched so far; throws core::Error on failure.
+  virtual void wait_launched() = 0;
+  // How long a wait lets one collective run before the backend gives up on it (<= 0: forever).
+  virtual void set_timeout(double seconds) = 0;
+  // Later collectives are ordered after the work queued so far on `stream` (a cudaStream_t).
+  virtual void set_compute_stream(void* stream) = 0;
+  // The compute stream waits, on the device, for `work` and every collective before it.
+  virtual void order_compute_after(const Work& work) = 0;
+};
+
+}  // namespace microddp::comm

@@ -1,0 +1,60 @@
+// comm_config.hpp — the settings of the communication layer (CommConfig): their defaults, and their
+// parsing from environment variables. One definition of every tunable: backends, the factory's
+// backend descriptions and the performance model read the values from here. (The communicator's
+// fault-injection hooks are points of a core::FaultPlan, comm/communicator.hpp.)
+//
+// Contract:
+//   * The library never reads the process environment itself: the app (and the test harness) calls
+//     parse_comm_config() once with a lookup function, before MPI starts, and passes the result to
+//     the factory. So every value a backend uses is visible at one call site,
+//     and a bad value is a core::UsageError (exit code 2) naming the variable, on every rank alike.
+//   * Every rank must run with the same CommConfig (the launcher exports the same environment):
+//     segment sizes and message limits decide which messages the ranks exchange.
+//   * Variables (names and meaning are documented for users; tests set them):
+//       MICRODDP_RING_SEGMENT_BYTES     pipeline segment of the ring and the tree broadcast, >= 1
+//       MICRODDP_P2P_MAX_MESSAGE_BYTES  largest single MPI message of the hand-rolled backends,
+//                                       in [1, INT_MAX]
+//       MICRODDP_AUTO_RD_MAX_BYTES      `auto`: recursive doubling up to this many bytes, >= 1
+//       MICRODDP_NCCL_TIMEOUT_S         NCCL backends' wait limit in seconds, >= 0 (0 = none);
+//                                       empty = the default
+#pragma once
+
+#include <cstdint>
+
+#include "core/env_lookup.hpp"
+
+namespace microddp::comm {
+
+// Pipeline segment of the ring and the tree broadcast. Measured on an idle 2-core machine, np=2
+// (docs/allreduce.md, "Segment size"): with many small segments in flight at once (256 KiB at
+// 64 MiB = 128 outstanding messages per step; 64 KiB at 16 MiB) the ring collapsed to 0.55-0.6 GB/s
+// busbw, while 1-32 MiB segments all gave 2.8-3.3 GB/s at 64 MiB. 4 MiB keeps a few segments per
+// chunk for overlap at large sizes and is a single segment for messages of a few MiB.
+inline constexpr std::int64_t kDefaultRingSegmentBytes = std::int64_t{4} << 20;
+
+// Largest single point-to-point message: 1 GiB stays far below MPI's int count limit (2^31 - 1
+// bytes as MPI_BYTE) while keeping the number of messages of a large transfer small.
+inline constexpr std::int64_t kDefaultP2pMaxMessageBytes = std::int64_t{1} << 30;
+
+// `auto`: recursive doubling up to this many bytes, ring above. Crossover measured with
+// `microddp bench collectives --backends mpi,ring,rd,naive,auto` at np=2 (docs/allreduce.md,
+// "auto"): rd 6.4 us vs ring 11.0 us at 4 KiB, a tie at 16 KiB (19.1 vs 19.7 us), ring ahead at
+// 64 KiB (19.5 vs 24.1 us).
+inline constexpr std::int64_t kDefaultAutoRdMaxBytes = std::int64_t{16} << 10;
+
+// PyTorch's default NCCL timeout: far beyond any healthy collective, short enough to end a hung job.
+inline constexpr double kDefaultNcclTimeoutS = 600.0;
+
+struct CommConfig {
+  std::int64_t ring_segment_bytes = kDefaultRingSegmentBytes;        // MICRODDP_RING_SEGMENT_BYTES
+  std::int64_t p2p_max_message_bytes = kDefaultP2pMaxMessageBytes;   // MICRODDP_P2P_MAX_MESSAGE_BYTES
+  std::int64_t auto_rd_max_bytes = kDefaultAutoRdMaxBytes;           // MICRODDP_AUTO_RD_MAX_BYTES
+  double nccl_timeout_s = kDefaultNcclTimeoutS;                      // MICRODDP_NCCL_TIMEOUT_S
+};
+
+using core::EnvLookup;
+
+// Throws core::UsageError naming the variable and its accepted range for a malformed value.
+CommConfig parse_comm_config(const EnvLookup& env);
+
+}  // namespace microddp::comm
