@@ -183,9 +183,12 @@ TEST_P(DeviceTraining, MatchesCpuTraining) {
 TEST_P(DeviceTraining, CompressedTrainingFollowsCpu) {
   const int gpu = gpu_for(GetParam());
   if (gpu < 0) GTEST_SKIP() << "no GPU for backend " << GetParam() << " on every rank of this node";
-  for (const char* mode : {"bf16", "fp16", "powersgd"}) {
+  // bf16 stands for both 16-bit formats (one code path, the format a kernel argument); 6 steps keep
+  // the emulated device's CI time small.
+  for (const char* mode : {"bf16", "powersgd"}) {
     SCOPED_TRACE(mode);
     TrainConfig cfg = gpu_config();
+    cfg.steps = 6;
     cfg.compression.mode = mode;
     cfg.compression.powersgd_rank = 2;
     const auto [cpu_run, gpu_run] = cpu_and_device_runs(cfg, GetParam(), gpu);
