@@ -21,18 +21,23 @@
 #include <thread>
 #include <vector>
 
+#include "app/cli_values.hpp"
 #include "app/command.hpp"
 #include "app/train_options.hpp"
-#include "comm/factory.hpp"
+#include "app/training_session.hpp"
 #include "core/error.hpp"
 #include "core/host_buffer.hpp"
 #include "core/timer.hpp"
+#include "ddp/strategy.hpp"
 #include "ddp/trainer.hpp"
 #include "kernels/host_reduce.hpp"
-#include "kernels/ops.hpp"
 #include "perf/alpha_beta.hpp"
 #include "perf/analysis.hpp"
+#include "perf/analysis_report.hpp"
+#include "perf/bench_rows.hpp"
+#include "perf/comm_model_io.hpp"
 #include "perf/peer_arrival.hpp"
+#include "perf/run_record.hpp"
 #include "perf/step_stats.hpp"
 
 namespace microddp::app {
@@ -46,11 +51,10 @@ class AnalyzeCommand final : public Command {
     opts_.config.model.depth = 8;
     opts_.config.global_batch = 256;
     opts_.config.steps = 8;
-    add_train_options(sub, opts_, true);
-    sub->remove_option(sub->get_option("--strategy"));
-    if (auto* m = sub->get_option_no_throw("--metrics")) sub->remove_option(m);
+    add_distributed_training_options(sub, opts_);
+    add_bucket_options(sub, opts_, /*with_cap=*/true);
     sub->get_option("--steps")->description("Timed steps per strategy (fresh run)");
-    sub->add_option("--strategies", strategies_, "Strategies of the fresh run")->delimiter(',')->capture_default_str();
+    add_strategy_list_option(sub, "--strategies", strategies_, "Strategies of the fresh run");
     sub->add_option("--warmup", warmup_, "Untimed steps before each strategy's timed steps")->check(CLI::Range(0, 1000))->capture_default_str();
     sub->add_option("--run", run_path_, "Analyse a run record written by --save-run instead of running");
     sub->add_option("--metrics", metrics_path_, "Analyse a `train --metrics` JSONL record instead of running");
@@ -61,25 +65,27 @@ class AnalyzeCommand final : public Command {
     sub->add_option("--fit-out", fit_out_, "Write the fitted communication model to this JSON file");
     sub->add_option("--fit-max-mb", fit_max_mb_,
                     "Largest all-reduce of the in-process sweep (MiB); the sweep always reaches the whole gradient too")
-        ->check(CLI::Range(0.001, 4096.0))->capture_default_str();
+        ->check(finite_range(0.001, 4096.0))->capture_default_str();
     sub->add_option("--link-gbps", aopt_.link_gbps, "Scaling prediction: link bandwidth in Gbit/s (0 = use the fitted model)")
-        ->check(CLI::Range(0.0, 1e6))->capture_default_str();
+        ->check(finite_range(0.0, 1e6))->capture_default_str();
     sub->add_option("--reduce-gbps", reduce_gbps_,
                     "Scaling prediction with --link-gbps: local reduction rate in GB/s (-1 = measure on this node, "
                     "0 = leave the reduction out)")
-        ->check(CLI::Range(-1.0, 1e6))->capture_default_str();
+        ->check(finite_range(-1.0, 1e6))->capture_default_str();
     sub->add_option("--latency-us", aopt_.latency_us, "Scaling prediction: per-message latency in microseconds")
-        ->check(CLI::Range(0.0, 1e6))->capture_default_str();
-    sub->add_option("--scaling-strategy", aopt_.scaling_strategy,
-                    "Scaling prediction: the strategy assumed at every rank count (naive | flat | overlap | bucketed)")
-        ->check(CLI::IsMember({"naive", "flat", "overlap", "bucketed"}))
-        ->capture_default_str();
+        ->check(finite_range(0.0, 1e6))->capture_default_str();
+    add_strategy_option(sub, "--scaling-strategy", aopt_.scaling_strategy,
+                        "Scaling prediction: the strategy assumed at every rank count");
     sub->add_option("--scaling-bucket-mb", aopt_.scaling_bucket_mb, "Scaling prediction: bucket cap of bucketed (MiB)")
-        ->check(CLI::Range(1e-6, 1e6))
+        ->check(finite_range(1e-6, 1e6))
         ->capture_default_str();
     sub->add_option("--max-ranks", aopt_.max_ranks, "Scaling prediction up to this many ranks")->check(CLI::Range(1, 1 << 20))->capture_default_str();
-    sub->add_option("--peak-gflops", aopt_.peak_gflops_per_thread, "FP32 peak per BLAS thread (verdict)")->capture_default_str();
-    sub->add_option("--mem-gbps", aopt_.mem_gbytes_s, "Reference memory bandwidth in GB/s (verdict)")->capture_default_str();
+    // Positive (the verdict compares achieved rates with them) and finite; the upper bounds are far
+    // above any machine (a 2024 GPU: ~100 TFLOP/s FP32, HBM ~5 TB/s).
+    sub->add_option("--peak-gflops", aopt_.peak_gflops_per_thread, "FP32 peak per BLAS thread (verdict)")
+        ->check(finite_range(1e-3, 1e9))->capture_default_str();
+    sub->add_option("--mem-gbps", aopt_.mem_gbytes_s, "Reference memory bandwidth in GB/s (verdict)")
+        ->check(finite_range(1e-3, 1e9))->capture_default_str();
     sub->add_option("--json", json_path_, "Write the report as JSON to this file");
   }
 
@@ -88,11 +94,6 @@ class AnalyzeCommand final : public Command {
     MDDP_USAGE_CHECK(run_path_.empty() || metrics_path_.empty(), "give at most one of --run and --metrics");
     MDDP_USAGE_CHECK(model_path_.empty() || bench_path_.empty(), "give at most one of --model and --bench");
     MDDP_USAGE_CHECK(!strategies_.empty(), "--strategies is empty");
-    for (const auto& s : strategies_) {
-      bool known = false;
-      for (auto a : ddp::available_strategies()) known = known || a == s;
-      MDDP_USAGE_CHECK(known, "unknown strategy '" << s << "' in --strategies");
-    }
   }
 
   double comm_timeout_s() const override { return opts_.comm_timeout_s; }
@@ -100,10 +101,10 @@ class AnalyzeCommand final : public Command {
 
  private:
   perf::CommModel sweep_fit(comm::Communicator& comm, const comm::MpiRuntime& mpi);
-  perf::RunRecord fresh_run(comm::Communicator& comm, const comm::MpiRuntime& mpi, int threads);
+  perf::RunRecord fresh_run(TrainingSession& session, const comm::MpiRuntime& mpi);
 
   TrainOptions opts_;
-  std::vector<std::string> strategies_{"naive", "flat", "overlap", "bucketed"};
+  std::vector<ddp::Strategy> strategies_{ddp::kStrategies.begin(), ddp::kStrategies.end()};
   int warmup_ = 2;
   std::string run_path_, metrics_path_, save_run_path_, model_path_, bench_path_, fit_out_, json_path_;
   bool fit_only_ = false;
@@ -119,8 +120,8 @@ class AnalyzeCommand final : public Command {
 // (docs/performance.md): a fit that stops short extrapolates a regime it never saw.
 perf::CommModel AnalyzeCommand::sweep_fit(comm::Communicator& comm, const comm::MpiRuntime& mpi) {
   const std::int64_t gradient_count = model::flat_count(model::param_layout(opts_.config.model));
-  const auto max_count =
-      std::max<std::int64_t>({1, static_cast<std::int64_t>(fit_max_mb_ * (1 << 20) / 4), gradient_count});
+  const auto fit_max_count = static_cast<std::int64_t>(fit_max_mb_ * (1 << 20) / model::kParamElementBytes);
+  const auto max_count = std::max<std::int64_t>({1, fit_max_count, gradient_count});
   std::vector<std::int64_t> counts;
   for (std::int64_t count = 1; count < max_count; count *= 2) counts.push_back(count);
   counts.push_back(max_count);
@@ -143,7 +144,8 @@ perf::CommModel AnalyzeCommand::sweep_fit(comm::Communicator& comm, const comm::
         if (rep >= kWarm) times.push_back(t[0]);
       }
       std::sort(times.begin(), times.end());
-      (async ? async_samples : sync_samples).push_back({mpi.size(), static_cast<double>(count) * 4.0, times[times.size() / 2]});
+      (async ? async_samples : sync_samples)
+          .push_back({mpi.size(), static_cast<double>(count * model::kParamElementBytes), times[times.size() / 2]});
     }
   }
   perf::CommModel m;
@@ -176,34 +178,33 @@ double measure_reduce_gbytes_s() {
     if (rep >= 2) times.push_back(static_cast<double>(core::now_ns() - t0) * 1e-9);
   }
   std::sort(times.begin(), times.end());
-  return static_cast<double>(kCount) * 4.0 / times[times.size() / 2] * 1e-9;
+  return static_cast<double>(kCount * static_cast<std::int64_t>(sizeof(float))) / times[times.size() / 2] * 1e-9;
 }
 
-perf::RunRecord AnalyzeCommand::fresh_run(comm::Communicator& comm, const comm::MpiRuntime& mpi, int threads) {
-  auto ops = kernels::make_cpu_ops(threads);
+perf::RunRecord AnalyzeCommand::fresh_run(TrainingSession& session, const comm::MpiRuntime& mpi) {
   ddp::TrainConfig cfg = opts_.config;
   cfg.layer_events = true;
   cfg.keep_events = false;
   cfg.strategy = strategies_.front();
   cfg.steps = static_cast<std::int64_t>(strategies_.size()) * (opts_.config.steps + warmup_);
-  ddp::Trainer trainer(cfg, comm, *ops);
+  ddp::Trainer& trainer = session.start_trainer(cfg);
   trainer.setup();
   perf::RunRecord rec;
   rec.model = cfg.model;
   rec.global_batch = cfg.global_batch;
   rec.ranks = mpi.size();
-  rec.threads = threads;
+  rec.threads = session.threads();
   rec.ranks_per_node = mpi.local_size();
   rec.cores_per_node = static_cast<int>(std::thread::hardware_concurrency());
   rec.backend = opts_.comm;
   rec.optimizer = cfg.optimizer.name;
   rec.source = "fresh run (microddp analyze)";
   for (std::size_t k = 0; k < strategies_.size(); ++k) {
-    const std::string& s = strategies_[k];
+    const ddp::Strategy s = strategies_[k];
     if (k > 0) trainer.set_strategy(s, cfg.sync_options);
     perf::StrategyRun run;
     run.strategy = s;
-    run.bucket_mb = s == "bucketed" ? cfg.sync_options.bucket_mb : 0.0;
+    run.bucket_mb = s == ddp::Strategy::Bucketed ? cfg.sync_options.bucket_mb : 0.0;
     perf::LayerTimesMean layers;
     perf::PeerArrival arrival;
     for (std::int64_t i = 0; i < warmup_ + opts_.config.steps; ++i) {
@@ -216,7 +217,7 @@ perf::RunRecord AnalyzeCommand::fresh_run(comm::Communicator& comm, const comm::
     const perf::LayerTimes mean = layers.mean();
     run.layer_backward_ms = mean.backward_ms;
     run.layer_ids = mean.layer_ids;
-    run.peer_lag_ms = arrival.mean_lag_ms(comm);  // collective, after the timed steps
+    run.peer_lag_ms = arrival.mean_lag_ms(session.comm());  // collective, after the timed steps
     rec.runs.push_back(run);
   }
   return rec;
@@ -224,10 +225,7 @@ perf::RunRecord AnalyzeCommand::fresh_run(comm::Communicator& comm, const comm::
 
 int AnalyzeCommand::run(const comm::MpiRuntime& mpi) {
   const bool root = mpi.rank() == 0;
-  const int threads = opts_.threads > 0 ? opts_.threads : default_blas_threads(mpi);
-  auto comm = make_communicator(opts_.comm, mpi);
-  comm->set_comm_timeout(opts_.comm_timeout_s);
-  comm->set_debug_sync(opts_.debug_sync);  // collective: ranks must agree
+  TrainingSession session(mpi, opts_, comm_settings());
   const bool recorded = !run_path_.empty() || !metrics_path_.empty();
 
   // 1. The communication model.
@@ -237,7 +235,7 @@ int AnalyzeCommand::run(const comm::MpiRuntime& mpi) {
   } else if (!bench_path_.empty()) {
     model = perf::fit_bench_rows(perf::read_bench_rows(bench_path_), bench_path_);
   } else if (mpi.size() > 1 && (!recorded || fit_only_)) {
-    model = sweep_fit(*comm, mpi);
+    model = sweep_fit(session.comm(), mpi);
   } else {
     model.source = "none (one rank: communication is free)";
   }
@@ -275,7 +273,7 @@ int AnalyzeCommand::run(const comm::MpiRuntime& mpi) {
   } else if (!metrics_path_.empty()) {
     rec = perf::run_record_from_metrics(metrics_path_);
   } else {
-    rec = fresh_run(*comm, mpi, threads);
+    rec = fresh_run(session, mpi);
   }
   if (!root) return 0;
   if (!save_run_path_.empty()) {
@@ -300,13 +298,13 @@ int AnalyzeCommand::run(const comm::MpiRuntime& mpi) {
     used.entries.push_back(e);
     used.source = "--link-gbps/--latency-us";
   }
-  const nlohmann::json report = perf::analyze(rec, used, aopt_);
-  std::fputs(perf::format_report(report).c_str(), stdout);
+  const perf::Analysis analysis = perf::analyze(rec, used, aopt_);
+  std::fputs(perf::format_report(analysis).c_str(), stdout);
   std::fflush(stdout);
   if (!json_path_.empty()) {
     std::ofstream out(json_path_);
     MDDP_USAGE_CHECK(out.good(), "cannot write '" << json_path_ << "'");
-    out << report.dump(2) << "\n";
+    out << perf::to_json(analysis).dump(2) << "\n";
   }
   return 0;
 }

@@ -21,7 +21,14 @@ namespace {
 
 class BaselineCommand final : public Command {
  public:
-  explicit BaselineCommand(CLI::App* sub) { add_train_options(sub, opts_, false); }
+  explicit BaselineCommand(CLI::App* sub) {
+    // One process, no communication, no accumulation: the model, its optimizer and the run length.
+    add_run_length_options(sub, opts_);
+    add_model_options(sub, opts_);
+    add_optimizer_options(sub, opts_);
+    add_threads_option(sub, opts_);
+    add_log_every_option(sub, opts_);
+  }
   void validate() override { validate_train_options(opts_); }
   int run(const comm::MpiRuntime& mpi) override {
     MDDP_AGREED_USAGE_CHECK(mpi.size() == 1, "baseline is a single-process run; start it without mpirun (or with -np 1)");

@@ -42,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "app/cli_values.hpp"
 #include "app/command.hpp"
 #include "app/compute_device.hpp"
 #include "comm/collective_reference.hpp"
@@ -134,8 +135,8 @@ struct Result {
 class BenchCollectivesCommand final : public Command {
  public:
   explicit BenchCollectivesCommand(CLI::App* sub) {
-    sub->add_option("--min-bytes", min_bytes_, "Smallest size in bytes")->check(CLI::Range(std::int64_t{4}, std::int64_t{1} << 40))->capture_default_str();
-    sub->add_option("--max-bytes", max_bytes_, "Largest size in bytes")->check(CLI::Range(std::int64_t{4}, std::int64_t{1} << 40))->capture_default_str();
+    add_byte_size_option(sub, "--min-bytes", min_bytes_, "Smallest size", 4, std::int64_t{1} << 40);
+    add_byte_size_option(sub, "--max-bytes", max_bytes_, "Largest size", 4, std::int64_t{1} << 40);
     sub->add_option("--factor", factor_, "Size multiplier between rows")->check(CLI::Range(2, 1024))->capture_default_str();
     sub->add_option("--warmup", warmup_, "Untimed iterations per cell")->check(CLI::Range(0, 100000))->capture_default_str();
     sub->add_option("--iters", iters_, "Timed iterations per cell")->check(CLI::Range(1, 100000))->capture_default_str();
@@ -148,7 +149,8 @@ class BenchCollectivesCommand final : public Command {
     sub->add_option("--memory", memory_, "Buffers: auto (GPU memory for nccl, nccl-ring; host for the others), host, device")
         ->check(CLI::IsMember({"auto", "host", "device"}))
         ->capture_default_str();
-    sub->add_option("--overlap-bytes", overlap_bytes_, "Async-progress check: all-reduce size (0 = skip)")->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40))->capture_default_str();
+    add_byte_size_option(sub, "--overlap-bytes", overlap_bytes_, "Async-progress check: all-reduce size (0 = skip)", 0,
+                         std::int64_t{1} << 40);
     sub->add_option("--overlap-ms", overlap_ms_, "Async-progress check: compute times in ms, comma-separated")->capture_default_str();
   }
   void validate() override {

@@ -2,8 +2,7 @@
 // side in ONE invocation, and the course's comparison table.
 //
 // Variants: the --strategies list; `bucketed` expands into one variant per --bucket-mb value (the
-// bucket-size sweep); each of those once per --grad-compression mode (none,fp16,bf16,powersgd side
-// by side; docs/compression.md). One Trainer (one model, one optimizer) switches strategy between blocks of
+// bucket-size sweep). One Trainer (one model, one optimizer) switches strategy between blocks of
 // steps; rounds are interleaved (round 1: every variant, round 2: every variant, ...) so drift on
 // a shared machine hits all variants alike (STYLE.md). Each block starts with untimed warm-up
 // steps (fresh strategy: first-touch of its state, Work handles, ...).
@@ -16,8 +15,6 @@
 //   comm_ovh%    exposed_ms / step_ms
 //   overlap%     1 - exposed_ms / comm_ms (communication hidden behind backward)
 //   speedup      naive step_ms / this step_ms
-//   MiB/step     bytes handed to the gradient collectives per step (compressed payload)
-//   comp_ms      gradient compression's encode/decode work per step (host time)
 //   #wrong       ranks whose parameters differ from rank 0's after the variant's steps (must be 0)
 #include <algorithm>
 #include <cinttypes>
@@ -27,14 +24,14 @@
 #include <string>
 #include <vector>
 
+#include "app/cli_values.hpp"
 #include "app/command.hpp"
 #include "app/trace_output.hpp"
 #include "app/train_options.hpp"
-#include "comm/factory.hpp"
+#include "app/training_session.hpp"
 #include "core/error.hpp"
-#include "ddp/compression/compression_config.hpp"
+#include "ddp/strategy.hpp"
 #include "ddp/trainer.hpp"
-#include "kernels/ops.hpp"
 #include "perf/step_stats.hpp"
 
 namespace microddp::app {
@@ -42,9 +39,8 @@ namespace microddp::app {
 namespace {
 
 struct Variant {
-  std::string strategy;
+  ddp::Strategy strategy = ddp::Strategy::Naive;
   double bucket_mb = 0;  // bucketed only
-  std::string compression = "none";
   std::string label;
   std::vector<perf::StepStats> stats;
   std::vector<core::Event> trace_events;
@@ -58,18 +54,14 @@ class BenchDdpCommand final : public Command {
     opts_.config.model.depth = 16;
     opts_.config.global_batch = 256;
     opts_.config.steps = 5;
-    add_train_options(sub, opts_, true);
-    sub->remove_option(sub->get_option("--bucket-mb"));
-    sub->remove_option(sub->get_option("--strategy"));
-    sub->remove_option(sub->get_option("--grad-compression"));
-    sub->add_option("--grad-compression", compressions_, "Gradient compression modes to compare (none,fp16,bf16,powersgd)")
-        ->delimiter(',')
-        ->capture_default_str();
+    add_distributed_training_options(sub, opts_);
+    add_bucket_options(sub, opts_, /*with_cap=*/false);  // the caps are a list here: --bucket-mb below
+    add_trace_option(sub, opts_);
     sub->get_option("--steps")->description("Timed steps per variant per round");
-    sub->add_option("--strategies", strategies_, "Strategies to compare")->delimiter(',')->capture_default_str();
+    add_strategy_list_option(sub, "--strategies", strategies_, "Strategies to compare");
     sub->add_option("--bucket-mb", bucket_mbs_, "Bucket caps in MiB for `bucketed` (one variant each: the sweep)")
         ->delimiter(',')
-        ->check(CLI::Range(1e-6, 1e6))
+        ->check(finite_range(1e-6, 1e6))
         ->capture_default_str();
     sub->add_option("--rounds", rounds_, "Interleaved rounds")->check(CLI::Range(1, 1000))->capture_default_str();
     sub->add_option("--warmup", warmup_, "Untimed steps at the start of each variant's block")->check(CLI::Range(0, 1000))->capture_default_str();
@@ -77,19 +69,8 @@ class BenchDdpCommand final : public Command {
     sub->add_option("--json", json_path_, "Also write the table as JSON");
   }
   void validate() override {
-    MDDP_USAGE_CHECK(!compressions_.empty(), "--grad-compression is empty");
-    for (const auto& c : compressions_) (void)ddp::parse_compression_mode(c);
-    // The shared checks see the most specific mode listed (--powersgd-rank needs powersgd among them).
-    for (const auto& c : compressions_) {
-      if (c != "none" && opts_.config.compression.mode != "powersgd") opts_.config.compression.mode = c;
-    }
     validate_train_options(opts_);
     MDDP_USAGE_CHECK(!strategies_.empty(), "--strategies is empty");
-    for (const auto& s : strategies_) {
-      bool known = false;
-      for (auto a : ddp::available_strategies()) known = known || a == s;
-      MDDP_USAGE_CHECK(known, "unknown strategy '" << s << "' in --strategies");
-    }
     MDDP_USAGE_CHECK(!bucket_mbs_.empty(), "--bucket-mb is empty");
   }
   double comm_timeout_s() const override { return opts_.comm_timeout_s; }
@@ -97,9 +78,8 @@ class BenchDdpCommand final : public Command {
 
  private:
   TrainOptions opts_;
-  std::vector<std::string> strategies_{"naive", "flat", "overlap", "bucketed"};
+  std::vector<ddp::Strategy> strategies_{ddp::kStrategies.begin(), ddp::kStrategies.end()};
   std::vector<double> bucket_mbs_{0.25, 1, 4, 25, 100};
-  std::vector<std::string> compressions_{"none"};
   int rounds_ = 3, warmup_ = 1;
   std::string csv_path_, json_path_;
 };
@@ -112,18 +92,15 @@ double mean_of(const std::vector<perf::StepStats>& v, double perf::StepStats::*f
 
 int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
   std::vector<Variant> variants;
-  for (const auto& c : compressions_) {
-    const std::string suffix = compressions_.size() > 1 || c != "none" ? " " + c : "";
-    for (const auto& s : strategies_) {
-      if (s == "bucketed") {
-        for (double mb : bucket_mbs_) {
-          char label[64];
-          std::snprintf(label, sizeof label, "bucketed %gMiB", mb);
-          variants.push_back({s, mb, c, label + suffix, {}, {}, 0});
-        }
-      } else {
-        variants.push_back({s, 0, c, s + suffix, {}, {}, 0});
+  for (const ddp::Strategy s : strategies_) {
+    if (s == ddp::Strategy::Bucketed) {
+      for (double mb : bucket_mbs_) {
+        char label[64];
+        std::snprintf(label, sizeof label, "bucketed %gMiB", mb);
+        variants.push_back({s, mb, label, {}, {}, 0});
       }
+    } else {
+      variants.push_back({s, 0, std::string(ddp::strategy_name(s)), {}, {}, 0});
     }
   }
   const bool tracing = !opts_.trace_path.empty();
@@ -131,18 +108,15 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
   const std::int64_t steps_per_block = cfg.steps + warmup_;
   cfg.steps = steps_per_block * rounds_ * static_cast<std::int64_t>(variants.size());
   cfg.strategy = variants[0].strategy;
-  cfg.compression.mode = variants[0].compression;
   cfg.sync_options.bucket_mb = variants[0].bucket_mb > 0 ? variants[0].bucket_mb : 25.0;
   cfg.layer_events = tracing;
-  const int threads = opts_.threads > 0 ? opts_.threads : default_blas_threads(mpi);
-  auto ops = kernels::make_cpu_ops(threads);
-  auto comm = make_communicator(opts_.comm, mpi);
-  comm->set_comm_timeout(opts_.comm_timeout_s);
-  comm->set_debug_sync(opts_.debug_sync);  // collective: ranks must agree
-  ddp::Trainer trainer(cfg, *comm, *ops);
+  TrainingSession session(mpi, opts_, comm_settings());
+  const int threads = session.threads();
+  comm::Communicator& comm = session.comm();
+  ddp::Trainer& trainer = session.start_trainer(cfg);
   trainer.setup();
   const bool root = mpi.rank() == 0;
-  const double grad_mib = static_cast<double>(trainer.model().flat_count()) * 4.0 / (1 << 20);
+  const double grad_mib = static_cast<double>(trainer.model().flat_count() * model::kParamElementBytes) / (1 << 20);
   if (root) {
     std::printf("# microddp bench ddp: width %" PRId64 " depth %" PRId64 " (%.2f M parameters, %.2f MiB of gradients), global "
                 "batch %" PRId64 " x %" PRId64 " accumulation, %d ranks, %s backend, %d BLAS thread(s) per rank\n",
@@ -157,9 +131,7 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
     for (auto& v : variants) {
       ddp::GradSyncOptions so = cfg.sync_options;
       if (v.bucket_mb > 0) so.bucket_mb = v.bucket_mb;
-      ddp::GradCompressionConfig cc = cfg.compression;
-      cc.mode = v.compression;
-      trainer.set_strategy(v.strategy, so, cc);
+      trainer.set_strategy(v.strategy, so);
       for (std::int64_t i = 0; i < steps_per_block; ++i) {
         const auto rec = trainer.step();
         if (i < warmup_) continue;
@@ -171,7 +143,7 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
       // #wrong: every rank must hold rank 0's parameters.
       auto mine = static_cast<std::int64_t>(trainer.param_checksum());
       std::vector<std::int64_t> all(static_cast<std::size_t>(mpi.size()));
-      comm->all_gather(core::TensorView::of(&mine, 1), core::TensorView::of(all.data(), mpi.size()));
+      comm.all_gather(core::TensorView::of(&mine, 1), core::TensorView::of(all.data(), mpi.size()));
       for (auto c : all) v.wrong += c != all[0] ? 1 : 0;
       if (tracing && round == rounds_ - 1) {
         std::string path = opts_.trace_path;
@@ -179,27 +151,20 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
         std::string tag = v.label;
         std::replace(tag.begin(), tag.end(), ' ', '_');
         path = (dot == std::string::npos ? path : path.substr(0, dot)) + "." + tag + ".json";
-        write_trace(path, *comm, v.trace_events, trainer.sync(), trainer.model().params(),
+        write_trace(path, comm, v.trace_events, trainer.sync(), trainer.model().params(),
                     {{"command", "bench ddp"}, {"variant", v.label}});
         if (root) std::printf("# trace of %s's last step: %s\n", v.label.c_str(), path.c_str());
       }
     }
   }
   if (!root) return 0;
-  // Speedup against naive with the same compression (or the first naive when there is none).
-  auto naive_ms_for = [&](const std::string& compression) {
-    double first = 0;
-    for (const auto& v : variants) {
-      if (v.strategy != "naive") continue;
-      const double ms = mean_of(v.stats, &perf::StepStats::step_ms);
-      if (v.compression == compression) return ms;
-      if (first == 0) first = ms;
-    }
-    return first;
-  };
+  double naive_ms = 0;
+  for (const auto& v : variants) {
+    if (v.strategy == ddp::Strategy::Naive) naive_ms = mean_of(v.stats, &perf::StepStats::step_ms);
+  }
   nlohmann::json rows = nlohmann::json::array();
-  std::printf("# %-27s %9s %9s %10s %8s %9s %9s %9s %8s %8s %6s\n", "variant", "step_ms", "comm_ms", "exposed_ms",
-              "ops/step", "MiB/step", "comp_ms", "comm_ovh%", "overlap%", "speedup", "#wrong");
+  std::printf("# %-18s %9s %9s %10s %8s %9s %9s %8s %6s\n", "variant", "step_ms", "comm_ms", "exposed_ms", "ops/step",
+              "comm_ovh%", "overlap%", "speedup", "#wrong");
   bool ok = true;
   for (const auto& v : variants) {
     const double step = mean_of(v.stats, &perf::StepStats::step_ms);
@@ -208,10 +173,7 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
     const std::int64_t ops_per_step = v.stats.empty() ? 0 : v.stats.back().collectives;
     const double ovh = step > 0 ? 100.0 * exposed / step : 0;
     const double overlap = total > 0 ? std::max(0.0, 100.0 * (1.0 - exposed / total)) : 0;
-    const double naive_ms = naive_ms_for(v.compression);
     const double speedup = naive_ms > 0 && step > 0 ? naive_ms / step : 0;
-    const double mib = v.stats.empty() ? 0.0 : static_cast<double>(v.stats.back().comm_bytes) / (1 << 20);
-    const double comp_ms = mean_of(v.stats, &perf::StepStats::compress_ms);
     ok = ok && v.wrong == 0;
     char sp[16];
     if (speedup > 0) {
@@ -219,11 +181,9 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
     } else {
       std::snprintf(sp, sizeof sp, "-");
     }
-    std::printf("  %-27s %9.2f %9.2f %10.2f %8" PRId64 " %9.3f %9.3f %9.1f %9.1f %8s %6d\n", v.label.c_str(), step, total,
-                exposed, ops_per_step, mib, comp_ms, ovh, overlap, sp, v.wrong);
-    rows.push_back({{"variant", v.label}, {"strategy", v.strategy}, {"bucket_mb", v.bucket_mb},
-                    {"grad_compression", v.compression}, {"comm_mib_per_step", mib}, {"compress_ms", comp_ms},
-                    {"step_ms", step},
+    std::printf("  %-18s %9.2f %9.2f %10.2f %8" PRId64 " %9.1f %9.1f %8s %6d\n", v.label.c_str(), step, total, exposed,
+                ops_per_step, ovh, overlap, sp, v.wrong);
+    rows.push_back({{"variant", v.label}, {"strategy", ddp::strategy_name(v.strategy)}, {"bucket_mb", v.bucket_mb}, {"step_ms", step},
                     {"comm_ms", total}, {"exposed_ms", exposed}, {"ops_per_step", ops_per_step}, {"comm_overhead_pct", ovh},
                     {"overlap_pct", overlap}, {"speedup_vs_naive", speedup}, {"wrong", v.wrong},
                     {"forward_ms", mean_of(v.stats, &perf::StepStats::forward_ms)},
@@ -235,11 +195,10 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
   if (!csv_path_.empty()) {
     std::ofstream f(csv_path_);
     MDDP_CHECK(f.good(), "cannot write " << csv_path_);
-    f << "variant,strategy,bucket_mb,grad_compression,comm_mib_per_step,compress_ms,step_ms,comm_ms,exposed_ms,ops_per_step,comm_overhead_pct,overlap_pct,speedup_vs_naive,"
+    f << "variant,strategy,bucket_mb,step_ms,comm_ms,exposed_ms,ops_per_step,comm_overhead_pct,overlap_pct,speedup_vs_naive,"
          "wrong,forward_ms,backward_ms,optimizer_ms\n";
     for (const auto& r : rows) {
       f << r["variant"].get<std::string>() << ',' << r["strategy"].get<std::string>() << ',' << r["bucket_mb"] << ','
-        << r["grad_compression"].get<std::string>() << ',' << r["comm_mib_per_step"] << ',' << r["compress_ms"] << ','
         << r["step_ms"] << ',' << r["comm_ms"] << ',' << r["exposed_ms"] << ',' << r["ops_per_step"] << ','
         << r["comm_overhead_pct"] << ',' << r["overlap_pct"] << ',' << r["speedup_vs_naive"] << ',' << r["wrong"] << ','
         << r["forward_ms"] << ',' << r["backward_ms"] << ',' << r["optimizer_ms"] << '\n';

@@ -15,9 +15,8 @@
 
 #include "app/command.hpp"
 #include "app/train_options.hpp"
-#include "comm/factory.hpp"
+#include "app/training_session.hpp"
 #include "ddp/trainer.hpp"
-#include "kernels/ops.hpp"
 #include "perf/step_stats.hpp"
 
 namespace microddp::app {
@@ -32,9 +31,11 @@ class HooksCommand final : public Command {
     opts_.config.model.width = 512;
     opts_.config.model.depth = 3;
     opts_.config.global_batch = 128;
-    opts_.config.strategy = "bucketed";
+    opts_.config.strategy = ddp::Strategy::Bucketed;
     opts_.config.sync_options.bucket_mb = 1.0;
-    add_train_options(sub, opts_, true);
+    add_distributed_training_options(sub, opts_);
+    add_strategy_option(sub, opts_);
+    add_bucket_options(sub, opts_, /*with_cap=*/true);
   }
   void validate() override { validate_train_options(opts_); }
   double comm_timeout_s() const override { return opts_.comm_timeout_s; }
@@ -52,19 +53,16 @@ struct Row {
 
 int HooksCommand::run(const comm::MpiRuntime& mpi) {
   const auto& cfg = opts_.config;
-  auto ops = kernels::make_cpu_ops(opts_.threads > 0 ? opts_.threads : default_blas_threads(mpi));
-  auto comm = make_communicator(opts_.comm, mpi);
-  comm->set_comm_timeout(opts_.comm_timeout_s);
-  comm->set_debug_sync(opts_.debug_sync);  // collective: ranks must agree
-  ddp::Trainer trainer(cfg, *comm, *ops);
+  TrainingSession session(mpi, opts_, comm_settings());
+  ddp::Trainer& trainer = session.start_trainer(cfg);
   trainer.setup();
   const bool root = mpi.rank() == 0;
   const auto& params = trainer.model().params();
   if (root) {
     std::printf("# microddp hooks: strategy %s over %s, %d ranks; model width %" PRId64 " depth %" PRId64
                 " (%zu parameters in gradient-ready order, %" PRId64 " collectives per step)\n",
-                cfg.strategy.c_str(), opts_.comm.c_str(), mpi.size(), cfg.model.width, cfg.model.depth, params.size(),
-                trainer.sync().collectives_per_step());
+                std::string(ddp::strategy_name(cfg.strategy)).c_str(), opts_.comm.c_str(), mpi.size(), cfg.model.width,
+                cfg.model.depth, params.size(), trainer.sync().collectives_per_step());
     std::printf("# times in ms from the start of the (last micro-step's) backward pass, rank 0's events\n");
   }
   for (std::int64_t s = 0; s < cfg.steps; ++s) {

@@ -28,7 +28,14 @@ constexpr int kReplicas = 2;
 
 class ManualCommand final : public Command {
  public:
-  explicit ManualCommand(CLI::App* sub) { add_train_options(sub, opts_, false); }
+  explicit ManualCommand(CLI::App* sub) {
+    // One process, no communication, no accumulation: the model, its optimizer and the run length.
+    add_run_length_options(sub, opts_);
+    add_model_options(sub, opts_);
+    add_optimizer_options(sub, opts_);
+    add_threads_option(sub, opts_);
+    add_log_every_option(sub, opts_);
+  }
   void validate() override {
     validate_train_options(opts_);
     MDDP_USAGE_CHECK(opts_.config.global_batch >= kReplicas,

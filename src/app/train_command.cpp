@@ -15,7 +15,7 @@
 #include "app/run_control.hpp"
 #include "app/train_options.hpp"
 #include "app/trace_output.hpp"
-#include "comm/factory.hpp"
+#include "app/training_session.hpp"
 #include "core/error.hpp"
 #include "core/timer.hpp"
 #include "ddp/trainer.hpp"
@@ -37,7 +37,18 @@ namespace {
 class TrainCommand final : public Command {
  public:
   explicit TrainCommand(CLI::App* sub) {
-    add_train_options(sub, opts_, true);
+    // The default a user gets, chosen by measurement (docs/performance.md, "Defaults chosen by
+    // measurement"): bucketed never was the slow outlier of the strategy x backend matrix. It sends
+    // the default model's gradient in one collective (naive: 34), and its 25 MiB cap keeps every
+    // message below the size where Open MPI's all-reduce collapsed (flat over mpi at width 1024).
+    // The backend stays mpi (TrainOptions): no hand-rolled one was consistently faster at np 2.
+    opts_.config.strategy = ddp::Strategy::Bucketed;
+    add_distributed_training_options(sub, opts_);
+    add_strategy_option(sub, opts_);
+    add_bucket_options(sub, opts_, /*with_cap=*/true);
+    add_log_every_option(sub, opts_);
+    add_metrics_option(sub, opts_);
+    add_trace_option(sub, opts_);
     add_run_control_options(sub, run_opts_);
     sub->add_option("--device", device_,
                     "Where the model computes: cpu, cuda (this rank's GPU: node-local rank; --comm defaults to "
@@ -80,14 +91,11 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     opts_.config.layer_events = true;
   }
   const auto& cfg = opts_.config;
-  const int threads = opts_.threads > 0 ? opts_.threads : default_blas_threads(mpi);
-  ComputeChoice compute = choose_compute(device_, opts_.comm, comm_option_->count() > 0, tf32_, threads, mpi);
-  opts_.comm = compute.comm;  // a GPU model without --comm: nccl (mpi when ranks share a GPU)
-  auto ops = std::move(compute.ops);
-  auto comm = make_communicator(opts_.comm, mpi);
-  comm->set_compute_stream(ops->native_stream());  // NCCL orders gradient collectives after backward
-  comm->set_comm_timeout(opts_.comm_timeout_s);
-  comm->set_debug_sync(opts_.debug_sync);  // collective: ranks must agree
+  TrainingSession session(mpi, opts_, comm_settings(), DeviceRequest{device_, comm_option_->count() > 0, tf32_});
+  opts_.comm = session.backend();  // a GPU model without --comm: nccl (mpi when ranks share a GPU)
+  const int threads = session.threads();
+  kernels::Ops& ops = session.ops();
+  comm::Communicator& comm = session.comm();
   RunControl control(run_opts_, mpi, opts_.comm);
   // --data: the file decides in_dim and classes unless --in-dim / --classes were given (then they
   // must match it: set_data_source refuses a mismatch).
@@ -97,7 +105,7 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     if (opts_.in_dim == 0) opts_.config.model.in_dim = source->in_dim();
     if (!classes_given) opts_.config.model.classes = source->classes();
   }
-  ddp::Trainer trainer(cfg, *comm, *ops);
+  ddp::Trainer& trainer = session.start_trainer(cfg);
   if (source != nullptr) trainer.set_data_source(*source);
   std::unique_ptr<perf::MetricsWriter> metrics;
   if (mpi.rank() == 0 && !opts_.metrics_path.empty()) metrics = std::make_unique<perf::MetricsWriter>(opts_.metrics_path);
@@ -115,7 +123,7 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     std::printf("#   model      : FullMLP in=%" PRId64 " width=%" PRId64 " depth=%" PRId64 " classes=%" PRId64
                 " (%" PRId64 " parameters, %.2f MiB)\n",
                 cfg.model.in_dim, cfg.model.width, cfg.model.depth, cfg.model.classes, trainer.model().parameter_count(),
-                static_cast<double>(trainer.model().parameter_count()) * 4.0 / (1 << 20));
+                static_cast<double>(trainer.model().parameter_count() * model::kParamElementBytes) / (1 << 20));
     const std::string data = source != nullptr ? control.data_summary() : "synthetic teacher set, seed " + std::to_string(cfg.seed);
     std::printf("#   data       : %s; global batch %" PRId64 " (%" PRId64 " to %" PRId64 " rows per rank)\n", data.c_str(),
                 cfg.global_batch, cfg.global_batch / mpi.size(), (cfg.global_batch + mpi.size() - 1) / mpi.size());
@@ -123,7 +131,7 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
                 static_cast<double>(cfg.optimizer.lr), static_cast<double>(cfg.optimizer.weight_decay));
     std::printf("#   ranks      : %d (%d on this node), %s\n", mpi.size(), mpi.local_size(), mpi.library_version().c_str());
     std::printf("#   strategy   : %s over %s backend; %" PRId64 " collectives, %.2f MiB per step\n",
-                cfg.strategy.c_str(), opts_.comm.c_str(), trainer.sync().collectives_per_step(),
+                std::string(ddp::strategy_name(cfg.strategy)).c_str(), opts_.comm.c_str(), trainer.sync().collectives_per_step(),
                 static_cast<double>(trainer.sync().bytes_per_step()) / (1 << 20));
     if (cfg.compression.mode != "none") {
       const auto& cc = cfg.compression;
@@ -139,8 +147,8 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
                   "), gradients synchronised on the last only\n",
                   cfg.accum_steps, cfg.global_batch, cfg.accum_steps * cfg.global_batch);
     }
-    std::printf("#   compute    : %s\n", ops->description().c_str());
-    if (!compute.note.empty()) std::printf("#   gpu shared : %s\n", compute.note.c_str());
+    std::printf("#   compute    : %s\n", ops.description().c_str());
+    if (!session.device_note().empty()) std::printf("#   gpu shared : %s\n", session.device_note().c_str());
     char clip[64] = "off";
     if (cfg.clip_grad_norm > 0.0f) std::snprintf(clip, sizeof clip, "to norm %g", static_cast<double>(cfg.clip_grad_norm));
     char every[64] = "at the end only";
@@ -175,11 +183,11 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
                   st.comm_exposed_ms, 100.0 * st.overlap(), eta);
       std::fflush(stdout);
     }
-    if (control.after_step(trainer, *comm)) break;  // agreed signal: checkpointed, stop
+    if (control.after_step(trainer, comm)) break;  // agreed signal: checkpointed, stop
   }
   trainer.check_divergence();  // at the end of every run (no-op if the last step was just checked)
   // Collective (every rank has the metrics option): one all-reduce of the kept steps' arrivals.
-  const double peer_lag_ms = opts_.metrics_path.empty() ? 0.0 : arrival.mean_lag_ms(*comm);
+  const double peer_lag_ms = opts_.metrics_path.empty() ? 0.0 : arrival.mean_lag_ms(comm);
   const double total_s = wall.elapsed_s();
   // Steady state: skip the first step (cold caches, lazy library set-up) when there are more.
   std::vector<perf::StepStats> steady(all_stats.begin() + (all_stats.size() > 1 ? 1 : 0), all_stats.end());
@@ -208,7 +216,7 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     std::printf("#   checks: %" PRId64 " divergence checks passed (mean %.3f ms each, %.1f%% of the median step); %" PRId64
                 " steps skipped for non-finite loss/gradient\n",
                 trainer.checks_done(), check_ms, m.step_ms > 0 ? 100.0 * check_ms / m.step_ms : 0.0, trainer.skipped_steps());
-    const comm::Communicator::SyncCheckStats sc = comm->sync_check_stats();
+    const comm::Communicator::SyncCheckStats sc = comm.sync_check_stats();
     if (sc.checks > 0) {
       std::printf("#   desync: %" PRId64 " sync checks passed (start-up", sc.checks);
       if (cfg.sync_check_every > 0) std::printf(", every %" PRId64 " steps", cfg.sync_check_every);
@@ -224,7 +232,7 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     std::fflush(stdout);
   }
   if (!opts_.trace_path.empty()) {
-    write_trace(opts_.trace_path, *comm, trainer.events().events(), trainer.sync(), trainer.model().params(),
+    write_trace(opts_.trace_path, comm, trainer.events().events(), trainer.sync(), trainer.model().params(),
                 {{"command", "train"}, {"width", cfg.model.width}, {"depth", cfg.model.depth}});
     if (root) std::printf("# trace: %s (open in https://ui.perfetto.dev)\n", opts_.trace_path.c_str());
     if (root && trainer.events().dropped() > 0) {
@@ -239,7 +247,7 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     j["config"].update({{"comm", opts_.comm},
                         {"ranks", mpi.size()},
                         {"threads", threads},
-                        {"device", ops->device() == core::Device::Cuda ? "cuda" : "cpu"},
+                        {"device", ops.device() == core::Device::Cuda ? "cuda" : "cpu"},
                         {"ranks_per_node", mpi.local_size()},
                         {"cores_per_node", static_cast<int>(std::thread::hardware_concurrency())}});
     j["first_loss"] = first_loss;

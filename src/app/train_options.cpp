@@ -1,13 +1,14 @@
-// train_options.cpp — option definitions with ranges; the defaults are the course model.
+// train_options.cpp — the option groups of the training commands, with their ranges.
 #include "app/train_options.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
+#include "app/cli_values.hpp"
 #include "comm/factory.hpp"
 #include "core/error.hpp"
 #include "ddp/compression/compression_config.hpp"
-#include "ddp/grad_sync.hpp"
 
 namespace microddp::app {
 
@@ -17,130 +18,167 @@ namespace {
 constexpr std::int64_t kMaxDim = 1 << 24;
 constexpr std::int64_t kMaxDepth = 4096;
 constexpr std::int64_t kMaxSteps = std::int64_t{1} << 40;
-
-// CLI11's Range lets NaN through (every comparison with NaN is false), so real-valued options use
-// this validator: a finite number inside [lo, hi].
-CLI::Validator finite_range(float lo, float hi) {
-  return CLI::Validator(
-      [lo, hi](std::string& input) -> std::string {
-        float v = 0.0f;
-        if (!CLI::detail::lexical_cast(input, v) || !std::isfinite(v) || v < lo || v > hi) {
-          return "value " + input + " is not a finite number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
-        }
-        return {};
-      },
-      "FLOAT in [" + std::to_string(lo) + " - " + std::to_string(hi) + "]");
-}
+// Bucket caps in MiB: a byte (1e-6 MiB) up to a TiB, any gradient this program could hold.
+constexpr double kMinBucketMb = 1e-6, kMaxBucketMb = 1e6;
 }  // namespace
 
-void add_train_options(CLI::App* sub, TrainOptions& o, bool with_dist) {
+void add_run_length_options(CLI::App* sub, TrainOptions& o) {
   auto& c = o.config;
   sub->add_option("--steps", c.steps, "Optimizer steps")->check(CLI::Range(std::int64_t{1}, kMaxSteps))->capture_default_str();
   sub->add_option("--global-batch", c.global_batch, "Samples per step, over all ranks (split as evenly as possible)")
       ->check(CLI::Range(std::int64_t{1}, kMaxDim))
       ->capture_default_str();
-  sub->add_option("--width", c.model.width, "Hidden width d")->check(CLI::Range(std::int64_t{1}, kMaxDim))->capture_default_str();
-  sub->add_option("--depth", c.model.depth, "Hidden Linear+ReLU layers")->check(CLI::Range(std::int64_t{1}, kMaxDepth))->capture_default_str();
+  sub->add_option("--seed", c.seed, "Seed of initialisation and data")->capture_default_str();
+}
+
+void add_model_options(CLI::App* sub, TrainOptions& o) {
+  auto& m = o.config.model;
+  sub->add_option("--width", m.width, "Hidden width d")->check(CLI::Range(std::int64_t{1}, kMaxDim))->capture_default_str();
+  sub->add_option("--depth", m.depth, "Hidden Linear+ReLU layers")->check(CLI::Range(std::int64_t{1}, kMaxDepth))->capture_default_str();
   sub->add_option("--in-dim", o.in_dim, "Input features (default: same as --width; train --data: the file's)")->check(CLI::Range(std::int64_t{1}, kMaxDim));
-  sub->add_option("--classes", c.model.classes, "Output classes (train --data: the file's unless given)")->check(CLI::Range(std::int64_t{2}, kMaxDim))->capture_default_str();
-  sub->add_option("--optimizer", c.optimizer.name, "adam | adamw | sgd")
+  sub->add_option("--classes", m.classes, "Output classes (train --data: the file's unless given)")->check(CLI::Range(std::int64_t{2}, kMaxDim))->capture_default_str();
+}
+
+void add_optimizer_options(CLI::App* sub, TrainOptions& o) {
+  auto& opt = o.config.optimizer;
+  sub->add_option("--optimizer", opt.name, "adam | adamw | sgd")
       ->check(CLI::IsMember({"adam", "adamw", "sgd"}))
       ->capture_default_str();
-  sub->add_option("--lr", c.optimizer.lr, "Learning rate")->check(finite_range(1e-12f, 1e3f))->capture_default_str();
-  sub->add_option("--weight-decay", c.optimizer.weight_decay, "Weight decay (L2 for adam/sgd, decoupled for adamw)")
-      ->check(finite_range(0.0f, 1.0f))
+  sub->add_option("--lr", opt.lr, "Learning rate")->check(finite_range(1e-12, 1e3))->capture_default_str();
+  sub->add_option("--weight-decay", opt.weight_decay, "Weight decay (L2 for adam/sgd, decoupled for adamw)")
+      ->check(finite_range(0.0, 1.0))
       ->capture_default_str();
-  sub->add_option("--momentum", c.optimizer.momentum, "SGD momentum")->check(finite_range(0.0f, 0.9999f))->capture_default_str();
-  sub->add_option("--seed", c.seed, "Seed of initialisation and data")->capture_default_str();
+  sub->add_option("--momentum", opt.momentum, "SGD momentum")->check(finite_range(0.0, 0.9999))->capture_default_str();
+}
+
+void add_threads_option(CLI::App* sub, TrainOptions& o) {
   sub->add_option("--threads", o.threads, "BLAS threads per rank (0 = cores on this node / ranks on this node)")
       ->check(CLI::Range(0, 1024))
       ->capture_default_str();
-  sub->add_option("--log-every", o.log_every, "Print a progress line every N steps (0 = about 10 lines)")
-      ->check(CLI::Range(std::int64_t{0}, kMaxSteps));
-  sub->add_option("--metrics", o.metrics_path, "Write one JSON object per step, then a summary, to FILE.jsonl (rank 0)");
+}
+
+void add_accumulation_option(CLI::App* sub, TrainOptions& o) {
+  sub->add_option("--accum-steps", o.config.accum_steps,
+                  "Gradient accumulation: micro-batches of --global-batch per optimizer step (sync on the last only)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20))
+      ->capture_default_str();
+}
+
+void add_strategy_option(CLI::App* sub, TrainOptions& o) {
+  add_strategy_option(sub, "--strategy", o.config.strategy, "Gradient synchronisation strategy");
+}
+
+void add_bucket_options(CLI::App* sub, TrainOptions& o, bool with_cap) {
+  auto& s = o.config.sync_options;
+  if (with_cap) {
+    sub->add_option("--bucket-mb", s.bucket_mb, "Bucket cap in MiB (bucketed strategy)")
+        ->check(finite_range(kMinBucketMb, kMaxBucketMb))
+        ->capture_default_str();
+  }
+  sub->add_option("--first-bucket-mb", s.first_bucket_mb,
+                  "Cap of the first bucket in MiB, 0 = same as --bucket-mb (PyTorch DDP uses 1)")
+      ->check(finite_range(0.0, kMaxBucketMb))
+      ->capture_default_str();
+}
+
+void add_comm_options(CLI::App* sub, TrainOptions& o) {
+  std::string backends;
+  for (const auto& b : comm::available_backends()) backends += (backends.empty() ? "" : ", ") + b;
+  sub->add_option("--comm", o.comm, "Communication backend (this build: " + backends + ")")->capture_default_str();
   // Five minutes: far above any healthy collective of the model sizes we run (a 1 GiB all-reduce
   // over 1 Gbit/s Ethernet takes ~16 s), far below a job's wall-clock limit.
   sub->add_option("--comm-timeout", o.comm_timeout_s,
                   "Seconds one collective may take before the job is aborted with a report naming it (0 = never)")
-      ->check(CLI::Range(0.0, 1e6))
+      ->check(finite_range(0.0, 1e6))
       ->capture_default_str();
-  sub->add_option("--accum-steps", c.accum_steps,
-                  "Gradient accumulation: micro-batches of --global-batch per optimizer step (sync on the last only)")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20))
+  sub->add_flag("--debug-sync", o.debug_sync,
+                "Compare every collective's fingerprint across ranks before it runs (slow: for finding a desync)")
+      ->disable_flag_override();
+  // Desync detection (docs/reliability.md): one 40-byte-per-rank all-gather per check; 100 steps
+  // keeps it far below 0.1% of the run (measured there) while a desync surfaces within 100 steps.
+  sub->add_option("--sync-check-every", o.config.sync_check_every,
+                  "Compare the collective sequence (count and fingerprint hash) across ranks at start-up and every "
+                  "N steps (0 = start-up only)")
+      ->check(CLI::Range(std::int64_t{0}, kMaxSteps))
       ->capture_default_str();
-  if (with_dist) {
-    sub->add_option("--trace", o.trace_path, "Write a Chrome/Perfetto trace of every rank to FILE.json (rank 0 writes)");
-    sub->add_option("--bucket-mb", c.sync_options.bucket_mb, "Bucket cap in MiB (bucketed strategy)")
-        ->check(CLI::Range(1e-6, 1e6))
-        ->capture_default_str();
-    sub->add_option("--first-bucket-mb", c.sync_options.first_bucket_mb,
-                    "Cap of the first bucket in MiB, 0 = same as --bucket-mb (PyTorch DDP uses 1)")
-        ->check(CLI::Range(0.0, 1e6))
-        ->capture_default_str();
-    sub->add_option("--strategy", c.strategy, "Gradient synchronisation strategy")->capture_default_str();
-    sub->add_option("--comm", o.comm, "Communication backend")->capture_default_str();
-    // Desync detection (docs/reliability.md): one 40-byte-per-rank all-gather per check; 100 steps
-    // keeps it far below 0.1% of the run (measured there) while a desync surfaces within 100 steps.
-    sub->add_option("--sync-check-every", c.sync_check_every,
-                    "Compare the collective sequence (count and fingerprint hash) across ranks at start-up and every "
-                    "N steps (0 = start-up only)")
-        ->check(CLI::Range(std::int64_t{0}, kMaxSteps))
-        ->capture_default_str();
-    sub->add_flag("--debug-sync", o.debug_sync,
-                  "Compare every collective's fingerprint across ranks before it runs (slow: for finding a desync)")
-        ->disable_flag_override();
-    // Divergence check (docs/reliability.md). 100 steps: one check (hash 3 MiB of parameters and
-    // Adam state, one all-reduce of 16 bytes per tensor) took 0.14 ms at the default model, ~3.6%
-    // of one 4 ms step, so ~0.04% of the run; a divergence still surfaces within 100 steps.
-    sub->add_option("--check-every", c.check_every,
-                    "Compare parameter/optimizer-state hashes across ranks every N steps and at the end (0 = only at the end)")
-        ->check(CLI::Range(std::int64_t{0}, kMaxSteps))
-        ->capture_default_str();
-    sub->add_option("--on-nan", o.on_nan, "Non-finite loss or gradient on any rank: abort the run, or skip the update")
-        ->check(CLI::IsMember({"abort", "skip"}))
-        ->capture_default_str();
-    // Gradient compression (docs/compression.md).
-    sub->add_option("--grad-compression", c.compression.mode,
-                    "Gradient wire format: none (fp32), fp16, bf16 (16-bit, fp32 accumulation), powersgd (low rank)")
-        ->check(CLI::IsMember({"none", "fp16", "bf16", "powersgd"}))
-        ->capture_default_str();
-    o.powersgd_rank_opt = sub->add_option("--powersgd-rank", c.compression.powersgd_rank,
-                                          "PowerSGD: rank of each weight matrix's approximation")
-                              ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}))
-                              ->capture_default_str();
-    o.powersgd_start_opt = sub->add_option("--powersgd-start-step", c.compression.powersgd_start_step,
-                                           "PowerSGD: uncompressed (fp32) steps before compression starts")
-                               ->check(CLI::Range(std::int64_t{0}, kMaxSteps))
-                               ->capture_default_str();
-    o.error_feedback_opt = sub->add_option("--error-feedback", o.error_feedback,
-                                           "Add each rank's previous compression error to its gradient (lossy modes)")
-                               ->check(CLI::IsMember({"on", "off"}))
-                               ->capture_default_str();
-    sub->add_option("--clip-grad-norm", c.clip_grad_norm,
-                    "Scale the global gradient to at most this L2 norm before the optimizer step (0 = off)")
-        ->check(finite_range(0.0f, 1e6f))
-        ->capture_default_str();
-  }
+}
+
+void add_reliability_options(CLI::App* sub, TrainOptions& o) {
+  auto& c = o.config;
+  // Divergence check (docs/reliability.md). 100 steps: one check (hash 3 MiB of parameters and
+  // Adam state, one all-reduce of 16 bytes per tensor) took 0.14 ms at the default model, ~3.6%
+  // of one 4 ms step, so ~0.04% of the run; a divergence still surfaces within 100 steps.
+  sub->add_option("--check-every", c.check_every,
+                  "Compare parameter/optimizer-state hashes across ranks every N steps and at the end (0 = only at the end)")
+      ->check(CLI::Range(std::int64_t{0}, kMaxSteps))
+      ->capture_default_str();
+  sub->add_option("--on-nan", o.on_nan, "Non-finite loss or gradient on any rank: abort the run, or skip the update")
+      ->check(CLI::IsMember({"abort", "skip"}))
+      ->capture_default_str();
+  sub->add_option("--clip-grad-norm", c.clip_grad_norm,
+                  "Scale the global gradient to at most this L2 norm before the optimizer step (0 = off)")
+      ->check(finite_range(0.0, 1e6))
+      ->capture_default_str();
+}
+
+void add_log_every_option(CLI::App* sub, TrainOptions& o) {
+  sub->add_option("--log-every", o.log_every, "Print a progress line every N steps (0 = about 10 lines)")
+      ->check(CLI::Range(std::int64_t{0}, kMaxSteps));
+}
+
+void add_metrics_option(CLI::App* sub, TrainOptions& o) {
+  sub->add_option("--metrics", o.metrics_path, "Write one JSON object per step, then a summary, to FILE.jsonl (rank 0)");
+}
+
+void add_trace_option(CLI::App* sub, TrainOptions& o) {
+  sub->add_option("--trace", o.trace_path, "Write a Chrome/Perfetto trace of every rank to FILE.json (rank 0 writes)");
+}
+
+void add_distributed_training_options(CLI::App* sub, TrainOptions& o) {
+  add_run_length_options(sub, o);
+  add_model_options(sub, o);
+  add_optimizer_options(sub, o);
+  add_threads_option(sub, o);
+  add_accumulation_option(sub, o);
+  add_comm_options(sub, o);
+  add_reliability_options(sub, o);
+  add_compression_options(sub, o);
+}
+
+void add_compression_options(CLI::App* sub, TrainOptions& o) {
+  auto& c = o.config;
+  // Gradient compression (docs/compression.md).
+  sub->add_option("--grad-compression", c.compression.mode,
+                  "Gradient wire format: none (fp32), fp16, bf16 (16-bit, fp32 accumulation), powersgd (low rank)")
+      ->check(CLI::IsMember({"none", "fp16", "bf16", "powersgd"}))
+      ->capture_default_str();
+  o.powersgd_rank_opt = sub->add_option("--powersgd-rank", c.compression.powersgd_rank,
+                                        "PowerSGD: rank of each weight matrix's approximation")
+                            ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}))
+                            ->capture_default_str();
+  o.powersgd_start_opt = sub->add_option("--powersgd-start-step", c.compression.powersgd_start_step,
+                                         "PowerSGD: uncompressed (fp32) steps before compression starts")
+                             ->check(CLI::Range(std::int64_t{0}, kMaxSteps))
+                             ->capture_default_str();
+  o.error_feedback_opt = sub->add_option("--error-feedback", o.error_feedback,
+                                         "Add each rank's previous compression error to its gradient (lossy modes)")
+                             ->check(CLI::IsMember({"on", "off"}))
+                             ->capture_default_str();
+}
+
+void validate_backend_name(const std::string& name, const std::string& option) {
+  const auto names = comm::available_backends();
+  std::string list;
+  for (const auto& b : names) list += (list.empty() ? "" : ", ") + b;
+  MDDP_USAGE_CHECK(std::find(names.begin(), names.end(), name) != names.end(),
+                   "unknown " << option << " '" << name << "' (this build has: " << list << ")");
 }
 
 void validate_train_options(TrainOptions& o) {
   auto& c = o.config;
   // --in-dim not given: the course model is Linear(d, d) all the way, so the input has d features.
   c.model.in_dim = o.in_dim > 0 ? o.in_dim : c.model.width;
-  bool known = false;
-  for (auto s : ddp::available_strategies()) known = known || s == c.strategy;
-  std::string list;
-  for (auto s : ddp::available_strategies()) list += (list.empty() ? "" : ", ") + std::string(s);
-  MDDP_USAGE_CHECK(known, "unknown --strategy '" << c.strategy << "' (choose " << list << ")");
-  known = false;
-  list.clear();
-  for (const auto& b : comm::available_backends()) {
-    known = known || b == o.comm;
-    list += (list.empty() ? "" : ", ") + b;
-  }
-  MDDP_USAGE_CHECK(known, "unknown --comm '" << o.comm << "' (this build has: " << list << ")");
-  MDDP_USAGE_CHECK(std::isfinite(c.sync_options.bucket_mb) && std::isfinite(c.sync_options.first_bucket_mb),
-                   "--bucket-mb and --first-bucket-mb must be finite");
+  validate_backend_name(o.comm, "--comm");
   c.on_nan = ddp::parse_nan_policy(o.on_nan);
   auto given = [](const CLI::Option* opt) { return opt != nullptr && opt->count() > 0; };
   c.compression.error_feedback = o.error_feedback == "on";

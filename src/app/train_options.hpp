@@ -1,5 +1,21 @@
-// train_options.hpp — the options shared by every command that trains (train, baseline, manual,
-// benchmarks): model shape, optimizer, data, strategy, backend, threads.
+// train_options.hpp — the options of the commands that train (train, baseline, manual, hooks,
+// analyze, bench ddp), as groups that compose: each add_*_options function registers one group on a
+// subcommand, and a command registers exactly the groups it uses, so no command offers an option it
+// would ignore. The defaults are the course model (a command may change them before registering).
+//
+// Groups and the options they add:
+//   run length     --steps --global-batch --seed
+//   model          --width --depth --in-dim --classes
+//   optimizer      --optimizer --lr --weight-decay --momentum
+//   threads        --threads
+//   accumulation   --accum-steps
+//   strategy       --strategy
+//   buckets        --bucket-mb (unless the command takes a list of caps) --first-bucket-mb
+//   comm           --comm --comm-timeout --debug-sync --sync-check-every
+//   reliability    --check-every --on-nan --clip-grad-norm
+//   output         --log-every, --metrics, --trace (one function each)
+// validate_train_options() then completes what depends on several values; bad values are a
+// core::UsageError (exit 2 before MPI starts).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -31,9 +47,31 @@ struct TrainOptions {
   CLI::Option* error_feedback_opt = nullptr;
 };
 
-// Adds the options to `sub`. `with_dist`: also --strategy and --comm (not for single-process commands).
-void add_train_options(CLI::App* sub, TrainOptions& opts, bool with_dist);
-// Checks value combinations CLI11 validators cannot express; throws core::UsageError.
+void add_run_length_options(CLI::App* sub, TrainOptions& o);
+void add_model_options(CLI::App* sub, TrainOptions& o);
+void add_optimizer_options(CLI::App* sub, TrainOptions& o);
+void add_threads_option(CLI::App* sub, TrainOptions& o);
+void add_accumulation_option(CLI::App* sub, TrainOptions& o);
+void add_strategy_option(CLI::App* sub, TrainOptions& o);
+// `with_cap`: also --bucket-mb (commands that sweep several caps register their own list).
+void add_bucket_options(CLI::App* sub, TrainOptions& o, bool with_cap);
+void add_comm_options(CLI::App* sub, TrainOptions& o);
+void add_reliability_options(CLI::App* sub, TrainOptions& o);
+void add_log_every_option(CLI::App* sub, TrainOptions& o);
+void add_metrics_option(CLI::App* sub, TrainOptions& o);
+void add_trace_option(CLI::App* sub, TrainOptions& o);
+
+// What every command that runs the trainer over ranks takes: run length, model, optimizer,
+// threads, accumulation, comm and reliability (strategy, buckets and output are the command's).
+void add_distributed_training_options(CLI::App* sub, TrainOptions& o);
+// --grad-compression, --powersgd-rank, --powersgd-start-step, --error-feedback (docs/compression.md);
+// part of add_distributed_training_options.
+void add_compression_options(CLI::App* sub, TrainOptions& o);
+
+// Completes and checks value combinations CLI11 validators cannot express; throws core::UsageError.
 void validate_train_options(TrainOptions& opts);
+
+// Throws core::UsageError unless `name` is a backend of this build; `option` names the source.
+void validate_backend_name(const std::string& name, const std::string& option);
 
 }  // namespace microddp::app

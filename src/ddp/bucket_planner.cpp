@@ -37,7 +37,7 @@ std::vector<Bucket> plan_buckets(const std::vector<model::ParamInfo>& params, st
   };
   for (const auto& p : params) {
     // The bucket's slice runs from its first parameter to the end of p, padding included.
-    const std::int64_t with_p = (has_open ? p.offset + p.count - open.offset : p.count) * static_cast<std::int64_t>(sizeof(float));
+    const std::int64_t with_p = (has_open ? p.offset + p.count - open.offset : p.count) * model::kParamElementBytes;
     if (has_open && with_p > cap_of(plan.size())) {
       plan.push_back(open);
       has_open = false;

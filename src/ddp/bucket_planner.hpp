@@ -30,7 +30,7 @@ struct Bucket {
   int end_param = 0;
   std::int64_t offset = 0;    // elements from the start of the flat gradient buffer
   std::int64_t count = 0;     // elements
-  std::int64_t bytes() const { return count * static_cast<std::int64_t>(sizeof(float)); }
+  std::int64_t bytes() const { return count * model::kParamElementBytes; }
   int num_params() const { return end_param - first_param; }
 };
 

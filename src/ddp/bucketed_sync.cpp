@@ -8,10 +8,10 @@
 
 namespace microddp::ddp {
 
-BucketedSync::BucketedSync(std::string name, std::vector<Bucket> plan, comm::Communicator& comm,
+BucketedSync::BucketedSync(Strategy strategy, std::vector<Bucket> plan, comm::Communicator& comm,
                            const std::vector<model::ParamInfo>& params, core::TensorView grads, core::EventLog& events)
     : GradSync(comm, params, grads, events),
-      name_(std::move(name)),
+      strategy_(strategy),
       plan_(std::move(plan)),
       bucket_of_(params.size(), -1),
       pending_(plan_.size(), 0),
@@ -54,8 +54,8 @@ void BucketedSync::launch(std::size_t b) {
 
 void BucketedSync::finish() {
   check_all_ready();
-  MDDP_CHECK(next_launch_ == plan_.size(), name_ << ": only " << next_launch_ << " of " << plan_.size()
-                                                 << " buckets were launched in step " << step_);
+  MDDP_CHECK(next_launch_ == plan_.size(), name() << ": only " << next_launch_ << " of " << plan_.size()
+                                                  << " buckets were launched in step " << step_);
   if (stream_ordered()) {  // the compute stream waits for the buckets; complete() records them
     for (std::size_t b = 0; b < plan_.size(); ++b) {
       defer(work_[b], static_cast<std::int32_t>(b), launch_ns_[b], unit_bytes(static_cast<int>(b)));

@@ -25,9 +25,10 @@ namespace microddp::ddp {
 
 class BucketedSync final : public GradSync {
  public:
-  BucketedSync(std::string name, std::vector<Bucket> plan, comm::Communicator& comm,
+  // `strategy`: Overlap (one bucket per parameter) or Bucketed; it only names the synchroniser.
+  BucketedSync(Strategy strategy, std::vector<Bucket> plan, comm::Communicator& comm,
                const std::vector<model::ParamInfo>& params, core::TensorView grads, core::EventLog& events);
-  std::string_view name() const override { return name_; }
+  Strategy strategy() const override { return strategy_; }
   void on_backward_begin(std::int64_t step) override;
   void on_grad_ready(const model::ParamInfo& param) override;
   void finish() override;
@@ -39,7 +40,7 @@ class BucketedSync final : public GradSync {
  private:
   void launch(std::size_t b);
 
-  std::string name_;
+  Strategy strategy_;
   std::vector<Bucket> plan_;
   std::vector<int> bucket_of_;          // parameter index -> bucket index
   std::vector<int> pending_;            // per bucket: gradients not yet ready in this backward

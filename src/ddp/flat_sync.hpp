@@ -11,7 +11,7 @@ namespace microddp::ddp {
 class FlatSync final : public GradSync {
  public:
   using GradSync::GradSync;
-  std::string_view name() const override { return "flat"; }
+  Strategy strategy() const override { return Strategy::Flat; }
   void finish() override;
   std::int64_t collectives_per_step() const override { return 1; }
   std::string collective_label(int) const override { return "all gradients"; }

@@ -59,7 +59,7 @@ void GradSync::attach_compressor(std::unique_ptr<GradCompressor> c) {
 }
 
 std::int64_t GradSync::bytes_per_step() const {
-  if (!compressor_) return synced_count_ * static_cast<std::int64_t>(sizeof(float));
+  if (!compressor_) return synced_count_ * model::kParamElementBytes;
   std::int64_t bytes = 0;
   for (std::size_t u = 0; u < units_.size(); ++u) bytes += compressor_->unit_wire_bytes(static_cast<int>(u));
   return bytes;
@@ -77,7 +77,7 @@ void GradSync::complete_unit(int u) {
 
 std::int64_t GradSync::unit_bytes(int u) const {
   if (compressor_) return compressor_->unit_wire_bytes(u);
-  return units_[static_cast<std::size_t>(u)].count * static_cast<std::int64_t>(sizeof(float));
+  return units_[static_cast<std::size_t>(u)].count * model::kParamElementBytes;
 }
 
 void GradSync::on_backward_begin(std::int64_t step) {
@@ -93,7 +93,7 @@ void GradSync::on_grad_ready(const model::ParamInfo& param) {
   ready_[static_cast<std::size_t>(param.index)] = 1;
   const std::int64_t now = core::now_ns();
   events_.record(core::EventKind::GradReady, step_, param.index, now, now,
-                 param.count * static_cast<std::int64_t>(sizeof(float)));
+                 param.count * model::kParamElementBytes);
 }
 
 void GradSync::check_all_ready() const {
@@ -112,36 +112,32 @@ std::string GradSync::collective_label(int id) const {
   return "collective " + std::to_string(id);
 }
 
-std::unique_ptr<GradSync> make_grad_sync(std::string_view name, comm::Communicator& comm,
+std::unique_ptr<GradSync> make_grad_sync(Strategy strategy, comm::Communicator& comm,
                                          const std::vector<model::ParamInfo>& params, core::TensorView grads,
                                          core::EventLog& events, const GradSyncOptions& options,
                                          const GradCompressionConfig& compression, kernels::Ops& ops,
                                          std::uint64_t seed) {
-  auto sync = make_grad_sync(name, comm, params, grads, events, options);
+  auto sync = make_grad_sync(strategy, comm, params, grads, events, options);
   sync->attach_compressor(make_grad_compressor(compression, seed, comm, ops, params, grads));
   return sync;
 }
 
-std::vector<std::string_view> available_strategies() { return {"naive", "flat", "overlap", "bucketed"}; }
-
-std::unique_ptr<GradSync> make_grad_sync(std::string_view name, comm::Communicator& comm,
+std::unique_ptr<GradSync> make_grad_sync(Strategy strategy, comm::Communicator& comm,
                                          const std::vector<model::ParamInfo>& params, core::TensorView grads,
                                          core::EventLog& events, const GradSyncOptions& options) {
-  if (name == "naive") return std::make_unique<NaiveSync>(comm, params, grads, events);
-  if (name == "flat") return std::make_unique<FlatSync>(comm, params, grads, events);
-  if (name == "overlap") {
-    return std::make_unique<BucketedSync>("overlap", plan_per_parameter(params), comm, params, grads, events);
+  switch (strategy) {
+    case Strategy::Naive: return std::make_unique<NaiveSync>(comm, params, grads, events);
+    case Strategy::Flat: return std::make_unique<FlatSync>(comm, params, grads, events);
+    case Strategy::Overlap:
+      return std::make_unique<BucketedSync>(strategy, plan_per_parameter(params), comm, params, grads, events);
+    case Strategy::Bucketed:
+      MDDP_USAGE_CHECK(options.bucket_mb > 0, "--bucket-mb must be > 0, got " << options.bucket_mb);
+      return std::make_unique<BucketedSync>(
+          strategy,
+          plan_buckets(params, std::max<std::int64_t>(1, mib_to_bytes(options.bucket_mb)), mib_to_bytes(options.first_bucket_mb)),
+          comm, params, grads, events);
   }
-  if (name == "bucketed") {
-    MDDP_USAGE_CHECK(options.bucket_mb > 0, "--bucket-mb must be > 0, got " << options.bucket_mb);
-    return std::make_unique<BucketedSync>(
-        "bucketed", plan_buckets(params, std::max<std::int64_t>(1, mib_to_bytes(options.bucket_mb)),
-                                 mib_to_bytes(options.first_bucket_mb)),
-        comm, params, grads, events);
-  }
-  std::string list;
-  for (auto s : available_strategies()) list += (list.empty() ? "" : ", ") + std::string(s);
-  MDDP_USAGE_CHECK(false, "unknown strategy '" << name << "' (choose " << list << ")");
+  MDDP_CHECK(false, "strategy " << static_cast<int>(strategy) << " has no synchroniser");
   return nullptr;
 }
 

@@ -1,4 +1,4 @@
-// grad_sync.hpp — the gradient-synchronisation strategy interface (naive | flat | overlap | bucketed).
+// grad_sync.hpp — the gradient-synchronisation strategy interface (ddp/strategy.hpp names them).
 //
 // Lifecycle of one optimizer step, driven by the trainer:
 //   on_backward_begin(step)      before backward of a micro-step that must synchronise
@@ -27,6 +27,7 @@
 #include "comm/communicator.hpp"
 #include "core/event_log.hpp"
 #include "ddp/compression/grad_compressor.hpp"
+#include "ddp/strategy.hpp"
 #include "model/mlp.hpp"
 
 namespace microddp::ddp {
@@ -50,7 +51,8 @@ class GradSync {
   GradSync(comm::Communicator& comm, const std::vector<model::ParamInfo>& params, core::TensorView grads,
            core::EventLog& events);
   virtual ~GradSync() = default;
-  virtual std::string_view name() const = 0;
+  virtual Strategy strategy() const = 0;
+  std::string_view name() const { return strategy_name(strategy()); }
 
   virtual void on_backward_begin(std::int64_t step);
   virtual void on_grad_ready(const model::ParamInfo& param);
@@ -66,7 +68,7 @@ class GradSync {
   virtual std::int64_t collectives_per_step() const = 0;
   std::int64_t bytes_per_step() const;
   // The same without compression: the fp32 bytes of the strategy's collectives.
-  std::int64_t uncompressed_bytes_per_step() const { return synced_count_ * static_cast<std::int64_t>(sizeof(float)); }
+  std::int64_t uncompressed_bytes_per_step() const { return synced_count_ * model::kParamElementBytes; }
   // The strategy's collectives of one step, in launch order.
   virtual std::vector<SyncUnit> units() const = 0;
 
@@ -118,16 +120,15 @@ class GradSync {
   std::vector<Deferred> deferred_;  // capacity reserved at construction (no allocation per step)
 };
 
-// Builds a strategy by name; unknown names are a UsageError listing the choices.
-std::unique_ptr<GradSync> make_grad_sync(std::string_view name, comm::Communicator& comm,
+// Builds the strategy's synchroniser; a non-positive bucket cap for `bucketed` is a UsageError.
+std::unique_ptr<GradSync> make_grad_sync(Strategy strategy, comm::Communicator& comm,
                                          const std::vector<model::ParamInfo>& params, core::TensorView grads,
                                          core::EventLog& events, const GradSyncOptions& options = {});
 // The same with gradient compression (`ops`: the gradients' device; `seed`: PowerSGD's initial Q).
-std::unique_ptr<GradSync> make_grad_sync(std::string_view name, comm::Communicator& comm,
+std::unique_ptr<GradSync> make_grad_sync(Strategy strategy, comm::Communicator& comm,
                                          const std::vector<model::ParamInfo>& params, core::TensorView grads,
                                          core::EventLog& events, const GradSyncOptions& options,
                                          const GradCompressionConfig& compression, kernels::Ops& ops,
                                          std::uint64_t seed);
-std::vector<std::string_view> available_strategies();
 
 }  // namespace microddp::ddp

@@ -15,7 +15,7 @@ class NaiveSync final : public GradSync {
     synced_count_ = 0;  // one all-reduce per parameter: the padding between them is not sent
     for (const auto& p : params) synced_count_ += p.count;
   }
-  std::string_view name() const override { return "naive"; }
+  Strategy strategy() const override { return Strategy::Naive; }
   void finish() override;
   std::int64_t collectives_per_step() const override { return static_cast<std::int64_t>(params_.size()); }
   std::vector<SyncUnit> units() const override;

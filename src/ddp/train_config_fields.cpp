@@ -12,6 +12,7 @@
 #include "core/hash.hpp"
 #include "ddp/bucket_planner.hpp"
 #include "ddp/numerics.hpp"
+#include "ddp/strategy.hpp"
 
 namespace microddp::ddp {
 
@@ -93,6 +94,9 @@ ConfigField row(std::string_view name, FieldRules rules) {
 // The NaN policy is an enum in TrainConfig and its name everywhere outside.
 ConfigValue get_on_nan(const TrainConfig& c) { return std::string(nan_policy_name(c.on_nan)); }
 void set_on_nan(TrainConfig& c, const ConfigValue& v) { c.on_nan = parse_nan_policy(std::get<std::string>(v)); }
+// Likewise the strategy (ddp/strategy.hpp spells it).
+ConfigValue get_strategy(const TrainConfig& c) { return std::string(strategy_name(c.strategy)); }
+void set_strategy(TrainConfig& c, const ConfigValue& v) { c.strategy = parse_strategy(std::get<std::string>(v)); }
 
 constexpr FieldRules kRunShape{.agree = true, .stored = true, .resume = true};  // the checkpoint must match
 constexpr FieldRules kRunLength{.agree = true, .stored = true, .resume = false};  // recorded; a resume may change it
@@ -134,7 +138,7 @@ std::span<const ConfigField> fields() {
       row<Nested<&TC::optimizer, &OC::nesterov>>("nesterov", kRunShape),
       // Not stored (format version 1 has no attribute for them). The strategy of the save is
       // recorded with world_size and backend among the save's facts; a resume may use another.
-      row<Top<&TC::strategy>>("strategy", kRanksOnly),
+      ConfigField{"strategy", FieldType::String, kRanksOnly, &get_strategy, &set_strategy},
       row<Top<&TC::check_every>>("check_every", kRanksOnly),
       row<Top<&TC::sync_check_every>>("sync_check_every", kRanksOnly),
       ConfigField{"on_nan", FieldType::String, kRanksOnly, &get_on_nan, &set_on_nan},

@@ -103,11 +103,11 @@ Trainer::Trainer(const TrainConfig& config, comm::Communicator& comm, kernels::O
   }
 }
 
-void Trainer::set_strategy(const std::string& strategy, const GradSyncOptions& options) {
+void Trainer::set_strategy(Strategy strategy, const GradSyncOptions& options) {
   set_strategy(strategy, options, config_.compression);
 }
 
-void Trainer::set_strategy(const std::string& strategy, const GradSyncOptions& options,
+void Trainer::set_strategy(Strategy strategy, const GradSyncOptions& options,
                            const GradCompressionConfig& compression) {
   comm_.synchronize();
   sync_ = make_grad_sync(strategy, comm_, model_.params(), model_.grad_view(), events_, options, compression, ops_,

@@ -84,7 +84,7 @@ struct TrainConfig {
   std::int64_t steps = 300;
   std::int64_t global_batch = 256;
   std::uint64_t seed = 1;
-  std::string strategy = "naive";
+  Strategy strategy = Strategy::Naive;
   GradSyncOptions sync_options;  // bucket sizes (bucketed)
   GradCompressionConfig compression;  // how gradients travel (ddp/compression; default: fp32)
   // Gradient accumulation: micro-steps per optimizer step. Micro-step k of step s uses global
@@ -128,9 +128,9 @@ class Trainer {
   const GradSync& sync() const { return *sync_; }
   // Replaces the strategy between steps (benchmarks compare strategies on one model). Collective
   // in effect: every rank must switch at the same step to the same strategy and options.
-  void set_strategy(const std::string& strategy, const GradSyncOptions& options);
+  void set_strategy(Strategy strategy, const GradSyncOptions& options);
   // The same with another gradient compression (its state starts fresh).
-  void set_strategy(const std::string& strategy, const GradSyncOptions& options, const GradCompressionConfig& compression);
+  void set_strategy(Strategy strategy, const GradSyncOptions& options, const GradCompressionConfig& compression);
   core::EventLog& events() { return events_; }
   const data::Sampler& sampler() const { return sampler_; }
 

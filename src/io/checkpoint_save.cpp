@@ -9,6 +9,7 @@
 #include "comm/mpi_check.hpp"
 #include "core/error.hpp"
 #include "core/timer.hpp"
+#include "ddp/strategy.hpp"
 #include "io/atomic_file.hpp"
 #include "io/checkpoint_dir.hpp"
 #include "io/checkpoint_load.hpp"
@@ -116,7 +117,7 @@ SaveResult save_checkpoint(MPI_Comm comm, const ddp::Trainer& trainer, const Sav
   meta.steps_done = trainer.steps_done();
   meta.data_position = trainer.data_position();
   meta.world_size = size;
-  meta.strategy = cfg.strategy;
+  meta.strategy = ddp::strategy_name(cfg.strategy);
   meta.backend = opts.backend;
   meta.data_source = trainer.data_source().describe();
   meta.config = cfg;

@@ -40,8 +40,11 @@ struct ParamInfo {
   bool operator==(const ParamInfo&) const = default;
 };
 
+// Parameters, gradients and optimizer state are float32: the bytes of one element of the flat
+// buffers, and so what a gradient collective moves per element.
+inline constexpr std::int64_t kParamElementBytes = static_cast<std::int64_t>(sizeof(float));
 inline constexpr std::int64_t kParamAlignBytes = 256;
-inline constexpr std::int64_t kParamAlignFloats = kParamAlignBytes / static_cast<std::int64_t>(sizeof(float));
+inline constexpr std::int64_t kParamAlignFloats = kParamAlignBytes / kParamElementBytes;
 
 // `count` rounded up to a multiple of kParamAlignFloats.
 constexpr std::int64_t align_param_count(std::int64_t count) {

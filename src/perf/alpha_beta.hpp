@@ -1,4 +1,5 @@
-// alpha_beta.hpp — the α-β(-γ) cost model of collectives, and its least-squares fit.
+// alpha_beta.hpp — the α-β(-γ) cost model of collectives, and its least-squares fit: pure math on
+// numbers (the model file is comm_model_io.hpp, benchmark output bench_rows.hpp).
 //
 // A message of S bytes between two ranks costs α + S·β (α: latency in s, β: inverse bandwidth in
 // s/byte); reducing S bytes locally costs S·γ. Every algorithm's time is then a linear function of
@@ -17,8 +18,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace microddp::perf {
 
@@ -104,7 +103,7 @@ FitResult fit_alpha_beta(Collective coll, Algorithm algo, const std::vector<Samp
 FitResult fit_alpha_beta_regimes(Collective coll, Algorithm algo, const std::vector<Sample>& samples,
                                  double gamma_s_per_byte = 0, int max_regimes = 3);
 
-// A fitted model per (backend, collective): the JSON file `analyze --fit` writes.
+// A fitted model per (backend, collective); comm_model_io.hpp reads and writes it as a file.
 struct ModelEntry {
   std::string backend;
   Collective collective = Collective::AllReduce;
@@ -123,32 +122,5 @@ struct CommModel {
   const ModelEntry* find(std::string_view backend, Collective coll = Collective::AllReduce) const;
   double time_s(std::string_view backend, Collective coll, int ranks, double bytes) const;  // throws if absent
 };
-
-nlohmann::json to_json(const CommModel& m);
-nlohmann::json regimes_json(const std::vector<SizeRegime>& regimes);  // [{from_bytes, alpha_us, beta_ns_per_byte}]
-CommModel comm_model_from_json(const nlohmann::json& j);
-// The text of a model file; `source` names it in errors. Any malformed input (not JSON, nesting
-// deeper than 64, missing or mistyped fields, non-finite or negative coefficients) throws
-// core::UsageError and nothing else (fuzzed: tests/fuzz/fuzz_comm_model.cpp).
-CommModel parse_comm_model(const std::string& text, const std::string& source);
-CommModel load_comm_model(const std::string& path);
-void save_comm_model(const CommModel& m, const std::string& path);
-
-// One row of `microddp bench collectives` output (CSV or JSON). The reader accepts the usual
-// spellings of the fields (backend|comm, collective|op, ranks|np|world_size, bytes|size_bytes,
-// and a time in time_us|median_us|avg_us|time_ms|time_s), so it does not break on cosmetic changes.
-struct BenchRow {
-  std::string backend;
-  std::string collective;
-  int ranks = 0;
-  double bytes = 0;
-  double seconds = 0;
-};
-// Same contract as parse_comm_model: rows whose numbers are not finite and positive are skipped,
-// malformed text throws core::UsageError (fuzzed: tests/fuzz/fuzz_bench_rows.cpp).
-std::vector<BenchRow> parse_bench_rows(const std::string& text, const std::string& source);
-std::vector<BenchRow> read_bench_rows(const std::string& path);
-// Fits every (backend, collective) group with >= 2 distinct sizes.
-CommModel fit_bench_rows(const std::vector<BenchRow>& rows, const std::string& source);
 
 }  // namespace microddp::perf

@@ -1,14 +1,11 @@
-// analysis.hpp — what `microddp analyze` reports, computed from a recorded run and a comm model.
+// analysis.hpp — what `microddp analyze` concludes from a recorded run and a communication model,
+// as typed values (analysis_report.hpp prints them as text and as JSON).
 //
-// A RunRecord holds, per strategy that was run, the per-step phase statistics (from the event log,
-// the one source of timing truth) and the mean per-layer backward times. It is written by
-// `analyze --save-run` (fresh run) and can be rebuilt from `train --metrics` JSONL (then without
-// per-layer times: those are estimated from parameter counts, see step_model.hpp).
-//
-// The report: step breakdown (means, so the phases add up: step = Σ phases + untimed rest),
+// The analysis: step breakdown (means, so the phases add up: step = Σ phases + untimed rest),
 // communication overhead % (exposed / step), overlap % (1 - exposed / total comm), predicted vs
-// measured step time per strategy with the relative error, the best bucket size, the bottleneck
-// verdict with its numbers, and predicted strong/weak scaling for 1..max_ranks ranks.
+// measured step time per strategy with the relative error, every strategy predicted from one run's
+// compute, the bucket-size sweep and its optimum, the bottleneck verdict with its numbers, and
+// predicted strong/weak scaling for 1..max_ranks ranks.
 #pragma once
 
 #include <algorithm>
@@ -16,56 +13,13 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "model/mlp.hpp"
+#include "ddp/strategy.hpp"
 #include "perf/alpha_beta.hpp"
+#include "perf/run_record.hpp"
 #include "perf/step_model.hpp"
 #include "perf/step_stats.hpp"
 
 namespace microddp::perf {
-
-struct StrategyRun {
-  std::string strategy;
-  double bucket_mb = 0;                 // bucketed only
-  std::vector<StepStats> steps;         // timed steps
-  std::vector<double> layer_backward_ms;  // mean per layer, backward execution order
-  std::vector<int> layer_ids;
-  // Mean per step of how much later than this rank the slowest rank finished backward (ms,
-  // perf::PeerArrival); 0 when unknown (a record written before it was measured).
-  double peer_lag_ms = 0;
-  StepStats mean() const;
-};
-
-struct RunRecord {
-  model::MlpConfig model;
-  std::int64_t global_batch = 0;
-  int ranks = 1;
-  int threads = 1;
-  // Ranks on the busiest node and that node's hardware threads (0: unknown, e.g. an older record).
-  // With ranks_per_node * threads > cores_per_node the ranks time-slice the cores: the step model
-  // then lets no collective overlap backward (StepProfile::time_sliced), and analyze() says so in
-  // "warnings".
-  int ranks_per_node = 0;
-  int cores_per_node = 0;
-  std::string backend = "mpi";
-  std::string optimizer = "adam";
-  std::string source;  // where it came from
-  std::vector<StrategyRun> runs;
-  std::int64_t rows_per_rank() const { return (global_batch + ranks - 1) / ranks; }
-  bool time_sliced() const { return ranks_per_node > 0 && cores_per_node > 0 && ranks_per_node * threads > cores_per_node; }
-  // Every core runs a compute thread, none is left for a rank's communication thread (which then
-  // shares its rank's cores during backward).
-  bool no_spare_core() const {
-    return ranks_per_node > 0 && cores_per_node > 0 && ranks_per_node * (threads + 1) > cores_per_node;
-  }
-};
-
-nlohmann::json to_json(const RunRecord& r);
-RunRecord run_record_from_json(const nlohmann::json& j);
-RunRecord load_run_record(const std::string& path);
-// `train --metrics` JSONL: the step lines become one StrategyRun (first step skipped as warm-up).
-RunRecord run_record_from_metrics(const std::string& path);
 
 struct Breakdown {
   double step_ms = 0, data_ms = 0, forward_ms = 0, backward_ms = 0, exposed_ms = 0, loss_sync_ms = 0,
@@ -99,8 +53,8 @@ struct AnalyzeOptions {
   // link's numbers do not include. 0: left out. (Fitted models fold γ into an effective β.)
   double reduce_gbytes_s = 0;
   int max_ranks = 1024;
-  // The strategy (and bucket cap) the scaling prediction assumes: naive | flat | overlap | bucketed.
-  std::string scaling_strategy = "bucketed";
+  // The strategy (and bucket cap) the scaling prediction assumes.
+  ddp::Strategy scaling_strategy = ddp::Strategy::Bucketed;
   double scaling_bucket_mb = 25.0;
   double peak_gflops_per_thread = 166;  // machine-anchors.md: 64 FLOP/cycle × 2.6 GHz
   double mem_gbytes_s = 15;             // machine-anchors.md: triad, 1 thread
@@ -110,8 +64,48 @@ struct AnalyzeOptions {
 // variant when the model has one ("<backend>/async").
 double model_allreduce_s(const CommModel& m, const std::string& backend, int ranks, double bytes, bool async);
 
-nlohmann::json analyze(const RunRecord& rec, const CommModel& model, const AnalyzeOptions& opt);
-// Human-readable report of analyze()'s JSON.
-std::string format_report(const nlohmann::json& report);
+// One strategy of the record: what was measured and what the model predicts for it.
+struct StrategyResult {
+  ddp::Strategy strategy = ddp::Strategy::Naive;
+  double bucket_mb = 0;      // the run's bucket cap (bucketed), else 0
+  std::size_t steps = 0;     // timed steps the means are over
+  Breakdown measured;
+  double peer_lag_ms = 0;    // measured lag of the slowest rank (perf::PeerArrival)
+  StepPrediction predicted;
+  double error_pct = 0;      // 100 · (predicted - measured) / measured step time
+};
+
+// Predicted scaling over rank counts 1, 2, 4, ... max_ranks.
+struct ScalingResult {
+  std::string network;          // what the collectives at other rank counts cost, in words
+  double reduce_gbytes_s = 0;   // the local reduction rate added to a --link-gbps network (0: none)
+  ddp::Strategy strategy = ddp::Strategy::Bucketed;
+  double bucket_mb = 0;         // bucketed: the cap assumed
+  std::int64_t global_batch = 0;        // strong scaling keeps it
+  std::int64_t rows_per_rank_weak = 0;  // weak scaling keeps it
+  std::vector<ScalingPoint> strong, weak;
+};
+
+struct Analysis {
+  RunRecord record;     // what was analysed (its configuration and source are reported)
+  std::string model_source;
+  std::vector<ModelEntry> comm_model;
+  std::vector<std::string> warnings;  // the node's layout makes the model's assumptions shaky
+  std::vector<StrategyResult> strategies;  // in the record's order
+  double max_abs_error_pct = 0;
+  // The reference run: the overlapping one (bucketed, else overlap) if present, else the first.
+  // Breakdown, verdict, what-if predictions, bucket sweep and scaling come from its compute.
+  ddp::Strategy reference = ddp::Strategy::Naive;
+  double reference_peer_lag_ms = 0;
+  Breakdown breakdown;
+  Verdict bottleneck;
+  std::vector<StepPrediction> predicted_strategies;  // every strategy, at the record's rank count
+  std::vector<StepPrediction> bucket_sweep;          // bucketed at each cap tried (ascending)
+  StepPrediction best_bucket;
+  ScalingResult scaling;
+};
+
+// Throws core::UsageError for a record without runs or options out of range.
+Analysis analyze(const RunRecord& rec, const CommModel& model, const AnalyzeOptions& opt);
 
 }  // namespace microddp::perf

@@ -59,6 +59,9 @@ std::vector<double> grad_ready_times(const StepProfile& p) {
 
 namespace {
 
+// Bytes a gradient collective moves for `count` elements.
+double bytes_of(std::int64_t count) { return static_cast<double>(count * model::kParamElementBytes); }
+
 StepPrediction simulate_async(const StepProfile& prof, const std::vector<ddp::Bucket>& plan, const AllReduceTime& allreduce) {
   const std::vector<double> ready = grad_ready_times(prof);
   StepPrediction r;
@@ -83,32 +86,33 @@ StepPrediction simulate_async(const StepProfile& prof, const std::vector<ddp::Bu
 
 }  // namespace
 
-StepPrediction predict_step(const StepProfile& prof, const std::string& strategy, const AllReduceTime& fp32_allreduce,
+StepPrediction predict_step(const StepProfile& prof, ddp::Strategy strategy, const AllReduceTime& fp32_allreduce,
                             double bucket_cap_bytes, double first_bucket_cap_bytes) {
   // Compression: the strategy's fp32 collectives carry wire_ratio times the bytes.
   const AllReduceTime allreduce = [&](double bytes) { return fp32_allreduce(bytes * prof.wire_ratio); };
   StepPrediction r;
-  if (strategy == "naive") {
-    for (const auto& p : prof.params) {
-      const double c = allreduce(static_cast<double>(p.count * sizeof(float)));
-      r.comm_total_s += c;
+  switch (strategy) {
+    case ddp::Strategy::Naive:
+      for (const auto& p : prof.params) r.comm_total_s += allreduce(bytes_of(p.count));
+      r.collectives = static_cast<std::int64_t>(prof.params.size());
+      r.exposed_comm_s = prof.peer_lag_s + r.comm_total_s;
+      break;
+    case ddp::Strategy::Flat:
+      // The whole flat buffer, alignment padding included (model/param_layout.hpp).
+      r.comm_total_s = allreduce(bytes_of(model::flat_count(prof.params)));
+      r.exposed_comm_s = prof.peer_lag_s + r.comm_total_s;
+      r.collectives = 1;
+      break;
+    case ddp::Strategy::Overlap:
+      r = simulate_async(prof, ddp::plan_per_parameter(prof.params), allreduce);
+      break;
+    case ddp::Strategy::Bucketed: {
+      const auto cap = static_cast<std::int64_t>(std::llround(bucket_cap_bytes));
+      const auto first = static_cast<std::int64_t>(std::llround(first_bucket_cap_bytes));
+      r = simulate_async(prof, ddp::plan_buckets(prof.params, std::max<std::int64_t>(cap, 1), first), allreduce);
+      r.bucket_bytes = bucket_cap_bytes;
+      break;
     }
-    r.collectives = static_cast<std::int64_t>(prof.params.size());
-    r.exposed_comm_s = prof.peer_lag_s + r.comm_total_s;
-  } else if (strategy == "flat") {
-    // The whole flat buffer, alignment padding included (model/param_layout.hpp).
-    r.comm_total_s = allreduce(static_cast<double>(model::flat_count(prof.params) * sizeof(float)));
-    r.exposed_comm_s = prof.peer_lag_s + r.comm_total_s;
-    r.collectives = 1;
-  } else if (strategy == "overlap") {
-    r = simulate_async(prof, ddp::plan_per_parameter(prof.params), allreduce);
-  } else if (strategy == "bucketed") {
-    const auto cap = static_cast<std::int64_t>(std::llround(bucket_cap_bytes));
-    const auto first = static_cast<std::int64_t>(std::llround(first_bucket_cap_bytes));
-    r = simulate_async(prof, ddp::plan_buckets(prof.params, std::max<std::int64_t>(cap, 1), first), allreduce);
-    r.bucket_bytes = bucket_cap_bytes;
-  } else {
-    MDDP_USAGE_CHECK(false, "no step model for strategy '" << strategy << "' (naive | flat | overlap | bucketed)");
   }
   r.strategy = strategy;
   r.step_s = prof.data_s + prof.forward_s + prof.backward_s + r.exposed_comm_s + prof.loss_sync_s + prof.optimizer_s +
@@ -118,12 +122,12 @@ StepPrediction predict_step(const StepProfile& prof, const std::string& strategy
 
 std::vector<StepPrediction> bucket_sweep(const StepProfile& prof, const AllReduceTime& allreduce) {
   double total = 0;
-  for (const auto& p : prof.params) total += static_cast<double>(p.count * sizeof(float));
+  for (const auto& p : prof.params) total += bytes_of(p.count);
   std::vector<double> caps;
   for (double c = 64.0 * 1024; c < total; c *= 2) caps.push_back(c);
   caps.push_back(std::max(total, 4.0));
   std::vector<StepPrediction> out;
-  for (double cap : caps) out.push_back(predict_step(prof, "bucketed", allreduce, cap));
+  for (double cap : caps) out.push_back(predict_step(prof, ddp::Strategy::Bucketed, allreduce, cap));
   return out;
 }
 

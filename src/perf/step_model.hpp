@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "ddp/strategy.hpp"
 #include "model/mlp.hpp"
 
 namespace microddp::perf {
@@ -71,7 +72,7 @@ struct BucketTiming {
 };
 
 struct StepPrediction {
-  std::string strategy;
+  ddp::Strategy strategy = ddp::Strategy::Naive;
   double bucket_bytes = 0;       // bucketed: the cap used
   double step_s = 0;
   double exposed_comm_s = 0;
@@ -81,8 +82,8 @@ struct StepPrediction {
   std::vector<BucketTiming> buckets;
 };
 
-// strategy: naive | flat | overlap | bucketed. bucket caps in bytes (bucketed only; first 0 = same).
-StepPrediction predict_step(const StepProfile& prof, const std::string& strategy, const AllReduceTime& allreduce,
+// Bucket caps in bytes (bucketed only; first 0 = same as the cap).
+StepPrediction predict_step(const StepProfile& prof, ddp::Strategy strategy, const AllReduceTime& allreduce,
                             double bucket_cap_bytes = 25.0 * (1 << 20), double first_bucket_cap_bytes = 0);
 
 // Bucket caps tried: powers of two from 64 KiB up to the whole gradient (plus the total), each
@@ -107,7 +108,7 @@ struct ScalingPoint {
 struct ScalingInput {
   StepProfile profile;           // measured at profile.rows_per_rank rows per rank
   std::int64_t global_batch = 0; // strong scaling keeps this fixed
-  std::string strategy = "bucketed";
+  ddp::Strategy strategy = ddp::Strategy::Bucketed;
   double bucket_cap_bytes = 25.0 * (1 << 20);
   // All-reduce time for (ranks, bytes).
   std::function<double(int ranks, double bytes)> allreduce;

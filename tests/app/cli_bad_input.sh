@@ -59,7 +59,9 @@ check "--clip-grad-norm" "$bin" "${t[@]}" --clip-grad-norm inf
 check "MICRODDP_FAULT_NAN" env MICRODDP_FAULT_NAN=0:zero "$bin" "${t[@]}"
 check "MICRODDP_FAULT_PERTURB" env MICRODDP_FAULT_PERTURB=1 "$bin" "${t[@]}"
 check "--bogus"          "$bin" "${t[@]}" --bogus 3
-check "subcommand"       "$bin" frobnicate
+# An unknown command is named, with the real ones (CLI11 alone said "A subcommand is required").
+check "unknown command 'frobnicate' (commands: train," "$bin" frobnicate
+check "unknown command 'bench frobnicate' (bench commands: compute, collectives, ddp)" "$bin" bench frobnicate
 check "cannot open metrics file" "$bin" "${t[@]}" --metrics /nonexistent-dir/m.jsonl
 check "--global-batch"   "$bin" manual --global-batch 1 --steps 1
 check "--sync-check-every" "$bin" "${t[@]}" --sync-check-every -1
@@ -82,12 +84,32 @@ check "MICRODDP_RING_SEGMENT_BYTES" env MICRODDP_RING_SEGMENT_BYTES=4k "$bin" "$
 check "unknown communication backend 'foo'" "$bin" bench collectives --backends foo
 check "unknown communication backend 'foo'" "$bin" bench collectives --backends ring,foo+dsync
 check "unknown communication backend 'foo'" "$mpiexec" -np 2 "${mpi_flags[@]}" "$bin" bench collectives --backends foo
-check "--overlap-ms"     "$bin" bench collectives --overlap-ms abc
 check "--overlap-ms"     "$bin" bench collectives --overlap-ms 5,-1
+# Strategies are spelt one way everywhere.
+check "unknown --strategies 'telepathy'" "$bin" bench ddp --strategies naive,telepathy
+check "unknown --strategies 'telepathy'" "$bin" analyze --strategies telepathy
+check "unknown --scaling-strategy 'Flat'" "$bin" analyze --scaling-strategy Flat
+# Commands offer only the options they use: baseline neither communicates nor accumulates.
+check "--accum-steps"    "$bin" baseline --accum-steps 2
+check "--comm-timeout"   "$bin" manual --comm-timeout 5
+check "--comm-timeout"   "$bin" "${t[@]}" --comm-timeout nan
+# Sizes in bytes take K, M, G (binary); anything else is refused, never read as 0 or truncated.
+check "--min-bytes"      "$bin" bench collectives --min-bytes 1X
+check "--min-bytes"      "$bin" bench collectives --min-bytes 1.5M
+check "--max-bytes"      "$bin" bench collectives --max-bytes -1M
+check "--max-bytes"      "$bin" bench collectives --max-bytes 2048G
+check "--min-bytes 268435456 > --max-bytes 1048576" "$bin" bench collectives --min-bytes 256M --max-bytes 1M
+check "--overlap-bytes"  "$bin" bench collectives --overlap-bytes 4Q
+check "bad --overlap-ms entry 'abc'" "$bin" bench collectives --overlap-ms abc
+check "bad --overlap-ms entry '5x'"  "$bin" bench collectives --overlap-ms 0,5x
+check "bad --overlap-ms entry 'nan'" "$bin" bench collectives --overlap-ms nan
 # analyze's model and scaling options.
 check "--reduce-gbps"    "$bin" analyze --link-gbps 100 --reduce-gbps -2
 check "--fit-max-mb"     "$bin" analyze --fit-max-mb 0
 check "--link-gbps"      "$bin" analyze --link-gbps -1
+check "--latency-us"     "$bin" analyze --latency-us nan
+check "--peak-gflops"    "$bin" analyze --peak-gflops -1
+check "--mem-gbps"       "$bin" analyze --mem-gbps 0
 # With MPI ranks: the verdict is reached identically on every rank, no hang.
 check "--width"          "$mpiexec" -np 2 "${mpi_flags[@]}" "$bin" "${t[@]}" --width 0
 check "smaller than the 3 ranks" "$mpiexec" -np 3 "${mpi_flags[@]}" "$bin" "${t[@]}" --global-batch 2 --width 8 --depth 1

@@ -96,15 +96,17 @@ fi
 
 # The real binary: the trainer's periodic check, --debug-sync, and no false alarm in training.
 T=(train --steps 30 --width 16 --depth 2 --global-batch 12 --threads 1 --log-every 1000)
+# The extra collective cases count naive's collectives (one per parameter), so they name it
+# (train's default strategy is bucketed).
 export MICRODDP_FAULT_EXTRA_COLLECTIVE=2:30
 expect_desync "train/periodic/extra-collective/mpi" "sync check at step 10, backend mpi" "ranks 0,1 issued" \
-    "while rank 2 issued" -- "$microddp" "${T[@]}" --comm mpi --sync-check-every 10
+    "while rank 2 issued" -- "$microddp" "${T[@]}" --strategy naive --comm mpi --sync-check-every 10
 for backend in naive ring; do
   expect_desync "train/debug/extra-collective/$backend" "while rank 2 issued all_reduce seq=30 count=0 dtype=f32 op=sum" \
-      -- "$microddp" "${T[@]}" --comm "$backend" --debug-sync
+      -- "$microddp" "${T[@]}" --strategy naive --comm "$backend" --debug-sync
 done
-expect_clean "control/train/extra-collective-unchecked/mpi" "# summary:" 1 "$microddp" "${T[@]}" --comm mpi \
-    --sync-check-every 0
+expect_clean "control/train/extra-collective-unchecked/mpi" "# summary:" 1 "$microddp" "${T[@]}" --strategy naive \
+    --comm mpi --sync-check-every 0
 unset MICRODDP_FAULT_EXTRA_COLLECTIVE
 for backend in mpi rd; do
   for strategy in naive flat overlap bucketed; do

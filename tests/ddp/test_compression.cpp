@@ -80,7 +80,7 @@ TEST_P(PowerSgdStrategy, RankAtLeastMatrixRankReproducesTheSum) {
   cc.powersgd_rank = 4;  // >= n (the sum's rank) for n <= 4
   cc.error_feedback = false;
   ASSERT_LE(n, cc.powersgd_rank);
-  auto sync = make_grad_sync(GetParam(), *comm, params, core::TensorView::of(grads.data(), total), events,
+  auto sync = make_grad_sync(parse_strategy(GetParam()), *comm, params, core::TensorView::of(grads.data(), total), events,
                              small_buckets(), cc, *ops, 3);
   auto* psgd = dynamic_cast<PowerSgdCompressor*>(sync->compressor());
   ASSERT_NE(psgd, nullptr);
@@ -133,7 +133,7 @@ double mean_applied_error(bool error_feedback, double* max_error_norm_ratio) {
   cc.mode = "powersgd";
   cc.powersgd_rank = 1;
   cc.error_feedback = error_feedback;
-  auto sync = make_grad_sync("flat", *comm, params, core::TensorView::of(grads.data(), total), events, {}, cc, *ops, 3);
+  auto sync = make_grad_sync(Strategy::Flat, *comm, params, core::TensorView::of(grads.data(), total), events, {}, cc, *ops, 3);
   const double n = comm->size();
   double g_norm = 0.0;
   for (float x : g0) g_norm += static_cast<double>(x) * x;
@@ -192,7 +192,7 @@ TEST(CompressedTraining, RanksStayBitwiseIdentical) {
       c.global_batch = 13;
       c.steps = 6;
       c.seed = 4;
-      c.strategy = strategy;
+      c.strategy = parse_strategy(strategy);
       c.sync_options.bucket_mb = 600.0 / (1 << 20);
       c.compression.mode = mode;
       c.compression.powersgd_rank = 1;
@@ -239,7 +239,7 @@ TEST(Wire16Compression, MatchesTheSumWithinItsPrecision) {
       events.reserve(1000);
       GradCompressionConfig cc;
       cc.mode = mode;
-      auto sync = make_grad_sync(strategy, *comm, params, core::TensorView::of(grads.data(), total), events,
+      auto sync = make_grad_sync(parse_strategy(strategy), *comm, params, core::TensorView::of(grads.data(), total), events,
                                  small_buckets(), cc, *ops, 3);
       fill_low_rank(params, comm->rank(), grads.data());
       // 40960 = 5 * 2^13: exact in both formats (3 significant bits); two of them overflow fp16.

@@ -50,7 +50,7 @@ TrainConfig gpu_config() {
   c.global_batch = 37;  // uneven shares over 2 ranks
   c.steps = 12;
   c.seed = 11;
-  c.strategy = "bucketed";
+  c.strategy = Strategy::Bucketed;
   c.sync_options = {4096.0 / (1024.0 * 1024.0), 0.0};  // several buckets: collectives overlap backward
   c.optimizer.name = "sgd";
   c.optimizer.lr = 0.05f;
@@ -284,7 +284,7 @@ TEST_P(DeviceTraining, StepHostTrafficOnTheEmulatedDevice) {
   const bool stream_ordered = GetParam() != "mpi";
   for (const char* strategy : {"naive", "flat", "overlap", "bucketed"}) {
     TrainConfig cfg = gpu_config();
-    cfg.strategy = strategy;
+    cfg.strategy = parse_strategy(strategy);
     cfg.check_every = 0;       // no divergence check inside the measured steps
     cfg.sync_check_every = 0;  // nor a desync check
     cfg.steps = 10;

@@ -63,7 +63,7 @@ TrainConfig small_config(std::int64_t global_batch) {
   c.global_batch = global_batch;
   c.steps = 10;
   c.seed = 11;
-  c.strategy = g_strategy;
+  c.strategy = parse_strategy(g_strategy);
   return c;
 }
 
@@ -78,7 +78,7 @@ RunResult run(const TrainConfig& cfg, comm::Communicator& comm) {
 }
 
 RunResult run_reference(TrainConfig cfg) {
-  cfg.strategy = "naive";
+  cfg.strategy = Strategy::Naive;
   comm::Communicator self(std::make_unique<comm::MpiBackend>(MPI_COMM_SELF));
   return run(cfg, self);
 }

@@ -36,7 +36,7 @@ TrainConfig small_config() {
   c.global_batch = 13;  // uneven shares over 2 and 3 ranks
   c.steps = 8;
   c.seed = 5;
-  c.strategy = "bucketed";
+  c.strategy = Strategy::Bucketed;
   c.sync_options = {200.0 / (1024.0 * 1024.0), 0.0};  // several buckets
   c.check_every = 1;
   return c;
@@ -117,7 +117,7 @@ TEST_P(ClipGradNorm, MatchesSingleProcessAndEngages) {
   RunResult ref;
   {
     TrainConfig one = cfg;
-    one.strategy = "naive";
+    one.strategy = Strategy::Naive;
     comm::Communicator self(std::make_unique<comm::MpiBackend>(MPI_COMM_SELF));
     ref = train(one, self);
   }

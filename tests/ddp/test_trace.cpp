@@ -27,7 +27,7 @@ TEST_P(Trace, MergedTraceIsValidAndShowsOverlap) {
   cfg.model = model::MlpConfig{64, 64, 4, 3};
   cfg.global_batch = 32;
   cfg.steps = 3;
-  cfg.strategy = strategy;
+  cfg.strategy = ddp::parse_strategy(strategy);
   cfg.sync_options.bucket_mb = 20000.0 / (1 << 20);  // ~20 kB: several buckets of this model
   cfg.keep_events = true;
   cfg.layer_events = true;

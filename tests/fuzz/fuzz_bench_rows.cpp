@@ -7,7 +7,7 @@
 
 #include "core/error.hpp"
 #include "fuzz_target.hpp"
-#include "perf/alpha_beta.hpp"
+#include "perf/bench_rows.hpp"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) { return 0; }
 

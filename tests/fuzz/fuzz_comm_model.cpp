@@ -6,7 +6,7 @@
 
 #include "core/error.hpp"
 #include "fuzz_target.hpp"
-#include "perf/alpha_beta.hpp"
+#include "perf/comm_model_io.hpp"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) { return 0; }
 

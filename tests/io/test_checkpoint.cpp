@@ -4,7 +4,7 @@
 //     step count are bit-identical; checksums are verified on the way.
 //   ResumeIsBitwise/<strategy>: 2N straight steps == N steps + save + fresh trainer + resume + N
 //     steps, bitwise (losses every step and final parameters), for every strategy of
-//     ddp::available_strategies() (same world size, same backend).
+//     ddp::kStrategies (same world size, same backend).
 //   WorldSizeChange (run with 4 ranks): save at np 4, resume on sub-communicators of 2 and 3 ranks;
 //     the result equals an uninterrupted single-process run within 1e-5 relative (the only
 //     difference is the order of the per-rank partial sums, as in test_ddp_equivalence.cpp).
@@ -45,7 +45,7 @@ ddp::TrainConfig small_config(const std::string& strategy) {
   c.global_batch = 13;  // divides by none of 2, 3, 4: uneven shares
   c.steps = 8;
   c.seed = 5;
-  c.strategy = strategy;
+  c.strategy = ddp::parse_strategy(strategy);
   c.sync_options.bucket_mb = 0.0005;  // ~500 B buckets: several buckets even for this tiny model
   return c;
 }
@@ -169,7 +169,7 @@ TEST_P(ResumeIsBitwise, StraightEqualsSavedAndResumed) {
 
 std::vector<std::string> strategies() {
   std::vector<std::string> v;
-  for (auto s : ddp::available_strategies()) v.emplace_back(s);
+  for (auto s : ddp::kStrategies) v.emplace_back(ddp::strategy_name(s));
   return v;
 }
 INSTANTIATE_TEST_SUITE_P(AllStrategies, ResumeIsBitwise, ::testing::ValuesIn(strategies()),

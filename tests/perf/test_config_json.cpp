@@ -59,7 +59,7 @@ TEST(ConfigJson, MetricsSummaryBecomesARunRecord) {
   ddp::TrainConfig cfg;
   cfg.model = model::MlpConfig{12, 32, 3, 4};
   cfg.global_batch = 40;
-  cfg.strategy = "bucketed";
+  cfg.strategy = ddp::Strategy::Bucketed;
   cfg.sync_options.bucket_mb = 2.5;
   cfg.optimizer.name = "sgd";
   nlohmann::json summary{{"type", "summary"}};
@@ -82,7 +82,7 @@ TEST(ConfigJson, MetricsSummaryBecomesARunRecord) {
   EXPECT_EQ(r.backend, "ring");
   EXPECT_EQ(r.ranks, 2);
   ASSERT_EQ(r.runs.size(), 1u);
-  EXPECT_EQ(r.runs[0].strategy, "bucketed");
+  EXPECT_EQ(r.runs[0].strategy, ddp::Strategy::Bucketed);
   EXPECT_EQ(r.runs[0].bucket_mb, 2.5);
 }
 

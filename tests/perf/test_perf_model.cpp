@@ -7,11 +7,16 @@
 #include <cstdio>
 #include <fstream>
 #include <random>
+#include <set>
+#include <string>
 
 #include "comm/factory.hpp"
 #include "ddp/bucket_planner.hpp"
 #include "perf/alpha_beta.hpp"
 #include "perf/analysis.hpp"
+#include "perf/analysis_report.hpp"
+#include "perf/bench_rows.hpp"
+#include "perf/comm_model_io.hpp"
 #include "perf/peer_arrival.hpp"
 #include "perf/step_model.hpp"
 
@@ -249,26 +254,26 @@ TEST(StepModel, HandComputedStrategies) {
   // Constant 0.4 ms per all-reduce regardless of size: easy to follow by hand.
   const AllReduceTime c = [](double) { return 0.4e-3; };
   const double compute = 1e-3 + 2e-3 + 0.5e-3;
-  StepPrediction naive = predict_step(p, "naive", c);
+  StepPrediction naive = predict_step(p, ddp::Strategy::Naive, c);
   EXPECT_NEAR(naive.exposed_comm_s, 1.6e-3, 1e-12);  // 4 parameters one after the other
   EXPECT_NEAR(naive.step_s, compute + 1.6e-3, 1e-12);
-  StepPrediction flat = predict_step(p, "flat", c);
+  StepPrediction flat = predict_step(p, ddp::Strategy::Flat, c);
   EXPECT_NEAR(flat.exposed_comm_s, 0.4e-3, 1e-12);
   EXPECT_EQ(flat.collectives, 1);
   // Overlap: b1 0->0.4, W1 0.5->0.9, b0 1.0->1.4, W0 2.0->2.4: exposed 0.4 ms past backward end (2 ms).
-  StepPrediction ov = predict_step(p, "overlap", c);
+  StepPrediction ov = predict_step(p, ddp::Strategy::Overlap, c);
   EXPECT_NEAR(ov.exposed_comm_s, 0.4e-3, 1e-12);
   EXPECT_NEAR(ov.buckets[1].start_s, 0.5e-3, 1e-12);
   // Serialisation on the link: 1.0 ms per all-reduce -> b1 0-1, W1 1-2, b0 2-3, W0 3-4: exposed 2 ms.
   const AllReduceTime slow = [](double) { return 1e-3; };
-  EXPECT_NEAR(predict_step(p, "overlap", slow).exposed_comm_s, 2e-3, 1e-12);
+  EXPECT_NEAR(predict_step(p, ddp::Strategy::Overlap, slow).exposed_comm_s, 2e-3, 1e-12);
   // Bucketed with a cap holding the whole gradient = one bucket launched when W0 is ready (2 ms).
-  StepPrediction one = predict_step(p, "bucketed", c, 1e9);
+  StepPrediction one = predict_step(p, ddp::Strategy::Bucketed, c, 1e9);
   EXPECT_EQ(one.collectives, 1);
   EXPECT_NEAR(one.exposed_comm_s, 0.4e-3, 1e-12);
   // The bucket plan is the trainer's (ddp::plan_buckets): same count of buckets for a small cap.
   const auto plan = ddp::plan_buckets(p.params, 64);
-  EXPECT_EQ(predict_step(p, "bucketed", c, 64).collectives, static_cast<std::int64_t>(plan.size()));
+  EXPECT_EQ(predict_step(p, ddp::Strategy::Bucketed, c, 64).collectives, static_cast<std::int64_t>(plan.size()));
 }
 
 TEST(StepModel, PeerLagAndTimeSlicingByHand) {
@@ -277,25 +282,25 @@ TEST(StepModel, PeerLagAndTimeSlicingByHand) {
   const AllReduceTime c = [](double) { return 0.4e-3; };
   const double compute = 1e-3 + 2e-3 + 0.5e-3;
   // Blocking strategies wait for the slowest rank once, then run as before.
-  EXPECT_NEAR(predict_step(p, "naive", c).exposed_comm_s, 0.3e-3 + 1.6e-3, 1e-12);
-  EXPECT_NEAR(predict_step(p, "flat", c).step_s, compute + 0.3e-3 + 0.4e-3, 1e-12);
+  EXPECT_NEAR(predict_step(p, ddp::Strategy::Naive, c).exposed_comm_s, 0.3e-3 + 1.6e-3, 1e-12);
+  EXPECT_NEAR(predict_step(p, ddp::Strategy::Flat, c).step_s, compute + 0.3e-3 + 0.4e-3, 1e-12);
   // Overlap: every gradient is ready 0.3 ms later on the slowest rank:
   // b1 0.3->0.7, W1 0.8->1.2, b0 1.3->1.7, W0 2.3->2.7: exposed 0.7 ms past backward end.
-  StepPrediction ov = predict_step(p, "overlap", c);
+  StepPrediction ov = predict_step(p, ddp::Strategy::Overlap, c);
   EXPECT_NEAR(ov.buckets[1].start_s, 0.8e-3, 1e-12);
   EXPECT_NEAR(ov.exposed_comm_s, 0.7e-3, 1e-12);
   // Time-sliced node: nothing starts before backward ends (2 ms) plus the lag, then one after the
   // other: 2.3->2.7->3.1->3.5->3.9, exposed 1.9 ms = lag + 4 x 0.4 ms, whatever the overlap.
   p.time_sliced = true;
-  ov = predict_step(p, "overlap", c);
+  ov = predict_step(p, ddp::Strategy::Overlap, c);
   EXPECT_NEAR(ov.buckets[0].start_s, 2.3e-3, 1e-12);
   EXPECT_NEAR(ov.exposed_comm_s, 1.9e-3, 1e-12);
-  EXPECT_NEAR(predict_step(p, "bucketed", c, 1e9).exposed_comm_s, 0.3e-3 + 0.4e-3, 1e-12);
+  EXPECT_NEAR(predict_step(p, ddp::Strategy::Bucketed, c, 1e9).exposed_comm_s, 0.3e-3 + 0.4e-3, 1e-12);
   // Blocking strategies are unchanged by time slicing (they never overlapped).
-  EXPECT_NEAR(predict_step(p, "naive", c).exposed_comm_s, 0.3e-3 + 1.6e-3, 1e-12);
+  EXPECT_NEAR(predict_step(p, ddp::Strategy::Naive, c).exposed_comm_s, 0.3e-3 + 1.6e-3, 1e-12);
   // Without lag, time slicing alone turns overlap into naive's exposure (same collectives, serial).
   p.peer_lag_s = 0;
-  EXPECT_NEAR(predict_step(p, "overlap", c).exposed_comm_s, predict_step(p, "naive", c).exposed_comm_s, 1e-12);
+  EXPECT_NEAR(predict_step(p, ddp::Strategy::Overlap, c).exposed_comm_s, predict_step(p, ddp::Strategy::Naive, c).exposed_comm_s, 1e-12);
 }
 
 TEST(PeerArrival, ArrivalIsBackwardEndSinceThePreviousLossSync) {
@@ -364,7 +369,7 @@ TEST(Scaling, WeakAndStrongEfficiencyByHand) {
   ScalingInput in;
   in.profile = tiny_profile();
   in.global_batch = 16;
-  in.strategy = "flat";
+  in.strategy = ddp::Strategy::Flat;
   in.allreduce = [](int ranks, double) { return ranks > 1 ? 0.35e-3 : 0.0; };
   const auto weak = predict_weak_scaling(in, 4);
   ASSERT_EQ(weak.size(), 3u);  // 1, 2, 4
@@ -379,14 +384,20 @@ TEST(Scaling, WeakAndStrongEfficiencyByHand) {
   EXPECT_NEAR(strong[1].efficiency, t1 / (2 * strong[1].step_s), 1e-12);
 }
 
-TEST(Analysis, PhasesSumToStepAndReportIsConsistent) {
+// A small model recorded at 2 ranks (in 32, width 32, depth 2, 4 classes; global batch 64), no runs yet.
+RunRecord two_rank_record() {
   RunRecord rec;
   rec.model = {32, 32, 2, 4};
   rec.global_batch = 64;
   rec.ranks = 2;
+  return rec;
+}
+
+TEST(Analysis, PhasesSumToStepAndReportIsConsistent) {
+  RunRecord rec = two_rank_record();
   rec.backend = "mpi";
   StrategyRun run;
-  run.strategy = "flat";
+  run.strategy = ddp::Strategy::Flat;
   for (int i = 0; i < 3; ++i) {
     StepStats s;
     s.data_ms = 0.1;
@@ -407,21 +418,22 @@ TEST(Analysis, PhasesSumToStepAndReportIsConsistent) {
   e.backend = "mpi";
   e.fit.model = {10e-6, 1e-10, 0};
   m.entries.push_back(e);
-  const auto j = analyze(rec, m, AnalyzeOptions{});
+  const Analysis a = analyze(rec, m, AnalyzeOptions{});
+  const auto j = to_json(a);
   const auto& b = j.at("breakdown");
   EXPECT_NEAR(b.at("phase_sum_ms").get<double>() + b.at("untimed_ms").get<double>(), b.at("step_ms").get<double>(), 1e-9);
   EXPECT_NEAR(b.at("untimed_ms").get<double>(), 0.01, 1e-9);
   EXPECT_NEAR(b.at("forward_ms").get<double>(), 2.0, 1e-12);  // mean of 1, 2, 3
   EXPECT_EQ(j.at("scaling").at("strong").size(), 11u);       // 1, 2, ..., 1024
   EXPECT_NEAR(j.at("scaling").at("weak")[0].at("efficiency").get<double>(), 1.0, 1e-12);
-  EXPECT_FALSE(format_report(j).empty());
+  EXPECT_FALSE(format_report(a).empty());
   EXPECT_TRUE(j.at("warnings").empty());  // node layout unknown: no verdict
   EXPECT_EQ(j.at("scaling").at("strategy").get<std::string>(), "bucketed 25 MiB");
   // The scaling strategy is the user's: naive at 2 ranks pays the per-parameter all-reduces
   // after backward, so it is never faster than bucketed with overlap.
   AnalyzeOptions naive_opt;
-  naive_opt.scaling_strategy = "naive";
-  const auto jn = analyze(rec, m, naive_opt);
+  naive_opt.scaling_strategy = ddp::Strategy::Naive;
+  const auto jn = to_json(analyze(rec, m, naive_opt));
   EXPECT_EQ(jn.at("scaling").at("strategy").get<std::string>(), "naive");
   EXPECT_GE(jn.at("scaling").at("weak")[1].at("step_ms").get<double>(),
             j.at("scaling").at("weak")[1].at("step_ms").get<double>());
@@ -430,30 +442,32 @@ TEST(Analysis, PhasesSumToStepAndReportIsConsistent) {
   rec.ranks_per_node = 4;
   rec.threads = 1;
   rec.cores_per_node = 2;
-  const auto over = analyze(rec, m, AnalyzeOptions{});
+  const Analysis over_a = analyze(rec, m, AnalyzeOptions{});
+  const auto over = to_json(over_a);
   ASSERT_EQ(over.at("warnings").size(), 1u);
   EXPECT_NE(over.at("warnings")[0].get<std::string>().find("oversubscribed: 4 ranks"), std::string::npos);
-  EXPECT_NE(format_report(over).find("warning: oversubscribed"), std::string::npos);
+  EXPECT_NE(format_report(over_a).find("warning: oversubscribed"), std::string::npos);
   // 2 ranks x 1 thread on 2 cores: not time-sliced, but no core is left for the communication
   // threads; 1 rank on 2 cores, or 4 ranks on 16: nothing to say.
   rec.ranks_per_node = 2;
-  const auto spare = analyze(rec, m, AnalyzeOptions{}).at("warnings");
+  const auto spare = to_json(analyze(rec, m, AnalyzeOptions{})).at("warnings");
   ASSERT_EQ(spare.size(), 1u);
   EXPECT_NE(spare[0].get<std::string>().find("no spare core: 2 ranks x (1 compute + 1 communication thread) on 2 cores"),
             std::string::npos);
   rec.ranks_per_node = 1;
-  EXPECT_TRUE(analyze(rec, m, AnalyzeOptions{}).at("warnings").empty());
+  EXPECT_TRUE(to_json(analyze(rec, m, AnalyzeOptions{})).at("warnings").empty());
   rec.ranks_per_node = 4;
   rec.cores_per_node = 16;
-  EXPECT_TRUE(analyze(rec, m, AnalyzeOptions{}).at("warnings").empty());
+  EXPECT_TRUE(to_json(analyze(rec, m, AnalyzeOptions{})).at("warnings").empty());
   // The measured peer lag is exposed in the predictions (flat: lag + T), and on the time-sliced
   // node (4 ranks on 2 cores) too; it round-trips through the record.
   rec.runs[0].peer_lag_ms = 1.5;
   const double flat_ms = j.at("strategies")[0].at("predicted").at("step_ms").get<double>();
-  const auto lagged = analyze(rec, m, AnalyzeOptions{});
+  const Analysis lagged_a = analyze(rec, m, AnalyzeOptions{});
+  const auto lagged = to_json(lagged_a);
   EXPECT_NEAR(lagged.at("strategies")[0].at("predicted").at("step_ms").get<double>(), flat_ms + 1.5, 1e-9);
   EXPECT_DOUBLE_EQ(lagged.at("breakdown").at("peer_lag_ms").get<double>(), 1.5);
-  EXPECT_NE(format_report(lagged).find("finishes backward 1.500 ms later"), std::string::npos);
+  EXPECT_NE(format_report(lagged_a).find("finishes backward 1.500 ms later"), std::string::npos);
   // Scaling assumes dedicated cores and no straggler: unchanged by this node's lag.
   EXPECT_DOUBLE_EQ(lagged.at("scaling").at("weak")[1].at("step_ms").get<double>(),
                    j.at("scaling").at("weak")[1].at("step_ms").get<double>());
@@ -463,10 +477,10 @@ TEST(Analysis, PhasesSumToStepAndReportIsConsistent) {
   AnalyzeOptions link;
   link.link_gbps = 100;
   link.latency_us = 5;
-  link.scaling_strategy = "flat";
+  link.scaling_strategy = ddp::Strategy::Flat;
   AnalyzeOptions link_reduce = link;
   link_reduce.reduce_gbytes_s = 10;
-  const auto without = analyze(rec, m, link), with = analyze(rec, m, link_reduce);
+  const auto without = to_json(analyze(rec, m, link)), with = to_json(analyze(rec, m, link_reduce));
   // flat all-reduces the whole flat buffer, alignment padding included (model/param_layout.hpp).
   const double grad_bytes = 4.0 * static_cast<double>(model::flat_count(model::param_layout(rec.model)));
   EXPECT_NEAR(with.at("scaling").at("weak")[1].at("step_ms").get<double>() - without.at("scaling").at("weak")[1].at("step_ms").get<double>(),
@@ -483,6 +497,106 @@ TEST(Analysis, PhasesSumToStepAndReportIsConsistent) {
   EXPECT_EQ(back.cores_per_node, 16);
   EXPECT_EQ(back.runs.at(0).steps.size(), 3u);
   EXPECT_DOUBLE_EQ(back.runs[0].mean().step_ms, rec.runs[0].mean().step_ms);
+}
+
+// The JSON of `analyze --json` is an interface (jobs/aggregate.py and tests/perf read it): every
+// object keeps exactly these fields, and the text report shows the same numbers as the JSON.
+TEST(Analysis, JsonKeepsItsFieldsAndTheReportItsNumbers) {
+  RunRecord rec = two_rank_record();
+  rec.source = "unit test";
+  for (const ddp::Strategy strategy : {ddp::Strategy::Flat, ddp::Strategy::Bucketed}) {
+    StrategyRun run;
+    run.strategy = strategy;
+    run.bucket_mb = strategy == ddp::Strategy::Bucketed ? 0.5 : 0.0;
+    StepStats st;
+    st.step_ms = 4.0;
+    st.forward_ms = 1.0;
+    st.backward_ms = 2.0;
+    st.comm_total_ms = 0.5;
+    st.comm_exposed_ms = 0.25;
+    st.collectives = 3;
+    st.comm_bytes = 4096;
+    run.steps = {st, st};
+    rec.runs.push_back(run);
+  }
+  CommModel m;
+  m.source = "hand-made";
+  ModelEntry e;
+  e.backend = "mpi";
+  e.fit.model = {10e-6, 1e-10, 0};
+  e.fit.regimes = {{0.0, {10e-6, 1e-10, 0}}, {65536.0, {20e-6, 2e-10, 0}}};
+  m.entries.push_back(e);
+  const Analysis a = analyze(rec, m, AnalyzeOptions{});
+  const nlohmann::json j = to_json(a);
+  auto keys = [](const nlohmann::json& o) {
+    std::set<std::string> k;
+    for (const auto& [key, value] : o.items()) k.insert(key);
+    return k;
+  };
+  using Keys = std::set<std::string>;
+  EXPECT_EQ(keys(j), (Keys{"type", "source", "model_source", "config", "comm_model", "warnings", "strategies",
+                           "max_abs_error_pct", "breakdown", "bottleneck", "predicted_strategies", "bucket_sweep",
+                           "best_bucket", "scaling"}));
+  EXPECT_EQ(j.at("type"), "microddp_analysis");
+  EXPECT_EQ(keys(j.at("config")), (Keys{"in_dim", "width", "depth", "classes", "global_batch", "ranks", "threads",
+                                        "ranks_per_node", "cores_per_node", "comm", "optimizer"}));
+  EXPECT_EQ(keys(j.at("comm_model")[0]), (Keys{"backend", "collective", "algorithm", "alpha_us", "beta_ns_per_byte", "r2",
+                                               "max_rel_residual", "line_rms_rel_residual", "rms_rel_residual", "regimes"}));
+  const Keys breakdown{"step_ms",       "data_ms",      "forward_ms",   "backward_ms",   "exposed_comm_ms",
+                       "loss_sync_ms",  "optimizer_ms", "untimed_ms",   "phase_sum_ms",  "comm_total_ms",
+                       "collectives",   "comm_bytes",   "comm_overhead_pct", "overlap_pct"};
+  Keys reference_breakdown = breakdown;
+  reference_breakdown.insert({"strategy", "peer_lag_ms"});
+  EXPECT_EQ(keys(j.at("breakdown")), reference_breakdown);
+  EXPECT_EQ(j.at("breakdown").at("strategy"), "bucketed");  // the overlapping run is the reference
+  ASSERT_EQ(j.at("strategies").size(), 2u);
+  EXPECT_EQ(j.at("strategies")[0].at("strategy"), "flat");
+  EXPECT_EQ(keys(j.at("strategies")[0]),
+            (Keys{"strategy", "bucket_mb", "steps", "measured", "peer_lag_ms", "predicted", "error_pct"}));
+  EXPECT_EQ(keys(j.at("strategies")[0].at("measured")), breakdown);
+  EXPECT_EQ(keys(j.at("strategies")[0].at("predicted")),
+            (Keys{"step_ms", "exposed_comm_ms", "comm_total_ms", "collectives", "overlap_pct"}));
+  EXPECT_EQ(keys(j.at("bottleneck")), (Keys{"verdict", "compute_pct", "communication_pct", "memory_pct", "gemm_gflops",
+                                            "peak_gflops", "optimizer_gbytes_s", "memory_reference_gbytes_s",
+                                            "comm_algbw_gbytes_s", "reason"}));
+  ASSERT_EQ(j.at("predicted_strategies").size(), ddp::kStrategies.size());
+  for (std::size_t i = 0; i < ddp::kStrategies.size(); ++i) {
+    EXPECT_EQ(j.at("predicted_strategies")[i].at("strategy"), ddp::strategy_name(ddp::kStrategies[i]));
+    EXPECT_EQ(keys(j.at("predicted_strategies")[i]), (Keys{"strategy", "step_ms", "exposed_comm_ms", "collectives"}));
+  }
+  EXPECT_EQ(keys(j.at("bucket_sweep")[0]), (Keys{"bucket_mb", "step_ms", "exposed_comm_ms", "collectives"}));
+  EXPECT_EQ(keys(j.at("best_bucket")), (Keys{"bucket_mb", "step_ms", "exposed_comm_ms", "collectives"}));
+  EXPECT_EQ(keys(j.at("scaling")),
+            (Keys{"network", "reduce_gbytes_s", "strategy", "global_batch", "rows_per_rank_weak", "strong", "weak"}));
+  EXPECT_EQ(keys(j.at("scaling").at("strong")[0]),
+            (Keys{"ranks", "rows_per_rank", "step_ms", "exposed_comm_ms", "efficiency", "samples_per_s"}));
+  // The report prints what the JSON holds.
+  const std::string report = format_report(a);
+  char line[160];
+  std::snprintf(line, sizeof line, "  %-10s %9.2f %12.3f %12.3f", "bucketed", 0.5,
+                j.at("strategies")[1].at("measured").at("step_ms").get<double>(),
+                j.at("strategies")[1].at("predicted").at("step_ms").get<double>());
+  EXPECT_NE(report.find(line), std::string::npos) << line << "\n" << report;
+  EXPECT_NE(report.find("2 size regimes (used for predictions)"), std::string::npos) << report;
+  EXPECT_NE(report.find("Bottleneck: " + j.at("bottleneck").at("verdict").get<std::string>()), std::string::npos);
+}
+
+TEST(RunRecord, UnknownStrategyIsAUsageError) {
+  RunRecord rec;
+  rec.model = {8, 8, 1, 2};
+  rec.global_batch = 8;
+  StrategyRun run;
+  run.steps.push_back(StepStats{});
+  rec.runs.push_back(run);
+  auto j = to_json(rec);
+  EXPECT_EQ(run_record_from_json(j).runs.at(0).strategy, ddp::Strategy::Naive);
+  j["runs"][0]["strategy"] = "telepathy";
+  try {
+    run_record_from_json(j);
+    FAIL() << "accepted";
+  } catch (const core::UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("'telepathy'"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -1,0 +1,34 @@
+// training_session.cpp — ops, communicator and trainer wired once (see training_session.hpp).
+#include "app/training_session.hpp"
+
+#include "app/command.hpp"
+#include "app/compute_device.hpp"
+#include "comm/factory.hpp"
+#include "core/error.hpp"
+
+namespace microddp::app {
+
+TrainingSession::TrainingSession(const comm::MpiRuntime& mpi, const TrainOptions& o, const CommSettings& settings,
+                                 const std::optional<DeviceRequest>& device)
+    : threads_(o.threads > 0 ? o.threads : default_blas_threads(mpi)), backend_(o.comm) {
+  if (device) {
+    ComputeChoice compute = choose_compute(device->device, o.comm, device->comm_given, device->tf32, threads_, mpi);
+    ops_ = std::move(compute.ops);
+    backend_ = compute.comm;  // a GPU model without --comm: nccl (mpi when ranks share a GPU)
+    note_ = compute.note;
+  } else {
+    ops_ = kernels::make_cpu_ops(threads_);
+  }
+  comm_ = comm::make_communicator(backend_, mpi, settings.config, settings.faults);
+  comm_->set_compute_stream(ops_->native_stream());  // NCCL orders gradient collectives after backward
+  comm_->set_comm_timeout(o.comm_timeout_s);
+  comm_->set_debug_sync(o.debug_sync);  // collective: ranks must agree
+}
+
+ddp::Trainer& TrainingSession::start_trainer(const ddp::TrainConfig& config) {
+  MDDP_CHECK(trainer_ == nullptr, "the training session already has a trainer");
+  trainer_ = std::make_unique<ddp::Trainer>(config, *comm_, *ops_);
+  return *trainer_;
+}
+
+}  // namespace microddp::app

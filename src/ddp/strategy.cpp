@@ -1,0 +1,44 @@
+// strategy.cpp — names, descriptions and the parser of the gradient-synchronisation strategies.
+#include "ddp/strategy.hpp"
+
+#include "core/error.hpp"
+
+namespace microddp::ddp {
+
+std::string_view strategy_name(Strategy s) {
+  switch (s) {
+    case Strategy::Naive: return "naive";
+    case Strategy::Flat: return "flat";
+    case Strategy::Overlap: return "overlap";
+    case Strategy::Bucketed: return "bucketed";
+  }
+  return "?";
+}
+
+std::string_view strategy_description(Strategy s) {
+  switch (s) {
+    case Strategy::Naive: return "one blocking all-reduce per parameter after backward";
+    case Strategy::Flat: return "one blocking all-reduce of all gradients after backward";
+    case Strategy::Overlap: return "one async all-reduce per parameter, launched during backward";
+    case Strategy::Bucketed: return "one async all-reduce per bucket (--bucket-mb), launched during backward";
+  }
+  return "?";
+}
+
+bool is_async(Strategy s) { return s == Strategy::Overlap || s == Strategy::Bucketed; }
+
+Strategy parse_strategy(std::string_view name, std::string_view what) {
+  for (Strategy s : kStrategies) {
+    if (strategy_name(s) == name) return s;
+  }
+  MDDP_USAGE_CHECK(false, "unknown " << what << " '" << name << "' (choose " << strategy_choices() << ")");
+  return Strategy::Naive;  // not reached
+}
+
+std::string strategy_choices() {
+  std::string list;
+  for (Strategy s : kStrategies) list += (list.empty() ? "" : ", ") + std::string(strategy_name(s));
+  return list;
+}
+
+}  // namespace microddp::ddp

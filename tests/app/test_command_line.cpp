@@ -1,0 +1,123 @@
+// test_command_line.cpp — the `microddp` command line without a process or MPI: strategies parsed
+// by their one spelling, option groups (a command offers exactly the options it uses), sizes with
+// unit suffixes, unknown commands named, and --help-all reaching every command's options.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "app/cli.hpp"
+#include "app/cli_values.hpp"
+
+namespace microddp::app {
+namespace {
+
+// The parse of `microddp ARGS...` on a fresh command line.
+struct Parsed {
+  std::unique_ptr<CommandLine> cl;
+  ParseOutcome out;
+};
+Parsed parse(std::initializer_list<const char*> args) {
+  std::vector<const char*> argv{"microddp"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  Parsed p{build_command_line(), {}};
+  p.out = parse_command_line(*p.cl, static_cast<int>(argv.size()), argv.data());
+  return p;
+}
+
+// Exit 2 and a message containing every one of `parts`.
+void expect_error(std::initializer_list<const char*> args, std::initializer_list<const char*> parts) {
+  const Parsed p = parse(args);
+  std::string line;
+  for (const char* a : args) line += std::string(" ") + a;
+  EXPECT_EQ(p.out.chosen, nullptr) << line;
+  EXPECT_EQ(p.out.exit_code, 2) << line;
+  for (const char* part : parts) EXPECT_NE(p.out.error.find(part), std::string::npos) << line << ": " << p.out.error;
+}
+
+TEST(CommandLine, StrategiesAreParsedOnce) {
+  expect_error({"train", "--strategy", "telepathy"}, {"unknown --strategy 'telepathy'", "naive, flat, overlap, bucketed"});
+  expect_error({"bench", "ddp", "--strategies", "naive,foo"}, {"--strategies", "'foo'"});
+  expect_error({"analyze", "--scaling-strategy", "Flat"}, {"--scaling-strategy", "'Flat'"});
+  EXPECT_NE(parse({"bench", "ddp", "--strategies", "flat,bucketed"}).out.chosen, nullptr);
+  EXPECT_NE(parse({"train", "--strategy", "overlap"}).out.chosen, nullptr);
+}
+
+TEST(CommandLine, CommandsOfferOnlyTheOptionGroupsTheyUse) {
+  // One process, no communication, no accumulation, no metrics: these would be silently ignored.
+  for (const char* cmd : {"baseline", "manual"}) {
+    for (const char* option : {"--accum-steps", "--metrics", "--comm", "--comm-timeout", "--strategy"}) {
+      expect_error({cmd, option, "2"}, {option});
+    }
+    EXPECT_NE(parse({cmd, "--width", "8", "--optimizer", "sgd", "--log-every", "2"}).out.chosen, nullptr) << cmd;
+  }
+  expect_error({"hooks", "--metrics", "m.jsonl"}, {"--metrics"});
+  expect_error({"bench", "ddp", "--strategy", "flat"}, {"--strategy"});
+  expect_error({"analyze", "--trace", "t.json"}, {"--trace"});
+  EXPECT_NE(parse({"train", "--metrics", "m.jsonl", "--trace", "t.json", "--accum-steps", "2", "--bucket-mb", "4",
+                   "--on-nan", "skip", "--comm", "ring"})
+                .out.chosen,
+            nullptr);
+  expect_error({"train", "--comm-timeout", "nan"}, {"--comm-timeout"});
+  expect_error({"analyze", "--peak-gflops", "-1"}, {"--peak-gflops"});
+}
+
+TEST(CommandLine, ByteSizesTakeBinarySuffixes) {
+  EXPECT_EQ(parse_byte_size("4096"), 4096);
+  EXPECT_EQ(parse_byte_size("0"), 0);
+  EXPECT_EQ(parse_byte_size("4K"), 4096);
+  EXPECT_EQ(parse_byte_size("4k"), 4096);
+  EXPECT_EQ(parse_byte_size("4KiB"), 4096);
+  EXPECT_EQ(parse_byte_size("4KB"), 4096);
+  EXPECT_EQ(parse_byte_size("1M"), 1 << 20);
+  EXPECT_EQ(parse_byte_size("256M"), std::int64_t{256} << 20);
+  EXPECT_EQ(parse_byte_size("3G"), std::int64_t{3} << 30);
+  EXPECT_EQ(parse_byte_size("7B"), 7);
+  for (const char* bad : {"", "M", "1.5M", "-1", "+1", " 1", "1 M", "1X", "1MM", "1MiBs", "1T", "0x10",
+                          "99999999999999999999", "4294967297G"}) {
+    EXPECT_FALSE(parse_byte_size(bad).has_value()) << "'" << bad << "'";
+  }
+  for (const std::int64_t v : {std::int64_t{0}, std::int64_t{4}, std::int64_t{1000}, std::int64_t{1} << 10,
+                               std::int64_t{3} << 20, std::int64_t{5} << 30, (std::int64_t{1} << 20) + 1}) {
+    EXPECT_EQ(parse_byte_size(format_byte_size(v)), v) << format_byte_size(v);
+  }
+  EXPECT_EQ(format_byte_size(std::int64_t{256} << 20), "256M");
+
+  EXPECT_NE(parse({"bench", "collectives", "--min-bytes", "1M", "--max-bytes", "256M", "--overlap-bytes", "64K"}).out.chosen,
+            nullptr);
+  expect_error({"bench", "collectives", "--min-bytes", "1.5M"}, {"--min-bytes", "1.5M"});
+  expect_error({"bench", "collectives", "--max-bytes", "2K", "--min-bytes", "4K"}, {"--min-bytes 4096 > --max-bytes 2048"});
+  expect_error({"bench", "collectives", "--max-bytes", "2"}, {"--max-bytes"});  // below 4 bytes (one float)
+}
+
+TEST(CommandLine, OverlapTimesMustBeNumbers) {
+  EXPECT_NE(parse({"bench", "collectives", "--overlap-ms", "0,2.5,10"}).out.chosen, nullptr);
+  expect_error({"bench", "collectives", "--overlap-ms", "abc"}, {"--overlap-ms", "'abc'"});
+  expect_error({"bench", "collectives", "--overlap-ms", "0,5ms"}, {"--overlap-ms", "'5ms'"});
+  expect_error({"bench", "collectives", "--overlap-ms", "-1"}, {"--overlap-ms", "'-1'"});
+  expect_error({"bench", "collectives", "--overlap-ms", "inf"}, {"--overlap-ms", "'inf'"});
+}
+
+TEST(CommandLine, UnknownCommandsAreNamedWithTheRealOnes) {
+  expect_error({"nosuchcommand"}, {"unknown command 'nosuchcommand'", "train", "analyze", "bench"});
+  expect_error({"bench", "nosuch"}, {"unknown command 'bench nosuch'", "compute, collectives, ddp"});
+  expect_error({}, {"no command given (commands: train,"});
+  expect_error({"bench"}, {"no command given (bench commands: compute, collectives, ddp)"});
+  // An unknown option before the command is named as well; after a command, words are its own.
+  expect_error({"--bogus"}, {"unknown option '--bogus' before the command", "train"});
+  expect_error({"bench", "--bogus=1"}, {"unknown option '--bogus'", "bench commands"});
+  EXPECT_NE(parse({"train", "--steps", "3"}).out.chosen, nullptr);
+}
+
+TEST(CommandLine, HelpAllShowsEveryCommandsOptions) {
+  const Parsed p = parse({"--help-all"});
+  ASSERT_TRUE(p.out.help);
+  for (const char* part : {"--strategy", "--min-bytes", "--overlap-ms", "--strategies", "--rounds", "--data"}) {
+    EXPECT_NE(p.out.help_text.find(part), std::string::npos) << part;
+  }
+}
+
+}  // namespace
+}  // namespace microddp::app
