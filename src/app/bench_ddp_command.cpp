@@ -41,6 +41,7 @@ namespace {
 struct Variant {
   ddp::Strategy strategy = ddp::Strategy::Naive;
   double bucket_mb = 0;  // bucketed only
+  std::string compression = "none";
   std::string label;
   std::vector<perf::StepStats> stats;
   std::vector<core::Event> trace_events;
@@ -59,6 +60,12 @@ class BenchDdpCommand final : public Command {
     add_trace_option(sub, opts_);
     sub->get_option("--steps")->description("Timed steps per variant per round");
     add_strategy_list_option(sub, "--strategies", strategies_, "Strategies to compare");
+    // Compression modes side by side (docs/compression.md): a list here, not the single mode of train.
+    sub->remove_option(sub->get_option("--grad-compression"));
+    sub->add_option("--grad-compression", compressions_, "Gradient compression modes to compare (none,fp16,bf16,powersgd)")
+        ->delimiter(',')
+        ->check(CLI::IsMember({"none", "fp16", "bf16", "powersgd"}))
+        ->capture_default_str();
     sub->add_option("--bucket-mb", bucket_mbs_, "Bucket caps in MiB for `bucketed` (one variant each: the sweep)")
         ->delimiter(',')
         ->check(finite_range(1e-6, 1e6))
@@ -69,6 +76,11 @@ class BenchDdpCommand final : public Command {
     sub->add_option("--json", json_path_, "Also write the table as JSON");
   }
   void validate() override {
+    MDDP_USAGE_CHECK(!compressions_.empty(), "--grad-compression is empty");
+    // The shared checks see the most specific mode listed (--powersgd-rank needs powersgd among them).
+    for (const auto& c : compressions_) {
+      if (c != "none" && opts_.config.compression.mode != "powersgd") opts_.config.compression.mode = c;
+    }
     validate_train_options(opts_);
     MDDP_USAGE_CHECK(!strategies_.empty(), "--strategies is empty");
     MDDP_USAGE_CHECK(!bucket_mbs_.empty(), "--bucket-mb is empty");
@@ -79,6 +91,7 @@ class BenchDdpCommand final : public Command {
  private:
   TrainOptions opts_;
   std::vector<ddp::Strategy> strategies_{ddp::kStrategies.begin(), ddp::kStrategies.end()};
+  std::vector<std::string> compressions_{"none"};
   std::vector<double> bucket_mbs_{0.25, 1, 4, 25, 100};
   int rounds_ = 3, warmup_ = 1;
   std::string csv_path_, json_path_;
@@ -92,15 +105,18 @@ double mean_of(const std::vector<perf::StepStats>& v, double perf::StepStats::*f
 
 int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
   std::vector<Variant> variants;
-  for (const ddp::Strategy s : strategies_) {
-    if (s == ddp::Strategy::Bucketed) {
-      for (double mb : bucket_mbs_) {
-        char label[64];
-        std::snprintf(label, sizeof label, "bucketed %gMiB", mb);
-        variants.push_back({s, mb, label, {}, {}, 0});
+  for (const auto& c : compressions_) {
+    const std::string suffix = compressions_.size() > 1 || c != "none" ? " " + c : "";
+    for (const ddp::Strategy s : strategies_) {
+      if (s == ddp::Strategy::Bucketed) {
+        for (double mb : bucket_mbs_) {
+          char label[64];
+          std::snprintf(label, sizeof label, "bucketed %gMiB", mb);
+          variants.push_back({s, mb, c, label + suffix, {}, {}, 0});
+        }
+      } else {
+        variants.push_back({s, 0, c, std::string(ddp::strategy_name(s)) + suffix, {}, {}, 0});
       }
-    } else {
-      variants.push_back({s, 0, std::string(ddp::strategy_name(s)), {}, {}, 0});
     }
   }
   const bool tracing = !opts_.trace_path.empty();
@@ -131,7 +147,9 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
     for (auto& v : variants) {
       ddp::GradSyncOptions so = cfg.sync_options;
       if (v.bucket_mb > 0) so.bucket_mb = v.bucket_mb;
-      trainer.set_strategy(v.strategy, so);
+      ddp::GradCompressionConfig cc = opts_.config.compression;
+      cc.mode = v.compression;
+      trainer.set_strategy(v.strategy, so, cc);
       for (std::int64_t i = 0; i < steps_per_block; ++i) {
         const auto rec = trainer.step();
         if (i < warmup_) continue;
@@ -163,7 +181,8 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
     if (v.strategy == ddp::Strategy::Naive) naive_ms = mean_of(v.stats, &perf::StepStats::step_ms);
   }
   nlohmann::json rows = nlohmann::json::array();
-  std::printf("# %-18s %9s %9s %10s %8s %9s %9s %8s %6s\n", "variant", "step_ms", "comm_ms", "exposed_ms", "ops/step",
+  std::printf("# %-27s %9s %9s %10s %8s %9s %9s %9s %9s %8s %6s\n", "variant", "step_ms", "comm_ms", "exposed_ms", "ops/step",
+              "MiB/step", "comp_ms",
               "comm_ovh%", "overlap%", "speedup", "#wrong");
   bool ok = true;
   for (const auto& v : variants) {
@@ -174,6 +193,8 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
     const double ovh = step > 0 ? 100.0 * exposed / step : 0;
     const double overlap = total > 0 ? std::max(0.0, 100.0 * (1.0 - exposed / total)) : 0;
     const double speedup = naive_ms > 0 && step > 0 ? naive_ms / step : 0;
+    const double mib = v.stats.empty() ? 0.0 : static_cast<double>(v.stats.back().comm_bytes) / (1 << 20);
+    const double comp_ms = mean_of(v.stats, &perf::StepStats::compress_ms);
     ok = ok && v.wrong == 0;
     char sp[16];
     if (speedup > 0) {
@@ -181,9 +202,11 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
     } else {
       std::snprintf(sp, sizeof sp, "-");
     }
-    std::printf("  %-18s %9.2f %9.2f %10.2f %8" PRId64 " %9.1f %9.1f %8s %6d\n", v.label.c_str(), step, total, exposed,
-                ops_per_step, ovh, overlap, sp, v.wrong);
-    rows.push_back({{"variant", v.label}, {"strategy", ddp::strategy_name(v.strategy)}, {"bucket_mb", v.bucket_mb}, {"step_ms", step},
+    std::printf("  %-27s %9.2f %9.2f %10.2f %8" PRId64 " %9.3f %9.3f %9.1f %9.1f %8s %6d\n", v.label.c_str(), step, total,
+                exposed, ops_per_step, mib, comp_ms, ovh, overlap, sp, v.wrong);
+    rows.push_back({{"variant", v.label}, {"strategy", ddp::strategy_name(v.strategy)}, {"bucket_mb", v.bucket_mb},
+                    {"grad_compression", v.compression}, {"comm_mib_per_step", mib}, {"compress_ms", comp_ms},
+                    {"step_ms", step},
                     {"comm_ms", total}, {"exposed_ms", exposed}, {"ops_per_step", ops_per_step}, {"comm_overhead_pct", ovh},
                     {"overlap_pct", overlap}, {"speedup_vs_naive", speedup}, {"wrong", v.wrong},
                     {"forward_ms", mean_of(v.stats, &perf::StepStats::forward_ms)},
