@@ -123,9 +123,15 @@ void Trainer::build_host_state() {
 void Trainer::build_sync() {
   zero_ = nullptr;
   if (config_.shard == zero::ShardMode::None) {
-    sync_ = make_grad_sync(config_.strategy, comm_, model_.params(), model_.grad_view(), events_, config_.sync_options);
+    sync_ = make_grad_sync(config_.strategy, comm_, model_.params(), model_.grad_view(), events_, config_.sync_options,
+                           config_.compression, ops_, config_.seed);
     return;
   }
+  // The sharded sync reduce-scatters fp32 buckets; compressing them (16-bit reduce-scatter, PowerSGD
+  // of a shard) is not built: refuse the pair rather than silently send fp32.
+  MDDP_USAGE_CHECK(config_.compression.mode == "none",
+                   "--shard " << zero::shard_mode_name(config_.shard) << " with --grad-compression "
+                              << config_.compression.mode << " is not supported (use one or the other)");
   auto z = zero::make_zero_sync(config_.shard, config_.strategy, config_.sync_options, comm_, model_.params(),
                                 model_.grad_view(), model_.param_view(), ops_, events_);
   MDDP_CHECK(z->plan().state_count() == optimizer_->state_count(),
@@ -135,15 +141,25 @@ void Trainer::build_sync() {
 }
 
 void Trainer::set_strategy(Strategy strategy, const GradSyncOptions& options) {
-  set_strategy(strategy, options, config_.shard);
+  set_strategy(strategy, options, config_.shard, config_.compression);
 }
 
 void Trainer::set_strategy(Strategy strategy, const GradSyncOptions& options, zero::ShardMode shard) {
+  set_strategy(strategy, options, shard, config_.compression);
+}
+
+void Trainer::set_strategy(Strategy strategy, const GradSyncOptions& options, const GradCompressionConfig& compression) {
+  set_strategy(strategy, options, config_.shard, compression);
+}
+
+void Trainer::set_strategy(Strategy strategy, const GradSyncOptions& options, zero::ShardMode shard,
+                           const GradCompressionConfig& compression) {
   comm_.synchronize();
   TrainConfig next = config_;
   next.strategy = strategy;
   next.sync_options = options;
   next.shard = shard;
+  next.compression = compression;  // a compressor's state (Q, error buffers) starts fresh
   const bool relayout = shard != config_.shard ||
                         (shard != zero::ShardMode::None &&
                          zero::plan_for_strategy(strategy, options, model_.params(), model_.flat_count(), comm_.size(),
@@ -382,6 +398,12 @@ void Trainer::handle_nonfinite(std::int64_t step, bool loss_bad, bool grad_bad) 
   std::ostringstream msg;
   msg << "non-finite values at step " << step + 1 << ": loss non-finite on rank(s) " << (nl ? loss_ranks.str() : "none")
       << "; synchronised gradient non-finite on rank(s) " << (ng ? grad_ranks.str() : "none");
+  if (ng > 0 && config_.compression.mode == "fp16") {
+    // The fp16 wire format's range safety (ddp/compression/wire16_compressor.hpp): no clipping, no
+    // silent saturation; an overflow is an infinity in the all-reduced data, hence on every rank.
+    msg << " (with --grad-compression fp16 this includes gradient values or sums beyond fp16's range, |x| > 65504: "
+           "use --grad-compression bf16, which has fp32's range)";
+  }
   if (config_.on_nan == NanPolicy::Skip) {
     ++skipped_steps_;
     msg << "; update skipped (--on-nan skip; " << skipped_steps_ << " skipped so far)";
@@ -430,6 +452,10 @@ StepRecord Trainer::step() {
   {
     OpsRange r(ops_, "gradient sync wait");
     sync_->finish();  // host backends wait here; stream-ordered ones order the compute stream instead
+  }
+  if (sync_->compressor() != nullptr) {  // its work is spread over the sync: recorded as one total
+    const std::int64_t end = core::now_ns();
+    events_.record(core::EventKind::Compress, step, -1, end - sync_->compression_ns(), end);
   }
   if (fault_at(trainer_fault_point::kNanGradient, step) != nullptr) {
     const float nan = std::numeric_limits<float>::quiet_NaN();

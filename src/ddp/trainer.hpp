@@ -89,6 +89,7 @@ struct TrainConfig {
   std::uint64_t seed = 1;
   Strategy strategy = Strategy::Naive;
   GradSyncOptions sync_options;  // bucket sizes (bucketed)
+  GradCompressionConfig compression;  // how gradients travel (ddp/compression; default: fp32)
   // Gradient accumulation: micro-steps per optimizer step. Micro-step k of step s uses global
   // samples [(s*K + k)*B, (s*K + k + 1)*B) with B = global_batch, the loss is scaled by 1/(K*B),
   // and gradients are synchronised only in the last micro-step, so K micro-steps equal one step on
@@ -130,6 +131,7 @@ class Trainer {
   model::FullMLP& model() { return model_; }
   const model::FullMLP& model() const { return model_; }
   GradSync& sync() { return *sync_; }
+  const GradSync& sync() const { return *sync_; }
   // Replaces the strategy between steps (benchmarks compare strategies on one model). Collective
   // in effect: every rank must switch at the same step to the same strategy and options.
   // A change of shard mode or of the shard plan moves the optimizer state through a full host copy
@@ -138,6 +140,11 @@ class Trainer {
   void set_strategy(Strategy strategy, const GradSyncOptions& options, zero::ShardMode shard);
   // Bytes per rank of every buffer this rank allocated, by kind (ddp/zero/memory_report.hpp).
   zero::MemoryReport memory_report() const;
+  // The same with another gradient compression (its state starts fresh).
+  void set_strategy(Strategy strategy, const GradSyncOptions& options, const GradCompressionConfig& compression);
+  // All of it at once: every overload above comes here.
+  void set_strategy(Strategy strategy, const GradSyncOptions& options, zero::ShardMode shard,
+                    const GradCompressionConfig& compression);
   core::EventLog& events() { return events_; }
   const data::Sampler& sampler() const { return sampler_; }
 

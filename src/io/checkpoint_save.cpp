@@ -125,6 +125,7 @@ SaveResult save_checkpoint(MPI_Comm comm, const ddp::Trainer& trainer, const Sav
   meta.backend = opts.backend;
   meta.data_source = trainer.data_source().describe();
   meta.config = cfg;
+  const CompressionSnapshot compression = snapshot_compression(comm, trainer);  // collective
   std::vector<WriteItem> items;
   for (const auto& s : specs) items.push_back({"/model/" + s.rel, host.params + s.offset, s});
   for (const auto& b : buffers) {
@@ -153,6 +154,7 @@ SaveResult save_checkpoint(MPI_Comm comm, const ddp::Trainer& trainer, const Sav
       write_attr(g, "step_count", trainer.optimizer().steps_taken());
       write_attr(g, "state_buffers", join_names(names));
     }
+    write_compression_group(file, compression);
     kill_point(opts, "created", rank);
     write_items(file, items, par, par ? rank : 0, par ? size : 1, opts);
     kill_point(opts, "before_flush", rank);

@@ -39,6 +39,11 @@ StepProfile profile_of(const RunRecord& rec, const StrategyRun& run) {
   p.rows_per_rank = rec.rows_per_rank();
   p.peer_lag_s = run.peer_lag_ms * 1e-3;
   p.time_sliced = rec.time_sliced();
+  if (m.compress_ms > 0) {  // a compressed run: its measured wire bytes relative to fp32 and encode cost
+    const double fp32_bytes = static_cast<double>(model::flat_count(p.params)) * 4.0;
+    p.wire_ratio = fp32_bytes > 0 && m.comm_bytes > 0 ? std::min(1.0, static_cast<double>(m.comm_bytes) / fp32_bytes) : 1.0;
+    p.compress_s = m.compress_ms * 1e-3;
+  }
   if (!run.layer_backward_ms.empty() && run.layer_backward_ms.size() == run.layer_ids.size()) {
     for (double ms : run.layer_backward_ms) p.layer_backward_s.push_back(ms * 1e-3);
     p.layer_ids = run.layer_ids;

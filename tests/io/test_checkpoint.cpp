@@ -234,6 +234,38 @@ TEST(Sharded, OneFormatBitwiseResumeAndAnyModeResumesAny) {
   for (const auto& d : dirs) remove_dir(world, d);
 }
 
+// Gradient compression's state (PowerSGD's Q, per-rank error feedback) is saved and restored
+// exactly: resuming at step 4 (compression began at step 2) equals the uninterrupted run bit for bit,
+// and a run with other compression settings is refused.
+TEST(Checkpoint, CompressionStateResumesBitwise) {
+  const MPI_Comm world = MPI_COMM_WORLD;
+  const std::string dir = shared_tmpdir(world, "compress");
+  auto cfg = small_config("bucketed");
+  cfg.compression.mode = "powersgd";
+  cfg.compression.powersgd_rank = 1;  // rank 1: every weight of the small model compresses
+  cfg.compression.powersgd_start_step = 2;
+  const TrainRun straight = train(world, cfg, 8, dir, -1);
+  const TrainRun first = train(world, cfg, 4, dir, 4);
+  const TrainRun second = train(world, cfg, 8, dir, -1, "auto");
+  ASSERT_EQ(first.losses.size() + second.losses.size(), straight.losses.size());
+  for (std::size_t s = 0; s < straight.losses.size(); ++s) {
+    EXPECT_EQ(s < 4 ? first.losses[s] : second.losses[s - 4], straight.losses[s]) << "step " << s;
+  }
+  EXPECT_EQ(std::memcmp(second.params.data(), straight.params.data(), straight.params.size() * sizeof(float)), 0)
+      << "resumed parameters differ from the uninterrupted run";
+  const CheckpointContents c = read_checkpoint(checkpoint_path(dir, 4));
+  ASSERT_TRUE(c.compression.present);
+  EXPECT_EQ(c.compression.config.mode, "powersgd");
+  ASSERT_EQ(c.compression.tensors.size(), 2u);  // powersgd_q and error_feedback
+  auto other = cfg;
+  other.compression.error_feedback = false;
+  EXPECT_THROW(check_compatible(c, other, c.data_source), core::UsageError);
+  other.compression.mode = "none";
+  EXPECT_THROW(check_compatible(c, other, c.data_source), core::UsageError);
+  EXPECT_NO_THROW(check_compatible(c, cfg, c.data_source));
+  remove_dir(world, dir);
+}
+
 TEST(Checkpoint, AutoSkipsCorruptNewest) {
   const MPI_Comm world = MPI_COMM_WORLD;
   int rank = 0;

@@ -183,4 +183,10 @@ std::string ZeroSync::collective_label(int id) const {
   return buf;
 }
 
+std::vector<SyncUnit> ZeroSync::units() const {
+  std::vector<SyncUnit> u;
+  for (const ShardBucket& sb : plan_.buckets) u.push_back({sb.offset, sb.count, sb.bucket.first_param, sb.bucket.end_param});
+  return u;
+}
+
 }  // namespace microddp::ddp::zero

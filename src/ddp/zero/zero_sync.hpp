@@ -61,6 +61,8 @@ class ZeroSync final : public GradSync {
   // Reduce-scatters and tail all-reduces, plus the all-gathers of the update.
   std::int64_t collectives_per_step() const override;
   std::string collective_label(int id) const override;
+  // One unit per shard bucket (its widened slice): what the reduce-scatters cover.
+  std::vector<SyncUnit> units() const override;
 
   ShardMode mode() const { return mode_; }
   const ShardPlan& plan() const { return plan_; }
