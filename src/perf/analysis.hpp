@@ -56,8 +56,8 @@ struct AnalyzeOptions {
   // The strategy (and bucket cap) the scaling prediction assumes.
   ddp::Strategy scaling_strategy = ddp::Strategy::Bucketed;
   double scaling_bucket_mb = 25.0;
-  double peak_gflops_per_thread = 166;  // machine-anchors.md: 64 FLOP/cycle × 2.6 GHz
-  double mem_gbytes_s = 15;             // machine-anchors.md: triad, 1 thread
+  double peak_gflops_per_thread = 166;  // the development machine: 64 FLOP/cycle × 2.6 GHz (AVX-512 FMA)
+  double mem_gbytes_s = 15;             // the development machine: STREAM-style triad, 1 thread
 };
 
 // All-reduce time for the run's backend at `ranks` (0 at one rank); async = the progress-thread
