@@ -69,6 +69,15 @@ void sgd_step(const SgdParams& params, float* p, const float* g, float* momentum
 
 // x(n) *= alpha.
 void scale(float* x, float alpha, std::int64_t n, cudaStream_t stream);
+// y(n) += alpha * x(n).
+void axpy(float alpha, const float* x, float* y, std::int64_t n, cudaStream_t stream);
+// Gradient compression's 16-bit wire formats (Ops::encode_wire16 / decode_wire16; the per-element
+// math is elementwise.hpp's wire16_*, shared with the CPU loops). residual may be null or alias src.
+void encode_wire16(Wire16 f, const float* src, std::uint16_t* dst, float* residual, std::int64_t n, cudaStream_t stream);
+void decode_wire16(Wire16 f, const std::uint16_t* src, float* dst, std::int64_t n, cudaStream_t stream);
+// dst(n) = a op b on 16-bit data: decode, combine in fp32, round once (the GPU ring's reduction hop).
+void reduce_wire16(Wire16 f, std::uint16_t* dst, const std::uint16_t* a, const std::uint16_t* b, std::int64_t n,
+                   core::ReduceOp op, cudaStream_t stream);
 // x(n) = 0 (cudaMemsetAsync: the copy engines beat a kernel, and all-zero bits are 0.0f).
 void zero(float* x, std::int64_t n, cudaStream_t stream);
 // dst(n) = src(n), device to device (cudaMemcpyAsync, same reason).

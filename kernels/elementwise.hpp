@@ -145,4 +145,60 @@ MDDP_HD_INLINE float bf16_bits_to_float(std::uint16_t b) {
   return float_from_bits(static_cast<std::uint32_t>(b) << 16);
 }
 
+// ---- IEEE half (fp16) conversion ------------------------------------------------------------
+// fp16: 1 sign, 5 exponent (bias 15), 10 significand bits; largest finite 65504, smallest normal
+// 2^-14, subnormals down to 2^-24. Round to nearest, ties to even (what __float2half_rn does):
+// |x| >= 65520 (halfway between 65504 and the next power 65536) rounds to +-inf, values below
+// 2^-25 round to +-0, NaN stays a quiet NaN. Decoding is exact (every half is a float).
+MDDP_HD_INLINE std::uint16_t float_to_f16_bits(float x) {
+  const std::uint32_t u = float_bits(x);
+  const std::uint32_t sign = (u >> 16) & 0x8000u;
+  const std::uint32_t a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);  // NaN
+  if (a >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // >= 65520 (or inf): inf
+  if (a >= 0x38800000u) {  // normal half (|x| >= 2^-14): rebias the exponent by 127 - 15 = 112
+    std::uint32_t h = a - 0x38000000u;
+    h += 0x0fffu + ((h >> 13) & 1u);  // ties to even on the 13 dropped bits; a carry bumps the exponent
+    return static_cast<std::uint16_t>(sign | (h >> 13));
+  }
+  if (a < 0x33000000u) return static_cast<std::uint16_t>(sign);  // < 2^-25: to zero (2^-25 itself ties to even 0)
+  // Subnormal half: h * 2^-24 with h = significand (implicit bit included) >> (126 - exponent).
+  const std::uint32_t e = a >> 23;
+  const std::uint32_t m = (a & 0x7fffffu) | 0x800000u;
+  const std::uint32_t shift = 126u - e;  // 14 .. 24
+  std::uint32_t h = m >> shift;
+  const std::uint32_t rem = m & ((1u << shift) - 1u), halfway = 1u << (shift - 1u);
+  if (rem > halfway || (rem == halfway && (h & 1u))) ++h;  // may reach 0x400: the smallest normal, correctly
+  return static_cast<std::uint16_t>(sign | h);
+}
+MDDP_HD_INLINE float f16_bits_to_float(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0x1fu) return float_from_bits(sign | 0x7f800000u | (m << 13));  // inf, NaN
+  if (e == 0u) {  // zero or subnormal: m * 2^-24, exact in float
+    const float v = static_cast<float>(m) * 5.9604644775390625e-8f;
+    return sign != 0u ? -v : v;
+  }
+  return float_from_bits(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+// ---- 16-bit wire formats of gradient compression ----------------------------------------------
+enum class Wire16 : std::uint8_t { F16, BF16 };
+MDDP_HD_INLINE std::uint16_t wire16_encode(Wire16 f, float x) {
+  return f == Wire16::F16 ? float_to_f16_bits(x) : float_to_bf16_bits(x);
+}
+MDDP_HD_INLINE float wire16_decode(Wire16 f, std::uint16_t h) {
+  return f == Wire16::F16 ? f16_bits_to_float(h) : bf16_bits_to_float(h);
+}
+// One element of an encode with error feedback: *out = encode(x); returns x - decode(*out), the
+// rounding error this rank keeps for its next step.
+MDDP_HD_INLINE float wire16_encode_residual(Wire16 f, float x, std::uint16_t* out) {
+  *out = wire16_encode(f, x);
+  return x - wire16_decode(f, *out);
+}
+// One reduction hop on 16-bit data: decode both, combine in fp32, round once back to 16 bits.
+MDDP_HD_INLINE std::uint16_t wire16_reduce_pair(Wire16 f, core::ReduceOp op, std::uint16_t a, std::uint16_t b) {
+  return wire16_encode(f, reduce_pair(op, wire16_decode(f, a), wire16_decode(f, b)));
+}
+
 }  // namespace microddp::kernels

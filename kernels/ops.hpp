@@ -55,6 +55,14 @@ class Ops {
 
   // x(n) *= alpha.
   virtual void scale(float* x, float alpha, std::int64_t n) = 0;
+  // y(n) += alpha * x(n) (gradient compression's error feedback: error += gradient).
+  virtual void axpy(float alpha, const float* x, float* y, std::int64_t n) = 0;
+  // 16-bit wire formats (gradient compression): dst(n) = round-to-nearest-even of src in format f
+  // (elementwise.hpp wire16_encode); when residual != nullptr, residual(n) = src - decode(dst), the
+  // rounding error (residual may be src itself: error feedback keeps it in place).
+  virtual void encode_wire16(Wire16 f, const float* src, std::uint16_t* dst, float* residual, std::int64_t n) = 0;
+  // dst(n) = decode(src) (exact).
+  virtual void decode_wire16(Wire16 f, const std::uint16_t* src, float* dst, std::int64_t n) = 0;
   // Set n floats to zero.
   virtual void zero(float* x, std::int64_t n) = 0;
   // Copy n floats (both on device()).

@@ -151,6 +151,32 @@ class CpuOps final : public Ops {
     for (std::int64_t i = 0; i < n; ++i) x[i] *= alpha;
   }
 
+  void axpy(float alpha, const float* __restrict x, float* __restrict y, std::int64_t n) override {
+    MDDP_CHECK(n >= 0, "axpy: negative count " << n);
+    for (std::int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+  }
+
+  // One loop per format and residual choice, so each is a branch-free loop the compiler can vectorise.
+  void encode_wire16(Wire16 f, const float* src, std::uint16_t* dst, float* residual, std::int64_t n) override {
+    MDDP_CHECK(n >= 0, "encode_wire16: negative count " << n);
+    if (residual != nullptr) {
+      for (std::int64_t i = 0; i < n; ++i) residual[i] = wire16_encode_residual(f, src[i], dst + i);
+    } else if (f == Wire16::F16) {
+      for (std::int64_t i = 0; i < n; ++i) dst[i] = float_to_f16_bits(src[i]);
+    } else {
+      for (std::int64_t i = 0; i < n; ++i) dst[i] = float_to_bf16_bits(src[i]);
+    }
+  }
+
+  void decode_wire16(Wire16 f, const std::uint16_t* __restrict src, float* __restrict dst, std::int64_t n) override {
+    MDDP_CHECK(n >= 0, "decode_wire16: negative count " << n);
+    if (f == Wire16::F16) {
+      for (std::int64_t i = 0; i < n; ++i) dst[i] = f16_bits_to_float(src[i]);
+    } else {
+      for (std::int64_t i = 0; i < n; ++i) dst[i] = bf16_bits_to_float(src[i]);
+    }
+  }
+
   void zero(float* x, std::int64_t n) override {
     MDDP_CHECK(n >= 0, "zero: negative count " << n);
     if (n > 0) std::memset(x, 0, static_cast<std::size_t>(n) * sizeof(float));  // all-zero bits == 0.0f

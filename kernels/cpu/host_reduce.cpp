@@ -21,6 +21,21 @@ void dispatch_op(core::ReduceOp op, F&& f) {
   }
 }
 
+// 16-bit wire formats: decode, combine in fp32, round once (elementwise.hpp wire16_reduce_pair).
+// One loop per format and op so each is branch-free.
+template <Wire16 F, core::ReduceOp Op>
+void reduce_wire16_typed(std::uint16_t* dst, const std::uint16_t* a, const std::uint16_t* b, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) dst[i] = wire16_reduce_pair(F, Op, a[i], b[i]);
+}
+template <Wire16 F>
+void reduce_wire16(std::uint16_t* dst, const std::uint16_t* a, const std::uint16_t* b, std::int64_t n, core::ReduceOp op) {
+  switch (op) {
+    case core::ReduceOp::Max: reduce_wire16_typed<F, core::ReduceOp::Max>(dst, a, b, n); break;
+    case core::ReduceOp::Min: reduce_wire16_typed<F, core::ReduceOp::Min>(dst, a, b, n); break;
+    default: reduce_wire16_typed<F, core::ReduceOp::Sum>(dst, a, b, n); break;
+  }
+}
+
 template <typename T>
 void reduce_typed(T* dst, const T* a, const T* b, std::int64_t n, core::ReduceOp op) {
   dispatch_op<T>(op, [&](auto combine) {
@@ -48,6 +63,14 @@ void host_reduce(core::TensorView dst, core::TensorView a, core::TensorView b, c
       break;
     case core::DType::I64:
       reduce_typed(dst.as<std::int64_t>(), a.as<std::int64_t>(), b.as<std::int64_t>(), dst.count, op);
+      break;
+    case core::DType::F16:
+      reduce_wire16<Wire16::F16>(static_cast<std::uint16_t*>(dst.data), static_cast<const std::uint16_t*>(a.data),
+                                 static_cast<const std::uint16_t*>(b.data), dst.count, op);
+      break;
+    case core::DType::BF16:
+      reduce_wire16<Wire16::BF16>(static_cast<std::uint16_t*>(dst.data), static_cast<const std::uint16_t*>(a.data),
+                                  static_cast<const std::uint16_t*>(b.data), dst.count, op);
       break;
   }
 }

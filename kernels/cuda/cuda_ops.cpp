@@ -140,6 +140,13 @@ class CudaOps final : public Ops {
     gpu::sgd_step(params, p, g, momentum_buf, n, stream_);
   }
   void scale(float* x, float alpha, std::int64_t n) override { gpu::scale(x, alpha, n, stream_); }
+  void axpy(float alpha, const float* x, float* y, std::int64_t n) override { gpu::axpy(alpha, x, y, n, stream_); }
+  void encode_wire16(Wire16 f, const float* src, std::uint16_t* dst, float* residual, std::int64_t n) override {
+    gpu::encode_wire16(f, src, dst, residual, n, stream_);
+  }
+  void decode_wire16(Wire16 f, const std::uint16_t* src, float* dst, std::int64_t n) override {
+    gpu::decode_wire16(f, src, dst, n, stream_);
+  }
   void zero(float* x, std::int64_t n) override { gpu::zero(x, n, stream_); }
   void copy(float* dst, const float* src, std::int64_t n) override { gpu::copy(dst, src, n, stream_); }
 

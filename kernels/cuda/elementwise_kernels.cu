@@ -74,6 +74,39 @@ void scale(float* x, float alpha, std::int64_t n, cudaStream_t stream) {
   MDDP_CUDA_CHECK_LAUNCH();
 }
 
+void axpy(float alpha, const float* x, float* y, std::int64_t n, cudaStream_t stream) {
+  check_count(n, "axpy");
+  const LaunchGeometry g = grid_stride_geometry(n);
+  if (g.empty()) return;
+  MDDP_LAUNCH(axpy_kernel, g.blocks, g.threads, 0, stream)(alpha, x, y, n);
+  MDDP_CUDA_CHECK_LAUNCH();
+}
+
+void encode_wire16(Wire16 f, const float* src, std::uint16_t* dst, float* residual, std::int64_t n, cudaStream_t stream) {
+  check_count(n, "encode_wire16");
+  const LaunchGeometry g = grid_stride_geometry(n);
+  if (g.empty()) return;
+  MDDP_LAUNCH(encode_wire16_kernel, g.blocks, g.threads, 0, stream)(f, src, dst, residual, n);
+  MDDP_CUDA_CHECK_LAUNCH();
+}
+
+void decode_wire16(Wire16 f, const std::uint16_t* src, float* dst, std::int64_t n, cudaStream_t stream) {
+  check_count(n, "decode_wire16");
+  const LaunchGeometry g = grid_stride_geometry(n);
+  if (g.empty()) return;
+  MDDP_LAUNCH(decode_wire16_kernel, g.blocks, g.threads, 0, stream)(f, src, dst, n);
+  MDDP_CUDA_CHECK_LAUNCH();
+}
+
+void reduce_wire16(Wire16 f, std::uint16_t* dst, const std::uint16_t* a, const std::uint16_t* b, std::int64_t n,
+                   core::ReduceOp op, cudaStream_t stream) {
+  check_count(n, "reduce_wire16");
+  const LaunchGeometry g = grid_stride_geometry(n);
+  if (g.empty()) return;
+  MDDP_LAUNCH(reduce_wire16_kernel, g.blocks, g.threads, 0, stream)(f, op, dst, a, b, n);
+  MDDP_CUDA_CHECK_LAUNCH();
+}
+
 void zero(float* x, std::int64_t n, cudaStream_t stream) {
   check_count(n, "zero");
   if (n == 0) return;

@@ -60,6 +60,33 @@ __global__ void scale_kernel(float* __restrict__ x, float alpha, std::int64_t n)
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) x[i] *= alpha;
 }
 
+__global__ void axpy_kernel(float alpha, const float* __restrict__ x, float* __restrict__ y, std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) y[i] += alpha * x[i];
+}
+
+// residual may alias src (error feedback rewrites its buffer in place): no __restrict__ on those two.
+__global__ void encode_wire16_kernel(Wire16 f, const float* src, std::uint16_t* __restrict__ dst, float* residual,
+                                     std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
+    if (residual != nullptr) {
+      residual[i] = wire16_encode_residual(f, src[i], dst + i);
+    } else {
+      dst[i] = wire16_encode(f, src[i]);
+    }
+  }
+}
+
+__global__ void decode_wire16_kernel(Wire16 f, const std::uint16_t* __restrict__ src, float* __restrict__ dst,
+                                     std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) dst[i] = wire16_decode(f, src[i]);
+}
+
+// No __restrict__: dst may alias a or b (as below).
+__global__ void reduce_wire16_kernel(Wire16 f, core::ReduceOp op, std::uint16_t* dst, const std::uint16_t* a,
+                                     const std::uint16_t* b, std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) dst[i] = wire16_reduce_pair(f, op, a[i], b[i]);
+}
+
 // No __restrict__: dst may alias a or b (each element is read before it is written, by one thread).
 template <core::ReduceOp kOp>
 __global__ void reduce_kernel(float* dst, const float* a, const float* b, std::int64_t n) {

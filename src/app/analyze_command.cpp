@@ -25,6 +25,7 @@
 #include "app/command.hpp"
 #include "app/train_options.hpp"
 #include "app/training_session.hpp"
+#include "app/zero_forecast.hpp"
 #include "core/error.hpp"
 #include "core/host_buffer.hpp"
 #include "core/timer.hpp"
@@ -36,6 +37,7 @@
 #include "perf/analysis_report.hpp"
 #include "perf/bench_rows.hpp"
 #include "perf/comm_model_io.hpp"
+#include "perf/link_classes.hpp"
 #include "perf/peer_arrival.hpp"
 #include "perf/run_record.hpp"
 #include "perf/step_stats.hpp"
@@ -87,6 +89,19 @@ class AnalyzeCommand final : public Command {
     sub->add_option("--mem-gbps", aopt_.mem_gbytes_s, "Reference memory bandwidth in GB/s (verdict)")
         ->check(finite_range(1e-3, 1e9))->capture_default_str();
     sub->add_option("--json", json_path_, "Write the report as JSON to this file");
+    sub->add_option("--memory-limit", memory_limit_mib_,
+                    "Sharding forecast: bytes per rank available, in MiB; says which --shard mode fits at each world size")
+        ->check(CLI::Range(0.0, 1e12))
+        ->capture_default_str();
+    // Hierarchical vs flat all-reduce from one (alpha, beta) per link class (perf/link_classes.hpp).
+    sub->add_option("--bench-intra", bench_intra_path_,
+                    "Link classes: `bench collectives` output of the ring on the ranks of one node (intra-node fit)");
+    sub->add_option("--bench-inter", bench_inter_path_,
+                    "Link classes: `bench collectives` output of the ring on one rank per node (inter-node fit)");
+    sub->add_option("--nodes", nodes_, "Link classes: nodes to predict for")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+    sub->add_option("--ranks-per-node", ranks_per_node_, "Link classes: ranks per node to predict for")
+        ->check(CLI::Range(1, 1 << 20))
+        ->capture_default_str();
   }
 
   void validate() override {
@@ -94,6 +109,8 @@ class AnalyzeCommand final : public Command {
     MDDP_USAGE_CHECK(run_path_.empty() || metrics_path_.empty(), "give at most one of --run and --metrics");
     MDDP_USAGE_CHECK(model_path_.empty() || bench_path_.empty(), "give at most one of --model and --bench");
     MDDP_USAGE_CHECK(!strategies_.empty(), "--strategies is empty");
+    MDDP_USAGE_CHECK(bench_intra_path_.empty() == bench_inter_path_.empty(),
+                     "give both --bench-intra and --bench-inter (one fit per link class), or neither");
   }
 
   double comm_timeout_s() const override { return opts_.comm_timeout_s; }
@@ -107,6 +124,9 @@ class AnalyzeCommand final : public Command {
   std::vector<ddp::Strategy> strategies_{ddp::kStrategies.begin(), ddp::kStrategies.end()};
   int warmup_ = 2;
   std::string run_path_, metrics_path_, save_run_path_, model_path_, bench_path_, fit_out_, json_path_;
+  double memory_limit_mib_ = 0;  // --memory-limit (0: none)
+  std::string bench_intra_path_, bench_inter_path_;
+  int nodes_ = 2, ranks_per_node_ = 2;
   bool fit_only_ = false;
   double fit_max_mb_ = 16.0;
   double reduce_gbps_ = -1.0;
@@ -225,6 +245,24 @@ perf::RunRecord AnalyzeCommand::fresh_run(TrainingSession& session, const comm::
 
 int AnalyzeCommand::run(const comm::MpiRuntime& mpi) {
   const bool root = mpi.rank() == 0;
+  if (!bench_intra_path_.empty()) {
+    // Hier vs flat ring from the two link classes; --bench (optional) adds measured ring/hier rows.
+    if (!root) return 0;
+    const perf::LinkClassModel lc =
+        perf::fit_link_classes(perf::read_bench_rows(bench_intra_path_), bench_intra_path_,
+                               perf::read_bench_rows(bench_inter_path_), bench_inter_path_);
+    const std::vector<perf::BenchRow> measured =
+        bench_path_.empty() ? std::vector<perf::BenchRow>{} : perf::read_bench_rows(bench_path_);
+    const nlohmann::json j = perf::compare_hier_ring(lc, nodes_, ranks_per_node_, 256.0 * (1 << 20), measured);
+    std::fputs(perf::format_hier_comparison(j).c_str(), stdout);
+    std::fflush(stdout);
+    if (!json_path_.empty()) {
+      std::ofstream out(json_path_);
+      MDDP_USAGE_CHECK(out.good(), "cannot write '" << json_path_ << "'");
+      out << j.dump(2) << "\n";
+    }
+    return 0;
+  }
   TrainingSession session(mpi, opts_, comm_settings());
   const bool recorded = !run_path_.empty() || !metrics_path_.empty();
 
@@ -260,6 +298,7 @@ int AnalyzeCommand::run(const comm::MpiRuntime& mpi) {
           std::printf("      from %12.0f B: alpha %10.3f us  beta %12.5f ns/B\n", g.from_bytes, g.model.alpha_s * 1e6,
                       g.model.beta_s_per_byte * 1e9);
         }
+        if (const std::string w = perf::fit_warning(f); !w.empty()) std::printf("    (!) %s\n", w.c_str());
       }
       if (!fit_out_.empty()) std::printf("# model written to %s\n", fit_out_.c_str());
     }
@@ -300,6 +339,8 @@ int AnalyzeCommand::run(const comm::MpiRuntime& mpi) {
   }
   const perf::Analysis analysis = perf::analyze(rec, used, aopt_);
   std::fputs(perf::format_report(analysis).c_str(), stdout);
+  std::fputs(zero_forecast(opts_.config, aopt_.scaling_bucket_mb, analysis, memory_limit_mib_, aopt_.max_ranks).c_str(),
+             stdout);
   std::fflush(stdout);
   if (!json_path_.empty()) {
     std::ofstream out(json_path_);

@@ -41,7 +41,11 @@ namespace {
 struct Variant {
   ddp::Strategy strategy = ddp::Strategy::Naive;
   double bucket_mb = 0;  // bucketed only
+  ddp::zero::ShardMode shard = ddp::zero::ShardMode::None;
+  std::string compression = "none";
   std::string label;
+  double ring_mib = 0;       // per-rank bytes a ring moves per step (formula over the collectives' sizes)
+  double opt_state_mib = 0;  // optimizer state per rank, measured (memory_report)
   std::vector<perf::StepStats> stats;
   std::vector<core::Event> trace_events;
   int wrong = 0;
@@ -57,8 +61,18 @@ class BenchDdpCommand final : public Command {
     add_distributed_training_options(sub, opts_);
     add_bucket_options(sub, opts_, /*with_cap=*/false);  // the caps are a list here: --bucket-mb below
     add_trace_option(sub, opts_);
+    sub->add_option("--shard", shards_, "Shard modes to compare (none, optimizer, gradients; docs/zero.md), each with every strategy")
+        ->delimiter(',')
+        ->check(CLI::IsMember({"none", "optimizer", "gradients"}))
+        ->capture_default_str();
     sub->get_option("--steps")->description("Timed steps per variant per round");
     add_strategy_list_option(sub, "--strategies", strategies_, "Strategies to compare");
+    // Compression modes side by side (docs/compression.md): a list here, not the single mode of train.
+    sub->remove_option(sub->get_option("--grad-compression"));
+    sub->add_option("--grad-compression", compressions_, "Gradient compression modes to compare (none,fp16,bf16,powersgd)")
+        ->delimiter(',')
+        ->check(CLI::IsMember({"none", "fp16", "bf16", "powersgd"}))
+        ->capture_default_str();
     sub->add_option("--bucket-mb", bucket_mbs_, "Bucket caps in MiB for `bucketed` (one variant each: the sweep)")
         ->delimiter(',')
         ->check(finite_range(1e-6, 1e6))
@@ -69,6 +83,11 @@ class BenchDdpCommand final : public Command {
     sub->add_option("--json", json_path_, "Also write the table as JSON");
   }
   void validate() override {
+    MDDP_USAGE_CHECK(!compressions_.empty(), "--grad-compression is empty");
+    // The shared checks see the most specific mode listed (--powersgd-rank needs powersgd among them).
+    for (const auto& c : compressions_) {
+      if (c != "none" && opts_.config.compression.mode != "powersgd") opts_.config.compression.mode = c;
+    }
     validate_train_options(opts_);
     MDDP_USAGE_CHECK(!strategies_.empty(), "--strategies is empty");
     MDDP_USAGE_CHECK(!bucket_mbs_.empty(), "--bucket-mb is empty");
@@ -79,7 +98,9 @@ class BenchDdpCommand final : public Command {
  private:
   TrainOptions opts_;
   std::vector<ddp::Strategy> strategies_{ddp::kStrategies.begin(), ddp::kStrategies.end()};
+  std::vector<std::string> compressions_{"none"};
   std::vector<double> bucket_mbs_{0.25, 1, 4, 25, 100};
+  std::vector<std::string> shards_{"none"};
   int rounds_ = 3, warmup_ = 1;
   std::string csv_path_, json_path_;
 };
@@ -92,23 +113,36 @@ double mean_of(const std::vector<perf::StepStats>& v, double perf::StepStats::*f
 
 int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
   std::vector<Variant> variants;
-  for (const ddp::Strategy s : strategies_) {
-    if (s == ddp::Strategy::Bucketed) {
-      for (double mb : bucket_mbs_) {
-        char label[64];
-        std::snprintf(label, sizeof label, "bucketed %gMiB", mb);
-        variants.push_back({s, mb, label, {}, {}, 0});
+  for (const auto& shard_name : shards_) {
+    const ddp::zero::ShardMode shard = ddp::zero::parse_shard_mode(shard_name);
+    const std::string shard_suffix =
+        shard == ddp::zero::ShardMode::None ? "" : (shard == ddp::zero::ShardMode::Optimizer ? " zero1" : " zero2");
+    for (const auto& c : compressions_) {
+      // The trainer refuses sharding with compression (ddp/trainer.cpp build_sync): such pairs are left out.
+      if (shard != ddp::zero::ShardMode::None && c != "none") continue;
+      const std::string suffix = shard_suffix + (compressions_.size() > 1 || c != "none" ? " " + c : "");
+      for (const ddp::Strategy s : strategies_) {
+        if (s == ddp::Strategy::Bucketed) {
+          for (double mb : bucket_mbs_) {
+            char label[64];
+            std::snprintf(label, sizeof label, "bucketed %gMiB", mb);
+            variants.push_back({s, mb, shard, c, std::string(label) + suffix, 0, 0, {}, {}, 0});
+          }
+        } else {
+          variants.push_back({s, 0, shard, c, std::string(ddp::strategy_name(s)) + suffix, 0, 0, {}, {}, 0});
+        }
       }
-    } else {
-      variants.push_back({s, 0, std::string(ddp::strategy_name(s)), {}, {}, 0});
     }
   }
+  MDDP_USAGE_CHECK(!variants.empty(), "no variant to run: a --shard other than none cannot be combined with a "
+                                      "--grad-compression other than none");
   const bool tracing = !opts_.trace_path.empty();
   auto cfg = opts_.config;
   const std::int64_t steps_per_block = cfg.steps + warmup_;
   cfg.steps = steps_per_block * rounds_ * static_cast<std::int64_t>(variants.size());
   cfg.strategy = variants[0].strategy;
   cfg.sync_options.bucket_mb = variants[0].bucket_mb > 0 ? variants[0].bucket_mb : 25.0;
+  cfg.shard = variants[0].shard;
   cfg.layer_events = tracing;
   TrainingSession session(mpi, opts_, comm_settings());
   const int threads = session.threads();
@@ -131,7 +165,18 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
     for (auto& v : variants) {
       ddp::GradSyncOptions so = cfg.sync_options;
       if (v.bucket_mb > 0) so.bucket_mb = v.bucket_mb;
-      trainer.set_strategy(v.strategy, so);
+      ddp::GradCompressionConfig cc = opts_.config.compression;
+      cc.mode = v.compression;
+      trainer.set_strategy(v.strategy, so, v.shard, cc);
+      {
+        // Bytes per rank on a ring: an all-reduce of B bytes sends 2(n-1)/n B, a reduce-scatter of B
+        // bytes and an all-gather into B bytes (n-1)/n B each.
+        const double n = mpi.size(), f = (n - 1) / n;
+        const auto* z = dynamic_cast<const ddp::zero::ZeroSync*>(&trainer.sync());
+        const double b = static_cast<double>(trainer.sync().bytes_per_step());
+        v.ring_mib = (z != nullptr ? f * (b + static_cast<double>(z->gather_bytes_per_step())) : 2 * f * b) / (1 << 20);
+        v.opt_state_mib = static_cast<double>(trainer.memory_report().optimizer_state) / (1 << 20);
+      }
       for (std::int64_t i = 0; i < steps_per_block; ++i) {
         const auto rec = trainer.step();
         if (i < warmup_) continue;
@@ -163,8 +208,9 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
     if (v.strategy == ddp::Strategy::Naive) naive_ms = mean_of(v.stats, &perf::StepStats::step_ms);
   }
   nlohmann::json rows = nlohmann::json::array();
-  std::printf("# %-18s %9s %9s %10s %8s %9s %9s %8s %6s\n", "variant", "step_ms", "comm_ms", "exposed_ms", "ops/step",
-              "comm_ovh%", "overlap%", "speedup", "#wrong");
+  std::printf("# %-27s %9s %9s %10s %8s %9s %9s %9s %9s %8s %6s %9s %9s %9s\n", "variant", "step_ms", "comm_ms",
+              "exposed_ms", "ops/step", "MiB/step", "comp_ms", "comm_ovh%", "overlap%", "speedup", "#wrong", "coll_MiB",
+              "ring_MiB", "opt_MiB");
   bool ok = true;
   for (const auto& v : variants) {
     const double step = mean_of(v.stats, &perf::StepStats::step_ms);
@@ -174,6 +220,8 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
     const double ovh = step > 0 ? 100.0 * exposed / step : 0;
     const double overlap = total > 0 ? std::max(0.0, 100.0 * (1.0 - exposed / total)) : 0;
     const double speedup = naive_ms > 0 && step > 0 ? naive_ms / step : 0;
+    const double mib = v.stats.empty() ? 0.0 : static_cast<double>(v.stats.back().comm_bytes) / (1 << 20);
+    const double comp_ms = mean_of(v.stats, &perf::StepStats::compress_ms);
     ok = ok && v.wrong == 0;
     char sp[16];
     if (speedup > 0) {
@@ -181,15 +229,24 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
     } else {
       std::snprintf(sp, sizeof sp, "-");
     }
-    std::printf("  %-18s %9.2f %9.2f %10.2f %8" PRId64 " %9.1f %9.1f %8s %6d\n", v.label.c_str(), step, total, exposed,
-                ops_per_step, ovh, overlap, sp, v.wrong);
-    rows.push_back({{"variant", v.label}, {"strategy", ddp::strategy_name(v.strategy)}, {"bucket_mb", v.bucket_mb}, {"step_ms", step},
+    // coll_MiB: the bytes of the step's collectives from the event log (the byte counters): an
+    // all-reduce counts its buffer, a reduce-scatter its input and an all-gather its output.
+    const double coll_mib = v.stats.empty() ? 0.0 : static_cast<double>(v.stats.back().comm_bytes) / (1 << 20);
+    std::printf("  %-27s %9.2f %9.2f %10.2f %8" PRId64 " %9.3f %9.3f %9.1f %9.1f %8s %6d %9.2f %9.2f %9.2f\n",
+                v.label.c_str(), step, total, exposed, ops_per_step, mib, comp_ms, ovh, overlap, sp, v.wrong, coll_mib,
+                v.ring_mib, v.opt_state_mib);
+    std::printf("  %-27s %9.2f %9.2f %10.2f %8" PRId64 " %9.3f %9.3f %9.1f %9.1f %8s %6d\n", v.label.c_str(), step, total,
+                exposed, ops_per_step, mib, comp_ms, ovh, overlap, sp, v.wrong);
+    rows.push_back({{"variant", v.label}, {"strategy", ddp::strategy_name(v.strategy)}, {"bucket_mb", v.bucket_mb},
+                    {"grad_compression", v.compression}, {"comm_mib_per_step", mib}, {"compress_ms", comp_ms},
+                    {"step_ms", step},
                     {"comm_ms", total}, {"exposed_ms", exposed}, {"ops_per_step", ops_per_step}, {"comm_overhead_pct", ovh},
                     {"overlap_pct", overlap}, {"speedup_vs_naive", speedup}, {"wrong", v.wrong},
                     {"forward_ms", mean_of(v.stats, &perf::StepStats::forward_ms)},
                     {"backward_ms", mean_of(v.stats, &perf::StepStats::backward_ms)},
                     {"optimizer_ms", mean_of(v.stats, &perf::StepStats::optimizer_ms)},
-                    {"steps", v.stats.size()}});
+                    {"steps", v.stats.size()}, {"shard", std::string(ddp::zero::shard_mode_name(v.shard))},
+                    {"coll_mib", coll_mib}, {"ring_mib", v.ring_mib}, {"opt_state_mib", v.opt_state_mib}});
   }
   std::printf("# %s\n", ok ? "OK (all ranks hold identical parameters after every variant)" : "FAILED (#wrong > 0)");
   if (!csv_path_.empty()) {

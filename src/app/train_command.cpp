@@ -45,6 +45,7 @@ class TrainCommand final : public Command {
     opts_.config.strategy = ddp::Strategy::Bucketed;
     add_distributed_training_options(sub, opts_);
     add_strategy_option(sub, opts_);
+    add_shard_option(sub, opts_);
     add_bucket_options(sub, opts_, /*with_cap=*/true);
     add_log_every_option(sub, opts_);
     add_metrics_option(sub, opts_);
@@ -131,8 +132,20 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
                 static_cast<double>(cfg.optimizer.lr), static_cast<double>(cfg.optimizer.weight_decay));
     std::printf("#   ranks      : %d (%d on this node), %s\n", mpi.size(), mpi.local_size(), mpi.library_version().c_str());
     std::printf("#   strategy   : %s over %s backend; %" PRId64 " collectives, %.2f MiB per step\n",
-                std::string(ddp::strategy_name(cfg.strategy)).c_str(), opts_.comm.c_str(), trainer.sync().collectives_per_step(),
+                std::string(trainer.sync().name()).c_str(), opts_.comm.c_str(), trainer.sync().collectives_per_step(),
                 static_cast<double>(trainer.sync().bytes_per_step()) / (1 << 20));
+    // Bytes per rank from the allocations (rank 0's; every rank's shard has the same size).
+    std::printf("#   memory     : --shard %s: %s per rank\n", std::string(ddp::zero::shard_mode_name(cfg.shard)).c_str(),
+                ddp::zero::format_memory(trainer.memory_report()).c_str());
+    if (cfg.compression.mode != "none") {
+      const auto& cc = cfg.compression;
+      char how[160] = "";
+      if (cc.mode == "powersgd") {
+        std::snprintf(how, sizeof how, " rank %" PRId64 " from step %" PRId64 ",", cc.powersgd_rank, cc.powersgd_start_step + 1);
+      }
+      std::printf("#   compression: %s%s error feedback %s (docs/compression.md)\n", cc.mode.c_str(), how,
+                  cc.error_feedback ? "on" : "off");
+    }
     if (cfg.accum_steps > 1) {
       std::printf("#   accumulate : %" PRId64 " micro-batches of %" PRId64 " per step (effective batch %" PRId64
                   "), gradients synchronised on the last only\n",
@@ -195,6 +208,15 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
                 "overhead %.1f%% of the step\n",
                 m.collectives, static_cast<double>(m.comm_bytes) / (1 << 20), 100.0 * m.overlap(),
                 m.step_ms > 0 ? 100.0 * m.comm_exposed_ms / m.step_ms : 0.0);
+    std::printf("#   memory per rank (--shard %s, measured): %s\n", std::string(ddp::zero::shard_mode_name(cfg.shard)).c_str(),
+                ddp::zero::format_memory(trainer.memory_report()).c_str());
+    if (cfg.compression.mode != "none") {
+      const double fp32 = static_cast<double>(trainer.sync().uncompressed_bytes_per_step());
+      std::printf("#   compression: %s, %.3f MiB on the wire per step (%.1f%% of fp32's %.3f MiB); encode/decode %.3f ms "
+                  "per step (median)\n",
+                  cfg.compression.mode.c_str(), static_cast<double>(m.comm_bytes) / (1 << 20),
+                  fp32 > 0 ? 100.0 * static_cast<double>(m.comm_bytes) / fp32 : 0.0, fp32 / (1 << 20), m.compress_ms);
+    }
     std::printf("#   parameter checksum %016" PRIx64 "\n", checksum);
     const double check_ms = trainer.checks_done() > 0 ? trainer.check_ms_total() / static_cast<double>(trainer.checks_done()) : 0.0;
     std::printf("#   checks: %" PRId64 " divergence checks passed (mean %.3f ms each, %.1f%% of the median step); %" PRId64
@@ -241,6 +263,14 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     j["skipped_steps"] = trainer.skipped_steps();
     j["divergence_checks"] = trainer.checks_done();
     j["peer_lag_ms"] = peer_lag_ms;
+    {
+      const ddp::zero::MemoryReport mem = trainer.memory_report();
+      j["memory_bytes"] = {{"parameters", mem.parameters},           {"gradients", mem.gradients},
+                           {"reduced_gradients", mem.reduced_gradients}, {"optimizer_state", mem.optimizer_state},
+                           {"comm_buffers", mem.comm_buffers},       {"activations", mem.activations},
+                           {"host_staging", mem.host_staging},       {"total", mem.total()}};
+    }
+    j["uncompressed_bytes_per_step"] = trainer.sync().uncompressed_bytes_per_step();
     if (cfg.layer_events) {
       const perf::LayerTimes lt = layer_times.mean();
       j["layer_backward_ms"] = lt.backward_ms;

@@ -8,6 +8,7 @@
 #include "app/cli_values.hpp"
 #include "comm/factory.hpp"
 #include "core/error.hpp"
+#include "ddp/compression/compression_config.hpp"
 
 namespace microddp::app {
 
@@ -65,6 +66,15 @@ void add_accumulation_option(CLI::App* sub, TrainOptions& o) {
 
 void add_strategy_option(CLI::App* sub, TrainOptions& o) {
   add_strategy_option(sub, "--strategy", o.config.strategy, "Gradient synchronisation strategy");
+}
+
+void add_shard_option(CLI::App* sub, TrainOptions& o) {
+  // Sharded data parallelism (docs/zero.md): shards follow the strategy's buckets.
+  sub->add_option("--shard", o.shard,
+                  "Shard across ranks: none (plain DDP), optimizer (ZeRO-1: Adam state), gradients (ZeRO-2: also "
+                  "the reduced gradient); reduce-scatter + all-gather instead of all-reduce")
+      ->check(CLI::IsMember({"none", "optimizer", "gradients"}))
+      ->capture_default_str();
 }
 
 void add_bucket_options(CLI::App* sub, TrainOptions& o, bool with_cap) {
@@ -141,6 +151,28 @@ void add_distributed_training_options(CLI::App* sub, TrainOptions& o) {
   add_accumulation_option(sub, o);
   add_comm_options(sub, o);
   add_reliability_options(sub, o);
+  add_compression_options(sub, o);
+}
+
+void add_compression_options(CLI::App* sub, TrainOptions& o) {
+  auto& c = o.config;
+  // Gradient compression (docs/compression.md).
+  sub->add_option("--grad-compression", c.compression.mode,
+                  "Gradient wire format: none (fp32), fp16, bf16 (16-bit, fp32 accumulation), powersgd (low rank)")
+      ->check(CLI::IsMember({"none", "fp16", "bf16", "powersgd"}))
+      ->capture_default_str();
+  o.powersgd_rank_opt = sub->add_option("--powersgd-rank", c.compression.powersgd_rank,
+                                        "PowerSGD: rank of each weight matrix's approximation")
+                            ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}))
+                            ->capture_default_str();
+  o.powersgd_start_opt = sub->add_option("--powersgd-start-step", c.compression.powersgd_start_step,
+                                         "PowerSGD: uncompressed (fp32) steps before compression starts")
+                             ->check(CLI::Range(std::int64_t{0}, kMaxSteps))
+                             ->capture_default_str();
+  o.error_feedback_opt = sub->add_option("--error-feedback", o.error_feedback,
+                                         "Add each rank's previous compression error to its gradient (lossy modes)")
+                             ->check(CLI::IsMember({"on", "off"}))
+                             ->capture_default_str();
 }
 
 void validate_backend_name(const std::string& name, const std::string& option) {
@@ -157,6 +189,12 @@ void validate_train_options(TrainOptions& o) {
   c.model.in_dim = o.in_dim > 0 ? o.in_dim : c.model.width;
   validate_backend_name(o.comm, "--comm");
   c.on_nan = ddp::parse_nan_policy(o.on_nan);
+  c.shard = ddp::zero::parse_shard_mode(o.shard);
+  auto given = [](const CLI::Option* opt) { return opt != nullptr && opt->count() > 0; };
+  c.compression.error_feedback = o.error_feedback == "on";
+  ddp::validate_compression(c.compression, given(o.powersgd_rank_opt) || given(o.powersgd_start_opt));
+  MDDP_USAGE_CHECK(!given(o.error_feedback_opt) || c.compression.mode != "none",
+                   "--error-feedback needs a lossy --grad-compression (fp16, bf16 or powersgd)");
   if (o.log_every == 0) o.log_every = std::max<std::int64_t>(1, c.steps / 10);
 }
 

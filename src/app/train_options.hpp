@@ -40,6 +40,12 @@ struct TrainOptions {
   std::string trace_path;      // --trace FILE.json: Chrome/Perfetto trace of all ranks (written by rank 0)
   bool debug_sync = false;     // --debug-sync: compare every collective's fingerprint across ranks
   std::string on_nan = "abort";  // --on-nan abort|skip (parsed into config.on_nan by validate)
+  std::string shard = "none";    // --shard none|optimizer|gradients (parsed into config.shard by validate)
+  std::string error_feedback = "on";  // --error-feedback on|off (into config.compression by validate)
+  // Given on the command line? (settings that only some compression modes use are errors otherwise)
+  CLI::Option* powersgd_rank_opt = nullptr;
+  CLI::Option* powersgd_start_opt = nullptr;
+  CLI::Option* error_feedback_opt = nullptr;
 };
 
 void add_run_length_options(CLI::App* sub, TrainOptions& o);
@@ -48,6 +54,8 @@ void add_optimizer_options(CLI::App* sub, TrainOptions& o);
 void add_threads_option(CLI::App* sub, TrainOptions& o);
 void add_accumulation_option(CLI::App* sub, TrainOptions& o);
 void add_strategy_option(CLI::App* sub, TrainOptions& o);
+// --shard none|optimizer|gradients (ZeRO, docs/zero.md): parsed into config.shard by validate_train_options.
+void add_shard_option(CLI::App* sub, TrainOptions& o);
 // `with_cap`: also --bucket-mb (commands that sweep several caps register their own list).
 void add_bucket_options(CLI::App* sub, TrainOptions& o, bool with_cap);
 void add_comm_options(CLI::App* sub, TrainOptions& o);
@@ -59,6 +67,9 @@ void add_trace_option(CLI::App* sub, TrainOptions& o);
 // What every command that runs the trainer over ranks takes: run length, model, optimizer,
 // threads, accumulation, comm and reliability (strategy, buckets and output are the command's).
 void add_distributed_training_options(CLI::App* sub, TrainOptions& o);
+// --grad-compression, --powersgd-rank, --powersgd-start-step, --error-feedback (docs/compression.md);
+// part of add_distributed_training_options.
+void add_compression_options(CLI::App* sub, TrainOptions& o);
 
 // Completes and checks value combinations CLI11 validators cannot express; throws core::UsageError.
 void validate_train_options(TrainOptions& opts);

@@ -10,6 +10,7 @@ std::string_view all_reduce_algorithm_name(AllReduceAlgorithm a) {
     case AllReduceAlgorithm::Naive: return "naive";
     case AllReduceAlgorithm::Ring: return "ring";
     case AllReduceAlgorithm::RecursiveDoubling: return "rd";
+    case AllReduceAlgorithm::Hierarchical: return "hier";
   }
   return "?";
 }

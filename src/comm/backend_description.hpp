@@ -21,8 +21,9 @@ enum class AllReduceAlgorithm : std::uint8_t {
   Naive,              // everything through rank 0 (naive_allreduce.cpp)
   Ring,               // reduce-scatter + all-gather around a ring (ring_collectives.cpp, the GPU ring)
   RecursiveDoubling,  // log2(n) whole-buffer exchanges (recursive_doubling.cpp)
+  Hierarchical,       // inside the node, then across nodes, then inside the node (hier_collectives.cpp)
 };
-std::string_view all_reduce_algorithm_name(AllReduceAlgorithm a);  // "local", "library", "naive", "ring", "rd"
+std::string_view all_reduce_algorithm_name(AllReduceAlgorithm a);  // "local", "library", "naive", "ring", "rd", "hier"
 
 // Host: collectives run to completion on a thread of ours (the progress engine); Stream: they are
 // enqueued on a CUDA stream and progress on the device (backend.hpp has the two interfaces).

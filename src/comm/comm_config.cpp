@@ -5,6 +5,7 @@
 #include <climits>
 #include <cstdlib>
 
+#include "comm/hier_topology.hpp"
 #include "core/error.hpp"
 
 namespace microddp::comm {
@@ -40,6 +41,10 @@ CommConfig parse_comm_config(const EnvLookup& env) {
     const double t = std::strtod(v, &end);
     MDDP_USAGE_CHECK(end != v && *end == '\0' && t >= 0, "MICRODDP_NCCL_TIMEOUT_S='" << v << "' is not a number >= 0");
     c.nccl_timeout_s = t;
+  }
+  // Checked against the world size when `hier` is built (resolve_node_of_rank).
+  if (const char* v = env("MICRODDP_HIER_NODE_SIZES"); v != nullptr) {
+    c.hier_node_sizes = parse_node_sizes(v, "MICRODDP_HIER_NODE_SIZES");
   }
   return c;
 }

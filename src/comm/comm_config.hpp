@@ -17,9 +17,13 @@
 //       MICRODDP_AUTO_RD_MAX_BYTES      `auto`: recursive doubling up to this many bytes, >= 1
 //       MICRODDP_NCCL_TIMEOUT_S         NCCL backends' wait limit in seconds, >= 0 (0 = none);
 //                                       empty = the default
+//       MICRODDP_HIER_NODE_SIZES        `hier`: nodes "K" (ranks [iK, (i+1)K) on node i) or "a,b,c"
+//                                       (one size per node) instead of the launcher's
+//                                       (hier_topology.hpp); unset or empty = the launcher's
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/env_lookup.hpp"
 
@@ -50,6 +54,7 @@ struct CommConfig {
   std::int64_t p2p_max_message_bytes = kDefaultP2pMaxMessageBytes;   // MICRODDP_P2P_MAX_MESSAGE_BYTES
   std::int64_t auto_rd_max_bytes = kDefaultAutoRdMaxBytes;           // MICRODDP_AUTO_RD_MAX_BYTES
   double nccl_timeout_s = kDefaultNcclTimeoutS;                      // MICRODDP_NCCL_TIMEOUT_S
+  std::vector<int> hier_node_sizes;  // MICRODDP_HIER_NODE_SIZES (empty: MPI_COMM_TYPE_SHARED)
 };
 
 using core::EnvLookup;

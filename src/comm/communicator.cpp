@@ -152,7 +152,7 @@ void check_buffer(const TensorView& v, std::string_view what) {
 
 void check_op(ReduceOp op, core::DType dtype, std::string_view what) {
   MDDP_CHECK(op != ReduceOp::Mean || dtype == core::DType::F32 || dtype == core::DType::F64,
-             what << ": mean needs a floating-point dtype, got " << core::dtype_name(dtype));
+             what << ": mean needs a 32- or 64-bit floating-point dtype, got " << core::dtype_name(dtype));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include "comm/factory.hpp"
 
 #include "comm/hand_rolled_backend.hpp"
+#include "comm/hier_backend.hpp"
 #include "comm/mpi_backend.hpp"
 #include "core/error.hpp"
 
@@ -39,6 +40,8 @@ constexpr Row kBackends[] = {
     {"ring", BackendKind::Host, false, true, A::Ring, A::Ring, false},
     {"rd", BackendKind::Host, false, true, A::RecursiveDoubling, A::RecursiveDoubling, false},
     {"auto", BackendKind::Host, false, true, A::RecursiveDoubling, A::Ring, true},
+    // Nodes of several ranks: inside the node, then across nodes (hier_backend.hpp).
+    {"hier", BackendKind::Host, false, true, A::Hierarchical, A::Hierarchical, false},
     // GPU backends: one GPU per rank; host buffers are staged (nccl_backend.hpp).
     {"nccl", BackendKind::Stream, true, kHaveNccl, A::Library, A::Library, false},
     {"nccl-ring", BackendKind::Stream, true, kHaveNccl, A::Ring, A::Ring, false},
@@ -63,6 +66,7 @@ std::unique_ptr<Communicator> make_backend(const BackendDescription& d, const Mp
   if (d.name == "nccl") return std::make_unique<Communicator>(make_nccl_backend(runtime, config), faults);
   if (d.name == "nccl-ring") return std::make_unique<Communicator>(make_gpu_ring_backend(runtime, config), faults);
 #endif
+  if (d.name == "hier") return std::make_unique<Communicator>(std::make_unique<HierBackend>(runtime.world(), config), faults);
   // naive, ring, rd, auto: the description names the all-reduce they run.
   return std::make_unique<Communicator>(std::make_unique<HandRolledBackend>(runtime.world(), d, config), faults);
 }

@@ -37,6 +37,12 @@ void device_reduce(void* dst, const void* a, const void* b, std::int64_t n, core
     case core::DType::F64: launch_reduce<double>(dst, a, b, n, op, stream); return;
     case core::DType::I32: launch_reduce<std::int32_t>(dst, a, b, n, op, stream); return;
     case core::DType::I64: launch_reduce<std::int64_t>(dst, a, b, n, op, stream); return;
+    case core::DType::F16:
+    case core::DType::BF16:
+      kernels::gpu::reduce_wire16(dtype == core::DType::F16 ? kernels::Wire16::F16 : kernels::Wire16::BF16,
+                                  static_cast<std::uint16_t*>(dst), static_cast<const std::uint16_t*>(a),
+                                  static_cast<const std::uint16_t*>(b), n, op, stream);
+      return;
   }
   MDDP_CHECK(false, "device_reduce: unknown dtype");
 }

@@ -49,7 +49,8 @@ void HandRolledBackend::execute(const CollectiveCall& call) {
         case AllReduceAlgorithm::RecursiveDoubling: rd_all_reduce(t, call.send, call.recv, call.op); return;
         case AllReduceAlgorithm::Ring: ring_all_reduce(t, call.send, call.recv, call.op, segment_bytes_); return;
         case AllReduceAlgorithm::Local: copy_unless_same(call.recv, call.send); return;
-        case AllReduceAlgorithm::Library: break;  // refused by the constructor
+        case AllReduceAlgorithm::Library:
+        case AllReduceAlgorithm::Hierarchical: break;  // refused by the constructor
       }
       break;
     case CollectiveKind::Broadcast: tree_broadcast(t, call.recv, call.root, segment_bytes_); return;

@@ -82,7 +82,7 @@ void run_all_reduce(const Ctx& x, const CollectiveCall& call) {
   const std::int64_t count = call.recv.count;
   const bool in_place = call.send.data == call.recv.data;
   const MPI_Datatype t = mpi_datatype(call.recv.dtype);
-  const MPI_Op op = mpi_op(call.op);
+  const MPI_Op op = mpi_op(call.op, call.recv.dtype);
   for (std::int64_t o = 0; o < count; o += x.limit) {
     const int m = to_mpi_int(std::min(x.limit, count - o));
     MDDP_MPI_CHECK(MPI_Allreduce(in_place ? MPI_IN_PLACE : at(call.send, o), at(call.recv, o), m, t, op, x.comm));
@@ -163,7 +163,7 @@ void run_reduce_scatter(const Ctx& x, const CollectiveCall& call) {
   // In place, the n*c inputs live at recv.data (== send.data) and the result lands in the first c.
   const bool in_place = call.send.data == call.recv.data;
   const MPI_Datatype t = mpi_datatype(call.recv.dtype);
-  const MPI_Op op = mpi_op(call.op);
+  const MPI_Op op = mpi_op(call.op, call.recv.dtype);
   if (x.fits_whole(c)) {
     MDDP_MPI_CHECK(MPI_Reduce_scatter_block(in_place ? MPI_IN_PLACE : call.send.data, call.recv.data, to_mpi_int(c), t,
                                             op, x.comm));

@@ -25,6 +25,8 @@ inline int to_mpi_int(std::int64_t n) {
 
 MPI_Datatype mpi_datatype(core::DType t);
 MPI_Op mpi_op(core::ReduceOp op);
+// The op for `dtype`: 16-bit floats (F16, BF16: MPI_UINT16_T data) need their own (wire16_mpi_op.hpp).
+MPI_Op mpi_op(core::ReduceOp op, core::DType dtype);
 
 }  // namespace microddp::comm
 

@@ -6,6 +6,7 @@
 
 #include "comm/collective_watchdog.hpp"
 #include "comm/mpi_check.hpp"
+#include "comm/wire16_mpi_op.hpp"
 #include "core/log.hpp"
 
 namespace microddp::comm {
@@ -23,9 +24,16 @@ MPI_Datatype mpi_datatype(core::DType t) {
     case core::DType::F64: return MPI_DOUBLE;
     case core::DType::I32: return MPI_INT32_T;
     case core::DType::I64: return MPI_INT64_T;
+    case core::DType::F16:
+    case core::DType::BF16: return MPI_UINT16_T;  // the bits; reductions use wire16_mpi_op
   }
   MDDP_CHECK(false, "no MPI datatype for dtype");
   return MPI_DATATYPE_NULL;
+}
+
+MPI_Op mpi_op(core::ReduceOp op, core::DType dtype) {
+  if (dtype == core::DType::F16 || dtype == core::DType::BF16) return wire16_mpi_op(dtype, op);
+  return mpi_op(op);
 }
 
 MPI_Op mpi_op(core::ReduceOp op) {

@@ -32,6 +32,8 @@ inline ncclDataType_t nccl_dtype(core::DType t) {
     case core::DType::F64: return ncclFloat64;
     case core::DType::I32: return ncclInt32;
     case core::DType::I64: return ncclInt64;
+    case core::DType::F16: return ncclFloat16;    // NCCL's native 16-bit reductions
+    case core::DType::BF16: return ncclBfloat16;
   }
   MDDP_CHECK(false, "nccl: unknown dtype " << static_cast<int>(t));
   return ncclFloat32;

@@ -7,7 +7,9 @@
 
 namespace microddp::core {
 
-enum class DType : std::uint8_t { F32, F64, I32, I64 };
+// F16 / BF16: 16-bit floats stored as their bits (uint16_t): IEEE half and bfloat16, the wire
+// formats of gradient compression (kernels/elementwise.hpp converts; collectives accumulate in fp32).
+enum class DType : std::uint8_t { F32, F64, I32, I64, F16, BF16 };
 enum class Device : std::uint8_t { Host, Cuda };
 
 constexpr std::size_t dtype_bytes(DType t) {
@@ -16,6 +18,8 @@ constexpr std::size_t dtype_bytes(DType t) {
     case DType::F64: return 8;
     case DType::I32: return 4;
     case DType::I64: return 8;
+    case DType::F16:
+    case DType::BF16: return 2;
   }
   return 0;
 }
@@ -26,6 +30,8 @@ constexpr std::string_view dtype_name(DType t) {
     case DType::F64: return "f64";
     case DType::I32: return "i32";
     case DType::I64: return "i64";
+    case DType::F16: return "f16";
+    case DType::BF16: return "bf16";
   }
   return "?";
 }

@@ -16,6 +16,7 @@ std::string_view event_kind_name(EventKind kind) {
     case EventKind::LossSync: return "loss_sync";
     case EventKind::Optimizer: return "optimizer";
     case EventKind::GradReady: return "grad_ready";
+    case EventKind::Compress: return "compress";
   }
   return "?";
 }

@@ -32,6 +32,8 @@ enum class EventKind : std::uint8_t {
   LossSync,    // the all-reduce of the scalar loss for reporting
   Optimizer,
   GradReady,   // instant: a parameter's gradient became ready (id = parameter index)
+  Compress,    // gradient compression's encode/decode work of the step (ddp/compression): its TOTAL
+               // duration, drawn as one interval ending when gradient synchronisation finished
 };
 
 std::string_view event_kind_name(EventKind kind);

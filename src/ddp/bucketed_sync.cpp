@@ -27,6 +27,12 @@ BucketedSync::BucketedSync(Strategy strategy, std::vector<Bucket> plan, comm::Co
   for (const Bucket& b : plan_) synced_count_ += b.count;
 }
 
+std::vector<SyncUnit> BucketedSync::units() const {
+  std::vector<SyncUnit> u;
+  for (const Bucket& b : plan_) u.push_back({b.offset, b.count, b.first_param, b.end_param});
+  return u;
+}
+
 void BucketedSync::on_backward_begin(std::int64_t step) {
   GradSync::on_backward_begin(step);
   for (const Bucket& b : plan_) pending_[static_cast<std::size_t>(b.index)] = b.num_params();
@@ -42,9 +48,8 @@ void BucketedSync::on_grad_ready(const model::ParamInfo& param) {
 }
 
 void BucketedSync::launch(std::size_t b) {
-  const Bucket& bk = plan_[b];
   launch_ns_[b] = core::now_ns();
-  work_[b] = comm_.all_reduce(grad_slice(bk.offset, bk.count), comm::ReduceOp::Sum, comm::Mode::Async);
+  work_[b] = launch_unit(static_cast<int>(b), comm::Mode::Async);  // with compression: its first phase
 }
 
 void BucketedSync::finish() {
@@ -53,19 +58,22 @@ void BucketedSync::finish() {
                                                   << " buckets were launched in step " << step_);
   if (stream_ordered()) {  // the compute stream waits for the buckets; complete() records them
     for (std::size_t b = 0; b < plan_.size(); ++b) {
-      defer(work_[b], static_cast<std::int32_t>(b), launch_ns_[b], plan_[b].bytes());
+      defer(work_[b], static_cast<std::int32_t>(b), launch_ns_[b], unit_bytes(static_cast<int>(b)));
     }
     order_compute_after_deferred();
     return;
   }
   const std::int64_t wait_begin = core::now_ns();
   for (const comm::Work& w : work_) w.wait();
+  // Compression's second phase (PowerSGD's Q all-reduce) and decode, bucket by bucket in index order.
+  for (std::size_t b = 0; b < plan_.size(); ++b) complete_unit(static_cast<int>(b));
   const std::int64_t wait_end = core::now_ns();
   events_.record(core::EventKind::CommWait, step_, -1, wait_begin, wait_end);
   for (std::size_t b = 0; b < plan_.size(); ++b) {
     std::int64_t done = work_[b].completion_ns();
     if (done == 0) done = wait_end;  // timestamp unavailable (synchronous fallback): bound it by the wait
-    events_.record(core::EventKind::Collective, step_, static_cast<std::int32_t>(b), launch_ns_[b], done, plan_[b].bytes());
+    events_.record(core::EventKind::Collective, step_, static_cast<std::int32_t>(b), launch_ns_[b], done,
+                   unit_bytes(static_cast<int>(b)));
   }
 }
 

@@ -35,6 +35,7 @@ class BucketedSync final : public GradSync {
   std::int64_t collectives_per_step() const override { return static_cast<std::int64_t>(plan_.size()); }
   std::string collective_label(int id) const override;
   const std::vector<Bucket>& buckets() const { return plan_; }
+  std::vector<SyncUnit> units() const override;
 
  private:
   void launch(std::size_t b);

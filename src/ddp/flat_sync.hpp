@@ -15,6 +15,9 @@ class FlatSync final : public GradSync {
   void finish() override;
   std::int64_t collectives_per_step() const override { return 1; }
   std::string collective_label(int) const override { return "all gradients"; }
+  std::vector<SyncUnit> units() const override {
+    return {SyncUnit{0, total_count_, 0, static_cast<int>(params_.size())}};
+  }
 };
 
 }  // namespace microddp::ddp

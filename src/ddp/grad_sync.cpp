@@ -49,8 +49,41 @@ void GradSync::complete(std::int64_t backward_end_ns) {
   deferred_.clear();
 }
 
+void GradSync::attach_compressor(std::unique_ptr<GradCompressor> c) {
+  MDDP_CHECK(!compressor_, name() << ": a compressor is already attached");
+  if (!c) return;
+  compressor_ = std::move(c);
+  units_ = units();
+  for (const SyncUnit& u : units_) compressor_->add_unit(u.offset, u.count, u.first_param, u.end_param);
+  stream_ordered_ = false;
+}
+
+std::int64_t GradSync::bytes_per_step() const {
+  if (!compressor_) return synced_count_ * model::kParamElementBytes;
+  std::int64_t bytes = 0;
+  for (std::size_t u = 0; u < units_.size(); ++u) bytes += compressor_->unit_wire_bytes(static_cast<int>(u));
+  return bytes;
+}
+
+comm::Work GradSync::launch_unit(int u, comm::Mode mode) {
+  if (compressor_) return compressor_->start(u, mode);
+  const SyncUnit& unit = units_[static_cast<std::size_t>(u)];
+  return comm_.all_reduce(grad_slice(unit.offset, unit.count), comm::ReduceOp::Sum, mode);
+}
+
+void GradSync::complete_unit(int u) {
+  if (compressor_) compressor_->finish(u);
+}
+
+std::int64_t GradSync::unit_bytes(int u) const {
+  if (compressor_) return compressor_->unit_wire_bytes(u);
+  return units_[static_cast<std::size_t>(u)].count * model::kParamElementBytes;
+}
+
 void GradSync::on_backward_begin(std::int64_t step) {
   step_ = step;
+  if (units_.empty()) units_ = units();  // once (the first step), so launching allocates nothing
+  if (compressor_) compressor_->begin_step(step);
   std::fill(ready_.begin(), ready_.end(), 0);
 }
 
@@ -77,6 +110,16 @@ core::TensorView GradSync::grad_slice(std::int64_t offset, std::int64_t count) c
 std::string GradSync::collective_label(int id) const {
   if (id >= 0 && static_cast<std::size_t>(id) < params_.size()) return params_[static_cast<std::size_t>(id)].name;
   return "collective " + std::to_string(id);
+}
+
+std::unique_ptr<GradSync> make_grad_sync(Strategy strategy, comm::Communicator& comm,
+                                         const std::vector<model::ParamInfo>& params, core::TensorView grads,
+                                         core::EventLog& events, const GradSyncOptions& options,
+                                         const GradCompressionConfig& compression, kernels::Ops& ops,
+                                         std::uint64_t seed) {
+  auto sync = make_grad_sync(strategy, comm, params, grads, events, options);
+  sync->attach_compressor(make_grad_compressor(compression, seed, comm, ops, params, grads));
+  return sync;
 }
 
 std::unique_ptr<GradSync> make_grad_sync(Strategy strategy, comm::Communicator& comm,

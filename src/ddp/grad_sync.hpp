@@ -26,10 +26,18 @@
 
 #include "comm/communicator.hpp"
 #include "core/event_log.hpp"
+#include "ddp/compression/grad_compressor.hpp"
 #include "ddp/strategy.hpp"
 #include "model/mlp.hpp"
 
 namespace microddp::ddp {
+
+// One collective of a strategy's step: gradient slice [offset, offset + count) holding parameters
+// [first_param, end_param). naive: one per parameter; flat: one for all; overlap/bucketed: per bucket.
+struct SyncUnit {
+  std::int64_t offset = 0, count = 0;
+  int first_param = 0, end_param = 0;
+};
 
 // Strategy settings (only `bucketed` reads them). Sizes in MiB as on the command line.
 struct GradSyncOptions {
@@ -44,7 +52,8 @@ class GradSync {
            core::EventLog& events);
   virtual ~GradSync() = default;
   virtual Strategy strategy() const = 0;
-  std::string_view name() const { return strategy_name(strategy()); }
+  // The strategy's name; a sharded sync adds its shard mode ("bucketed+shard=optimizer").
+  virtual std::string_view name() const { return strategy_name(strategy()); }
 
   virtual void on_backward_begin(std::int64_t step);
   virtual void on_grad_ready(const model::ParamInfo& param);
@@ -55,9 +64,22 @@ class GradSync {
   // completion, then waits the Works (already complete: this surfaces errors without blocking).
   void complete(std::int64_t backward_end_ns);
 
-  // What one synchronising step costs: number of gradient collectives and bytes all-reduced.
+  // What one synchronising step costs: number of gradient collectives and bytes all-reduced (with
+  // compression: the compressed payload of the step last begun, see grad_compressor.hpp).
   virtual std::int64_t collectives_per_step() const = 0;
-  std::int64_t bytes_per_step() const { return synced_count_ * model::kParamElementBytes; }
+  std::int64_t bytes_per_step() const;
+  // The same without compression: the fp32 bytes of the strategy's collectives.
+  std::int64_t uncompressed_bytes_per_step() const { return synced_count_ * model::kParamElementBytes; }
+  // The strategy's collectives of one step, in launch order.
+  virtual std::vector<SyncUnit> units() const = 0;
+
+  // Gradient compression (ddp/compression): every unit then travels encode -> collective(s) ->
+  // decode through `c` (nullptr: plain fp32 all-reduce). Call once, before the first step. The
+  // stream-ordered shortcut is off with a compressor (its second phase needs the first's result).
+  void attach_compressor(std::unique_ptr<GradCompressor> c);
+  GradCompressor* compressor() const { return compressor_.get(); }
+  // Host nanoseconds of compression work in the step last synchronised (0 without a compressor).
+  std::int64_t compression_ns() const { return compressor_ ? compressor_->encode_ns() : 0; }
   // Human-readable name of the collective with event id `id` (parameter, bucket, "all gradients").
   virtual std::string collective_label(int id) const;
 
@@ -71,6 +93,12 @@ class GradSync {
   // Stream-ordered case: the compute stream waits (on the device) for every deferred collective.
   void order_compute_after_deferred();
   core::TensorView grad_slice(std::int64_t offset, std::int64_t count) const;
+  // Unit u (index into units()): its all-reduce, or the compressor's first phase; complete_unit()
+  // after that Work completed (the compressor's second phase and decode; nothing without one).
+  comm::Work launch_unit(int u, comm::Mode mode);
+  void complete_unit(int u);
+  // Bytes unit u puts on the wire this step (compressed or fp32).
+  std::int64_t unit_bytes(int u) const;
 
   comm::Communicator& comm_;
   const std::vector<model::ParamInfo>& params_;
@@ -88,6 +116,8 @@ class GradSync {
     std::int64_t launch_ns = 0, bytes = 0;
   };
   bool stream_ordered_ = false;
+  std::unique_ptr<GradCompressor> compressor_;
+  std::vector<SyncUnit> units_;  // units(), cached by attach_compressor()
   std::vector<Deferred> deferred_;  // capacity reserved at construction (no allocation per step)
 };
 
@@ -95,5 +125,11 @@ class GradSync {
 std::unique_ptr<GradSync> make_grad_sync(Strategy strategy, comm::Communicator& comm,
                                          const std::vector<model::ParamInfo>& params, core::TensorView grads,
                                          core::EventLog& events, const GradSyncOptions& options = {});
+// The same with gradient compression (`ops`: the gradients' device; `seed`: PowerSGD's initial Q).
+std::unique_ptr<GradSync> make_grad_sync(Strategy strategy, comm::Communicator& comm,
+                                         const std::vector<model::ParamInfo>& params, core::TensorView grads,
+                                         core::EventLog& events, const GradSyncOptions& options,
+                                         const GradCompressionConfig& compression, kernels::Ops& ops,
+                                         std::uint64_t seed);
 
 }  // namespace microddp::ddp

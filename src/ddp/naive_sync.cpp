@@ -3,13 +3,18 @@
 
 namespace microddp::ddp {
 
+std::vector<SyncUnit> NaiveSync::units() const {
+  std::vector<SyncUnit> u;
+  for (const auto& p : params_) u.push_back({p.offset, p.count, p.index, p.index + 1});
+  return u;
+}
+
 void NaiveSync::finish() {
   check_all_ready();
   if (stream_ordered()) {  // the same collectives, queued; the compute stream waits for them
     for (const auto& p : params_) {
       const std::int64_t t0 = core::now_ns();
-      defer(comm_.all_reduce(grad_slice(p.offset, p.count), comm::ReduceOp::Sum, comm::Mode::Async), p.index, t0,
-            p.count * model::kParamElementBytes);
+      defer(launch_unit(p.index, comm::Mode::Async), p.index, t0, unit_bytes(p.index));
     }
     order_compute_after_deferred();
     return;
@@ -17,9 +22,9 @@ void NaiveSync::finish() {
   const std::int64_t wait_begin = core::now_ns();
   for (const auto& p : params_) {
     const std::int64_t t0 = core::now_ns();
-    comm_.all_reduce(grad_slice(p.offset, p.count), comm::ReduceOp::Sum, comm::Mode::Sync);
-    events_.record(core::EventKind::Collective, step_, p.index, t0, core::now_ns(),
-                   p.count * model::kParamElementBytes);
+    launch_unit(p.index, comm::Mode::Sync);
+    complete_unit(p.index);
+    events_.record(core::EventKind::Collective, step_, p.index, t0, core::now_ns(), unit_bytes(p.index));
   }
   events_.record(core::EventKind::CommWait, step_, -1, wait_begin, core::now_ns());
 }

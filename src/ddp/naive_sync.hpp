@@ -18,6 +18,7 @@ class NaiveSync final : public GradSync {
   Strategy strategy() const override { return Strategy::Naive; }
   void finish() override;
   std::int64_t collectives_per_step() const override { return static_cast<std::int64_t>(params_.size()); }
+  std::vector<SyncUnit> units() const override;
 };
 
 }  // namespace microddp::ddp

@@ -23,18 +23,20 @@ namespace {
 // the build HERE. Give it a row in fields() below (and count it in kConfigMembers), or, if it does not
 // configure the run, say why next to `faults`.
 [[maybe_unused]] void every_member_is_named(const TrainConfig& c) {
-  [[maybe_unused]] const auto& [model, optimizer, steps, global_batch, seed, strategy, sync_options,
+  [[maybe_unused]] const auto& [model, optimizer, steps, global_batch, seed, strategy, sync_options, compression,
                                 accum_steps, keep_events, layer_events, check_every, sync_check_every,
-                                on_nan, clip_grad_norm,
+                                on_nan, clip_grad_norm, shard,
                                 faults  // not a row: test hooks, armed per rank (core/fault_plan.hpp)
   ] = c;
   [[maybe_unused]] const auto& [in_dim, width, depth, classes] = c.model;
   [[maybe_unused]] const auto& [name, lr, beta1, beta2, eps, weight_decay, momentum, nesterov] = c.optimizer;
   [[maybe_unused]] const auto& [bucket_mb, first_bucket_mb] = c.sync_options;
+  [[maybe_unused]] const auto& [grad_compression, powersgd_rank, powersgd_start_step, error_feedback] = c.compression;
 }
-// Rows the structs above call for: TrainConfig's 15 members less `faults` and its 3 nested structs
-// (model, optimizer, sync_options: their members are the rows), plus their 4 + 8 + 2 members.
-constexpr std::size_t kConfigMembers = (15 - 1 - 3) + 4 + 8 + 2;
+// Rows the structs above call for: TrainConfig's 17 members less `faults` and its 4 nested structs
+// (model, optimizer, sync_options, compression: their members are the rows), plus their 4 + 8 + 2 + 4
+// members.
+constexpr std::size_t kConfigMembers = (17 - 1 - 4) + 4 + 8 + 2 + 4;
 
 // ---- accessors ------------------------------------------------------------------------------------
 // Where a field lives: a member of TrainConfig, or a member of one of its nested structs.
@@ -95,16 +97,24 @@ void set_on_nan(TrainConfig& c, const ConfigValue& v) { c.on_nan = parse_nan_pol
 // Likewise the strategy (ddp/strategy.hpp spells it).
 ConfigValue get_strategy(const TrainConfig& c) { return std::string(strategy_name(c.strategy)); }
 void set_strategy(TrainConfig& c, const ConfigValue& v) { c.strategy = parse_strategy(std::get<std::string>(v)); }
+ConfigValue get_shard(const TrainConfig& c) { return std::string(zero::shard_mode_name(c.shard)); }
+void set_shard(TrainConfig& c, const ConfigValue& v) { c.shard = zero::parse_shard_mode(std::get<std::string>(v)); }
 
 constexpr FieldRules kRunShape{.agree = true, .stored = true, .resume = true};  // the checkpoint must match
 constexpr FieldRules kRunLength{.agree = true, .stored = true, .resume = false};  // recorded; a resume may change it
 constexpr FieldRules kRanksOnly{.agree = true, .stored = false, .resume = false};  // how this run runs
-constexpr FieldRules kLocal{};  // what this rank records: may differ between ranks, not checkpointed
+constexpr FieldRules kLocal{};
+// Gradient compression: the ranks must agree, and a resume must match the checkpoint's (its state's
+// meaning and shape depend on them), but the values are not root attributes: they live with the
+// compressor's state in the checkpoint's /compression group (io/checkpoint_compression.hpp), absent
+// (= defaults, mode none) for an uncompressed run.
+constexpr FieldRules kCompression{.agree = true, .stored = false, .resume = true};  // what this rank records: may differ between ranks, not checkpointed
 
 using TC = TrainConfig;
 using MC = model::MlpConfig;
 using OC = model::OptimizerConfig;
 using SO = GradSyncOptions;
+using GC = GradCompressionConfig;
 
 std::span<const ConfigField> fields() {
   // Stored rows first, in the order of format version 1's root attributes (the digest covers it).
@@ -135,6 +145,13 @@ std::span<const ConfigField> fields() {
       row<Top<&TC::sync_check_every>>("sync_check_every", kRanksOnly),
       ConfigField{"on_nan", FieldType::String, kRanksOnly, &get_on_nan, &set_on_nan},
       row<Top<&TC::clip_grad_norm>>("clip_grad_norm", kRanksOnly),
+      // How the state is distributed, not what it is: a checkpoint holds the full state in any
+      // mode, so a resume may change it (the save records it with its strategy).
+      ConfigField{"shard", FieldType::String, kRanksOnly, &get_shard, &set_shard},
+      row<Nested<&TC::compression, &GC::mode>>("grad_compression", kCompression),
+      row<Nested<&TC::compression, &GC::powersgd_rank>>("powersgd_rank", kCompression),
+      row<Nested<&TC::compression, &GC::powersgd_start_step>>("powersgd_start_step", kCompression),
+      row<Nested<&TC::compression, &GC::error_feedback>>("error_feedback", kCompression),
       row<Top<&TC::keep_events>>("keep_events", kLocal),
       row<Top<&TC::layer_events>>("layer_events", kLocal),
   });

@@ -16,6 +16,7 @@
 #include "core/log.hpp"
 #include "core/timer.hpp"
 #include "ddp/train_config_fields.hpp"
+#include "ddp/zero/make_zero_sync.hpp"
 
 namespace microddp::ddp {
 
@@ -46,7 +47,14 @@ static_assert(4 * (kTimedMicroSteps + 1) + 2 <= kernels::Ops::kMarkSlots, "marks
 // With K micro-steps, data/forward/backward (and layer events) repeat K times.
 std::size_t events_per_step(const model::FullMLP& model, bool layer_events, std::int64_t micro_steps) {
   const std::size_t per_micro = 3 + (layer_events ? 2 * static_cast<std::size_t>(model.num_layers()) : 0);
-  return 16 + 2 * model.params().size() + static_cast<std::size_t>(micro_steps) * per_micro;
+  // (+1 per parameter: a sharded step also all-gathers, at most one per parameter.)
+  return 16 + 3 * model.params().size() + static_cast<std::size_t>(micro_steps) * per_micro;
+}
+// Elements of each optimizer state buffer: the flat buffers, or this rank's shard (shard_plan.hpp).
+std::int64_t optimizer_state_count(const TrainConfig& c, const comm::Communicator& comm, const model::FullMLP& m) {
+  if (c.shard == zero::ShardMode::None) return m.flat_count();
+  return zero::plan_for_strategy(c.strategy, c.sync_options, m.params(), m.flat_count(), comm.size(), comm.rank())
+      .state_count();
 }
 }  // namespace
 
@@ -57,7 +65,7 @@ Trainer::Trainer(const TrainConfig& config, comm::Communicator& comm, kernels::O
       dataset_(config.seed, config.model.in_dim, config.model.classes),
       sampler_(config.global_batch, comm.rank(), comm.size()),
       model_(config.model, data::Sampler::max_local_count(config.global_batch, comm.size()), ops),
-      optimizer_(model::make_optimizer(config.optimizer, model_.flat_count(), ops)),
+      optimizer_(model::make_optimizer(config.optimizer, optimizer_state_count(config, comm, model_), ops)),
       on_host_(ops.device() == core::Device::Host),
       labels_(ops, data::Sampler::max_local_count(config.global_batch, comm.size())),
       nonfinite_all_(2 * static_cast<std::size_t>(comm.size())) {
@@ -73,27 +81,14 @@ Trainer::Trainer(const TrainConfig& config, comm::Communicator& comm, kernels::O
     const std::int64_t rows = data::Sampler::max_local_count(config.global_batch, comm.size());
     host_input_ = kernels::OpsHostBuffer<float>(ops, rows * config.model.in_dim);
     device_labels_ = kernels::OpsBuffer<std::int32_t>(ops, rows);
-    host_mirror_.resize(model_.flat_count() * static_cast<std::int64_t>(1 + optimizer_->state_buffers().size()));
-  }
-  device_state_ = optimizer_->state_buffers();
-  if (on_host_) {
-    host_state_.params = model_.param_data();  // CpuOps: the live buffers are host memory
-    host_state_.optimizer = device_state_;
-  } else {
-    const std::int64_t n = model_.flat_count();
-    host_state_.params = host_mirror_.data();
-    for (std::size_t i = 0; i < device_state_.size(); ++i) {
-      host_state_.optimizer.push_back(
-          {device_state_[i].name, host_mirror_.data() + n * static_cast<std::int64_t>(i + 1), device_state_[i].count});
-    }
   }
   MDDP_USAGE_CHECK(config.check_every >= 0, "check interval must be >= 0, got " << config.check_every);
   MDDP_USAGE_CHECK(std::isfinite(config.clip_grad_norm) && config.clip_grad_norm >= 0.0f,
                    "gradient clipping norm must be finite and >= 0, got " << config.clip_grad_norm);
-  divergence_ = std::make_unique<DivergenceCheck>(comm, model_.params(), host_state_.params, host_state_.optimizer);
+  build_host_state();
   const std::size_t per_step = events_per_step(model_, config.layer_events, config.accum_steps);
   events_.reserve(config.keep_events ? per_step * static_cast<std::size_t>(config.steps + 1) : per_step);
-  sync_ = make_grad_sync(config.strategy, comm, model_.params(), model_.grad_view(), events_, config.sync_options);
+  build_sync();
   // Hooks are built once here: constructing std::function objects inside step() could allocate.
   grad_ready_hook_ = [this](const model::ParamInfo& p) { sync_->on_grad_ready(p); };
   if (config.layer_events) {
@@ -102,11 +97,110 @@ Trainer::Trainer(const TrainConfig& config, comm::Communicator& comm, kernels::O
   }
 }
 
+void Trainer::build_host_state() {
+  device_state_ = optimizer_->state_buffers();
+  const bool sharded = config_.shard != zero::ShardMode::None;
+  host_state_ = HostState{};
+  sharded_host_state_ = HostState{};
+  full_state_mirror_ = core::HostBuffer<float>();
+  if (on_host_) {
+    host_state_.params = model_.param_data();  // CpuOps: the live buffers are host memory
+    if (!sharded) host_state_.optimizer = device_state_;
+  } else {
+    const std::int64_t n = model_.flat_count();
+    host_mirror_.resize(n * static_cast<std::int64_t>(1 + (sharded ? 0 : device_state_.size())));
+    host_state_.params = host_mirror_.data();
+    for (std::size_t i = 0; !sharded && i < device_state_.size(); ++i) {
+      host_state_.optimizer.push_back(
+          {device_state_[i].name, host_mirror_.data() + n * static_cast<std::int64_t>(i + 1), device_state_[i].count});
+    }
+  }
+  // Sharded: each rank's optimizer state is its own shard, so only parameters (and the step count)
+  // are compared across ranks.
+  divergence_ = std::make_unique<DivergenceCheck>(comm_, model_.params(), host_state_.params, host_state_.optimizer);
+}
+
+void Trainer::build_sync() {
+  zero_ = nullptr;
+  if (config_.shard == zero::ShardMode::None) {
+    sync_ = make_grad_sync(config_.strategy, comm_, model_.params(), model_.grad_view(), events_, config_.sync_options,
+                           config_.compression, ops_, config_.seed);
+    return;
+  }
+  // The sharded sync reduce-scatters fp32 buckets; compressing them (16-bit reduce-scatter, PowerSGD
+  // of a shard) is not built: refuse the pair rather than silently send fp32.
+  MDDP_USAGE_CHECK(config_.compression.mode == "none",
+                   "--shard " << zero::shard_mode_name(config_.shard) << " with --grad-compression "
+                              << config_.compression.mode << " is not supported (use one or the other)");
+  auto z = zero::make_zero_sync(config_.shard, config_.strategy, config_.sync_options, comm_, model_.params(),
+                                model_.grad_view(), model_.param_view(), ops_, events_);
+  MDDP_CHECK(z->plan().state_count() == optimizer_->state_count(),
+             "shard plan of " << z->plan().state_count() << " elements for optimizer state of " << optimizer_->state_count());
+  zero_ = z.get();
+  sync_ = std::move(z);
+}
+
 void Trainer::set_strategy(Strategy strategy, const GradSyncOptions& options) {
+  set_strategy(strategy, options, config_.shard, config_.compression);
+}
+
+void Trainer::set_strategy(Strategy strategy, const GradSyncOptions& options, zero::ShardMode shard) {
+  set_strategy(strategy, options, shard, config_.compression);
+}
+
+void Trainer::set_strategy(Strategy strategy, const GradSyncOptions& options, const GradCompressionConfig& compression) {
+  set_strategy(strategy, options, config_.shard, compression);
+}
+
+void Trainer::set_strategy(Strategy strategy, const GradSyncOptions& options, zero::ShardMode shard,
+                           const GradCompressionConfig& compression) {
   comm_.synchronize();
-  sync_ = make_grad_sync(strategy, comm_, model_.params(), model_.grad_view(), events_, options);
-  config_.strategy = strategy;
-  config_.sync_options = options;
+  TrainConfig next = config_;
+  next.strategy = strategy;
+  next.sync_options = options;
+  next.shard = shard;
+  next.compression = compression;  // a compressor's state (Q, error buffers) starts fresh
+  const bool relayout = shard != config_.shard ||
+                        (shard != zero::ShardMode::None &&
+                         zero::plan_for_strategy(strategy, options, model_.params(), model_.flat_count(), comm_.size(),
+                                                 comm_.rank())
+                                 .state_count() != optimizer_->state_count()) ||
+                        (shard != zero::ShardMode::None && strategy != config_.strategy) ||
+                        (shard != zero::ShardMode::None && !(options.bucket_mb == config_.sync_options.bucket_mb &&
+                                                             options.first_bucket_mb == config_.sync_options.first_bucket_mb));
+  if (!relayout) {
+    config_ = next;
+    build_sync();
+    return;
+  }
+  // The optimizer state moves to the new layout through a full host copy (collective when sharded).
+  state_to_host();
+  const HostState& old_view = host_state();
+  std::vector<std::vector<float>> full;
+  for (const auto& b : old_view.optimizer) full.emplace_back(b.data, b.data + b.count);
+  const std::int64_t steps = optimizer_->steps_taken();
+  config_ = next;
+  optimizer_ = model::make_optimizer(config_.optimizer, optimizer_state_count(config_, comm_, model_), ops_);
+  optimizer_->set_steps_taken(steps);
+  build_host_state();
+  build_sync();
+  const HostState& view = host_state();
+  for (std::size_t i = 0; i < view.optimizer.size(); ++i) {
+    std::memcpy(view.optimizer[i].data, full[i].data(), full[i].size() * sizeof(float));
+  }
+  state_from_host();
+}
+
+zero::MemoryReport Trainer::memory_report() const {
+  constexpr std::int64_t kF = sizeof(float);
+  zero::MemoryReport m;
+  m.parameters = model_.param_buffer().count() * kF;
+  m.gradients = model_.flat_count() * kF;
+  for (const auto& b : device_state_) m.optimizer_state += b.count * kF;
+  if (zero_ != nullptr) m.reduced_gradients = zero_->reduced_grad_bytes();
+  m.activations = model_.activation_bytes();
+  m.host_staging = (host_mirror_.count() + full_state_mirror_.count()) * kF;
+  return m;
 }
 
 void Trainer::layer_event(core::EventKind kind, int layer, bool begin) {
@@ -157,31 +251,98 @@ void Trainer::verify_config_across_ranks() {
   }
 }
 
+void Trainer::params_to_host() const {
+  if (!on_host_) model_.param_buffer().to_host(host_state_.params, 0, model_.flat_count());
+}
+
+const Trainer::HostState& Trainer::host_state() const {
+  if (config_.shard == zero::ShardMode::None) return host_state_;
+  if (sharded_host_state_.params == nullptr) {  // first use: the full-size host staging
+    const std::int64_t n = model_.flat_count();
+    full_state_mirror_.resize(n * static_cast<std::int64_t>(device_state_.size()));
+    sharded_host_state_.params = host_state_.params;
+    for (std::size_t i = 0; i < device_state_.size(); ++i) {
+      sharded_host_state_.optimizer.push_back(
+          {device_state_[i].name, full_state_mirror_.data() + n * static_cast<std::int64_t>(i), n});
+    }
+  }
+  return sharded_host_state_;
+}
+
 void Trainer::state_to_host() const {
-  if (on_host_) return;
-  model_.param_buffer().to_host(host_state_.params, 0, model_.flat_count());
+  params_to_host();
+  if (zero_ == nullptr) {
+    for (std::size_t i = 0; !on_host_ && i < device_state_.size(); ++i) {
+      ops_.copy_to_host(host_state_.optimizer[i].data, device_state_[i].data,
+                        static_cast<std::size_t>(device_state_[i].count) * sizeof(float));
+    }
+    return;
+  }
+  // Sharded: assemble each full state buffer in device scratch (every rank's chunks by one in-place
+  // all-gather per bucket; the tails, identical on every rank, from this rank's copy), then copy it
+  // to the host staging. Every rank ends with the full state: the parallel HDF5 writer needs it on
+  // every rank, the serial one on rank 0 (an all-gather costs the same time as a gather to one rank
+  // on a ring). The scratch lives only for this call.
+  const HostState& view = host_state();
+  const zero::ShardPlan& plan = zero_->plan();
+  const std::int64_t n = model_.flat_count();
+  kernels::OpsBuffer<float> scratch(ops_, n);
   for (std::size_t i = 0; i < device_state_.size(); ++i) {
-    ops_.copy_to_host(host_state_.optimizer[i].data, device_state_[i].data,
-                      static_cast<std::size_t>(device_state_[i].count) * sizeof(float));
+    const float* shard = device_state_[i].data;
+    for (const zero::ShardBucket& s : plan.buckets) {
+      if (s.chunk > 0) ops_.copy(scratch.data() + s.own_offset(plan.rank), shard + s.chunk_state, s.chunk);
+      if (s.tail > 0) ops_.copy(scratch.data() + s.tail_offset(plan.world), shard + s.tail_state, s.tail);
+    }
+    ops_.synchronize();
+    for (const zero::ShardBucket& s : plan.buckets) {
+      if (s.chunk == 0) continue;
+      const core::TensorView all = scratch.view().slice(s.offset, s.chunk * plan.world);
+      comm_.all_gather(all.slice(plan.rank * s.chunk, s.chunk), all);
+    }
+    comm_.synchronize();
+    ops_.copy_to_host(view.optimizer[i].data, scratch.data(), static_cast<std::size_t>(n) * sizeof(float));
   }
 }
 
 void Trainer::state_from_host() {
-  if (on_host_) return;
-  model_.param_buffer().from_host(host_state_.params, 0, model_.flat_count());
+  if (!on_host_) model_.param_buffer().from_host(host_state_.params, 0, model_.flat_count());
+  if (zero_ == nullptr) {
+    for (std::size_t i = 0; !on_host_ && i < device_state_.size(); ++i) {
+      ops_.copy_from_host(device_state_[i].data, host_state_.optimizer[i].data,
+                          static_cast<std::size_t>(device_state_[i].count) * sizeof(float));
+    }
+    return;
+  }
+  // Sharded: this rank's chunks and the tails, taken from the full host state.
+  const HostState& view = host_state();
+  const zero::ShardPlan& plan = zero_->plan();
   for (std::size_t i = 0; i < device_state_.size(); ++i) {
-    ops_.copy_from_host(device_state_[i].data, host_state_.optimizer[i].data,
-                        static_cast<std::size_t>(device_state_[i].count) * sizeof(float));
+    const float* full = view.optimizer[i].data;
+    for (const zero::ShardBucket& s : plan.buckets) {
+      if (s.chunk > 0) {
+        ops_.copy_from_host(device_state_[i].data + s.chunk_state, full + s.own_offset(plan.rank),
+                            static_cast<std::size_t>(s.chunk) * sizeof(float));
+      }
+      if (s.tail > 0) {
+        ops_.copy_from_host(device_state_[i].data + s.tail_state, full + s.tail_offset(plan.world),
+                            static_cast<std::size_t>(s.tail) * sizeof(float));
+      }
+    }
   }
 }
 
 std::uint64_t Trainer::param_checksum() const {
-  state_to_host();
+  params_to_host();
   return fnv1a64(host_state_.params, static_cast<std::size_t>(model_.flat_count()) * sizeof(float));
 }
 
 void Trainer::verify_state_across_ranks(const char* when, std::int64_t step) {
-  state_to_host();  // GPU: refresh the mirror the check reads
+  // GPU: refresh the mirror the check reads (sharded: parameters only, see build_host_state()).
+  if (zero_ == nullptr) {
+    state_to_host();
+  } else {
+    params_to_host();
+  }
   divergence_->verify(when, step, optimizer_->steps_taken());
 }
 
@@ -237,6 +398,12 @@ void Trainer::handle_nonfinite(std::int64_t step, bool loss_bad, bool grad_bad) 
   std::ostringstream msg;
   msg << "non-finite values at step " << step + 1 << ": loss non-finite on rank(s) " << (nl ? loss_ranks.str() : "none")
       << "; synchronised gradient non-finite on rank(s) " << (ng ? grad_ranks.str() : "none");
+  if (ng > 0 && config_.compression.mode == "fp16") {
+    // The fp16 wire format's range safety (ddp/compression/wire16_compressor.hpp): no clipping, no
+    // silent saturation; an overflow is an infinity in the all-reduced data, hence on every rank.
+    msg << " (with --grad-compression fp16 this includes gradient values or sums beyond fp16's range, |x| > 65504: "
+           "use --grad-compression bf16, which has fp32's range)";
+  }
   if (config_.on_nan == NanPolicy::Skip) {
     ++skipped_steps_;
     msg << "; update skipped (--on-nan skip; " << skipped_steps_ << " skipped so far)";
@@ -286,9 +453,17 @@ StepRecord Trainer::step() {
     OpsRange r(ops_, "gradient sync wait");
     sync_->finish();  // host backends wait here; stream-ordered ones order the compute stream instead
   }
+  if (sync_->compressor() != nullptr) {  // its work is spread over the sync: recorded as one total
+    const std::int64_t end = core::now_ns();
+    events_.record(core::EventKind::Compress, step, -1, end - sync_->compression_ns(), end);
+  }
   if (fault_at(trainer_fault_point::kNanGradient, step) != nullptr) {
     const float nan = std::numeric_limits<float>::quiet_NaN();
-    model_.grad_buffer().from_host(&nan, 0, 1);
+    if (zero_ == nullptr) {
+      model_.grad_buffer().from_host(&nan, 0, 1);
+    } else if (!zero_->segments().empty()) {  // this rank's synchronised gradient is its shard
+      ops_.copy_from_host(zero_->segments().front().grad, &nan, sizeof(float));
+    }
   }
   const std::int64_t loss_begin = core::now_ns();
   reduce_loss_and_numerics(micro_steps);  // the step's one host synchronisation
@@ -302,6 +477,7 @@ StepRecord Trainer::step() {
   if (nonfinite) handle_nonfinite(step, h[5] != 0.0, h[6] != 0.0);  // throws under --on-nan abort
   const double grad_norm = std::sqrt(h[3]);
   if (!nonfinite) update(grad_norm);
+  if (zero_ != nullptr) zero_->end_step(ops_);
   if (const core::ArmedFault* f = fault_at(trainer_fault_point::kPerturbParameter, step)) flip_parameter_bit(f->arg);
   events_.record(core::EventKind::Step, step, -1, step_begin, core::now_ns());
   ++steps_done_;
@@ -357,7 +533,15 @@ void Trainer::reduce_loss_and_numerics(std::int64_t micro_steps) {
   // The numerics verdict rides in the loss all-reduce (no extra collective): a local check alone
   // could differ between ranks (e.g. a NaN in one rank's copy only), the all-reduced counts cannot.
   double* num = numerics_.data();
-  ops_.sum_squares_to(model_.grad_data(), model_.flat_count(), num + 3);
+  if (zero_ == nullptr) {
+    ops_.sum_squares_to(model_.grad_data(), model_.flat_count(), num + 3);
+  } else {
+    // Sharded: the global sum of squares is the sum of the shards' (the replicated tails counted
+    // on rank 0 only): one more small all-reduce (the verdict below needs the global value).
+    const double mine = shard_sum_squares();
+    ops_.copy_from_host(num + 3, &mine, sizeof(double));
+    comm_.all_reduce(core::TensorView::of(num + 3, 1, model_.device()), comm::ReduceOp::Sum);
+  }
   ops_.step_numerics(micro_losses_.data(), micro_steps, num + 3, num);      // all-reduced below
   ops_.step_numerics(micro_losses_.data(), micro_steps, num + 3, num + 4);  // this rank's own
   const core::TensorView verdict = core::TensorView::of(num, 3, model_.device());
@@ -374,15 +558,46 @@ void Trainer::reduce_loss_and_numerics(std::int64_t micro_steps) {
   }
 }
 
+double Trainer::shard_sum_squares() const {
+  double sum = 0.0;  // fixed segment order: deterministic
+  for (const zero::ShardSegment& seg : zero_->segments()) {
+    if (seg.in_norm) sum += ops_.sum_squares(seg.grad, seg.count);
+  }
+  return sum;
+}
+
+void Trainer::update_sharded(double grad_norm) {
+  if (config_.clip_grad_norm > 0.0f) {
+    // Same global norm on every rank => same factor for every shard.
+    const double factor = clip_factor(grad_norm, static_cast<double>(config_.clip_grad_norm));
+    if (factor < 1.0) {
+      for (const zero::ShardSegment& seg : zero_->segments()) ops_.scale(seg.grad, static_cast<float>(factor), seg.count);
+    }
+  }
+  optimizer_->begin_step();
+  // Bucket by bucket: update the shard, then start its all-gather while the next bucket updates.
+  for (std::size_t b = 0; b < zero_->plan().buckets.size(); ++b) {
+    const auto [first, end] = zero_->segments_of(b);
+    for (std::size_t i = first; i < end; ++i) {
+      const zero::ShardSegment& seg = zero_->segments()[i];
+      optimizer_->update_range(model_.param_data() + seg.param_offset, seg.grad, seg.state_offset, seg.count);
+    }
+    zero_->launch_gather(b);
+  }
+  zero_->wait_gather();
+}
+
 void Trainer::update(double grad_norm) {
   OpsRange r(ops_, "optimizer");
   optimizer_marks_[0] = ops_.mark();
-  if (config_.clip_grad_norm > 0.0f) {
+  if (zero_ != nullptr) {
+    update_sharded(grad_norm);
+  } else if (config_.clip_grad_norm > 0.0f) {
     // Same gradient bits on every rank => same norm and factor; applied before the update.
     const double factor = clip_factor(grad_norm, static_cast<double>(config_.clip_grad_norm));
     if (factor < 1.0) ops_.scale(model_.grad_data(), static_cast<float>(factor), model_.flat_count());
   }
-  optimizer_->step(model_.param_data(), model_.grad_data());
+  if (zero_ == nullptr) optimizer_->step(model_.param_data(), model_.grad_data());
   optimizer_marks_[1] = ops_.mark();
   if (on_host_) {
     events_.record(core::EventKind::Optimizer, current_step_, -1, ops_.mark_ns(optimizer_marks_[0]),

@@ -56,6 +56,9 @@
 #include "ddp/divergence_check.hpp"
 #include "ddp/grad_sync.hpp"
 #include "ddp/numerics.hpp"
+#include "ddp/zero/memory_report.hpp"
+#include "ddp/zero/shard_plan.hpp"
+#include "ddp/zero/zero_sync.hpp"
 #include "kernels/ops.hpp"
 #include "model/mlp.hpp"
 #include "model/optimizer.hpp"
@@ -86,6 +89,7 @@ struct TrainConfig {
   std::uint64_t seed = 1;
   Strategy strategy = Strategy::Naive;
   GradSyncOptions sync_options;  // bucket sizes (bucketed)
+  GradCompressionConfig compression;  // how gradients travel (ddp/compression; default: fp32)
   // Gradient accumulation: micro-steps per optimizer step. Micro-step k of step s uses global
   // samples [(s*K + k)*B, (s*K + k + 1)*B) with B = global_batch, the loss is scaled by 1/(K*B),
   // and gradients are synchronised only in the last micro-step, so K micro-steps equal one step on
@@ -101,6 +105,9 @@ struct TrainConfig {
   std::int64_t sync_check_every = 100;
   NanPolicy on_nan = NanPolicy::Abort;
   float clip_grad_norm = 0.0f;  // 0: no clipping
+  // --shard: none = plain DDP; optimizer / gradients = ZeRO-1 / ZeRO-2 (ddp/zero/zero_sync.hpp):
+  // shards follow the strategy's buckets (naive and overlap: one per parameter, flat: one bucket).
+  zero::ShardMode shard = zero::ShardMode::None;
   core::FaultPlan faults;       // test hooks at the trainer's fault points (above); empty by default
 };
 
@@ -124,9 +131,20 @@ class Trainer {
   model::FullMLP& model() { return model_; }
   const model::FullMLP& model() const { return model_; }
   GradSync& sync() { return *sync_; }
+  const GradSync& sync() const { return *sync_; }
   // Replaces the strategy between steps (benchmarks compare strategies on one model). Collective
   // in effect: every rank must switch at the same step to the same strategy and options.
+  // A change of shard mode or of the shard plan moves the optimizer state through a full host copy
+  // (collective), so the training continues exactly.
   void set_strategy(Strategy strategy, const GradSyncOptions& options);
+  void set_strategy(Strategy strategy, const GradSyncOptions& options, zero::ShardMode shard);
+  // Bytes per rank of every buffer this rank allocated, by kind (ddp/zero/memory_report.hpp).
+  zero::MemoryReport memory_report() const;
+  // The same with another gradient compression (its state starts fresh).
+  void set_strategy(Strategy strategy, const GradSyncOptions& options, const GradCompressionConfig& compression);
+  // All of it at once: every overload above comes here.
+  void set_strategy(Strategy strategy, const GradSyncOptions& options, zero::ShardMode shard,
+                    const GradCompressionConfig& compression);
   core::EventLog& events() { return events_; }
   const data::Sampler& sampler() const { return sampler_; }
 
@@ -150,7 +168,10 @@ class Trainer {
     float* params = nullptr;                             // param_count floats
     std::vector<model::Optimizer::StateBuffer> optimizer;  // same names and counts as the optimizer's
   };
-  const HostState& host_state() const { return host_state_; }
+  // Sharded runs (--shard): the optimizer state of the host view is FULL size (checkpoints stay one
+  // format): a host buffer allocated at the first call, filled by state_to_host(), which then is a
+  // collective (it all-gathers the shards); state_from_host() takes this rank's shard from it.
+  const HostState& host_state() const;
   void state_to_host() const;
   void state_from_host();
 
@@ -167,6 +188,14 @@ class Trainer {
 
  private:
   void verify_config_across_ranks();
+  // Builds sync_ (and zero_ when sharded) for the configured strategy and shard mode.
+  void build_sync();
+  // (Re)builds host_state_, device_state_ and the divergence check over the current optimizer.
+  void build_host_state();
+  // Parameters only to the host view (GPU; no-op on the CPU). Not collective.
+  void params_to_host() const;
+  void update_sharded(double grad_norm);
+  double shard_sum_squares() const;
   // Refreshes the host view and runs the divergence check (collective; throws core::AgreedError
   // "ranks diverged <when>[ <step>]: ..." on a difference; step < 0: not printed).
   void verify_state_across_ranks(const char* when, std::int64_t step);
@@ -196,6 +225,10 @@ class Trainer {
   std::unique_ptr<model::Optimizer> optimizer_;
   core::EventLog events_;
   std::unique_ptr<GradSync> sync_;
+  zero::ZeroSync* zero_ = nullptr;  // sync_ when sharded, else nullptr
+  // Sharded runs: the full optimizer state on the host (checkpoints), allocated at first need.
+  mutable core::HostBuffer<float> full_state_mirror_;
+  mutable HostState sharded_host_state_;
   bool on_host_ = true;                       // ops_.device() == Host: no staging, no mirror
   kernels::OpsHostBuffer<std::int32_t> labels_;  // host staging (pinned on a GPU): the data source fills it
   kernels::OpsHostBuffer<float> host_input_;     // GPU only: the batch is filled here, then uploaded

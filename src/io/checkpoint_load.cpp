@@ -90,6 +90,14 @@ CheckpointContents read_checkpoint(const std::string& path) {
     for (const auto& s : specs) read_tensor("/optimizer/" + n + "/" + s.rel, s, buf.data() + s.offset);
     c.optimizer_state.emplace_back(n, std::move(buf));
   }
+  c.compression = read_compression_group(file, path);
+  // The compression settings are configuration fields (resume rule) recorded in that group.
+  if (c.compression.present) c.config.compression = c.compression.config;
+  for (const auto& t : c.compression.tensors) {
+    c.datasets.push_back({"/compression/" + t.name,
+                          t.per_rank ? std::vector<std::int64_t>{c.compression.world_size, t.count} : std::vector<std::int64_t>{t.count},
+                          tensor_checksum(t.data.data(), static_cast<std::int64_t>(t.data.size()))});
+  }
   return c;
 }
 
@@ -164,6 +172,8 @@ ResumeResult resume(MPI_Comm comm, const std::string& spec, const std::string& d
     bcast_floats(comm, buffers[i].data, buffers[i].count);
   }
   trainer.state_from_host();
+  const std::string note = restore_compression(comm, chosen.compression, trainer);  // collective
+  if (rank == 0 && !note.empty()) res.notes.push_back(note);
   trainer.optimizer().set_steps_taken(hdr[2]);
   trainer.restore_progress(hdr[1]);
   return res;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ddp/trainer.hpp"
+#include "io/checkpoint_compression.hpp"
 
 namespace microddp::io {
 
@@ -37,6 +38,7 @@ struct CheckpointContents {
     std::uint64_t checksum = 0;
   };
   std::vector<Dataset> datasets;
+  CompressionSnapshot compression;  // the /compression group (io/checkpoint_compression.hpp)
 };
 // Throws core::UsageError (exit code 2) naming file, dataset/attribute, expected and actual.
 CheckpointContents read_checkpoint(const std::string& path);

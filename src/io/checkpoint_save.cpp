@@ -117,10 +117,15 @@ SaveResult save_checkpoint(MPI_Comm comm, const ddp::Trainer& trainer, const Sav
   meta.steps_done = trainer.steps_done();
   meta.data_position = trainer.data_position();
   meta.world_size = size;
-  meta.strategy = ddp::strategy_name(cfg.strategy);
+  // The strategy as run, with the shard mode when sharded ("bucketed+shard=optimizer"): the file
+  // itself is the same in every mode (the full optimizer state, gathered from the shards).
+  meta.strategy = cfg.shard == ddp::zero::ShardMode::None
+                      ? std::string(ddp::strategy_name(cfg.strategy))
+                      : std::string(ddp::strategy_name(cfg.strategy)) + "+shard=" + std::string(ddp::zero::shard_mode_name(cfg.shard));
   meta.backend = opts.backend;
   meta.data_source = trainer.data_source().describe();
   meta.config = cfg;
+  const CompressionSnapshot compression = snapshot_compression(comm, trainer);  // collective
   std::vector<WriteItem> items;
   for (const auto& s : specs) items.push_back({"/model/" + s.rel, host.params + s.offset, s});
   for (const auto& b : buffers) {
@@ -149,6 +154,7 @@ SaveResult save_checkpoint(MPI_Comm comm, const ddp::Trainer& trainer, const Sav
       write_attr(g, "step_count", trainer.optimizer().steps_taken());
       write_attr(g, "state_buffers", join_names(names));
     }
+    write_compression_group(file, compression);
     kill_point(opts, "created", rank);
     write_items(file, items, par, par ? rank : 0, par ? size : 1, opts);
     kill_point(opts, "before_flush", rank);

@@ -129,4 +129,10 @@ double FullMLP::flops_per_step(std::int64_t rows) const {
   return flops;
 }
 
+std::int64_t FullMLP::activation_bytes() const {
+  std::int64_t n = dy_a_.count() + dy_b_.count() + loss_.count();
+  for (const auto& a : acts_) n += a.count();
+  return n * static_cast<std::int64_t>(sizeof(float));
+}
+
 }  // namespace microddp::model

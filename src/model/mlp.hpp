@@ -91,6 +91,8 @@ class FullMLP {
   // FLOPs of one forward+backward over `rows` rows (GEMMs only: 2*m*n*k each, 3 GEMMs per layer
   // backward except the first layer's unused input gradient).
   double flops_per_step(std::int64_t rows) const;
+  // Bytes of the activations, upstream-gradient workspaces and loss buffer (memory reports).
+  std::int64_t activation_bytes() const;
 
  private:
   std::int64_t in_features(std::int64_t layer) const { return layer == 0 ? config_.in_dim : config_.width; }

@@ -24,9 +24,9 @@ std::vector<std::string> optimizer_state_names(const OptimizerConfig& config) {
 Adam::Adam(const OptimizerConfig& config, std::int64_t n, kernels::Ops& ops, bool decoupled)
     : config_(config), n_(n), ops_(ops), decoupled_(decoupled), m_(ops, n), v_(ops, n) {}
 
-void Adam::step(float* params, const float* grads) {
+void Adam::begin_step() {
   ++steps_;
-  kernels::AdamParams a;
+  kernels::AdamParams& a = step_params_;
   a.lr = config_.lr;
   a.beta1 = config_.beta1;
   a.beta2 = config_.beta2;
@@ -36,20 +36,28 @@ void Adam::step(float* params, const float* grads) {
   // Bias corrections computed once per step in double, then rounded (same on every rank/device).
   a.bias_correction1 = static_cast<float>(1.0 - std::pow(static_cast<double>(config_.beta1), static_cast<double>(steps_)));
   a.bias_correction2 = static_cast<float>(1.0 - std::pow(static_cast<double>(config_.beta2), static_cast<double>(steps_)));
-  ops_.adam_step(a, params, grads, m_.data(), v_.data(), n_);
+}
+
+void Adam::update_range(float* params, const float* grads, std::int64_t state_offset, std::int64_t count) {
+  MDDP_CHECK(state_offset >= 0 && count >= 0 && state_offset + count <= n_,
+             "Adam update of state [" << state_offset << ", " << state_offset + count << ") outside " << n_);
+  if (count == 0) return;
+  ops_.adam_step(step_params_, params, grads, m_.data() + state_offset, v_.data() + state_offset, count);
 }
 
 Sgd::Sgd(const OptimizerConfig& config, std::int64_t n, kernels::Ops& ops)
     : config_(config), n_(n), ops_(ops), momentum_(ops, config.momentum != 0.0f ? n : 0) {}
 
-void Sgd::step(float* params, const float* grads) {
-  ++steps_;
+void Sgd::update_range(float* params, const float* grads, std::int64_t state_offset, std::int64_t count) {
+  MDDP_CHECK(state_offset >= 0 && count >= 0 && state_offset + count <= n_,
+             "SGD update of state [" << state_offset << ", " << state_offset + count << ") outside " << n_);
+  if (count == 0) return;
   kernels::SgdParams s;
   s.lr = config_.lr;
   s.momentum = config_.momentum;
   s.weight_decay = config_.weight_decay;
   s.nesterov = config_.nesterov;
-  ops_.sgd_step(s, params, grads, config_.momentum != 0.0f ? momentum_.data() : nullptr, n_);
+  ops_.sgd_step(s, params, grads, config_.momentum != 0.0f ? momentum_.data() + state_offset : nullptr, count);
 }
 
 }  // namespace microddp::model

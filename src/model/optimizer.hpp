@@ -28,7 +28,19 @@ class Optimizer {
  public:
   virtual ~Optimizer() = default;
   virtual std::string_view name() const = 0;
-  virtual void step(float* params, const float* grads) = 0;
+  // One step over all state elements: begin_step(), then update_range over everything.
+  void step(float* params, const float* grads) {
+    begin_step();
+    update_range(params, grads, 0, state_count());
+  }
+  // A step in pieces (sharded optimizers, ddp/zero): begin_step() advances the step count (bias
+  // corrections) once; update_range() then updates `count` elements: parameters params[0..count)
+  // from gradients grads[0..count) with state elements [state_offset, state_offset + count). Each
+  // element's result is the same as in step(): the updates are elementwise.
+  virtual void begin_step() { ++steps_; }
+  virtual void update_range(float* params, const float* grads, std::int64_t state_offset, std::int64_t count) = 0;
+  // Elements of each state buffer (the flat parameter count, or a shard's).
+  virtual std::int64_t state_count() const = 0;
   std::int64_t steps_taken() const { return steps_; }
 
   // Checkpoint state API. A state buffer has the flat parameter layout (element i belongs to
@@ -49,7 +61,8 @@ class Optimizer {
   std::int64_t steps_ = 0;
 };
 
-std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, std::int64_t param_count, kernels::Ops& ops);
+// state_count: elements of each state buffer (the flat parameter count; a shard's with ZeRO).
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, std::int64_t state_count, kernels::Ops& ops);
 
 // The state buffers an optimizer with this configuration keeps, in state_buffers() order:
 // {"exp_avg", "exp_avg_sq"} for adam/adamw, {"momentum"} for SGD with momentum, {} otherwise. The one
@@ -60,7 +73,9 @@ class Adam final : public Optimizer {
  public:
   Adam(const OptimizerConfig& config, std::int64_t n, kernels::Ops& ops, bool decoupled);
   std::string_view name() const override { return decoupled_ ? "adamw" : "adam"; }
-  void step(float* params, const float* grads) override;
+  void begin_step() override;
+  void update_range(float* params, const float* grads, std::int64_t state_offset, std::int64_t count) override;
+  std::int64_t state_count() const override { return n_; }
   double bytes_per_step() const override { return 28.0 * static_cast<double>(n_); }  // read p,g,m,v; write p,m,v
   std::vector<StateBuffer> state_buffers() override {
     const auto names = optimizer_state_names(config_);
@@ -72,6 +87,7 @@ class Adam final : public Optimizer {
   std::int64_t n_;
   kernels::Ops& ops_;
   bool decoupled_;
+  kernels::AdamParams step_params_;  // set by begin_step()
   kernels::OpsBuffer<float> m_, v_;
 };
 
@@ -79,7 +95,8 @@ class Sgd final : public Optimizer {
  public:
   Sgd(const OptimizerConfig& config, std::int64_t n, kernels::Ops& ops);
   std::string_view name() const override { return "sgd"; }
-  void step(float* params, const float* grads) override;
+  void update_range(float* params, const float* grads, std::int64_t state_offset, std::int64_t count) override;
+  std::int64_t state_count() const override { return n_; }
   double bytes_per_step() const override { return (config_.momentum != 0.0f ? 20.0 : 12.0) * static_cast<double>(n_); }
   std::vector<StateBuffer> state_buffers() override {
     if (config_.momentum == 0.0f) return {};

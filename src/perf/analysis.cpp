@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "perf/link_classes.hpp"
 
 namespace microddp::perf {
 
@@ -38,6 +39,11 @@ StepProfile profile_of(const RunRecord& rec, const StrategyRun& run) {
   p.rows_per_rank = rec.rows_per_rank();
   p.peer_lag_s = run.peer_lag_ms * 1e-3;
   p.time_sliced = rec.time_sliced();
+  if (m.compress_ms > 0) {  // a compressed run: its measured wire bytes relative to fp32 and encode cost
+    const double fp32_bytes = static_cast<double>(model::flat_count(p.params)) * 4.0;
+    p.wire_ratio = fp32_bytes > 0 && m.comm_bytes > 0 ? std::min(1.0, static_cast<double>(m.comm_bytes) / fp32_bytes) : 1.0;
+    p.compress_s = m.compress_ms * 1e-3;
+  }
   if (!run.layer_backward_ms.empty() && run.layer_backward_ms.size() == run.layer_ids.size()) {
     for (double ms : run.layer_backward_ms) p.layer_backward_s.push_back(ms * 1e-3);
     p.layer_ids = run.layer_ids;
@@ -174,6 +180,7 @@ ScalingResult predict_scaling(const RunRecord& rec, const CommModel& model, cons
       return fit.model_for(bytes).time_s(cost_coefficients(Collective::AllReduce, Algorithm::Ring, ranks, bytes));
     };
     s.network = "fitted model of backend '" + rec.backend + "' extrapolated as a ring all-reduce";
+    s.model_warning = fit_warning(fit);
   } else {
     in.allreduce = [](int, double) { return 0.0; };
     s.network = "no communication model: communication assumed free (give --model/--bench or --link-gbps)";
@@ -196,6 +203,9 @@ Analysis analyze(const RunRecord& rec, const CommModel& model, const AnalyzeOpti
   out.model_source = model.source;
   out.comm_model = model.entries;
   out.warnings = node_warnings(rec);
+  // A poor fit of the run's backend (link_classes.hpp: low R2 or a large residual) is named next to
+  // every prediction made from it, in both printers.
+  if (const ModelEntry* e = model.find(rec.backend)) out.model_warning = fit_warning(e->fit);
 
   const std::string& backend = rec.backend;
   const int n = rec.ranks;

@@ -56,8 +56,8 @@ struct AnalyzeOptions {
   // The strategy (and bucket cap) the scaling prediction assumes.
   ddp::Strategy scaling_strategy = ddp::Strategy::Bucketed;
   double scaling_bucket_mb = 25.0;
-  double peak_gflops_per_thread = 166;  // machine-anchors.md: 64 FLOP/cycle × 2.6 GHz
-  double mem_gbytes_s = 15;             // machine-anchors.md: triad, 1 thread
+  double peak_gflops_per_thread = 166;  // the development machine: 64 FLOP/cycle × 2.6 GHz (AVX-512 FMA)
+  double mem_gbytes_s = 15;             // the development machine: STREAM-style triad, 1 thread
 };
 
 // All-reduce time for the run's backend at `ranks` (0 at one rank); async = the progress-thread
@@ -83,6 +83,7 @@ struct ScalingResult {
   double bucket_mb = 0;         // bucketed: the cap assumed
   std::int64_t global_batch = 0;        // strong scaling keeps it
   std::int64_t rows_per_rank_weak = 0;  // weak scaling keeps it
+  std::string model_warning;            // the fit's warning when a fitted model predicts it (fit_warning)
   std::vector<ScalingPoint> strong, weak;
 };
 
@@ -103,6 +104,9 @@ struct Analysis {
   std::vector<StepPrediction> bucket_sweep;          // bucketed at each cap tried (ascending)
   StepPrediction best_bucket;
   ScalingResult scaling;
+  // Non-empty when the run's backend's fit is poor (perf/link_classes.hpp fit_warning): every
+  // prediction made from it (strategies, what-if, best bucket) carries it in both printers.
+  std::string model_warning;
 };
 
 // Throws core::UsageError for a record without runs or options out of range.

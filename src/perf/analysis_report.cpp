@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "perf/comm_model_io.hpp"
+#include "perf/link_classes.hpp"
 
 namespace microddp::perf {
 
@@ -66,9 +67,11 @@ nlohmann::json to_json(const Analysis& a) {
                     {"max_rel_residual", e.fit.max_rel_residual},
                     {"line_rms_rel_residual", e.fit.line_rms_rel_residual},
                     {"rms_rel_residual", e.fit.rms_rel_residual},
-                    {"regimes", regimes_json(e.fit.regimes)}});
+                    {"regimes", regimes_json(e.fit.regimes)},
+                    {"warning", fit_warning(e.fit)}});
   }
   out["comm_model"] = comm;
+  out["model_warning"] = a.model_warning;
   out["warnings"] = a.warnings;
   nlohmann::json strategies = nlohmann::json::array();
   for (const auto& s : a.strategies) {
@@ -83,7 +86,8 @@ nlohmann::json to_json(const Analysis& a) {
                             {"exposed_comm_ms", p.exposed_comm_s * 1e3},
                             {"comm_total_ms", p.comm_total_s * 1e3},
                             {"collectives", p.collectives},
-                            {"overlap_pct", 100.0 * p.overlap()}}},
+                            {"overlap_pct", 100.0 * p.overlap()},
+                            {"model_warning", a.model_warning}}},
                           {"error_pct", s.error_pct}});
   }
   out["strategies"] = strategies;
@@ -106,6 +110,7 @@ nlohmann::json to_json(const Analysis& a) {
   for (const StepPrediction& p : a.predicted_strategies) {
     nlohmann::json w = prediction_json(p);
     w["strategy"] = ddp::strategy_name(p.strategy);
+    w["model_warning"] = a.model_warning;
     whatif.push_back(w);
   }
   out["predicted_strategies"] = whatif;
@@ -118,8 +123,10 @@ nlohmann::json to_json(const Analysis& a) {
   out["bucket_sweep"] = sweep;
   out["best_bucket"] = prediction_json(a.best_bucket);
   out["best_bucket"]["bucket_mb"] = a.best_bucket.bucket_bytes / kMiB;
+  out["best_bucket"]["model_warning"] = a.model_warning;
   const ScalingResult& sc = a.scaling;
   out["scaling"] = {{"network", sc.network},
+                    {"model_warning", sc.model_warning},
                     {"reduce_gbytes_s", sc.reduce_gbytes_s},
                     {"strategy", scaling_label(sc)},
                     {"global_batch", sc.global_batch},
@@ -149,6 +156,7 @@ std::string format_report(const Analysis& a) {
                     backend.c_str(), collective.c_str(), algorithm.c_str(), alpha_us, beta_ns, gbytes_s, f.r2,
                     100.0 * f.max_rel_residual);
       o << buf;
+      if (const std::string w = fit_warning(f); !w.empty()) o << "#   (!) " << w << "\n";
       continue;
     }
     // The first line is the one-line fit; predictions use the size regimes below it.
@@ -165,6 +173,7 @@ std::string format_report(const Analysis& a) {
                     g.model.alpha_s * 1e6, beta, beta > 0 ? 1.0 / beta : 0.0);
       o << buf;
     }
+    if (const std::string w = fit_warning(f); !w.empty()) o << "#   (!) " << w << "\n";
   }
   const Breakdown& b = a.breakdown;
   std::snprintf(buf, sizeof buf,
@@ -191,6 +200,7 @@ std::string format_report(const Analysis& a) {
                   s.error_pct);
     o << buf;
   }
+  if (!a.model_warning.empty()) o << "  (!) predictions above and below from a " << a.model_warning << "\n";
   for (const auto& w : a.warnings) o << "  warning: " << w << "\n";
   const StepPrediction& bb = a.best_bucket;
   std::snprintf(buf, sizeof buf, "  best bucket (model): %.3g MiB -> %.3f ms, %lld collectives\n", bb.bucket_bytes / kMiB,
@@ -206,6 +216,7 @@ std::string format_report(const Analysis& a) {
   o << "\nBottleneck: " << a.bottleneck.kind << "\n  " << a.bottleneck.reason << "\n";
   const ScalingResult& sc = a.scaling;
   o << "\nPredicted scaling (" << scaling_label(sc) << "; " << sc.network << "):\n";
+  if (!sc.model_warning.empty()) o << "  (!) " << sc.model_warning << "\n";
   std::snprintf(buf, sizeof buf, "  %6s | %-36s | %-36s\n", "ranks", "strong (global batch fixed)", "weak (batch per rank fixed)");
   o << buf;
   std::snprintf(buf, sizeof buf, "  %6s | %8s %10s %8s %7s | %8s %10s %8s %7s\n", "", "rows", "step_ms", "comm_ms", "eff", "rows",

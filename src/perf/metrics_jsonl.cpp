@@ -20,7 +20,8 @@ nlohmann::json to_json(const StepStats& s) {
                         {"optimizer_ms", s.optimizer_ms},
                         {"overlap", s.overlap()},
                         {"collectives", s.collectives},
-                        {"comm_bytes", s.comm_bytes}};
+                        {"comm_bytes", s.comm_bytes},
+                        {"compress_ms", s.compress_ms}};
 }
 
 MetricsWriter::MetricsWriter(const std::string& path) : path_(path) {

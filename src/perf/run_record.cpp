@@ -24,6 +24,7 @@ StepStats mean_of(const std::vector<StepStats>& v) {
     m.loss_sync_ms += s.loss_sync_ms;
     m.comm_total_ms += s.comm_total_ms;
     m.comm_exposed_ms += s.comm_exposed_ms;
+    m.compress_ms += s.compress_ms;
   }
   const double n = static_cast<double>(v.size());
   m.step_ms /= n;
@@ -34,6 +35,7 @@ StepStats mean_of(const std::vector<StepStats>& v) {
   m.loss_sync_ms /= n;
   m.comm_total_ms /= n;
   m.comm_exposed_ms /= n;
+  m.compress_ms /= n;
   m.collectives = v.back().collectives;
   m.comm_bytes = v.back().comm_bytes;
   return m;
@@ -52,6 +54,7 @@ StepStats stats_from_json(const nlohmann::json& j) {
   s.comm_exposed_ms = j.value("comm_exposed_ms", 0.0);
   s.collectives = j.value("collectives", std::int64_t{0});
   s.comm_bytes = j.value("comm_bytes", std::int64_t{0});
+  s.compress_ms = j.value("compress_ms", 0.0);
   return s;
 }
 }  // namespace

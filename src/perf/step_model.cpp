@@ -86,8 +86,10 @@ StepPrediction simulate_async(const StepProfile& prof, const std::vector<ddp::Bu
 
 }  // namespace
 
-StepPrediction predict_step(const StepProfile& prof, ddp::Strategy strategy, const AllReduceTime& allreduce,
+StepPrediction predict_step(const StepProfile& prof, ddp::Strategy strategy, const AllReduceTime& fp32_allreduce,
                             double bucket_cap_bytes, double first_bucket_cap_bytes) {
+  // Compression: the strategy's fp32 collectives carry wire_ratio times the bytes.
+  const AllReduceTime allreduce = [&](double bytes) { return fp32_allreduce(bytes * prof.wire_ratio); };
   StepPrediction r;
   switch (strategy) {
     case ddp::Strategy::Naive:
@@ -114,7 +116,7 @@ StepPrediction predict_step(const StepProfile& prof, ddp::Strategy strategy, con
   }
   r.strategy = strategy;
   r.step_s = prof.data_s + prof.forward_s + prof.backward_s + r.exposed_comm_s + prof.loss_sync_s + prof.optimizer_s +
-             prof.other_s;
+             prof.other_s + prof.compress_s;
   return r;
 }
 

@@ -48,6 +48,13 @@ struct StepProfile {
   // all its ranks running at once, which a busy time-sliced node grants only after backward, so
   // no collective overlaps backward.
   bool time_sliced = false;
+  // Gradient compression (docs/compression.md), as measured: bytes on the wire / fp32 bytes (every
+  // collective's bytes are scaled by it: exact for fp16/bf16, an average over tensors for PowerSGD,
+  // whose second collective's latency is not modelled), and the encode/decode work per step, added
+  // to the step (the host time of the Compress event; the part an async strategy runs inside
+  // backward is then counted twice: an upper bound).
+  double wire_ratio = 1.0;
+  double compress_s = 0;
   double compute_s() const { return data_s + forward_s + backward_s + optimizer_s; }
 };
 

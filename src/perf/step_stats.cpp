@@ -19,6 +19,7 @@ StepStats step_stats(const std::vector<core::Event>& events, std::int64_t step) 
       case core::EventKind::Optimizer: s.optimizer_ms += ms; break;
       case core::EventKind::LossSync: s.loss_sync_ms += ms; break;
       case core::EventKind::CommWait: s.comm_exposed_ms += ms; break;
+      case core::EventKind::Compress: s.compress_ms += ms; break;
       case core::EventKind::Collective:
         s.comm_total_ms += ms;
         s.collectives += 1;
@@ -63,6 +64,7 @@ RunSummary summarize(const std::vector<StepStats>& steps) {
   MDDP_FIELD(loss_sync_ms)
   MDDP_FIELD(comm_total_ms)
   MDDP_FIELD(comm_exposed_ms)
+  MDDP_FIELD(compress_ms)
 #undef MDDP_FIELD
   if (!steps.empty()) {
     r.median.collectives = r.mean.collectives = steps.back().collectives;

@@ -20,7 +20,8 @@ struct StepStats {
   double step_ms = 0, data_ms = 0, forward_ms = 0, backward_ms = 0, optimizer_ms = 0, loss_sync_ms = 0;
   double comm_total_ms = 0, comm_exposed_ms = 0;
   std::int64_t collectives = 0;
-  std::int64_t comm_bytes = 0;
+  std::int64_t comm_bytes = 0;  // bytes handed to the gradient collectives (compressed, with compression)
+  double compress_ms = 0;       // gradient compression's encode/decode work (0 without compression)
   // Clamped at 0: for blocking strategies exposed == total up to the few ns between the two clock reads.
   double overlap() const { return comm_total_ms > 0 ? std::max(0.0, 1.0 - comm_exposed_ms / comm_total_ms) : 0.0; }
 };

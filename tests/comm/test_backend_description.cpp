@@ -22,7 +22,7 @@ TEST(BackendDescription, EveryCompiledBackendIsDescribed) {
     EXPECT_TRUE(d.compiled_in) << name;
   }
   const auto names = available_backends();
-  for (const char* always : {"mpi", "naive", "ring", "rd", "auto"}) {
+  for (const char* always : {"mpi", "naive", "ring", "rd", "auto", "hier"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), always), names.end()) << always;
   }
   // The GPU backends are described in every build; compiled in exactly when listed.
@@ -33,7 +33,7 @@ TEST(BackendDescription, EveryCompiledBackendIsDescribed) {
 }
 
 TEST(BackendDescription, KindsAndDeviceBuffers) {
-  for (const char* host_only : {"naive", "ring", "rd", "auto"}) {
+  for (const char* host_only : {"naive", "ring", "rd", "auto", "hier"}) {
     const BackendDescription d = describe_backend(host_only);
     EXPECT_EQ(d.kind, BackendKind::Host) << host_only;
     EXPECT_FALSE(d.accepts_device_buffers) << host_only;
@@ -53,7 +53,8 @@ TEST(BackendDescription, AllReduceAlgorithmPerSizeAndRanks) {
   EXPECT_EQ(describe_backend("mpi").all_reduce_algorithm(1024, 2), A::Library);
   EXPECT_EQ(describe_backend("nccl").all_reduce_algorithm(1024, 2), A::Library);
   EXPECT_EQ(describe_backend("nccl-ring").all_reduce_algorithm(1024, 2), A::Ring);
-  for (const char* name : {"mpi", "naive", "ring", "rd", "auto", "nccl", "nccl-ring"}) {
+  EXPECT_EQ(describe_backend("hier").all_reduce_algorithm(8, 4), A::Hierarchical);
+  for (const char* name : {"mpi", "naive", "ring", "rd", "auto", "hier", "nccl", "nccl-ring"}) {
     EXPECT_EQ(describe_backend(name).all_reduce_algorithm(1 << 20, 1), A::Local) << name;  // one rank
   }
   // auto: recursive doubling up to 16 KiB (the measured crossover, docs/allreduce.md), ring above.

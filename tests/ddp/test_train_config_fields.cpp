@@ -56,9 +56,9 @@ TEST(ConfigFields, EveryRowOwnsItsMember) {
     }
   }
   EXPECT_EQ(find_config_field("no_such_field"), nullptr);
-  // One row per member of TrainConfig (less faults and the 3 nested structs), MlpConfig (4),
-  // OptimizerConfig (8), GradSyncOptions (2).
-  EXPECT_EQ(train_config_fields().size(), (15u - 1 - 3) + 4 + 8 + 2);
+  // One row per member of TrainConfig (less faults and the 4 nested structs), MlpConfig (4),
+  // OptimizerConfig (8), GradSyncOptions (2), GradCompressionConfig (4).
+  EXPECT_EQ(train_config_fields().size(), (17u - 1 - 4) + 4 + 8 + 2 + 4);
 }
 
 TEST(ConfigFields, RulesOfTheOptimizerSettings) {
@@ -118,7 +118,7 @@ TEST(ConfigAgreement, EveryAgreedFieldIsComparedAtStartUp) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 23);  // every row but the two local ones, keep_events and layer_events
+  EXPECT_EQ(checked, 28);  // every row but the two local ones, keep_events and layer_events
 }
 
 }  // namespace

@@ -8,6 +8,11 @@
 //   WorldSizeChange (run with 4 ranks): save at np 4, resume on sub-communicators of 2 and 3 ranks;
 //     the result equals an uninterrupted single-process run within 1e-5 relative (the only
 //     difference is the order of the per-rank partial sums, as in test_ddp_equivalence.cpp).
+//   Sharded (--shard, ddp/zero): a sharded run's checkpoint is the same file as plain DDP's (the
+//     full optimizer state, gathered from the shards: equal to DDP's within 1e-6, the save's
+//     strategy records the mode); resuming it in the same mode is bitwise; any checkpoint, sharded
+//     or not, resumes in any mode (within 1e-6 of the uninterrupted run); at np 4 a sharded
+//     checkpoint resumes sharded on 2 and 3 ranks (WorldSizeChange).
 //   AutoSkipsCorruptNewest: a corrupted newest checkpoint is skipped by `auto`, with a note.
 //   EveryStoredFieldRoundTrips: a configuration with every stored field of
 //     ddp::train_config_fields() away from its default is written and read back field for field.
@@ -175,6 +180,92 @@ std::vector<std::string> strategies() {
 INSTANTIATE_TEST_SUITE_P(AllStrategies, ResumeIsBitwise, ::testing::ValuesIn(strategies()),
                          [](const auto& p) { return p.param; });
 
+double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double max_diff = 0, max_ref = 0;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    max_diff = std::max(max_diff, static_cast<double>(std::abs(a[i] - b[i])));
+    max_ref = std::max(max_ref, static_cast<double>(std::abs(b[i])));
+  }
+  return max_diff / max_ref;
+}
+
+TEST(Sharded, OneFormatBitwiseResumeAndAnyModeResumesAny) {
+  const MPI_Comm world = MPI_COMM_WORLD;
+  using ddp::zero::ShardMode;
+  const std::vector<ShardMode> modes = {ShardMode::None, ShardMode::Optimizer, ShardMode::Gradients};
+  auto cfg_of = [](ShardMode m) {
+    auto c = small_config("bucketed");
+    c.shard = m;
+    return c;
+  };
+  // The checkpoints after 4 steps in every mode hold the same state.
+  std::vector<CheckpointContents> saved;
+  std::vector<std::string> dirs;
+  for (const ShardMode m : modes) {
+    dirs.push_back(shared_tmpdir(world, "shard"));
+    (void)train(world, cfg_of(m), 4, dirs.back(), 4);
+    saved.push_back(read_checkpoint(checkpoint_path(dirs.back(), 4)));
+  }
+  for (std::size_t i = 1; i < modes.size(); ++i) {
+    SCOPED_TRACE(std::string(ddp::zero::shard_mode_name(modes[i])));
+    EXPECT_EQ(saved[i].strategy, "bucketed+shard=" + std::string(ddp::zero::shard_mode_name(modes[i])));
+    EXPECT_LE(max_rel_diff(saved[i].params, saved[0].params), 1e-6);
+    ASSERT_EQ(saved[i].optimizer_state.size(), saved[0].optimizer_state.size());
+    for (std::size_t b = 0; b < saved[0].optimizer_state.size(); ++b) {
+      EXPECT_EQ(saved[i].optimizer_state[b].first, saved[0].optimizer_state[b].first);
+      EXPECT_LE(max_rel_diff(saved[i].optimizer_state[b].second, saved[0].optimizer_state[b].second), 1e-5)
+          << saved[0].optimizer_state[b].first;
+    }
+  }
+  for (std::size_t to = 0; to < modes.size(); ++to) {
+    const TrainRun straight = train(world, cfg_of(modes[to]), 8, dirs[to] + "/unused", -1);
+    for (std::size_t from = 0; from < modes.size(); ++from) {
+      SCOPED_TRACE(std::string(ddp::zero::shard_mode_name(modes[from])) + " -> " +
+                   std::string(ddp::zero::shard_mode_name(modes[to])));
+      const TrainRun resumed = train(world, cfg_of(modes[to]), 8, dirs[from], -1, checkpoint_path(dirs[from], 4));
+      ASSERT_EQ(resumed.params.size(), straight.params.size());
+      if (from == to) {
+        EXPECT_EQ(std::memcmp(resumed.params.data(), straight.params.data(), straight.params.size() * sizeof(float)), 0);
+        for (std::size_t s = 0; s < resumed.losses.size(); ++s) EXPECT_EQ(resumed.losses[s], straight.losses[4 + s]);
+      }
+      EXPECT_LE(max_rel_diff(resumed.params, straight.params), 1e-6);
+    }
+  }
+  for (const auto& d : dirs) remove_dir(world, d);
+}
+
+// Gradient compression's state (PowerSGD's Q, per-rank error feedback) is saved and restored
+// exactly: resuming at step 4 (compression began at step 2) equals the uninterrupted run bit for bit,
+// and a run with other compression settings is refused.
+TEST(Checkpoint, CompressionStateResumesBitwise) {
+  const MPI_Comm world = MPI_COMM_WORLD;
+  const std::string dir = shared_tmpdir(world, "compress");
+  auto cfg = small_config("bucketed");
+  cfg.compression.mode = "powersgd";
+  cfg.compression.powersgd_rank = 1;  // rank 1: every weight of the small model compresses
+  cfg.compression.powersgd_start_step = 2;
+  const TrainRun straight = train(world, cfg, 8, dir, -1);
+  const TrainRun first = train(world, cfg, 4, dir, 4);
+  const TrainRun second = train(world, cfg, 8, dir, -1, "auto");
+  ASSERT_EQ(first.losses.size() + second.losses.size(), straight.losses.size());
+  for (std::size_t s = 0; s < straight.losses.size(); ++s) {
+    EXPECT_EQ(s < 4 ? first.losses[s] : second.losses[s - 4], straight.losses[s]) << "step " << s;
+  }
+  EXPECT_EQ(std::memcmp(second.params.data(), straight.params.data(), straight.params.size() * sizeof(float)), 0)
+      << "resumed parameters differ from the uninterrupted run";
+  const CheckpointContents c = read_checkpoint(checkpoint_path(dir, 4));
+  ASSERT_TRUE(c.compression.present);
+  EXPECT_EQ(c.compression.config.mode, "powersgd");
+  ASSERT_EQ(c.compression.tensors.size(), 2u);  // powersgd_q and error_feedback
+  auto other = cfg;
+  other.compression.error_feedback = false;
+  EXPECT_THROW(check_compatible(c, other, c.data_source), core::UsageError);
+  other.compression.mode = "none";
+  EXPECT_THROW(check_compatible(c, other, c.data_source), core::UsageError);
+  EXPECT_NO_THROW(check_compatible(c, cfg, c.data_source));
+  remove_dir(world, dir);
+}
+
 TEST(Checkpoint, AutoSkipsCorruptNewest) {
   const MPI_Comm world = MPI_COMM_WORLD;
   int rank = 0;
@@ -295,33 +386,36 @@ TEST(WorldSizeChange, Np4ResumesOnTwoAndThreeRanks) {
   MPI_Comm_rank(world, &rank);
   MPI_Comm_size(world, &size);
   if (size != 4) GTEST_SKIP() << "needs exactly 4 ranks";
-  const std::string dir = shared_tmpdir(world, "ws");
-  auto cfg = small_config("naive");
-  (void)train(world, cfg, 4, dir, 4);
-  // Reference: the whole run uninterrupted on one process.
-  TrainRun ref;
-  {
-    ref = train(MPI_COMM_SELF, cfg, 8, dir + "/unused", -1);
-  }
-  for (int n : {2, 3}) {
-    MPI_Comm sub = MPI_COMM_NULL;
-    MPI_Comm_split(world, rank < n ? 0 : MPI_UNDEFINED, rank, &sub);
-    if (sub != MPI_COMM_NULL) {
-      const TrainRun resumed = train(sub, cfg, 8, dir, -1, "auto");
-      double max_diff = 0, max_ref = 0;
-      for (std::size_t i = 0; i < ref.params.size(); ++i) {
-        max_diff = std::max(max_diff, static_cast<double>(std::abs(resumed.params[i] - ref.params[i])));
-        max_ref = std::max(max_ref, static_cast<double>(std::abs(ref.params[i])));
-      }
-      EXPECT_LE(max_diff, 1e-5 * max_ref) << "np 4 -> " << n;
-      for (std::size_t s = 0; s < resumed.losses.size(); ++s) {
-        EXPECT_NEAR(resumed.losses[s], ref.losses[4 + s], 1e-5 * std::abs(ref.losses[4 + s])) << "np 4 -> " << n << ", step " << 4 + s;
-      }
-      MPI_Comm_free(&sub);
+  for (const ddp::zero::ShardMode shard : {ddp::zero::ShardMode::None, ddp::zero::ShardMode::Optimizer}) {
+    const std::string dir = shared_tmpdir(world, "ws");
+    auto cfg = small_config("naive");
+    cfg.shard = shard;  // sharded: saved at np 4 from shards, resumed into shards at np 2 and 3
+    (void)train(world, cfg, 4, dir, 4);
+    // Reference: the whole run uninterrupted on one process.
+    TrainRun ref;
+    {
+      ref = train(MPI_COMM_SELF, cfg, 8, dir + "/unused", -1);
     }
-    MPI_Barrier(world);
+    for (int n : {2, 3}) {
+      MPI_Comm sub = MPI_COMM_NULL;
+      MPI_Comm_split(world, rank < n ? 0 : MPI_UNDEFINED, rank, &sub);
+      if (sub != MPI_COMM_NULL) {
+        const TrainRun resumed = train(sub, cfg, 8, dir, -1, "auto");
+        double max_diff = 0, max_ref = 0;
+        for (std::size_t i = 0; i < ref.params.size(); ++i) {
+          max_diff = std::max(max_diff, static_cast<double>(std::abs(resumed.params[i] - ref.params[i])));
+          max_ref = std::max(max_ref, static_cast<double>(std::abs(ref.params[i])));
+        }
+        EXPECT_LE(max_diff, 1e-5 * max_ref) << "np 4 -> " << n << ", shard " << ddp::zero::shard_mode_name(shard);
+        for (std::size_t s = 0; s < resumed.losses.size(); ++s) {
+          EXPECT_NEAR(resumed.losses[s], ref.losses[4 + s], 1e-5 * std::abs(ref.losses[4 + s])) << "np 4 -> " << n << ", step " << 4 + s;
+        }
+        MPI_Comm_free(&sub);
+      }
+      MPI_Barrier(world);
+    }
+    remove_dir(world, dir);
   }
-  remove_dir(world, dir);
 }
 
 }  // namespace

@@ -349,6 +349,51 @@ TEST_F(CudaKernels, Bf16ConversionMatchesHostFunctionsBitwise) {
   }
 }
 
+// Gradient compression's kernels: axpy and the 16-bit wire encode (with and without residual, in
+// place) / decode against CpuOps, which runs the same per-element functions: bitwise.
+TEST_F(CudaKernels, Wire16AndAxpyMatchCpuBitwise) {
+  auto x = random_normal(100003, 81000, 1000.0f);
+  x[0] = 70000.0f;  // beyond fp16's range: inf in fp16, finite in bf16
+  x[1] = std::ldexp(1.0f, -25);
+  x[2] = std::numeric_limits<float>::quiet_NaN();
+  const auto n = static_cast<std::int64_t>(x.size());
+  const auto y0 = random_normal(n, 81001);
+  for (Wire16 f : {Wire16::F16, Wire16::BF16}) {
+    std::vector<float> res_cpu = x, dec_cpu(x.size());
+    std::vector<std::uint16_t> w_cpu(x.size()), w2_cpu(x.size());
+    cpu_->encode_wire16(f, x.data(), w2_cpu.data(), nullptr, n);
+    cpu_->encode_wire16(f, res_cpu.data(), w_cpu.data(), res_cpu.data(), n);  // residual in place
+    cpu_->decode_wire16(f, w_cpu.data(), dec_cpu.data(), n);
+    EXPECT_EQ(w_cpu, w2_cpu);
+    DeviceArray<float> dres(x), ddec(n);
+    DeviceArray<std::uint16_t> dw(n);
+    gpu_->encode_wire16(f, dres.get(), dw.get(), dres.get(), n);
+    gpu_->decode_wire16(f, dw.get(), ddec.get(), n);
+    gpu_->synchronize();
+    EXPECT_EQ(dw.download(), w_cpu);
+    const auto res = dres.download(), dec = ddec.download();
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (std::isnan(res_cpu[i])) {
+        ASSERT_TRUE(std::isnan(res[i])) << i;
+      } else {
+        ASSERT_EQ(res[i], res_cpu[i]) << i;
+      }
+      if (!std::isnan(dec_cpu[i])) ASSERT_EQ(dec[i], dec_cpu[i]) << i;
+    }
+  }
+  std::vector<float> y_cpu = y0;
+  cpu_->axpy(-0.75f, x.data() + 3, y_cpu.data() + 3, n - 3);
+  DeviceArray<float> dx(x), dy(y0);
+  gpu_->axpy(-0.75f, dx.get() + 3, dy.get() + 3, n - 3);
+  // A GPU may fuse y + a*x into one FMA (one rounding instead of two): within one unit in the last
+  // place of the terms' magnitude, not bitwise.
+  const auto y = dy.download();
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double scale = std::abs(static_cast<double>(y0[i])) + std::abs(0.75 * static_cast<double>(x[i]));
+    if (i >= 3) ASSERT_NEAR(y[i], y_cpu[i], 2.4e-7 * scale) << i;
+  }
+}
+
 // ---- sum_squares: two-pass deterministic reduction vs the host algorithm ------------------------
 // Both sides add exact double squares (a float's square needs 48 of double's 53 bits) of one sign, in
 // different orders; each is within (longest chain) * 2^-53 relative of the truth: the host's 8 lanes

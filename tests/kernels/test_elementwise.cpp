@@ -80,5 +80,68 @@ TEST(Elementwise, Bf16ToFloatIsExactAndRoundTrips) {
   }
 }
 
+// fp16 (1 sign, 5 exponent bits with bias 15, 10 significand bits), bit patterns by hand.
+TEST(Elementwise, F16RoundsToNearestEven) {
+  EXPECT_EQ(float_to_f16_bits(1.0f), 0x3C00u);
+  EXPECT_EQ(float_to_f16_bits(-2.0f), 0xC000u);
+  EXPECT_EQ(float_to_f16_bits(0.0f), 0x0000u);
+  EXPECT_EQ(float_to_f16_bits(-0.0f), 0x8000u);
+  EXPECT_EQ(float_to_f16_bits(65504.0f), 0x7BFFu);   // largest finite
+  EXPECT_EQ(float_to_f16_bits(65519.0f), 0x7BFFu);   // below the halfway point 65520
+  EXPECT_EQ(float_to_f16_bits(65520.0f), 0x7C00u);   // the tie goes to the even neighbour: inf
+  EXPECT_EQ(float_to_f16_bits(-1e6f), 0xFC00u);
+  EXPECT_EQ(float_to_f16_bits(std::ldexp(1.0f, -14)), 0x0400u);  // smallest normal
+  EXPECT_EQ(float_to_f16_bits(std::ldexp(1.0f, -24)), 0x0001u);  // smallest subnormal
+  EXPECT_EQ(float_to_f16_bits(std::ldexp(1.0f, -25)), 0x0000u);  // tie between 0 and 2^-24: even (0)
+  EXPECT_EQ(float_to_f16_bits(std::ldexp(1.5f, -25)), 0x0001u);  // above the tie
+  EXPECT_EQ(float_to_f16_bits(std::ldexp(3.0f, -25)), 0x0002u);  // 1.5 * 2^-24: tie, to even 2
+  // 1 + 2^-11 is halfway between 1 and 1 + 2^-10: to even (1); 1 + 3 * 2^-11: to 1 + 2^-9 (even).
+  EXPECT_EQ(float_to_f16_bits(1.0f + std::ldexp(1.0f, -11)), 0x3C00u);
+  EXPECT_EQ(float_to_f16_bits(1.0f + std::ldexp(3.0f, -11)), 0x3C02u);
+  // Subnormal rounding up into the smallest normal: (2^-14 - 2^-26) -> 2^-14.
+  EXPECT_EQ(float_to_f16_bits(std::ldexp(1.0f, -14) - std::ldexp(1.0f, -26)), 0x0400u);
+  EXPECT_EQ(float_to_f16_bits(std::numeric_limits<float>::infinity()), 0x7C00u);
+  const std::uint16_t nan = float_to_f16_bits(std::numeric_limits<float>::quiet_NaN());
+  EXPECT_EQ(nan & 0x7C00u, 0x7C00u);
+  EXPECT_NE(nan & 0x03FFu, 0u);
+}
+
+// Every one of the 65536 half patterns decodes exactly and encodes back to itself (NaNs stay NaN);
+// and decoding agrees with an independent formula in double.
+TEST(Elementwise, F16RoundTripsEveryPattern) {
+  for (std::uint32_t h = 0; h <= 0xFFFFu; ++h) {
+    const auto b = static_cast<std::uint16_t>(h);
+    const float f = f16_bits_to_float(b);
+    const int e = static_cast<int>((h >> 10) & 0x1F), m = static_cast<int>(h & 0x3FF);
+    const double sign = (h & 0x8000u) ? -1.0 : 1.0;
+    if (e == 31) {
+      EXPECT_TRUE(m == 0 ? std::isinf(f) : std::isnan(f)) << h;
+      continue;
+    }
+    const double want = sign * (e == 0 ? std::ldexp(m, -24) : std::ldexp(1024 + m, e - 25));
+    ASSERT_EQ(static_cast<double>(f), want) << h;
+    ASSERT_EQ(float_to_f16_bits(f), b) << h;
+  }
+}
+
+// The 16-bit wire helpers: encode with residual returns exactly x - decode(encode(x)), and one
+// reduction hop adds in fp32 and rounds once.
+TEST(Elementwise, Wire16ResidualAndReduceHop) {
+  std::uint16_t w = 0;
+  const float x = 1.0f + std::ldexp(1.0f, -12);  // not representable in fp16 (10 bits) or bf16 (7)
+  EXPECT_EQ(wire16_encode_residual(Wire16::F16, x, &w), std::ldexp(1.0f, -12));
+  EXPECT_EQ(w, 0x3C00u);
+  EXPECT_EQ(wire16_encode_residual(Wire16::BF16, x, &w), std::ldexp(1.0f, -12));
+  EXPECT_EQ(w, 0x3F80u);
+  // bf16: 1 + 2^-8 is a tie between 1 and 1 + 2^-7: one rounding of the fp32 sum gives 1 (even),
+  // whereas adding 2^-9 twice in bf16 would round twice.
+  const std::uint16_t one = float_to_bf16_bits(1.0f), tiny = float_to_bf16_bits(std::ldexp(1.0f, -8));
+  EXPECT_EQ(wire16_reduce_pair(Wire16::BF16, core::ReduceOp::Sum, one, tiny), one);
+  EXPECT_EQ(wire16_reduce_pair(Wire16::F16, core::ReduceOp::Sum, float_to_f16_bits(3.0f), float_to_f16_bits(4.0f)),
+            float_to_f16_bits(7.0f));
+  EXPECT_EQ(wire16_reduce_pair(Wire16::F16, core::ReduceOp::Sum, float_to_f16_bits(60000.0f), float_to_f16_bits(60000.0f)),
+            0x7C00u);  // beyond fp16's range: inf, never a silently clipped value
+}
+
 }  // namespace
 }  // namespace microddp::kernels

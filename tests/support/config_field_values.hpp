@@ -29,6 +29,8 @@ inline ddp::ConfigValue another_value(const ddp::ConfigField& f, const ddp::Trai
       if (f.name == "optimizer") return std::string(s == "adamw" ? "adam" : "adamw");
       if (f.name == "strategy") return std::string(s == "flat" ? "naive" : "flat");
       if (f.name == "on_nan") return std::string(s == "skip" ? "abort" : "skip");
+      if (f.name == "shard") return std::string(s == "optimizer" ? "gradients" : "optimizer");
+      if (f.name == "grad_compression") return std::string(s == "powersgd" ? "none" : "powersgd");
       ADD_FAILURE() << "config_field_values.hpp knows no other value for string field " << f.name;
       return s;
     }

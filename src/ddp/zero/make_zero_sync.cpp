@@ -1,0 +1,42 @@
+// make_zero_sync.cpp — see make_zero_sync.hpp.
+#include "ddp/zero/make_zero_sync.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "core/error.hpp"
+#include "ddp/bucket_planner.hpp"
+
+namespace microddp::ddp::zero {
+
+std::vector<Bucket> buckets_for_strategy(Strategy strategy, const GradSyncOptions& options,
+                                         const std::vector<model::ParamInfo>& params) {
+  switch (strategy) {
+    case Strategy::Naive:
+    case Strategy::Overlap:
+      return plan_per_parameter(params);
+    case Strategy::Flat:
+      return plan_buckets(params, std::numeric_limits<std::int64_t>::max());
+    case Strategy::Bucketed:
+      MDDP_USAGE_CHECK(options.bucket_mb > 0, "--bucket-mb must be > 0, got " << options.bucket_mb);
+      return plan_buckets(params, std::max<std::int64_t>(1, mib_to_bytes(options.bucket_mb)),
+                          mib_to_bytes(options.first_bucket_mb));
+  }
+  MDDP_USAGE_CHECK(false, "--shard: unknown strategy " << static_cast<int>(strategy));
+  return {};
+}
+
+ShardPlan plan_for_strategy(Strategy strategy, const GradSyncOptions& options,
+                            const std::vector<model::ParamInfo>& params, std::int64_t flat_count, int world, int rank) {
+  return plan_shards(params, flat_count, buckets_for_strategy(strategy, options, params), world, rank);
+}
+
+std::unique_ptr<ZeroSync> make_zero_sync(ShardMode mode, Strategy strategy, const GradSyncOptions& options,
+                                         comm::Communicator& comm, const std::vector<model::ParamInfo>& params,
+                                         core::TensorView grads, core::TensorView param_view, kernels::Ops& ops,
+                                         core::EventLog& events) {
+  ShardPlan plan = plan_for_strategy(strategy, options, params, grads.count, comm.size(), comm.rank());
+  return std::make_unique<ZeroSync>(mode, strategy, std::move(plan), comm, params, grads, param_view, ops, events);
+}
+
+}  // namespace microddp::ddp::zero

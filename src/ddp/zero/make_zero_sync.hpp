@@ -1,0 +1,25 @@
+// make_zero_sync.hpp — the shard plan of a strategy, and the ZeroSync for it.
+//
+// Shards follow the strategy's buckets: bucketed uses the bucket planner's caps, overlap and naive
+// one bucket per parameter, flat one bucket over the whole buffer (shard_plan.hpp).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "ddp/grad_sync.hpp"
+#include "ddp/zero/zero_sync.hpp"
+
+namespace microddp::ddp::zero {
+
+std::vector<Bucket> buckets_for_strategy(Strategy strategy, const GradSyncOptions& options,
+                                         const std::vector<model::ParamInfo>& params);
+ShardPlan plan_for_strategy(Strategy strategy, const GradSyncOptions& options,
+                            const std::vector<model::ParamInfo>& params, std::int64_t flat_count, int world, int rank);
+
+std::unique_ptr<ZeroSync> make_zero_sync(ShardMode mode, Strategy strategy, const GradSyncOptions& options,
+                                         comm::Communicator& comm, const std::vector<model::ParamInfo>& params,
+                                         core::TensorView grads, core::TensorView param_view, kernels::Ops& ops,
+                                         core::EventLog& events);
+
+}  // namespace microddp::ddp::zero

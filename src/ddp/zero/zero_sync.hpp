@@ -1,0 +1,106 @@
+// zero_sync.hpp — sharded data parallelism (ZeRO stages 1 and 2) as a gradient-sync strategy.
+//
+// Per step, on top of the bucket plan (shard_plan.hpp says how shards sit in buckets):
+//   backward     each bucket, the moment its last gradient is ready (strictly in bucket order, like
+//                BucketedSync), launches an async REDUCE-SCATTER of its world*chunk elements and, if
+//                the bucket has a tail, an async all-reduce of the tail;
+//   finish()     waits for them: rank r now holds the summed gradient of its chunks (and every tail);
+//   update       the trainer steps the optimizer over segments() only (this rank's chunks + tails)
+//                and, bucket by bucket, launch_gather(b) starts the ALL-GATHER of the updated
+//                chunks while the optimizer computes the next bucket; wait_gather() ends the step
+//                with the full parameters on every rank.
+// Reduce-scatter + all-gather move exactly what one all-reduce moves (a ring all-reduce IS a
+// reduce-scatter followed by an all-gather), so sharding costs no extra communication volume.
+//
+// Where the reduced gradient shard lands:
+//   optimizer (ZeRO-1)  in place, in the first `chunk` elements of the bucket's slice of the flat
+//                       gradient buffer (the communicator's in-place reduce-scatter convention);
+//                       the tail in place too. No gradient memory beyond DDP's.
+//   gradients (ZeRO-2)  out of place, into a shard-sized reduced-gradient buffer laid out like the
+//                       optimizer state; the optimizer, clipping and the NaN checks read only that.
+//                       (Backward itself still writes the full flat gradient buffer: see
+//                       docs/zero.md, "What is not sharded yet".)
+// Contract: every rank issues the same collectives in the same order (fixed plan, bucket order);
+// launching allocates nothing; buffers stay untouched until the Works complete (finish() and
+// wait_gather() wait, or order the compute stream after them on a stream-ordered communicator).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ddp/grad_sync.hpp"
+#include "ddp/zero/shard_plan.hpp"
+#include "kernels/ops_buffer.hpp"
+
+namespace microddp::ddp::zero {
+
+// One contiguous run of this rank's shard: parameters [param_offset, +count) of the flat buffers,
+// their reduced gradient at `grad`, their optimizer state at [state_offset, +count) of the shard
+// buffers. in_norm: counts toward the global gradient norm on this rank (tails are replicated, so
+// only rank 0 counts them).
+struct ShardSegment {
+  std::int64_t param_offset = 0;
+  float* grad = nullptr;  // device() memory
+  std::int64_t state_offset = 0;
+  std::int64_t count = 0;
+  bool in_norm = true;
+};
+
+class ZeroSync final : public GradSync {
+ public:
+  // grads / params: the model's whole flat gradient and parameter buffers.
+  ZeroSync(ShardMode mode, Strategy base_strategy, ShardPlan plan, comm::Communicator& comm,
+           const std::vector<model::ParamInfo>& params, core::TensorView grads, core::TensorView param_view,
+           kernels::Ops& ops, core::EventLog& events);
+  // The strategy whose buckets the shards follow.
+  Strategy strategy() const override { return base_strategy_; }
+  std::string_view name() const override { return name_; }
+  void on_backward_begin(std::int64_t step) override;
+  void on_grad_ready(const model::ParamInfo& param) override;
+  void finish() override;
+  // Reduce-scatters and tail all-reduces, plus the all-gathers of the update.
+  std::int64_t collectives_per_step() const override;
+  std::string collective_label(int id) const override;
+  // One unit per shard bucket (its widened slice): what the reduce-scatters cover.
+  std::vector<SyncUnit> units() const override;
+
+  ShardMode mode() const { return mode_; }
+  const ShardPlan& plan() const { return plan_; }
+  // This rank's segments, bucket by bucket (segments_of(b) = [first, end) indices).
+  const std::vector<ShardSegment>& segments() const { return segments_; }
+  std::pair<std::size_t, std::size_t> segments_of(std::size_t b) const { return {seg_begin_[b], seg_begin_[b + 1]}; }
+  // Starts the all-gather of bucket b's updated chunks (call in bucket order after updating them).
+  void launch_gather(std::size_t b);
+  // Waits for every all-gather (host), or orders the compute stream after them (stream-ordered).
+  void wait_gather();
+  // End of every step, updated or skipped (optimizer mode only; otherwise nothing): zeroes the
+  // in-place reduce-scatter's results. They may have landed on the alignment padding between
+  // parameters, which backward never writes and which must stay zero (param_layout.hpp), or the
+  // next reduce-scatter would sum stale values into it.
+  void end_step(kernels::Ops& ops);
+  // Bytes per step: into the reduce-scatters and tail all-reduces (counted like an all-reduce's
+  // input, GradSync::bytes_per_step), and gathered by the all-gathers (the output count).
+  std::int64_t gather_bytes_per_step() const;
+  // Bytes of buffers this strategy allocated (the ZeRO-2 reduced-gradient buffer).
+  std::int64_t reduced_grad_bytes() const { return store_.count() * static_cast<std::int64_t>(sizeof(float)); }
+
+ private:
+  void launch(std::size_t b);
+
+  ShardMode mode_;
+  Strategy base_strategy_;
+  std::string name_;
+  ShardPlan plan_;
+  core::TensorView params_view_;
+  kernels::OpsBuffer<float> store_;  // gradients mode: this rank's reduced gradient [chunks | tails]
+  std::vector<ShardSegment> segments_;
+  std::vector<std::size_t> seg_begin_;  // per bucket, + end
+  std::vector<int> bucket_of_;
+  std::vector<int> pending_;
+  std::vector<comm::Work> rs_work_, tail_work_, ag_work_;  // per bucket
+  std::vector<std::int64_t> rs_launch_ns_, ag_launch_ns_;
+  std::size_t next_launch_ = 0;
+  std::size_t gathers_launched_ = 0;
+};
+
+}  // namespace microddp::ddp::zero
