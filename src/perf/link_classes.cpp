@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "perf/comm_model_io.hpp"
 
 namespace microddp::perf {
 
