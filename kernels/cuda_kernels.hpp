@@ -46,8 +46,8 @@ XentWorkspace softmax_xent_workspace(void* base, std::size_t bytes);
 // Softmax cross-entropy as Ops::softmax_xent: dlogits(rows, classes) and *loss_out (one device
 // float) overwritten. A bad label cannot throw from the GPU: the kernel sets *ws.error_flag = 1 and
 // makes the loss NaN; the caller checks the flag later (CudaOps does in synchronize()).
-void softmax_xent(const float* logits, const std::int32_t* labels, std::int64_t rows, std::int64_t classes,
-                  float scale, float* dlogits, float* loss_out, XentWorkspace ws, cudaStream_t stream);
+void softmax_xent(const float* logits, const std::int32_t* labels, std::int64_t rows, std::int64_t classes, float scale,
+                  float* dlogits, float* loss_out, XentWorkspace ws, cudaStream_t stream);
 
 // Sum of squares as Ops::sum_squares: *out (one device double) = sum_i x_i^2 over x(n), accumulated
 // in double in two deterministic passes: at most kSumSquaresMaxBlocks blocks (grid a function of n
@@ -73,7 +73,8 @@ void scale(float* x, float alpha, std::int64_t n, cudaStream_t stream);
 void axpy(float alpha, const float* x, float* y, std::int64_t n, cudaStream_t stream);
 // Gradient compression's 16-bit wire formats (Ops::encode_wire16 / decode_wire16; the per-element
 // math is elementwise.hpp's wire16_*, shared with the CPU loops). residual may be null or alias src.
-void encode_wire16(Wire16 f, const float* src, std::uint16_t* dst, float* residual, std::int64_t n, cudaStream_t stream);
+void encode_wire16(Wire16 f, const float* src, std::uint16_t* dst, float* residual, std::int64_t n,
+                   cudaStream_t stream);
 void decode_wire16(Wire16 f, const std::uint16_t* src, float* dst, std::int64_t n, cudaStream_t stream);
 // dst(n) = a op b on 16-bit data: decode, combine in fp32, round once (the GPU ring's reduction hop).
 void reduce_wire16(Wire16 f, std::uint16_t* dst, const std::uint16_t* a, const std::uint16_t* b, std::int64_t n,

@@ -18,9 +18,12 @@ namespace microddp::kernels {
 template <typename T>
 MDDP_HD_INLINE T reduce_pair(core::ReduceOp op, T a, T b) {
   switch (op) {
-    case core::ReduceOp::Max: return a > b ? a : b;
-    case core::ReduceOp::Min: return a < b ? a : b;
-    default: return a + b;
+    case core::ReduceOp::Max:
+      return a > b ? a : b;
+    case core::ReduceOp::Min:
+      return a < b ? a : b;
+    default:
+      return a + b;
   }
 }
 
@@ -154,7 +157,7 @@ MDDP_HD_INLINE std::uint16_t float_to_f16_bits(float x) {
   const std::uint32_t u = float_bits(x);
   const std::uint32_t sign = (u >> 16) & 0x8000u;
   const std::uint32_t a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);  // NaN
+  if (a > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);   // NaN
   if (a >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // >= 65520 (or inf): inf
   if (a >= 0x38800000u) {  // normal half (|x| >= 2^-14): rebias the exponent by 127 - 15 = 112
     std::uint32_t h = a - 0x38000000u;

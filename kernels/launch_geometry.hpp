@@ -13,7 +13,7 @@
 namespace microddp::kernels {
 
 struct LaunchGeometry {
-  std::uint32_t blocks = 0;  // gridDim.x; 0 means nothing to launch
+  std::uint32_t blocks = 0;   // gridDim.x; 0 means nothing to launch
   std::uint32_t threads = 0;  // blockDim.x (total threads for 2-D blocks)
   bool empty() const { return blocks == 0; }
 };

@@ -35,7 +35,9 @@ class BasicOpsBuffer {
   BasicOpsBuffer(const BasicOpsBuffer&) = delete;
   BasicOpsBuffer& operator=(const BasicOpsBuffer&) = delete;
   BasicOpsBuffer(BasicOpsBuffer&& o) noexcept
-      : ops_(std::exchange(o.ops_, nullptr)), data_(std::exchange(o.data_, nullptr)), count_(std::exchange(o.count_, 0)) {}
+      : ops_(std::exchange(o.ops_, nullptr)),
+        data_(std::exchange(o.data_, nullptr)),
+        count_(std::exchange(o.count_, 0)) {}
   BasicOpsBuffer& operator=(BasicOpsBuffer&& o) noexcept {
     if (this != &o) {
       release();
@@ -53,41 +55,25 @@ class BasicOpsBuffer {
   std::int64_t bytes() const { return count_ * static_cast<std::int64_t>(sizeof(T)); }
 
   // ---- device memory ----
-  core::Device device() const
-    requires(kMemory == OpsMemory::Device)
-  {
+  core::Device device() const requires(kMemory == OpsMemory::Device) {
     return ops_ != nullptr ? ops_->device() : core::Device::Host;
   }
-  core::TensorView view()
-    requires(kMemory == OpsMemory::Device)
-  {
+  core::TensorView view() requires(kMemory == OpsMemory::Device) {
     return core::TensorView::of(data_, count_, device());
   }
   // Elements [offset, offset + n) to / from host memory (synchronous copies through the Ops).
-  void to_host(T* dst, std::int64_t offset, std::int64_t n) const
-    requires(kMemory == OpsMemory::Device)
-  {
+  void to_host(T* dst, std::int64_t offset, std::int64_t n) const requires(kMemory == OpsMemory::Device) {
     check_range(offset, n);
     if (n > 0) ops_->copy_to_host(dst, data_ + offset, static_cast<std::size_t>(n) * sizeof(T));
   }
-  void from_host(const T* src, std::int64_t offset, std::int64_t n)
-    requires(kMemory == OpsMemory::Device)
-  {
+  void from_host(const T* src, std::int64_t offset, std::int64_t n) requires(kMemory == OpsMemory::Device) {
     check_range(offset, n);
     if (n > 0) ops_->copy_from_host(data_ + offset, src, static_cast<std::size_t>(n) * sizeof(T));
   }
 
   // ---- host staging memory ----
-  T& operator[](std::int64_t i)
-    requires(kMemory == OpsMemory::HostStaging)
-  {
-    return data_[i];
-  }
-  const T& operator[](std::int64_t i) const
-    requires(kMemory == OpsMemory::HostStaging)
-  {
-    return data_[i];
-  }
+  T& operator[](std::int64_t i) requires(kMemory == OpsMemory::HostStaging) { return data_[i]; }
+  const T& operator[](std::int64_t i) const requires(kMemory == OpsMemory::HostStaging) { return data_[i]; }
 
  private:
   void check_range(std::int64_t offset, std::int64_t n) const {

@@ -15,9 +15,15 @@ template <typename T, typename F>
 void dispatch_op(core::ReduceOp op, F&& f) {
   // Separate instantiations per op so the compiler vectorises a branch-free loop.
   switch (op) {
-    case core::ReduceOp::Max: f([](T a, T b) { return a > b ? a : b; }); break;
-    case core::ReduceOp::Min: f([](T a, T b) { return a < b ? a : b; }); break;
-    default: f([](T a, T b) { return a + b; }); break;
+    case core::ReduceOp::Max:
+      f([](T a, T b) { return a > b ? a : b; });
+      break;
+    case core::ReduceOp::Min:
+      f([](T a, T b) { return a < b ? a : b; });
+      break;
+    default:
+      f([](T a, T b) { return a + b; });
+      break;
   }
 }
 
@@ -28,11 +34,18 @@ void reduce_wire16_typed(std::uint16_t* dst, const std::uint16_t* a, const std::
   for (std::int64_t i = 0; i < n; ++i) dst[i] = wire16_reduce_pair(F, Op, a[i], b[i]);
 }
 template <Wire16 F>
-void reduce_wire16(std::uint16_t* dst, const std::uint16_t* a, const std::uint16_t* b, std::int64_t n, core::ReduceOp op) {
+void reduce_wire16(std::uint16_t* dst, const std::uint16_t* a, const std::uint16_t* b, std::int64_t n,
+                   core::ReduceOp op) {
   switch (op) {
-    case core::ReduceOp::Max: reduce_wire16_typed<F, core::ReduceOp::Max>(dst, a, b, n); break;
-    case core::ReduceOp::Min: reduce_wire16_typed<F, core::ReduceOp::Min>(dst, a, b, n); break;
-    default: reduce_wire16_typed<F, core::ReduceOp::Sum>(dst, a, b, n); break;
+    case core::ReduceOp::Max:
+      reduce_wire16_typed<F, core::ReduceOp::Max>(dst, a, b, n);
+      break;
+    case core::ReduceOp::Min:
+      reduce_wire16_typed<F, core::ReduceOp::Min>(dst, a, b, n);
+      break;
+    default:
+      reduce_wire16_typed<F, core::ReduceOp::Sum>(dst, a, b, n);
+      break;
   }
 }
 
@@ -44,9 +57,9 @@ void reduce_typed(T* dst, const T* a, const T* b, std::int64_t n, core::ReduceOp
 }
 
 void check_pair(const core::TensorView& x, const core::TensorView& y) {
-  MDDP_CHECK(x.dtype == y.dtype && x.count == y.count, "host reduce: mismatched buffers (" << x.count << " "
-                                                           << core::dtype_name(x.dtype) << " vs " << y.count << " "
-                                                           << core::dtype_name(y.dtype) << ")");
+  MDDP_CHECK(x.dtype == y.dtype && x.count == y.count, "host reduce: mismatched buffers ("
+                                                           << x.count << " " << core::dtype_name(x.dtype) << " vs "
+                                                           << y.count << " " << core::dtype_name(y.dtype) << ")");
   MDDP_CHECK(x.device == core::Device::Host && y.device == core::Device::Host, "host reduce on a device buffer");
 }
 
@@ -56,8 +69,12 @@ void host_reduce(core::TensorView dst, core::TensorView a, core::TensorView b, c
   check_pair(dst, a);
   check_pair(dst, b);
   switch (dst.dtype) {
-    case core::DType::F32: reduce_typed(dst.as<float>(), a.as<float>(), b.as<float>(), dst.count, op); break;
-    case core::DType::F64: reduce_typed(dst.as<double>(), a.as<double>(), b.as<double>(), dst.count, op); break;
+    case core::DType::F32:
+      reduce_typed(dst.as<float>(), a.as<float>(), b.as<float>(), dst.count, op);
+      break;
+    case core::DType::F64:
+      reduce_typed(dst.as<double>(), a.as<double>(), b.as<double>(), dst.count, op);
+      break;
     case core::DType::I32:
       reduce_typed(dst.as<std::int32_t>(), a.as<std::int32_t>(), b.as<std::int32_t>(), dst.count, op);
       break;

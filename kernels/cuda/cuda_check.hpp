@@ -11,26 +11,26 @@
 
 #include "core/error.hpp"
 
-#define MDDP_CUDA_CHECK(expr)                                                                     \
-  do {                                                                                            \
-    const cudaError_t mddp_cuda_err_ = (expr);                                                    \
-    if (mddp_cuda_err_ != cudaSuccess) {                                                          \
-      std::ostringstream mddp_cuda_os_;                                                           \
-      mddp_cuda_os_ << "CUDA error " << cudaGetErrorName(mddp_cuda_err_) << ": "                  \
-                    << cudaGetErrorString(mddp_cuda_err_);                                        \
-      ::microddp::core::throw_error(mddp_cuda_os_.str(), #expr, __FILE__, __LINE__);              \
-    }                                                                                             \
+#define MDDP_CUDA_CHECK(expr)                                                        \
+  do {                                                                               \
+    const cudaError_t mddp_cuda_err_ = (expr);                                       \
+    if (mddp_cuda_err_ != cudaSuccess) {                                             \
+      std::ostringstream mddp_cuda_os_;                                              \
+      mddp_cuda_os_ << "CUDA error " << cudaGetErrorName(mddp_cuda_err_) << ": "     \
+                    << cudaGetErrorString(mddp_cuda_err_);                           \
+      ::microddp::core::throw_error(mddp_cuda_os_.str(), #expr, __FILE__, __LINE__); \
+    }                                                                                \
   } while (0)
 
-#define MDDP_CUBLAS_CHECK(expr)                                                                   \
-  do {                                                                                            \
-    const cublasStatus_t mddp_cublas_st_ = (expr);                                                \
-    if (mddp_cublas_st_ != CUBLAS_STATUS_SUCCESS) {                                               \
-      std::ostringstream mddp_cublas_os_;                                                         \
-      mddp_cublas_os_ << "cuBLAS error " << cublasGetStatusName(mddp_cublas_st_) << ": "          \
-                      << cublasGetStatusString(mddp_cublas_st_);                                  \
-      ::microddp::core::throw_error(mddp_cublas_os_.str(), #expr, __FILE__, __LINE__);            \
-    }                                                                                             \
+#define MDDP_CUBLAS_CHECK(expr)                                                          \
+  do {                                                                                   \
+    const cublasStatus_t mddp_cublas_st_ = (expr);                                       \
+    if (mddp_cublas_st_ != CUBLAS_STATUS_SUCCESS) {                                      \
+      std::ostringstream mddp_cublas_os_;                                                \
+      mddp_cublas_os_ << "cuBLAS error " << cublasGetStatusName(mddp_cublas_st_) << ": " \
+                      << cublasGetStatusString(mddp_cublas_st_);                         \
+      ::microddp::core::throw_error(mddp_cublas_os_.str(), #expr, __FILE__, __LINE__);   \
+    }                                                                                    \
   } while (0)
 
 // After a <<<...>>> launch: reports bad launch configurations at once (asynchronous faults inside

@@ -116,8 +116,8 @@ class CudaOps final : public Ops {
     }
     const int lda = cublas_int(trans_a ? m : k, "lda");
     const int ldb = cublas_int(trans_b ? k : n, "ldb");
-    MDDP_CUBLAS_CHECK(cublasSgemm(cublas_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                  ni, mi, ki, &alpha, b, ldb, a, lda, &beta, c, ni));
+    MDDP_CUBLAS_CHECK(cublasSgemm(cublas_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, ni,
+                                  mi, ki, &alpha, b, ldb, a, lda, &beta, c, ni));
   }
 
   void bias_act_forward(float* y, const float* bias, std::int64_t rows, std::int64_t cols, bool relu) override {
@@ -169,8 +169,8 @@ class CudaOps final : public Ops {
       // later launch check would blame an innocent kernel: clear it before reporting.
       (void)cudaGetLastError();
       std::ostringstream os;
-      os << "CUDA error " << cudaGetErrorName(err) << ": " << cudaGetErrorString(err) << " (allocate_bytes of "
-         << bytes << " bytes on GPU " << device_ << ")";
+      os << "CUDA error " << cudaGetErrorName(err) << ": " << cudaGetErrorString(err) << " (allocate_bytes of " << bytes
+         << " bytes on GPU " << device_ << ")";
       core::throw_error(os.str(), "cudaMalloc(&p, bytes)", __FILE__, __LINE__);
     }
     try {
@@ -272,8 +272,8 @@ class CudaOps final : public Ops {
     if (*host_flag_ != 0) {
       *host_flag_ = 0;
       MDDP_CUDA_CHECK(cudaMemsetAsync(xent_ws_.error_flag, 0, sizeof(int), stream_));
-      MDDP_CHECK(false, "softmax_xent: a label was outside [0, classes) (detected on GPU " << device_
-                                                                                           << "; loss is NaN)");
+      MDDP_CHECK(false,
+                 "softmax_xent: a label was outside [0, classes) (detected on GPU " << device_ << "; loss is NaN)");
     }
   }
 
@@ -320,7 +320,7 @@ class CudaOps final : public Ops {
   void* cublas_workspace_ = nullptr;
   void* xent_scratch_ = nullptr;
   gpu::XentWorkspace xent_ws_{};
-  int* host_flag_ = nullptr;  // pinned, so the flag read-back is a real async copy
+  int* host_flag_ = nullptr;          // pinned, so the flag read-back is a real async copy
   double* sumsq_partials_ = nullptr;  // gpu::sum_squares_workspace_bytes(): pass-1 block partials
   double* sumsq_out_ = nullptr;       // one device double: the sum_squares result
   double* host_sumsq_ = nullptr;      // pinned mirror of sumsq_out_

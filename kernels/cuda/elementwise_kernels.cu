@@ -82,7 +82,8 @@ void axpy(float alpha, const float* x, float* y, std::int64_t n, cudaStream_t st
   MDDP_CUDA_CHECK_LAUNCH();
 }
 
-void encode_wire16(Wire16 f, const float* src, std::uint16_t* dst, float* residual, std::int64_t n, cudaStream_t stream) {
+void encode_wire16(Wire16 f, const float* src, std::uint16_t* dst, float* residual, std::int64_t n,
+                   cudaStream_t stream) {
   check_count(n, "encode_wire16");
   const LaunchGeometry g = grid_stride_geometry(n);
   if (g.empty()) return;

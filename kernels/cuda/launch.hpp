@@ -14,5 +14,6 @@
 #elif defined(MDDP_HOST_LAUNCH)
 #define MDDP_LAUNCH(kernel, grid, block, smem, stream) MDDP_HOST_LAUNCH(kernel, grid, block, smem, stream)
 #else
-#error "kernels/cuda/launch.hpp: compiled as host C++ without a host kernel launcher (MDDP_HOST_LAUNCH); kernel sources must be compiled by nvcc, or by a build that provides the launcher"
+#error \
+    "kernels/cuda/launch.hpp: compiled as host C++ without a host kernel launcher (MDDP_HOST_LAUNCH); kernel sources must be compiled by nvcc, or by a build that provides the launcher"
 #endif

@@ -39,15 +39,15 @@ XentWorkspace softmax_xent_workspace(void* base, std::size_t bytes) {
   return ws;
 }
 
-void softmax_xent(const float* logits, const std::int32_t* labels, std::int64_t rows, std::int64_t classes,
-                  float scale, float* dlogits, float* loss_out, XentWorkspace ws, cudaStream_t stream) {
+void softmax_xent(const float* logits, const std::int32_t* labels, std::int64_t rows, std::int64_t classes, float scale,
+                  float* dlogits, float* loss_out, XentWorkspace ws, cudaStream_t stream) {
   MDDP_CHECK(rows >= 0 && classes >= 1, "softmax_xent: bad shape (" << rows << ", " << classes << ")");
   MDDP_CHECK(rows <= INT64_MAX / classes, "softmax_xent: rows * classes overflows int64");
   MDDP_CHECK(ws.block_partials != nullptr && ws.error_flag != nullptr, "softmax_xent: no workspace");
   const LaunchGeometry g = softmax_xent_geometry(rows);
   if (!g.empty()) {
-    MDDP_LAUNCH(softmax_xent_kernel, g.blocks, g.threads, 0, stream)(logits, labels, rows, classes, scale, dlogits,
-                                                                     ws.block_partials, ws.error_flag);
+    MDDP_LAUNCH(softmax_xent_kernel, g.blocks, g.threads, 0, stream)
+    (logits, labels, rows, classes, scale, dlogits, ws.block_partials, ws.error_flag);
     MDDP_CUDA_CHECK_LAUNCH();
   }
   // Also for rows == 0, so the loss is always overwritten (with 0).

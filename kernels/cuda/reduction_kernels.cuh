@@ -61,9 +61,8 @@ __device__ __forceinline__ float warp_sum(float x) {
 // back what it wrote, so no synchronisation is needed). Row losses are summed per warp in double
 // (lane 0, row order), then per block in warp order into block_partials[blockIdx.x].
 __global__ void softmax_xent_kernel(const float* __restrict__ logits, const std::int32_t* __restrict__ labels,
-                                    std::int64_t rows, std::int64_t classes, float scale,
-                                    float* __restrict__ dlogits, double* __restrict__ block_partials,
-                                    int* __restrict__ error_flag) {
+                                    std::int64_t rows, std::int64_t classes, float scale, float* __restrict__ dlogits,
+                                    double* __restrict__ block_partials, int* __restrict__ error_flag) {
   __shared__ double warp_loss[kXentWarpsPerBlock];
   const unsigned warp = threadIdx.x / 32;
   const unsigned lane = threadIdx.x % 32;
@@ -140,8 +139,7 @@ __device__ double block_sum(double v) {
 __global__ void sum_squares_kernel(const float* __restrict__ x, std::int64_t n, double* __restrict__ partials) {
   double acc = 0.0;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kSumSquaresThreads;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * kSumSquaresThreads + threadIdx.x; i < n;
-       i += stride) {
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * kSumSquaresThreads + threadIdx.x; i < n; i += stride) {
     const double v = x[i];
     acc += v * v;
   }

@@ -57,40 +57,53 @@ class AnalyzeCommand final : public Command {
     add_bucket_options(sub, opts_, /*with_cap=*/true);
     sub->get_option("--steps")->description("Timed steps per strategy (fresh run)");
     add_strategy_list_option(sub, "--strategies", strategies_, "Strategies of the fresh run");
-    sub->add_option("--warmup", warmup_, "Untimed steps before each strategy's timed steps")->check(CLI::Range(0, 1000))->capture_default_str();
+    sub->add_option("--warmup", warmup_, "Untimed steps before each strategy's timed steps")
+        ->check(CLI::Range(0, 1000))
+        ->capture_default_str();
     sub->add_option("--run", run_path_, "Analyse a run record written by --save-run instead of running");
     sub->add_option("--metrics", metrics_path_, "Analyse a `train --metrics` JSONL record instead of running");
     sub->add_option("--save-run", save_run_path_, "Write the fresh run's record (JSON) for later --run");
     sub->add_option("--model", model_path_, "Communication model JSON (from --fit --fit-out)");
     sub->add_option("--bench", bench_path_, "Fit the model from `microddp bench collectives` CSV/JSON output");
-    sub->add_flag("--fit", fit_only_, "Only fit the communication model (from --bench, or an in-process sweep) and exit");
+    sub->add_flag("--fit", fit_only_,
+                  "Only fit the communication model (from --bench, or an in-process sweep) and exit");
     sub->add_option("--fit-out", fit_out_, "Write the fitted communication model to this JSON file");
     sub->add_option("--fit-max-mb", fit_max_mb_,
                     "Largest all-reduce of the in-process sweep (MiB); the sweep always reaches the whole gradient too")
-        ->check(finite_range(0.001, 4096.0))->capture_default_str();
-    sub->add_option("--link-gbps", aopt_.link_gbps, "Scaling prediction: link bandwidth in Gbit/s (0 = use the fitted model)")
-        ->check(finite_range(0.0, 1e6))->capture_default_str();
+        ->check(finite_range(0.001, 4096.0))
+        ->capture_default_str();
+    sub->add_option("--link-gbps", aopt_.link_gbps,
+                    "Scaling prediction: link bandwidth in Gbit/s (0 = use the fitted model)")
+        ->check(finite_range(0.0, 1e6))
+        ->capture_default_str();
     sub->add_option("--reduce-gbps", reduce_gbps_,
                     "Scaling prediction with --link-gbps: local reduction rate in GB/s (-1 = measure on this node, "
                     "0 = leave the reduction out)")
-        ->check(finite_range(-1.0, 1e6))->capture_default_str();
+        ->check(finite_range(-1.0, 1e6))
+        ->capture_default_str();
     sub->add_option("--latency-us", aopt_.latency_us, "Scaling prediction: per-message latency in microseconds")
-        ->check(finite_range(0.0, 1e6))->capture_default_str();
+        ->check(finite_range(0.0, 1e6))
+        ->capture_default_str();
     add_strategy_option(sub, "--scaling-strategy", aopt_.scaling_strategy,
                         "Scaling prediction: the strategy assumed at every rank count");
     sub->add_option("--scaling-bucket-mb", aopt_.scaling_bucket_mb, "Scaling prediction: bucket cap of bucketed (MiB)")
         ->check(finite_range(1e-6, 1e6))
         ->capture_default_str();
-    sub->add_option("--max-ranks", aopt_.max_ranks, "Scaling prediction up to this many ranks")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+    sub->add_option("--max-ranks", aopt_.max_ranks, "Scaling prediction up to this many ranks")
+        ->check(CLI::Range(1, 1 << 20))
+        ->capture_default_str();
     // Positive (the verdict compares achieved rates with them) and finite; the upper bounds are far
     // above any machine (a 2024 GPU: ~100 TFLOP/s FP32, HBM ~5 TB/s).
     sub->add_option("--peak-gflops", aopt_.peak_gflops_per_thread, "FP32 peak per BLAS thread (verdict)")
-        ->check(finite_range(1e-3, 1e9))->capture_default_str();
+        ->check(finite_range(1e-3, 1e9))
+        ->capture_default_str();
     sub->add_option("--mem-gbps", aopt_.mem_gbytes_s, "Reference memory bandwidth in GB/s (verdict)")
-        ->check(finite_range(1e-3, 1e9))->capture_default_str();
+        ->check(finite_range(1e-3, 1e9))
+        ->capture_default_str();
     sub->add_option("--json", json_path_, "Write the report as JSON to this file");
-    sub->add_option("--memory-limit", memory_limit_mib_,
-                    "Sharding forecast: bytes per rank available, in MiB; says which --shard mode fits at each world size")
+    sub->add_option(
+           "--memory-limit", memory_limit_mib_,
+           "Sharding forecast: bytes per rank available, in MiB; says which --shard mode fits at each world size")
         ->check(CLI::Range(0.0, 1e12))
         ->capture_default_str();
     // Hierarchical vs flat all-reduce from one (alpha, beta) per link class (perf/link_classes.hpp).
@@ -98,7 +111,9 @@ class AnalyzeCommand final : public Command {
                     "Link classes: `bench collectives` output of the ring on the ranks of one node (intra-node fit)");
     sub->add_option("--bench-inter", bench_inter_path_,
                     "Link classes: `bench collectives` output of the ring on one rank per node (inter-node fit)");
-    sub->add_option("--nodes", nodes_, "Link classes: nodes to predict for")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+    sub->add_option("--nodes", nodes_, "Link classes: nodes to predict for")
+        ->check(CLI::Range(1, 1 << 20))
+        ->capture_default_str();
     sub->add_option("--ranks-per-node", ranks_per_node_, "Link classes: ranks per node to predict for")
         ->check(CLI::Range(1, 1 << 20))
         ->capture_default_str();
@@ -174,7 +189,8 @@ perf::CommModel AnalyzeCommand::sweep_fit(comm::Communicator& comm, const comm::
     perf::ModelEntry e;
     e.backend = opts_.comm + (async ? "/async" : "");
     e.algorithm = perf::algorithm_for_backend(opts_.comm);
-    e.fit = perf::fit_alpha_beta_regimes(perf::Collective::AllReduce, e.algorithm, async ? async_samples : sync_samples);
+    e.fit =
+        perf::fit_alpha_beta_regimes(perf::Collective::AllReduce, e.algorithm, async ? async_samples : sync_samples);
     e.ranks = {mpi.size()};
     m.entries.push_back(e);
   }
@@ -248,9 +264,8 @@ int AnalyzeCommand::run(const comm::MpiRuntime& mpi) {
   if (!bench_intra_path_.empty()) {
     // Hier vs flat ring from the two link classes; --bench (optional) adds measured ring/hier rows.
     if (!root) return 0;
-    const perf::LinkClassModel lc =
-        perf::fit_link_classes(perf::read_bench_rows(bench_intra_path_), bench_intra_path_,
-                               perf::read_bench_rows(bench_inter_path_), bench_inter_path_);
+    const perf::LinkClassModel lc = perf::fit_link_classes(perf::read_bench_rows(bench_intra_path_), bench_intra_path_,
+                                                           perf::read_bench_rows(bench_inter_path_), bench_inter_path_);
     const std::vector<perf::BenchRow> measured =
         bench_path_.empty() ? std::vector<perf::BenchRow>{} : perf::read_bench_rows(bench_path_);
     const nlohmann::json j = perf::compare_hier_ring(lc, nodes_, ranks_per_node_, 256.0 * (1 << 20), measured);
@@ -286,13 +301,14 @@ int AnalyzeCommand::run(const comm::MpiRuntime& mpi) {
       for (const auto& e : model.entries) {
         const auto& f = e.fit;
         std::printf("  %-14s %-14s %-6s %10.3f %12.5f %10.3f %8.4f %9.1f%% %11.1f%%\n", e.backend.c_str(),
-                    std::string(perf::collective_name(e.collective)).c_str(), std::string(perf::algorithm_name(e.algorithm)).c_str(),
-                    f.model.alpha_s * 1e6, f.model.beta_s_per_byte * 1e9,
-                    f.model.beta_s_per_byte > 0 ? 1e-9 / f.model.beta_s_per_byte : 0.0, f.r2, 100 * f.rms_rel_residual,
-                    100 * f.max_rel_residual);
+                    std::string(perf::collective_name(e.collective)).c_str(),
+                    std::string(perf::algorithm_name(e.algorithm)).c_str(), f.model.alpha_s * 1e6,
+                    f.model.beta_s_per_byte * 1e9, f.model.beta_s_per_byte > 0 ? 1e-9 / f.model.beta_s_per_byte : 0.0,
+                    f.r2, 100 * f.rms_rel_residual, 100 * f.max_rel_residual);
         // With size regimes the columns above are the one line's α, β and the regimes' quality.
         if (!f.regimes.empty()) {
-          std::printf("    %zu size regimes (one line alone: rms_rel %.1f%%):\n", f.regimes.size(), 100 * f.line_rms_rel_residual);
+          std::printf("    %zu size regimes (one line alone: rms_rel %.1f%%):\n", f.regimes.size(),
+                      100 * f.line_rms_rel_residual);
         }
         for (const auto& g : f.regimes) {
           std::printf("      from %12.0f B: alpha %10.3f us  beta %12.5f ns/B\n", g.from_bytes, g.model.alpha_s * 1e6,
@@ -323,7 +339,7 @@ int AnalyzeCommand::run(const comm::MpiRuntime& mpi) {
   // The record's backend must be in the model (a model fitted for another backend cannot predict).
   if (rec.ranks > 1 && model.find(rec.backend) == nullptr && !model.entries.empty()) {
     MDDP_USAGE_CHECK(false, "the communication model (" << model.source << ") has no all_reduce entry for backend '"
-                                                         << rec.backend << "'");
+                                                        << rec.backend << "'");
   }
   MDDP_USAGE_CHECK(rec.ranks <= 1 || !model.entries.empty() || aopt_.link_gbps > 0,
                    "a " << rec.ranks << "-rank run needs a communication model: give --model or --bench");
@@ -353,8 +369,8 @@ int AnalyzeCommand::run(const comm::MpiRuntime& mpi) {
 }  // namespace
 
 std::unique_ptr<Command> register_analyze(CLI::App& parent, CLI::App*& sub) {
-  sub = parent.add_subcommand("analyze",
-                              "Step breakdown, comm model fit, predicted vs measured per strategy, bottleneck, scaling");
+  sub = parent.add_subcommand(
+      "analyze", "Step breakdown, comm model fit, predicted vs measured per strategy, bottleneck, scaling");
   return std::make_unique<AnalyzeCommand>(sub);
 }
 

@@ -31,7 +31,8 @@ class BaselineCommand final : public Command {
   }
   void validate() override { validate_train_options(opts_); }
   int run(const comm::MpiRuntime& mpi) override {
-    MDDP_AGREED_USAGE_CHECK(mpi.size() == 1, "baseline is a single-process run; start it without mpirun (or with -np 1)");
+    MDDP_AGREED_USAGE_CHECK(mpi.size() == 1,
+                            "baseline is a single-process run; start it without mpirun (or with -np 1)");
     const auto& cfg = opts_.config;
     auto ops = kernels::make_cpu_ops(opts_.threads > 0 ? opts_.threads : default_blas_threads(mpi));
     data::SyntheticDataset dataset(cfg.seed, cfg.model.in_dim, cfg.model.classes);
@@ -39,7 +40,8 @@ class BaselineCommand final : public Command {
     auto optimizer = model::make_optimizer(cfg.optimizer, model.flat_count(), *ops);
     core::HostBuffer<std::int32_t> labels(cfg.global_batch);
     model.init(cfg.seed);
-    std::printf("# microddp baseline: one process, global batch %" PRId64 ", %" PRId64 " parameters, no communication\n",
+    std::printf("# microddp baseline: one process, global batch %" PRId64 ", %" PRId64
+                " parameters, no communication\n",
                 cfg.global_batch, model.parameter_count());
     std::printf("# %8s %12s %10s\n", "step", "loss", "step_ms");
     core::Stopwatch wall;
@@ -54,9 +56,10 @@ class BaselineCommand final : public Command {
         std::printf("  %8" PRId64 " %12.6f %10.3f\n", s + 1, loss, sw.elapsed_ms());
       }
     }
-    const auto checksum = core::fnv1a64(model.param_data(), static_cast<std::size_t>(model.flat_count()) * sizeof(float));
-    std::printf("# summary: %" PRId64 " steps in %.2f s; parameter checksum %016" PRIx64 "\n", cfg.steps, wall.elapsed_s(),
-                checksum);
+    const auto checksum =
+        core::fnv1a64(model.param_data(), static_cast<std::size_t>(model.flat_count()) * sizeof(float));
+    std::printf("# summary: %" PRId64 " steps in %.2f s; parameter checksum %016" PRIx64 "\n", cfg.steps,
+                wall.elapsed_s(), checksum);
     return 0;
   }
 

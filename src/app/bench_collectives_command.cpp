@@ -70,9 +70,12 @@ constexpr std::int64_t kElemBytes = sizeof(float);
 // so the check's latency shows side by side with the plain backend.
 constexpr std::string_view kDsyncSuffix = "+dsync";
 bool has_dsync_suffix(const std::string& b) {
-  return b.size() > kDsyncSuffix.size() && b.compare(b.size() - kDsyncSuffix.size(), kDsyncSuffix.size(), kDsyncSuffix) == 0;
+  return b.size() > kDsyncSuffix.size() &&
+         b.compare(b.size() - kDsyncSuffix.size(), kDsyncSuffix.size(), kDsyncSuffix) == 0;
 }
-std::string backend_of(const std::string& b) { return has_dsync_suffix(b) ? b.substr(0, b.size() - kDsyncSuffix.size()) : b; }
+std::string backend_of(const std::string& b) {
+  return has_dsync_suffix(b) ? b.substr(0, b.size() - kDsyncSuffix.size()) : b;
+}
 
 // "ring", or "ring+dsync" when the communicator compares every collective's fingerprint first.
 std::string backend_label(const Communicator& c) { return std::string(c.name()) + (c.debug_sync() ? "+dsync" : ""); }
@@ -103,10 +106,12 @@ double parse_overlap_ms(const std::string& t) {
   return ms;
 }
 
-const std::map<std::string, CollectiveKind> kOps = {
-    {"allreduce", CollectiveKind::AllReduce}, {"allgather", CollectiveKind::AllGather},
-    {"reducescatter", CollectiveKind::ReduceScatter}, {"broadcast", CollectiveKind::Broadcast},
-    {"gather", CollectiveKind::Gather}, {"scatter", CollectiveKind::Scatter}};
+const std::map<std::string, CollectiveKind> kOps = {{"allreduce", CollectiveKind::AllReduce},
+                                                    {"allgather", CollectiveKind::AllGather},
+                                                    {"reducescatter", CollectiveKind::ReduceScatter},
+                                                    {"broadcast", CollectiveKind::Broadcast},
+                                                    {"gather", CollectiveKind::Gather},
+                                                    {"scatter", CollectiveKind::Scatter}};
 
 // The bench's own exchanges on the world (see the file comment).
 void world_barrier(const comm::MpiRuntime& mpi) {
@@ -137,21 +142,33 @@ class BenchCollectivesCommand final : public Command {
   explicit BenchCollectivesCommand(CLI::App* sub) {
     add_byte_size_option(sub, "--min-bytes", min_bytes_, "Smallest size", 4, std::int64_t{1} << 40);
     add_byte_size_option(sub, "--max-bytes", max_bytes_, "Largest size", 4, std::int64_t{1} << 40);
-    sub->add_option("--factor", factor_, "Size multiplier between rows")->check(CLI::Range(2, 1024))->capture_default_str();
-    sub->add_option("--warmup", warmup_, "Untimed iterations per cell")->check(CLI::Range(0, 100000))->capture_default_str();
-    sub->add_option("--iters", iters_, "Timed iterations per cell")->check(CLI::Range(1, 100000))->capture_default_str();
-    sub->add_option("--backends", backends_, "Comma-separated backends, compared side by side (NAME+dsync: with --debug-sync)")
+    sub->add_option("--factor", factor_, "Size multiplier between rows")
+        ->check(CLI::Range(2, 1024))
         ->capture_default_str();
-    sub->add_option("--ops", ops_, "Comma-separated: allreduce,allgather,reducescatter,broadcast,gather,scatter")->capture_default_str();
-    sub->add_option("--redop", redop_, "Reduction: sum, max, min")->check(CLI::IsMember({"sum", "max", "min"}))->capture_default_str();
+    sub->add_option("--warmup", warmup_, "Untimed iterations per cell")
+        ->check(CLI::Range(0, 100000))
+        ->capture_default_str();
+    sub->add_option("--iters", iters_, "Timed iterations per cell")
+        ->check(CLI::Range(1, 100000))
+        ->capture_default_str();
+    sub->add_option("--backends", backends_,
+                    "Comma-separated backends, compared side by side (NAME+dsync: with --debug-sync)")
+        ->capture_default_str();
+    sub->add_option("--ops", ops_, "Comma-separated: allreduce,allgather,reducescatter,broadcast,gather,scatter")
+        ->capture_default_str();
+    sub->add_option("--redop", redop_, "Reduction: sum, max, min")
+        ->check(CLI::IsMember({"sum", "max", "min"}))
+        ->capture_default_str();
     sub->add_option("--csv", csv_, "Also write every row to this CSV file (rank 0)");
     sub->add_option("--json", json_, "Also write every row to this JSON file (rank 0)");
-    sub->add_option("--memory", memory_, "Buffers: auto (GPU memory for nccl, nccl-ring; host for the others), host, device")
+    sub->add_option("--memory", memory_,
+                    "Buffers: auto (GPU memory for nccl, nccl-ring; host for the others), host, device")
         ->check(CLI::IsMember({"auto", "host", "device"}))
         ->capture_default_str();
     add_byte_size_option(sub, "--overlap-bytes", overlap_bytes_, "Async-progress check: all-reduce size (0 = skip)", 0,
                          std::int64_t{1} << 40);
-    sub->add_option("--overlap-ms", overlap_ms_, "Async-progress check: compute times in ms, comma-separated")->capture_default_str();
+    sub->add_option("--overlap-ms", overlap_ms_, "Async-progress check: compute times in ms, comma-separated")
+        ->capture_default_str();
   }
   void validate() override {
     MDDP_USAGE_CHECK(min_bytes_ <= max_bytes_, "--min-bytes " << min_bytes_ << " > --max-bytes " << max_bytes_);
@@ -203,7 +220,9 @@ Result BenchCollectivesCommand::run_cell(const comm::MpiRuntime& mpi, Communicat
       sv = TensorView::of(in_place ? d : s, count);
       rv = TensorView::of(d, count);
       break;
-    case CollectiveKind::Broadcast: rv = TensorView::of(d, count); break;
+    case CollectiveKind::Broadcast:
+      rv = TensorView::of(d, count);
+      break;
     case CollectiveKind::AllGather:
       rv = TensorView::of(d, count);
       sv = TensorView::of(in_place ? d + r * block : s, block);
@@ -220,7 +239,8 @@ Result BenchCollectivesCommand::run_cell(const comm::MpiRuntime& mpi, Communicat
       sv = TensorView::of(s, count);
       rv = TensorView::of(in_place && r == root ? s + r * block : d, block);
       break;
-    case CollectiveKind::Barrier: break;
+    case CollectiveKind::Barrier:
+      break;
   }
   // The collective's record: where this rank's input and result are, what they hold.
   const comm::CollectiveRecord& rec = comm::collective_record(op);
@@ -228,7 +248,7 @@ Result BenchCollectivesCommand::run_cell(const comm::MpiRuntime& mpi, Communicat
   const comm::CollectiveCall call{op, sv, rv, rop_, root, 0};
   const TensorView input = comm::reference_input(call, r), result = comm::reference_result(call, r);
   auto init = [&] {
-    comm::poison(result);     // first: in place, the input lies inside the result
+    comm::poison(result);  // first: in place, the input lies inside the result
     rec.init(shape, input);
   };
   // On the GPU: the same views at the same offsets of the device buffers (in-place layouts kept).
@@ -242,13 +262,27 @@ Result BenchCollectivesCommand::run_cell(const comm::MpiRuntime& mpi, Communicat
   const std::int64_t span = count + n;  // every element a cell touches lies below this
   auto launch = [&] {
     switch (op) {
-      case CollectiveKind::AllReduce: c.all_reduce(dsv, drv, rop_); break;
-      case CollectiveKind::Broadcast: c.broadcast(drv, root); break;
-      case CollectiveKind::AllGather: c.all_gather(dsv, drv); break;
-      case CollectiveKind::ReduceScatter: c.reduce_scatter(dsv, drv, rop_); break;
-      case CollectiveKind::Gather: c.gather(dsv, drv, root); break;
-      case CollectiveKind::Scatter: c.scatter(dsv, drv, root); break;
-      case CollectiveKind::Barrier: c.barrier(); break;
+      case CollectiveKind::AllReduce:
+        c.all_reduce(dsv, drv, rop_);
+        break;
+      case CollectiveKind::Broadcast:
+        c.broadcast(drv, root);
+        break;
+      case CollectiveKind::AllGather:
+        c.all_gather(dsv, drv);
+        break;
+      case CollectiveKind::ReduceScatter:
+        c.reduce_scatter(dsv, drv, rop_);
+        break;
+      case CollectiveKind::Gather:
+        c.gather(dsv, drv, root);
+        break;
+      case CollectiveKind::Scatter:
+        c.scatter(dsv, drv, root);
+        break;
+      case CollectiveKind::Barrier:
+        c.barrier();
+        break;
     }
   };
   std::vector<double> times;
@@ -298,15 +332,20 @@ double compute_for_ms(double ms) {
   return acc;
 }
 
-void BenchCollectivesCommand::run_overlap(const comm::MpiRuntime& mpi, std::vector<std::unique_ptr<Communicator>>& comms) {
+void BenchCollectivesCommand::run_overlap(const comm::MpiRuntime& mpi,
+                                          std::vector<std::unique_ptr<Communicator>>& comms) {
   const std::int64_t count = overlap_bytes_ / kElemBytes;
   std::vector<double> ts;
   for (const auto& t : split_list(overlap_ms_)) ts.push_back(parse_overlap_ms(t));
   if (mpi.rank() == 0) {
-    std::printf("#\n# Async progress: all_reduce of %" PRId64 " bytes issued async, caller computes T ms, then wait().\n",
+    std::printf("#\n# Async progress: all_reduce of %" PRId64
+                " bytes issued async, caller computes T ms, then wait().\n",
                 count * kElemBytes);
-    std::printf("# comm = sync all-reduce time; wait = time spent in wait() after compute; progressed = 1 - wait/comm\n");
-    std::printf("# (1 = finished during the compute, 0 = progressed only inside wait). medians of %d, max over ranks.\n", iters_);
+    std::printf(
+        "# comm = sync all-reduce time; wait = time spent in wait() after compute; progressed = 1 - wait/comm\n");
+    std::printf(
+        "# (1 = finished during the compute, 0 = progressed only inside wait). medians of %d, max over ranks.\n",
+        iters_);
     std::printf("# %-8s %9s %10s %10s %10s %10s\n", "backend", "T_ms", "comm_ms", "wait_ms", "total_ms", "progressed");
   }
   volatile double sink = 0;
@@ -314,8 +353,8 @@ void BenchCollectivesCommand::run_overlap(const comm::MpiRuntime& mpi, std::vect
     auto& c = comms[i];
     const int r = c->rank(), n = c->size();
     const bool dev = on_device(split_list(backends_)[i]);
-    const TensorView buf = dev ? TensorView::of(dev_send_.data(), count, core::Device::Cuda)
-                               : TensorView::of(send_.data(), count);
+    const TensorView buf =
+        dev ? TensorView::of(dev_send_.data(), count, core::Device::Cuda) : TensorView::of(send_.data(), count);
     const comm::CollectiveShape shape{r, n, 0, count, ReduceOp::Sum};
     auto fill = [&] {
       comm::collective_record(CollectiveKind::AllReduce).init(shape, TensorView::of(send_.data(), count));
@@ -386,12 +425,17 @@ int BenchCollectivesCommand::run(const comm::MpiRuntime& mpi) {
   }
   const int rank = mpi.rank();
   if (rank == 0) {
-    std::printf("# microddp bench collectives: %d rank(s) on %s, %s\n", n, mpi.hostname().c_str(), mpi.library_version().c_str());
-    std::printf("# sizes %" PRId64 " .. %" PRId64 " bytes x%d, warmup %d, iters %d, dtype float, redop %s, backends %s\n",
+    std::printf("# microddp bench collectives: %d rank(s) on %s, %s\n", n, mpi.hostname().c_str(),
+                mpi.library_version().c_str());
+    std::printf("# sizes %" PRId64 " .. %" PRId64
+                " bytes x%d, warmup %d, iters %d, dtype float, redop %s, backends %s\n",
                 min_bytes_, max_bytes_, factor_, warmup_, iters_, redop_.c_str(), backends_.c_str());
-    std::printf("# time = max over ranks of each rank's per-iteration median (us); algbw = size/time, busbw = algbw x\n");
-    std::printf("# factor (allreduce 2(n-1)/n; allgather, reducescatter, gather, scatter (n-1)/n; broadcast 1), GB/s.\n");
-    std::printf("# every iteration's result is checked exactly; #wrong = wrong elements over all iterations and ranks.\n");
+    std::printf(
+        "# time = max over ranks of each rank's per-iteration median (us); algbw = size/time, busbw = algbw x\n");
+    std::printf(
+        "# factor (allreduce 2(n-1)/n; allgather, reducescatter, gather, scatter (n-1)/n; broadcast 1), GB/s.\n");
+    std::printf(
+        "# every iteration's result is checked exactly; #wrong = wrong elements over all iterations and ranks.\n");
     std::printf("# memory:");
     for (const auto& b : backend_names) std::printf(" %s=%s", b.c_str(), on_device(b) ? "gpu" : "host");
     if (gpu_) std::printf(" (gpu: %s)", gpu_->description().c_str());
@@ -415,9 +459,11 @@ int BenchCollectivesCommand::run(const comm::MpiRuntime& mpi) {
         oop.op = ip.op = op_name;
         const bool reduces = op == CollectiveKind::AllReduce || op == CollectiveKind::ReduceScatter;
         if (rank == 0) {
-          std::printf("  %-13s %12" PRId64 " %12" PRId64 " %6s %6s %-8s %9.1f %8.3f %8.3f %7" PRId64 " %9.1f %8.3f %8.3f %7" PRId64 "\n",
-                      op_name.c_str(), oop.bytes, oop.count, "float", reduces ? redop_.c_str() : "none", oop.backend.c_str(),
-                      oop.time_us, oop.algbw, oop.busbw, oop.wrong, ip.time_us, ip.algbw, ip.busbw, ip.wrong);
+          std::printf("  %-13s %12" PRId64 " %12" PRId64 " %6s %6s %-8s %9.1f %8.3f %8.3f %7" PRId64
+                      " %9.1f %8.3f %8.3f %7" PRId64 "\n",
+                      op_name.c_str(), oop.bytes, oop.count, "float", reduces ? redop_.c_str() : "none",
+                      oop.backend.c_str(), oop.time_us, oop.algbw, oop.busbw, oop.wrong, ip.time_us, ip.algbw, ip.busbw,
+                      ip.wrong);
           std::fflush(stdout);
         }
         all.push_back(oop);
@@ -460,20 +506,21 @@ int BenchCollectivesCommand::run(const comm::MpiRuntime& mpi) {
     MDDP_CHECK(f.good(), "cannot write " << csv_);
     f << "op,backend,ranks,bytes,count,in_place,time_us,algbw_gbs,busbw_gbs,wrong\n";
     for (const auto& r : all) {
-      f << r.op << "," << r.backend << "," << n << "," << r.bytes << "," << r.count << "," << (r.in_place ? 1 : 0) << ","
-        << r.time_us << "," << r.algbw << "," << r.busbw << "," << r.wrong << "\n";
+      f << r.op << "," << r.backend << "," << n << "," << r.bytes << "," << r.count << "," << (r.in_place ? 1 : 0)
+        << "," << r.time_us << "," << r.algbw << "," << r.busbw << "," << r.wrong << "\n";
     }
   }
   if (rank == 0 && !json_.empty()) {
     std::ofstream f(json_);
     MDDP_CHECK(f.good(), "cannot write " << json_);
-    f << "{\"ranks\": " << n << ", \"iters\": " << iters_ << ", \"warmup\": " << warmup_ << ", \"time\": \"max over ranks of per-iteration median\", \"rows\": [\n";
+    f << "{\"ranks\": " << n << ", \"iters\": " << iters_ << ", \"warmup\": " << warmup_
+      << ", \"time\": \"max over ranks of per-iteration median\", \"rows\": [\n";
     for (std::size_t i = 0; i < all.size(); ++i) {
       const auto& r = all[i];
       f << "  {\"op\": \"" << r.op << "\", \"backend\": \"" << r.backend << "\", \"bytes\": " << r.bytes
-        << ", \"count\": " << r.count << ", \"in_place\": " << (r.in_place ? "true" : "false") << ", \"time_us\": " << r.time_us
-        << ", \"algbw_gbs\": " << r.algbw << ", \"busbw_gbs\": " << r.busbw << ", \"wrong\": " << r.wrong << "}"
-        << (i + 1 < all.size() ? ",\n" : "\n");
+        << ", \"count\": " << r.count << ", \"in_place\": " << (r.in_place ? "true" : "false")
+        << ", \"time_us\": " << r.time_us << ", \"algbw_gbs\": " << r.algbw << ", \"busbw_gbs\": " << r.busbw
+        << ", \"wrong\": " << r.wrong << "}" << (i + 1 < all.size() ? ",\n" : "\n");
     }
     f << "]}\n";
   }

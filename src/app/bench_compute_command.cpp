@@ -35,13 +35,25 @@ double median(std::vector<double> v) {
 class BenchComputeCommand final : public Command {
  public:
   explicit BenchComputeCommand(CLI::App* sub) {
-    sub->add_option("--width", width_, "Hidden width")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 16))->capture_default_str();
-    sub->add_option("--depth", depth_, "Hidden layers")->check(CLI::Range(std::int64_t{1}, std::int64_t{1024}))->capture_default_str();
-    sub->add_option("--batch", batch_, "Rows per step (per rank)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20))->capture_default_str();
-    sub->add_option("--classes", classes_, "Output classes")->check(CLI::Range(std::int64_t{2}, std::int64_t{1} << 16))->capture_default_str();
-    sub->add_option("--threads", threads_, "BLAS threads (0 = cores / ranks on this node)")->check(CLI::Range(0, 1024))->capture_default_str();
+    sub->add_option("--width", width_, "Hidden width")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 16))
+        ->capture_default_str();
+    sub->add_option("--depth", depth_, "Hidden layers")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1024}))
+        ->capture_default_str();
+    sub->add_option("--batch", batch_, "Rows per step (per rank)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20))
+        ->capture_default_str();
+    sub->add_option("--classes", classes_, "Output classes")
+        ->check(CLI::Range(std::int64_t{2}, std::int64_t{1} << 16))
+        ->capture_default_str();
+    sub->add_option("--threads", threads_, "BLAS threads (0 = cores / ranks on this node)")
+        ->check(CLI::Range(0, 1024))
+        ->capture_default_str();
     sub->add_option("--iters", iters_, "Timed iterations")->check(CLI::Range(1, 100000))->capture_default_str();
-    sub->add_option("--warmup", warmup_, "Untimed iterations first")->check(CLI::Range(0, 100000))->capture_default_str();
+    sub->add_option("--warmup", warmup_, "Untimed iterations first")
+        ->check(CLI::Range(0, 100000))
+        ->capture_default_str();
   }
   int run(const comm::MpiRuntime& mpi) override;
 
@@ -59,7 +71,8 @@ int BenchComputeCommand::run(const comm::MpiRuntime& mpi) {
   model::OptimizerConfig oc;
   auto adam = model::make_optimizer(oc, net.flat_count(), *ops);
   core::HostBuffer<std::int32_t> labels(batch_);
-  for (std::int64_t i = 0; i < batch_ * width_; ++i) net.input()[i] = core::normal01(7, 0, static_cast<std::uint64_t>(i));
+  for (std::int64_t i = 0; i < batch_ * width_; ++i)
+    net.input()[i] = core::normal01(7, 0, static_cast<std::uint64_t>(i));
   for (std::int64_t i = 0; i < batch_; ++i) labels[i] = static_cast<std::int32_t>(i % classes_);
 
   // Separate operands for the sgemm-only sequence (same shapes as the model's calls).
@@ -118,7 +131,8 @@ int BenchComputeCommand::run(const comm::MpiRuntime& mpi) {
     std::printf("# medians of 3 interleaved rounds x %d iterations (after %d warm-up)\n", iters_, warmup_);
     std::printf("# %-16s %12s %14s %10s\n", "variant", "time_ms", "rate", "ratio");
     std::printf("  %-16s %12.3f %9.1f GF/s %10s\n", "sgemm only", gemm_ms, flops / (gemm_ms * 1e6), "1.000");
-    std::printf("  %-16s %12.3f %9.1f GF/s %10.3f\n", "fwd+bwd", model_ms, flops / (model_ms * 1e6), gemm_ms / model_ms);
+    std::printf("  %-16s %12.3f %9.1f GF/s %10.3f\n", "fwd+bwd", model_ms, flops / (model_ms * 1e6),
+                gemm_ms / model_ms);
     std::printf("  %-16s %12.3f %9.2f GB/s %10s\n", "memcpy 28B/param", copy_ms, bytes / (copy_ms * 1e6), "1.000");
     std::printf("  %-16s %12.3f %9.2f GB/s %10.3f\n", "adam (fused)", opt_ms, bytes / (opt_ms * 1e6), copy_ms / opt_ms);
     std::printf("# fwd+bwd reaches %.1f%% of sgemm-only throughput (target >= 85%%): %s\n", 100.0 * gemm_ms / model_ms,

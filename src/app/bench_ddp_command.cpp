@@ -61,7 +61,8 @@ class BenchDdpCommand final : public Command {
     add_distributed_training_options(sub, opts_);
     add_bucket_options(sub, opts_, /*with_cap=*/false);  // the caps are a list here: --bucket-mb below
     add_trace_option(sub, opts_);
-    sub->add_option("--shard", shards_, "Shard modes to compare (none, optimizer, gradients; docs/zero.md), each with every strategy")
+    sub->add_option("--shard", shards_,
+                    "Shard modes to compare (none, optimizer, gradients; docs/zero.md), each with every strategy")
         ->delimiter(',')
         ->check(CLI::IsMember({"none", "optimizer", "gradients"}))
         ->capture_default_str();
@@ -69,7 +70,8 @@ class BenchDdpCommand final : public Command {
     add_strategy_list_option(sub, "--strategies", strategies_, "Strategies to compare");
     // Compression modes side by side (docs/compression.md): a list here, not the single mode of train.
     sub->remove_option(sub->get_option("--grad-compression"));
-    sub->add_option("--grad-compression", compressions_, "Gradient compression modes to compare (none,fp16,bf16,powersgd)")
+    sub->add_option("--grad-compression", compressions_,
+                    "Gradient compression modes to compare (none,fp16,bf16,powersgd)")
         ->delimiter(',')
         ->check(CLI::IsMember({"none", "fp16", "bf16", "powersgd"}))
         ->capture_default_str();
@@ -78,7 +80,9 @@ class BenchDdpCommand final : public Command {
         ->check(finite_range(1e-6, 1e6))
         ->capture_default_str();
     sub->add_option("--rounds", rounds_, "Interleaved rounds")->check(CLI::Range(1, 1000))->capture_default_str();
-    sub->add_option("--warmup", warmup_, "Untimed steps at the start of each variant's block")->check(CLI::Range(0, 1000))->capture_default_str();
+    sub->add_option("--warmup", warmup_, "Untimed steps at the start of each variant's block")
+        ->check(CLI::Range(0, 1000))
+        ->capture_default_str();
     sub->add_option("--csv", csv_path_, "Also write the table as CSV");
     sub->add_option("--json", json_path_, "Also write the table as JSON");
   }
@@ -134,8 +138,9 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
       }
     }
   }
-  MDDP_USAGE_CHECK(!variants.empty(), "no variant to run: a --shard other than none cannot be combined with a "
-                                      "--grad-compression other than none");
+  MDDP_USAGE_CHECK(!variants.empty(),
+                   "no variant to run: a --shard other than none cannot be combined with a "
+                   "--grad-compression other than none");
   const bool tracing = !opts_.trace_path.empty();
   auto cfg = opts_.config;
   const std::int64_t steps_per_block = cfg.steps + warmup_;
@@ -152,11 +157,13 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
   const bool root = mpi.rank() == 0;
   const double grad_mib = static_cast<double>(trainer.model().flat_count() * model::kParamElementBytes) / (1 << 20);
   if (root) {
-    std::printf("# microddp bench ddp: width %" PRId64 " depth %" PRId64 " (%.2f M parameters, %.2f MiB of gradients), global "
+    std::printf("# microddp bench ddp: width %" PRId64 " depth %" PRId64
+                " (%.2f M parameters, %.2f MiB of gradients), global "
                 "batch %" PRId64 " x %" PRId64 " accumulation, %d ranks, %s backend, %d BLAS thread(s) per rank\n",
-                cfg.model.width, cfg.model.depth, static_cast<double>(trainer.model().parameter_count()) * 1e-6, grad_mib,
-                cfg.global_batch, cfg.accum_steps, mpi.size(), opts_.comm.c_str(), threads);
-    std::printf("# %d interleaved rounds x %" PRId64 " timed steps per variant (after %d warm-up step(s) each time); "
+                cfg.model.width, cfg.model.depth, static_cast<double>(trainer.model().parameter_count()) * 1e-6,
+                grad_mib, cfg.global_batch, cfg.accum_steps, mpi.size(), opts_.comm.c_str(), threads);
+    std::printf("# %d interleaved rounds x %" PRId64
+                " timed steps per variant (after %d warm-up step(s) each time); "
                 "means of rank 0's per-step statistics\n",
                 rounds_, opts_.config.steps, warmup_);
     std::fflush(stdout);
@@ -235,24 +242,37 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
     std::printf("  %-27s %9.2f %9.2f %10.2f %8" PRId64 " %9.3f %9.3f %9.1f %9.1f %8s %6d %9.2f %9.2f %9.2f\n",
                 v.label.c_str(), step, total, exposed, ops_per_step, mib, comp_ms, ovh, overlap, sp, v.wrong, coll_mib,
                 v.ring_mib, v.opt_state_mib);
-    std::printf("  %-27s %9.2f %9.2f %10.2f %8" PRId64 " %9.3f %9.3f %9.1f %9.1f %8s %6d\n", v.label.c_str(), step, total,
-                exposed, ops_per_step, mib, comp_ms, ovh, overlap, sp, v.wrong);
-    rows.push_back({{"variant", v.label}, {"strategy", ddp::strategy_name(v.strategy)}, {"bucket_mb", v.bucket_mb},
-                    {"grad_compression", v.compression}, {"comm_mib_per_step", mib}, {"compress_ms", comp_ms},
+    std::printf("  %-27s %9.2f %9.2f %10.2f %8" PRId64 " %9.3f %9.3f %9.1f %9.1f %8s %6d\n", v.label.c_str(), step,
+                total, exposed, ops_per_step, mib, comp_ms, ovh, overlap, sp, v.wrong);
+    rows.push_back({{"variant", v.label},
+                    {"strategy", ddp::strategy_name(v.strategy)},
+                    {"bucket_mb", v.bucket_mb},
+                    {"grad_compression", v.compression},
+                    {"comm_mib_per_step", mib},
+                    {"compress_ms", comp_ms},
                     {"step_ms", step},
-                    {"comm_ms", total}, {"exposed_ms", exposed}, {"ops_per_step", ops_per_step}, {"comm_overhead_pct", ovh},
-                    {"overlap_pct", overlap}, {"speedup_vs_naive", speedup}, {"wrong", v.wrong},
+                    {"comm_ms", total},
+                    {"exposed_ms", exposed},
+                    {"ops_per_step", ops_per_step},
+                    {"comm_overhead_pct", ovh},
+                    {"overlap_pct", overlap},
+                    {"speedup_vs_naive", speedup},
+                    {"wrong", v.wrong},
                     {"forward_ms", mean_of(v.stats, &perf::StepStats::forward_ms)},
                     {"backward_ms", mean_of(v.stats, &perf::StepStats::backward_ms)},
                     {"optimizer_ms", mean_of(v.stats, &perf::StepStats::optimizer_ms)},
-                    {"steps", v.stats.size()}, {"shard", std::string(ddp::zero::shard_mode_name(v.shard))},
-                    {"coll_mib", coll_mib}, {"ring_mib", v.ring_mib}, {"opt_state_mib", v.opt_state_mib}});
+                    {"steps", v.stats.size()},
+                    {"shard", std::string(ddp::zero::shard_mode_name(v.shard))},
+                    {"coll_mib", coll_mib},
+                    {"ring_mib", v.ring_mib},
+                    {"opt_state_mib", v.opt_state_mib}});
   }
   std::printf("# %s\n", ok ? "OK (all ranks hold identical parameters after every variant)" : "FAILED (#wrong > 0)");
   if (!csv_path_.empty()) {
     std::ofstream f(csv_path_);
     MDDP_CHECK(f.good(), "cannot write " << csv_path_);
-    f << "variant,strategy,bucket_mb,step_ms,comm_ms,exposed_ms,ops_per_step,comm_overhead_pct,overlap_pct,speedup_vs_naive,"
+    f << "variant,strategy,bucket_mb,step_ms,comm_ms,exposed_ms,ops_per_step,comm_overhead_pct,overlap_pct,speedup_vs_"
+         "naive,"
          "wrong,forward_ms,backward_ms,optimizer_ms\n";
     for (const auto& r : rows) {
       f << r["variant"].get<std::string>() << ',' << r["strategy"].get<std::string>() << ',' << r["bucket_mb"] << ','
@@ -265,7 +285,7 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
     std::ofstream f(json_path_);
     MDDP_CHECK(f.good(), "cannot write " << json_path_);
     nlohmann::json j = {{"width", cfg.model.width}, {"depth", cfg.model.depth}, {"global_batch", cfg.global_batch},
-                        {"ranks", mpi.size()}, {"comm", opts_.comm}, {"rows", rows}};
+                        {"ranks", mpi.size()},      {"comm", opts_.comm},       {"rows", rows}};
     f << j.dump(2) << '\n';
   }
   return ok ? 0 : 1;

@@ -57,11 +57,16 @@ std::int64_t suffix_multiplier(std::string_view suffix) {
   const std::string_view rest = suffix.substr(1);
   if (!(rest.empty() || rest == "B" || rest == "b" || rest == "iB" || rest == "ib")) return 0;
   switch (unit) {
-    case 'B': return rest.empty() ? 1 : 0;  // "B" alone: bytes
-    case 'K': return std::int64_t{1} << 10;
-    case 'M': return std::int64_t{1} << 20;
-    case 'G': return std::int64_t{1} << 30;
-    default: return 0;
+    case 'B':
+      return rest.empty() ? 1 : 0;  // "B" alone: bytes
+    case 'K':
+      return std::int64_t{1} << 10;
+    case 'M':
+      return std::int64_t{1} << 20;
+    case 'G':
+      return std::int64_t{1} << 30;
+    default:
+      return 0;
   }
 }
 
@@ -91,7 +96,9 @@ CLI::Option* add_byte_size_option(CLI::App* sub, const std::string& name, std::i
   CLI::Validator bytes(
       [name, lo, hi, range](std::string& input) -> std::string {
         const std::optional<std::int64_t> v = parse_byte_size(input);
-        if (!v) return "value " + input + " is not a size in bytes (a whole number, optionally with K, M or G = 2^10, 2^20, 2^30)";
+        if (!v)
+          return "value " + input +
+                 " is not a size in bytes (a whole number, optionally with K, M or G = 2^10, 2^20, 2^30)";
         if (*v < lo || *v > hi) return "value " + input + " is outside " + range + " bytes";
         input = std::to_string(*v);
         return {};
@@ -124,7 +131,8 @@ CLI::Validator strategy_name(const std::string& option) {
 std::string strategies_help() {
   std::string help;
   for (const ddp::Strategy s : ddp::kStrategies) {
-    help += (help.empty() ? "" : "; ") + std::string(ddp::strategy_name(s)) + ": " + std::string(ddp::strategy_description(s));
+    help += (help.empty() ? "" : "; ") + std::string(ddp::strategy_name(s)) + ": " +
+            std::string(ddp::strategy_description(s));
   }
   return help;
 }

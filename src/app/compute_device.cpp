@@ -31,7 +31,8 @@ std::string device_backends() {
     if (backend_accepts_device_buffers(b)) names.push_back(b);
   }
   std::string list;
-  for (std::size_t i = 0; i < names.size(); ++i) list += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  for (std::size_t i = 0; i < names.size(); ++i)
+    list += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
   return list;
 }
 
@@ -44,11 +45,13 @@ ComputeChoice choose_local(const std::string& device, const std::string& comm, b
   bool use_gpu = false;
   if (device == "cuda") {
 #if !MICRODDP_HAVE_CUDA
-    MDDP_USAGE_CHECK(false, "--device cuda: this microddp was built without CUDA (MICRODDP_CUDA=OFF); "
-                            "rebuild with nvcc available or use --device cpu");
+    MDDP_USAGE_CHECK(false,
+                     "--device cuda: this microddp was built without CUDA (MICRODDP_CUDA=OFF); "
+                     "rebuild with nvcc available or use --device cpu");
 #endif
-    MDDP_USAGE_CHECK(visible_gpus() > 0, "--device cuda: no CUDA device visible (driver, CUDA_VISIBLE_DEVICES?); "
-                                         "use --device cpu");
+    MDDP_USAGE_CHECK(visible_gpus() > 0,
+                     "--device cuda: no CUDA device visible (driver, CUDA_VISIBLE_DEVICES?); "
+                     "use --device cpu");
     MDDP_USAGE_CHECK(!comm_given || backend_accepts_device_buffers(comm),
                      "--comm " << comm << " runs on host memory only; a model on the GPU (--device cuda) needs "
                                << "--comm " << device_backends());
@@ -89,7 +92,8 @@ ComputeChoice choose_compute(const std::string& device, const std::string& comm,
   } catch (const core::UsageError& e) {
     error = e.what();
   }
-  agree_on_usage_error(mpi, "the --device agreement", error, "--device " + device + ": another rank cannot use its device");
+  agree_on_usage_error(mpi, "the --device agreement", error,
+                       "--device " + device + ": another rank cannot use its device");
 #if MICRODDP_HAVE_CUDA
   // Ranks that compute on one shared GPU (two ranks on a one-GPU workstation: the README's first
   // command on a CUDA build) cannot use NCCL, which needs one GPU per rank. Without --comm they get

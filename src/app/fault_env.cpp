@@ -25,9 +25,9 @@ std::int64_t parse_int(const char* var, const std::string& value, const std::str
   } catch (const std::logic_error&) {
     used = 0;
   }
-  MDDP_USAGE_CHECK(!text.empty() && used == text.size() && v >= lo && v <= hi,
-                   var << "='" << value << "': bad " << what << " '" << text << "' (an integer in [" << lo << ", " << hi
-                       << "])");
+  MDDP_USAGE_CHECK(
+      !text.empty() && used == text.size() && v >= lo && v <= hi,
+      var << "='" << value << "': bad " << what << " '" << text << "' (an integer in [" << lo << ", " << hi << "])");
   return v;
 }
 
@@ -97,12 +97,13 @@ core::FaultPlan fault_plan_from_env(const EnvLookup& env) {
   // The communicator's points: occurrence = the collective's sequence number on that rank.
   const RankStep exit = parse_rank_step(env, "MICRODDP_FAULT_EXIT", "collective sequence number (1-based)");
   if (exit.rank >= 0) {
-    const std::int64_t code =
-        exit.what.empty() ? comm::comm_fault_point::kDefaultExitCode
-                          : parse_int("MICRODDP_FAULT_EXIT", env("MICRODDP_FAULT_EXIT"), exit.what, 0, 255, "exit code");
+    const std::int64_t code = exit.what.empty() ? comm::comm_fault_point::kDefaultExitCode
+                                                : parse_int("MICRODDP_FAULT_EXIT", env("MICRODDP_FAULT_EXIT"),
+                                                            exit.what, 0, 255, "exit code");
     plan.arm({std::string(comm::comm_fault_point::kExit), exit.rank, exit.step, std::to_string(code)});
   }
-  const RankStep extra = parse_rank_step(env, "MICRODDP_FAULT_EXTRA_COLLECTIVE", "collective sequence number (1-based)");
+  const RankStep extra =
+      parse_rank_step(env, "MICRODDP_FAULT_EXTRA_COLLECTIVE", "collective sequence number (1-based)");
   if (extra.rank >= 0) {
     MDDP_USAGE_CHECK(extra.what.empty(), "MICRODDP_FAULT_EXTRA_COLLECTIVE='" << env("MICRODDP_FAULT_EXTRA_COLLECTIVE")
                                                                              << "' must be RANK:SEQ");

@@ -71,7 +71,8 @@ int HooksCommand::run(const comm::MpiRuntime& mpi) {
     const auto& ev = trainer.events().events();
     std::int64_t bwd_begin = 0, bwd_end = 0;
     for (const auto& e : ev) {
-      if (e.step == rec.step && e.kind == core::EventKind::Backward) std::tie(bwd_begin, bwd_end) = std::tie(e.begin_ns, e.end_ns);
+      if (e.step == rec.step && e.kind == core::EventKind::Backward)
+        std::tie(bwd_begin, bwd_end) = std::tie(e.begin_ns, e.end_ns);
     }
     std::vector<Row> rows;
     rows.push_back({bwd_begin, 0, "backward", "begins"});
@@ -80,30 +81,34 @@ int HooksCommand::run(const comm::MpiRuntime& mpi) {
     for (const auto& e : ev) {
       if (e.step != rec.step) continue;
       if (e.kind == core::EventKind::GradReady) {
-        rows.push_back({e.begin_ns, 1, "grad_ready", params[static_cast<std::size_t>(e.id)].name + " (#" + std::to_string(e.id) + ")"});
+        rows.push_back({e.begin_ns, 1, "grad_ready",
+                        params[static_cast<std::size_t>(e.id)].name + " (#" + std::to_string(e.id) + ")"});
       } else if (e.kind == core::EventKind::Collective) {
         const std::string label = trainer.sync().collective_label(e.id);
         char mib[48];
         std::snprintf(mib, sizeof mib, ", %.3f MiB", static_cast<double>(e.bytes) / (1 << 20));
         rows.push_back({e.begin_ns, 1, "launch", label + mib});
-        rows.push_back({e.end_ns, 2, "complete", label + " (" + std::to_string((e.end_ns - e.begin_ns) / 1000) + " us after launch)"});
+        rows.push_back({e.end_ns, 2, "complete",
+                        label + " (" + std::to_string((e.end_ns - e.begin_ns) / 1000) + " us after launch)"});
         ++colls;
         early += e.begin_ns < bwd_end ? 1 : 0;
       } else if (e.kind == core::EventKind::CommWait) {
         rows.push_back({e.begin_ns, 0, "finish", "waits for outstanding collectives"});
-        rows.push_back({e.end_ns, 2, "finish", "returns (blocked " + std::to_string((e.end_ns - e.begin_ns) / 1000) + " us)"});
+        rows.push_back(
+            {e.end_ns, 2, "finish", "returns (blocked " + std::to_string((e.end_ns - e.begin_ns) / 1000) + " us)"});
       }
     }
-    std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
-      return a.t_ns != b.t_ns ? a.t_ns < b.t_ns : a.order < b.order;
-    });
+    std::stable_sort(rows.begin(), rows.end(),
+                     [](const Row& a, const Row& b) { return a.t_ns != b.t_ns ? a.t_ns < b.t_ns : a.order < b.order; });
     const perf::StepStats st = perf::step_stats(ev, rec.step);
     std::printf("\n# step %" PRId64 ": loss %.6f\n# %9s  %-10s  %s\n", rec.step + 1, rec.loss, "t_ms", "event", "what");
     for (const Row& r : rows) {
-      std::printf("  %9.3f  %-10s  %s\n", static_cast<double>(r.t_ns - bwd_begin) * 1e-6, r.what.c_str(), r.detail.c_str());
+      std::printf("  %9.3f  %-10s  %s\n", static_cast<double>(r.t_ns - bwd_begin) * 1e-6, r.what.c_str(),
+                  r.detail.c_str());
     }
-    std::printf("# %d of %d collectives launched before backward ended; comm total %.3f ms, exposed %.3f ms, overlap %.1f%%\n",
-                early, colls, st.comm_total_ms, st.comm_exposed_ms, 100.0 * st.overlap());
+    std::printf(
+        "# %d of %d collectives launched before backward ended; comm total %.3f ms, exposed %.3f ms, overlap %.1f%%\n",
+        early, colls, st.comm_total_ms, st.comm_exposed_ms, 100.0 * st.overlap());
   }
   return 0;
 }
@@ -111,7 +116,8 @@ int HooksCommand::run(const comm::MpiRuntime& mpi) {
 }  // namespace
 
 std::unique_ptr<Command> register_hooks(CLI::App& parent, CLI::App*& sub) {
-  sub = parent.add_subcommand("hooks", "Print each step's grad_ready events and collective launches/completions in time order");
+  sub = parent.add_subcommand("hooks",
+                              "Print each step's grad_ready events and collective launches/completions in time order");
   return std::make_unique<HooksCommand>(sub);
 }
 

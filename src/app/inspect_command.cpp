@@ -41,9 +41,10 @@ int inspect(const std::string& path) {
       } else {
         std::printf("# %s: HDF5 data set without a 'format' attribute (as h5py writes it)\n", path.c_str());
       }
-      std::printf("#   /inputs (%" PRId64 ", %" PRId64 ") %s%s, /labels (%" PRId64 ",) %s, %" PRId64 " classes%s", r.samples,
-                  r.in_dim, r.inputs_dtype.c_str(), r.inputs_dtype == "float32" ? "" : " (converted to float32 on read)",
-                  r.samples, r.labels_dtype.c_str(), r.classes,
+      std::printf("#   /inputs (%" PRId64 ", %" PRId64 ") %s%s, /labels (%" PRId64 ",) %s, %" PRId64 " classes%s",
+                  r.samples, r.in_dim, r.inputs_dtype.c_str(),
+                  r.inputs_dtype == "float32" ? "" : " (converted to float32 on read)", r.samples,
+                  r.labels_dtype.c_str(), r.classes,
                   r.classes_inferred ? " = max label + 1 (no 'classes' attribute)" : "");
       if (r.has_seed) std::printf(", seed %" PRIu64, r.seed);
       std::printf("\n#   label counts:");
@@ -60,7 +61,8 @@ int inspect(const std::string& path) {
                 c.steps_done, c.data_position, m.optimizer.name.c_str(), c.optimizer_steps);
     std::printf("#   model in=%" PRId64 " width=%" PRId64 " depth=%" PRId64 " classes=%" PRId64 " (%zu parameters)\n",
                 m.model.in_dim, m.model.width, m.model.depth, m.model.classes, c.params.size());
-    std::printf("#   saved by %" PRId64 " ranks, strategy %s, backend %s; global_batch %" PRId64 ", seed %" PRIu64 ", data %s\n",
+    std::printf("#   saved by %" PRId64 " ranks, strategy %s, backend %s; global_batch %" PRId64 ", seed %" PRIu64
+                ", data %s\n",
                 c.world_size, c.strategy.c_str(), c.backend.c_str(), m.global_batch, m.seed, c.data_source.c_str());
     std::printf("# %-40s %-14s %s\n", "dataset", "shape", "fnv1a64");
     for (const auto& d : c.datasets) {
@@ -77,7 +79,9 @@ int inspect(const std::string& path) {
 
 class InspectCommand final : public Command {
  public:
-  explicit InspectCommand(CLI::App* sub) { sub->add_option("file", path_, "Checkpoint or dataset (FILE.h5)")->required(); }
+  explicit InspectCommand(CLI::App* sub) {
+    sub->add_option("file", path_, "Checkpoint or dataset (FILE.h5)")->required();
+  }
   int run(const comm::MpiRuntime& mpi) override {
     int code = 0;
     if (mpi.rank() == 0) code = inspect(path_);
@@ -94,7 +98,8 @@ class InspectCommand final : public Command {
 }  // namespace
 
 std::unique_ptr<Command> register_inspect(CLI::App& parent, CLI::App*& sub) {
-  sub = parent.add_subcommand("inspect", "Show what a checkpoint or data set file holds and verify it (exit 2 if invalid)");
+  sub = parent.add_subcommand("inspect",
+                              "Show what a checkpoint or data set file holds and verify it (exit 2 if invalid)");
   return std::make_unique<InspectCommand>(sub);
 }
 

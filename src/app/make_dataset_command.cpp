@@ -17,9 +17,15 @@ class MakeDatasetCommand final : public Command {
  public:
   explicit MakeDatasetCommand(CLI::App* sub) {
     sub->add_option("output", o_.path, "Output file (FILE.h5)")->required();
-    sub->add_option("--samples", o_.samples, "Rows N")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40))->capture_default_str();
-    sub->add_option("--in-dim", o_.in_dim, "Features per row")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 24))->capture_default_str();
-    sub->add_option("--classes", o_.classes, "Label classes")->check(CLI::Range(std::int64_t{2}, std::int64_t{1} << 24))->capture_default_str();
+    sub->add_option("--samples", o_.samples, "Rows N")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40))
+        ->capture_default_str();
+    sub->add_option("--in-dim", o_.in_dim, "Features per row")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 24))
+        ->capture_default_str();
+    sub->add_option("--classes", o_.classes, "Label classes")
+        ->check(CLI::Range(std::int64_t{2}, std::int64_t{1} << 24))
+        ->capture_default_str();
     sub->add_option("--seed", o_.seed, "Seed of the generator (as train --seed)")->capture_default_str();
   }
   int run(const comm::MpiRuntime& mpi) override {
@@ -42,7 +48,8 @@ class MakeDatasetCommand final : public Command {
 }  // namespace
 
 std::unique_ptr<Command> register_make_dataset(CLI::App& parent, CLI::App*& sub) {
-  sub = parent.add_subcommand("make-dataset", "Write the synthetic data set to HDF5 (/inputs, /labels) for train --data");
+  sub =
+      parent.add_subcommand("make-dataset", "Write the synthetic data set to HDF5 (/inputs, /labels) for train --data");
   return std::make_unique<MakeDatasetCommand>(sub);
 }
 

@@ -58,8 +58,8 @@ class ManualCommand final : public Command {
     }
     core::HostBuffer<std::int32_t> labels(max_rows);
     const std::int64_t n = replicas[0]->flat_count();
-    std::printf("# microddp manual: %d replicas in one process, rows per replica %" PRId64 " + %" PRId64 "\n", kReplicas,
-                samplers[0].local_count(), samplers[1].local_count());
+    std::printf("# microddp manual: %d replicas in one process, rows per replica %" PRId64 " + %" PRId64 "\n",
+                kReplicas, samplers[0].local_count(), samplers[1].local_count());
     std::printf("# %8s %12s %12s %12s %10s\n", "step", "loss", "loss_A", "loss_B", "identical");
     for (std::int64_t s = 0; s < cfg.steps; ++s) {
       double losses[kReplicas];
@@ -79,7 +79,8 @@ class ManualCommand final : public Command {
         optimizers[static_cast<std::size_t>(r)]->step(replicas[static_cast<std::size_t>(r)]->param_data(),
                                                       replicas[static_cast<std::size_t>(r)]->grad_data());
       }
-      const bool same = std::memcmp(replicas[0]->param_data(), replicas[1]->param_data(), static_cast<std::size_t>(n) * sizeof(float)) == 0;
+      const bool same = std::memcmp(replicas[0]->param_data(), replicas[1]->param_data(),
+                                    static_cast<std::size_t>(n) * sizeof(float)) == 0;
       MDDP_CHECK(same, "replicas diverged at step " << s);
       if ((s + 1) % opts_.log_every == 0 || s == 0 || s + 1 == cfg.steps) {
         std::printf("  %8" PRId64 " %12.6f %12.6f %12.6f %10s\n", s + 1, losses[0] + losses[1], losses[0], losses[1],

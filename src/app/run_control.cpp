@@ -40,17 +40,22 @@ void restore_handlers() {
 }  // namespace
 
 void add_run_control_options(CLI::App* sub, RunControlOptions& o) {
-  sub->add_option("--data", o.data_path, "Train from an HDF5 data set (microddp make-dataset) instead of the synthetic one");
-  sub->add_option("--checkpoint-every", o.checkpoint_every, "Save a checkpoint every N steps and at the end (0 = only on SIGTERM/SIGUSR1)")
+  sub->add_option("--data", o.data_path,
+                  "Train from an HDF5 data set (microddp make-dataset) instead of the synthetic one");
+  sub->add_option("--checkpoint-every", o.checkpoint_every,
+                  "Save a checkpoint every N steps and at the end (0 = only on SIGTERM/SIGUSR1)")
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40))
       ->capture_default_str();
-  sub->add_option("--checkpoint-dir", o.checkpoint_dir, "Directory of the checkpoints (shared by all ranks)")->capture_default_str();
+  sub->add_option("--checkpoint-dir", o.checkpoint_dir, "Directory of the checkpoints (shared by all ranks)")
+      ->capture_default_str();
   sub->add_option("--keep", o.keep, "Keep the newest K checkpoints (0 = all); the newest valid one is never deleted")
       ->check(CLI::Range(0, 1 << 20))
       ->capture_default_str();
-  sub->add_option("--resume", o.resume, "auto (newest valid checkpoint in --checkpoint-dir, else start fresh) or a checkpoint FILE");
-  sub->add_option("--checkpoint-writer", o.writer,
-                  "rank0 (faster on one node, measured) | parallel (all ranks write disjoint slices with collective MPI-IO)")
+  sub->add_option("--resume", o.resume,
+                  "auto (newest valid checkpoint in --checkpoint-dir, else start fresh) or a checkpoint FILE");
+  sub->add_option(
+         "--checkpoint-writer", o.writer,
+         "rank0 (faster on one node, measured) | parallel (all ranks write disjoint slices with collective MPI-IO)")
       ->check(CLI::IsMember({"parallel", "rank0"}))
       ->capture_default_str();
 }
@@ -59,8 +64,10 @@ void validate_run_control_options(const RunControlOptions& o) {
   MDDP_USAGE_CHECK(!o.checkpoint_dir.empty(), "--checkpoint-dir must not be empty");
   if (!o.resume.empty() && o.resume != "auto") {
     struct stat st {};
-    MDDP_USAGE_CHECK(::stat(o.resume.c_str(), &st) == 0 && S_ISREG(st.st_mode),
-                     "--resume " << o.resume << ": no such checkpoint file (use --resume auto to pick the newest in --checkpoint-dir)");
+    MDDP_USAGE_CHECK(
+        ::stat(o.resume.c_str(), &st) == 0 && S_ISREG(st.st_mode),
+        "--resume " << o.resume
+                    << ": no such checkpoint file (use --resume auto to pick the newest in --checkpoint-dir)");
   }
   if (!o.data_path.empty()) {
     struct stat st {};
@@ -110,7 +117,8 @@ const data::DataSource* RunControl::open_data_source(std::int64_t classes_option
       error = e.what();
     }
   }
-  agree_on_usage_error(mpi_, "the --data agreement", error, "--data " + o_.data_path + " could not be opened on another rank");
+  agree_on_usage_error(mpi_, "the --data agreement", error,
+                       "--data " + o_.data_path + " could not be opened on another rank");
   return data_.get();
 }
 
@@ -136,7 +144,8 @@ void RunControl::save(const ddp::Trainer& trainer, const char* why) {
   if (mpi_.rank() == 0) {
     // mkdir -p of one level is enough for the usual "checkpoints/"; deeper paths must exist.
     if (::mkdir(o_.checkpoint_dir.c_str(), 0755) != 0 && errno != EEXIST) {
-      std::fprintf(stderr, "microddp: warning: cannot create %s: %s\n", o_.checkpoint_dir.c_str(), std::strerror(errno));
+      std::fprintf(stderr, "microddp: warning: cannot create %s: %s\n", o_.checkpoint_dir.c_str(),
+                   std::strerror(errno));
     }
   }
   io::SaveOptions so;
@@ -173,7 +182,8 @@ bool RunControl::after_step(ddp::Trainer& trainer, comm::Communicator& comm) {
   if (agreed == 0 || finished) return false;
   if (done != last_saved_step_) save(trainer, agreed == SIGTERM ? "SIGTERM" : "SIGUSR1");
   if (mpi_.rank() == 0) {
-    std::printf("# stopping after step %" PRId64 " on signal %" PRId64 ": checkpoint written, exit code %d (requeue; rerun with --resume auto)\n",
+    std::printf("# stopping after step %" PRId64 " on signal %" PRId64
+                ": checkpoint written, exit code %d (requeue; rerun with --resume auto)\n",
                 done, agreed, kExitRequeue);
     std::fflush(stdout);
   }

@@ -33,10 +33,10 @@ struct RunControlOptions {
   std::int64_t checkpoint_every = 0;  // 0: only on signal
   std::string checkpoint_dir = "checkpoints";
   int keep = 3;
-  std::string resume;                 // "", "auto" or a path
-  std::string writer = "rank0";       // rank0 | parallel: measured choice, docs/checkpoint_format.md
-  std::string data_path;              // --data FILE.h5
-  core::FaultPlan faults;             // the save's fault points (test hooks, app/fault_env.hpp)
+  std::string resume;            // "", "auto" or a path
+  std::string writer = "rank0";  // rank0 | parallel: measured choice, docs/checkpoint_format.md
+  std::string data_path;         // --data FILE.h5
+  core::FaultPlan faults;        // the save's fault points (test hooks, app/fault_env.hpp)
 };
 
 void add_run_control_options(CLI::App* sub, RunControlOptions& o);

@@ -6,13 +6,15 @@
 namespace microddp::app {
 
 void write_trace(const std::string& path, comm::Communicator& comm, const std::vector<core::Event>& events,
-                 const ddp::GradSync& sync, const std::vector<model::ParamInfo>& params, const nlohmann::json& metadata) {
+                 const ddp::GradSync& sync, const std::vector<model::ParamInfo>& params,
+                 const nlohmann::json& metadata) {
   const auto ranks = perf::gather_events(comm, events);
   if (comm.rank() != 0) return;
   perf::TraceLabels labels;
   labels.collective = [&sync](int id) { return sync.collective_label(id); };
   labels.param = [&params](int id) {
-    return id >= 0 && static_cast<std::size_t>(id) < params.size() ? params[static_cast<std::size_t>(id)].name : std::to_string(id);
+    return id >= 0 && static_cast<std::size_t>(id) < params.size() ? params[static_cast<std::size_t>(id)].name
+                                                                   : std::to_string(id);
   };
   nlohmann::json meta = metadata;
   meta["strategy"] = std::string(sync.name());

@@ -77,12 +77,12 @@ class TrainCommand final : public Command {
 
  private:
   TrainOptions opts_;
-  RunControlOptions run_opts_;  // data file, checkpoints, resume, signals
-  std::string device_ = "auto";  // --device (or MICRODDP_DEVICE)
-  CLI::Option* comm_option_ = nullptr;  // to know whether --comm was given
+  RunControlOptions run_opts_;             // data file, checkpoints, resume, signals
+  std::string device_ = "auto";            // --device (or MICRODDP_DEVICE)
+  CLI::Option* comm_option_ = nullptr;     // to know whether --comm was given
   CLI::Option* classes_option_ = nullptr;  // and --classes (else --data's file decides)
-  bool tf32_ = false;            // --tf32
-  bool layer_events_ = false;    // --layer-events
+  bool tf32_ = false;                      // --tf32
+  bool layer_events_ = false;              // --layer-events
 };
 
 int TrainCommand::run(const comm::MpiRuntime& mpi) {
@@ -109,12 +109,14 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
   ddp::Trainer& trainer = session.start_trainer(cfg);
   if (source != nullptr) trainer.set_data_source(*source);
   std::unique_ptr<perf::MetricsWriter> metrics;
-  if (mpi.rank() == 0 && !opts_.metrics_path.empty()) metrics = std::make_unique<perf::MetricsWriter>(opts_.metrics_path);
+  if (mpi.rank() == 0 && !opts_.metrics_path.empty())
+    metrics = std::make_unique<perf::MetricsWriter>(opts_.metrics_path);
   trainer.setup();
   control.resume(trainer);
   const std::int64_t start = trainer.steps_done();
   if (start >= cfg.steps) {
-    if (mpi.rank() == 0) std::printf("# nothing to do: the checkpoint is at step %" PRId64 " of %" PRId64 "\n", start, cfg.steps);
+    if (mpi.rank() == 0)
+      std::printf("# nothing to do: the checkpoint is at step %" PRId64 " of %" PRId64 "\n", start, cfg.steps);
     return 0;
   }
 
@@ -123,25 +125,31 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     std::printf("# microddp train\n");
     std::printf("#   model      : FullMLP in=%" PRId64 " width=%" PRId64 " depth=%" PRId64 " classes=%" PRId64
                 " (%" PRId64 " parameters, %.2f MiB)\n",
-                cfg.model.in_dim, cfg.model.width, cfg.model.depth, cfg.model.classes, trainer.model().parameter_count(),
+                cfg.model.in_dim, cfg.model.width, cfg.model.depth, cfg.model.classes,
+                trainer.model().parameter_count(),
                 static_cast<double>(trainer.model().parameter_count() * model::kParamElementBytes) / (1 << 20));
-    const std::string data = source != nullptr ? control.data_summary() : "synthetic teacher set, seed " + std::to_string(cfg.seed);
-    std::printf("#   data       : %s; global batch %" PRId64 " (%" PRId64 " to %" PRId64 " rows per rank)\n", data.c_str(),
-                cfg.global_batch, cfg.global_batch / mpi.size(), (cfg.global_batch + mpi.size() - 1) / mpi.size());
+    const std::string data =
+        source != nullptr ? control.data_summary() : "synthetic teacher set, seed " + std::to_string(cfg.seed);
+    std::printf("#   data       : %s; global batch %" PRId64 " (%" PRId64 " to %" PRId64 " rows per rank)\n",
+                data.c_str(), cfg.global_batch, cfg.global_batch / mpi.size(),
+                (cfg.global_batch + mpi.size() - 1) / mpi.size());
     std::printf("#   optimizer  : %s lr=%g weight_decay=%g\n", cfg.optimizer.name.c_str(),
                 static_cast<double>(cfg.optimizer.lr), static_cast<double>(cfg.optimizer.weight_decay));
-    std::printf("#   ranks      : %d (%d on this node), %s\n", mpi.size(), mpi.local_size(), mpi.library_version().c_str());
+    std::printf("#   ranks      : %d (%d on this node), %s\n", mpi.size(), mpi.local_size(),
+                mpi.library_version().c_str());
     std::printf("#   strategy   : %s over %s backend; %" PRId64 " collectives, %.2f MiB per step\n",
                 std::string(trainer.sync().name()).c_str(), opts_.comm.c_str(), trainer.sync().collectives_per_step(),
                 static_cast<double>(trainer.sync().bytes_per_step()) / (1 << 20));
     // Bytes per rank from the allocations (rank 0's; every rank's shard has the same size).
-    std::printf("#   memory     : --shard %s: %s per rank\n", std::string(ddp::zero::shard_mode_name(cfg.shard)).c_str(),
+    std::printf("#   memory     : --shard %s: %s per rank\n",
+                std::string(ddp::zero::shard_mode_name(cfg.shard)).c_str(),
                 ddp::zero::format_memory(trainer.memory_report()).c_str());
     if (cfg.compression.mode != "none") {
       const auto& cc = cfg.compression;
       char how[160] = "";
       if (cc.mode == "powersgd") {
-        std::snprintf(how, sizeof how, " rank %" PRId64 " from step %" PRId64 ",", cc.powersgd_rank, cc.powersgd_start_step + 1);
+        std::snprintf(how, sizeof how, " rank %" PRId64 " from step %" PRId64 ",", cc.powersgd_rank,
+                      cc.powersgd_start_step + 1);
       }
       std::printf("#   compression: %s%s error feedback %s (docs/compression.md)\n", cc.mode.c_str(), how,
                   cc.error_feedback ? "on" : "off");
@@ -154,13 +162,15 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     std::printf("#   compute    : %s\n", ops.description().c_str());
     if (!session.device_note().empty()) std::printf("#   gpu shared : %s\n", session.device_note().c_str());
     char clip[64] = "off";
-    if (cfg.clip_grad_norm > 0.0f) std::snprintf(clip, sizeof clip, "to norm %g", static_cast<double>(cfg.clip_grad_norm));
+    if (cfg.clip_grad_norm > 0.0f)
+      std::snprintf(clip, sizeof clip, "to norm %g", static_cast<double>(cfg.clip_grad_norm));
     char every[64] = "at the end only";
-    if (cfg.check_every > 0) std::snprintf(every, sizeof every, "every %" PRId64 " steps and at the end", cfg.check_every);
+    if (cfg.check_every > 0)
+      std::snprintf(every, sizeof every, "every %" PRId64 " steps and at the end", cfg.check_every);
     std::printf("#   checks     : divergence %s; on NaN/Inf: %s; grad clipping %s\n", every,
                 std::string(ddp::nan_policy_name(cfg.on_nan)).c_str(), clip);
-    std::printf("# %8s %12s %10s %12s %10s %10s %8s %9s\n", "step", "loss", "step_ms", "samples/s", "comm_ms", "exposed_ms",
-                "overlap", "eta_s");
+    std::printf("# %8s %12s %10s %12s %10s %10s %8s %9s\n", "step", "loss", "step_ms", "samples/s", "comm_ms",
+                "exposed_ms", "overlap", "eta_s");
     std::fflush(stdout);
   }
 
@@ -182,9 +192,9 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     if (root && ((s + 1) % opts_.log_every == 0 || s == start || s + 1 == cfg.steps)) {
       const double elapsed = wall.elapsed_s();
       const double eta = elapsed / static_cast<double>(s + 1 - start) * static_cast<double>(cfg.steps - s - 1);
-      std::printf("  %8" PRId64 " %12.6f %10.3f %12.0f %10.3f %10.3f %7.1f%% %9.1f\n", rec.step + 1, rec.loss, st.step_ms,
-                  static_cast<double>(cfg.global_batch * cfg.accum_steps) / (st.step_ms * 1e-3), st.comm_total_ms,
-                  st.comm_exposed_ms, 100.0 * st.overlap(), eta);
+      std::printf("  %8" PRId64 " %12.6f %10.3f %12.0f %10.3f %10.3f %7.1f%% %9.1f\n", rec.step + 1, rec.loss,
+                  st.step_ms, static_cast<double>(cfg.global_batch * cfg.accum_steps) / (st.step_ms * 1e-3),
+                  st.comm_total_ms, st.comm_exposed_ms, 100.0 * st.overlap(), eta);
       std::fflush(stdout);
     }
     if (control.after_step(trainer, comm)) break;  // agreed signal: checkpointed, stop
@@ -199,39 +209,47 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
   const std::uint64_t checksum = trainer.param_checksum();
   if (root) {
     const auto& m = sum.median;
-    std::printf("# summary: %" PRId64 " steps in %.2f s; loss %.6f -> %.6f\n", cfg.steps, total_s, first_loss, last_loss);
-    std::printf("#   median step %.3f ms (%.0f samples/s): data %.3f, forward %.3f, backward %.3f, comm %.3f "
-                "(exposed %.3f), optimizer %.3f, loss sync %.3f ms\n",
-                m.step_ms, static_cast<double>(cfg.global_batch) / (m.step_ms * 1e-3), m.data_ms, m.forward_ms,
-                m.backward_ms, m.comm_total_ms, m.comm_exposed_ms, m.optimizer_ms, m.loss_sync_ms);
-    std::printf("#   communication: %" PRId64 " collectives, %.2f MiB per step; overlap %.1f%% (1 - exposed/total); "
+    std::printf("# summary: %" PRId64 " steps in %.2f s; loss %.6f -> %.6f\n", cfg.steps, total_s, first_loss,
+                last_loss);
+    std::printf(
+        "#   median step %.3f ms (%.0f samples/s): data %.3f, forward %.3f, backward %.3f, comm %.3f "
+        "(exposed %.3f), optimizer %.3f, loss sync %.3f ms\n",
+        m.step_ms, static_cast<double>(cfg.global_batch) / (m.step_ms * 1e-3), m.data_ms, m.forward_ms, m.backward_ms,
+        m.comm_total_ms, m.comm_exposed_ms, m.optimizer_ms, m.loss_sync_ms);
+    std::printf("#   communication: %" PRId64
+                " collectives, %.2f MiB per step; overlap %.1f%% (1 - exposed/total); "
                 "overhead %.1f%% of the step\n",
                 m.collectives, static_cast<double>(m.comm_bytes) / (1 << 20), 100.0 * m.overlap(),
                 m.step_ms > 0 ? 100.0 * m.comm_exposed_ms / m.step_ms : 0.0);
-    std::printf("#   memory per rank (--shard %s, measured): %s\n", std::string(ddp::zero::shard_mode_name(cfg.shard)).c_str(),
+    std::printf("#   memory per rank (--shard %s, measured): %s\n",
+                std::string(ddp::zero::shard_mode_name(cfg.shard)).c_str(),
                 ddp::zero::format_memory(trainer.memory_report()).c_str());
     if (cfg.compression.mode != "none") {
       const double fp32 = static_cast<double>(trainer.sync().uncompressed_bytes_per_step());
-      std::printf("#   compression: %s, %.3f MiB on the wire per step (%.1f%% of fp32's %.3f MiB); encode/decode %.3f ms "
-                  "per step (median)\n",
-                  cfg.compression.mode.c_str(), static_cast<double>(m.comm_bytes) / (1 << 20),
-                  fp32 > 0 ? 100.0 * static_cast<double>(m.comm_bytes) / fp32 : 0.0, fp32 / (1 << 20), m.compress_ms);
+      std::printf(
+          "#   compression: %s, %.3f MiB on the wire per step (%.1f%% of fp32's %.3f MiB); encode/decode %.3f ms "
+          "per step (median)\n",
+          cfg.compression.mode.c_str(), static_cast<double>(m.comm_bytes) / (1 << 20),
+          fp32 > 0 ? 100.0 * static_cast<double>(m.comm_bytes) / fp32 : 0.0, fp32 / (1 << 20), m.compress_ms);
     }
     std::printf("#   parameter checksum %016" PRIx64 "\n", checksum);
-    const double check_ms = trainer.checks_done() > 0 ? trainer.check_ms_total() / static_cast<double>(trainer.checks_done()) : 0.0;
-    std::printf("#   checks: %" PRId64 " divergence checks passed (mean %.3f ms each, %.1f%% of the median step); %" PRId64
-                " steps skipped for non-finite loss/gradient\n",
-                trainer.checks_done(), check_ms, m.step_ms > 0 ? 100.0 * check_ms / m.step_ms : 0.0, trainer.skipped_steps());
+    const double check_ms =
+        trainer.checks_done() > 0 ? trainer.check_ms_total() / static_cast<double>(trainer.checks_done()) : 0.0;
+    std::printf(
+        "#   checks: %" PRId64 " divergence checks passed (mean %.3f ms each, %.1f%% of the median step); %" PRId64
+        " steps skipped for non-finite loss/gradient\n",
+        trainer.checks_done(), check_ms, m.step_ms > 0 ? 100.0 * check_ms / m.step_ms : 0.0, trainer.skipped_steps());
     const comm::Communicator::SyncCheckStats sc = comm.sync_check_stats();
     if (sc.checks > 0) {
       std::printf("#   desync: %" PRId64 " sync checks passed (start-up", sc.checks);
       if (cfg.sync_check_every > 0) std::printf(", every %" PRId64 " steps", cfg.sync_check_every);
       std::printf(")");
       if (sc.timed > 0) {
-        std::printf("; one took min %.3f ms, mean %.3f ms incl. waiting for the slowest rank (%.2f%% / %.2f%% of the "
-                    "median step)",
-                    sc.min_ms, sc.mean_ms, m.step_ms > 0 ? 100.0 * sc.min_ms / m.step_ms : 0.0,
-                    m.step_ms > 0 ? 100.0 * sc.mean_ms / m.step_ms : 0.0);
+        std::printf(
+            "; one took min %.3f ms, mean %.3f ms incl. waiting for the slowest rank (%.2f%% / %.2f%% of the "
+            "median step)",
+            sc.min_ms, sc.mean_ms, m.step_ms > 0 ? 100.0 * sc.min_ms / m.step_ms : 0.0,
+            m.step_ms > 0 ? 100.0 * sc.mean_ms / m.step_ms : 0.0);
       }
       std::printf("%s\n", opts_.debug_sync ? "; --debug-sync: every collective compared before it ran" : "");
     }
@@ -242,7 +260,8 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
                 {{"command", "train"}, {"width", cfg.model.width}, {"depth", cfg.model.depth}});
     if (root) std::printf("# trace: %s (open in https://ui.perfetto.dev)\n", opts_.trace_path.c_str());
     if (root && trainer.events().dropped() > 0) {
-      std::printf("# warning: %llu events dropped (event log full)\n", static_cast<unsigned long long>(trainer.events().dropped()));
+      std::printf("# warning: %llu events dropped (event log full)\n",
+                  static_cast<unsigned long long>(trainer.events().dropped()));
     }
   }
   if (metrics) {
@@ -265,10 +284,14 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     j["peer_lag_ms"] = peer_lag_ms;
     {
       const ddp::zero::MemoryReport mem = trainer.memory_report();
-      j["memory_bytes"] = {{"parameters", mem.parameters},           {"gradients", mem.gradients},
-                           {"reduced_gradients", mem.reduced_gradients}, {"optimizer_state", mem.optimizer_state},
-                           {"comm_buffers", mem.comm_buffers},       {"activations", mem.activations},
-                           {"host_staging", mem.host_staging},       {"total", mem.total()}};
+      j["memory_bytes"] = {{"parameters", mem.parameters},
+                           {"gradients", mem.gradients},
+                           {"reduced_gradients", mem.reduced_gradients},
+                           {"optimizer_state", mem.optimizer_state},
+                           {"comm_buffers", mem.comm_buffers},
+                           {"activations", mem.activations},
+                           {"host_staging", mem.host_staging},
+                           {"total", mem.total()}};
     }
     j["uncompressed_bytes_per_step"] = trainer.sync().uncompressed_bytes_per_step();
     if (cfg.layer_events) {

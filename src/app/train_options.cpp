@@ -24,7 +24,9 @@ constexpr double kMinBucketMb = 1e-6, kMaxBucketMb = 1e6;
 
 void add_run_length_options(CLI::App* sub, TrainOptions& o) {
   auto& c = o.config;
-  sub->add_option("--steps", c.steps, "Optimizer steps")->check(CLI::Range(std::int64_t{1}, kMaxSteps))->capture_default_str();
+  sub->add_option("--steps", c.steps, "Optimizer steps")
+      ->check(CLI::Range(std::int64_t{1}, kMaxSteps))
+      ->capture_default_str();
   sub->add_option("--global-batch", c.global_batch, "Samples per step, over all ranks (split as evenly as possible)")
       ->check(CLI::Range(std::int64_t{1}, kMaxDim))
       ->capture_default_str();
@@ -33,10 +35,17 @@ void add_run_length_options(CLI::App* sub, TrainOptions& o) {
 
 void add_model_options(CLI::App* sub, TrainOptions& o) {
   auto& m = o.config.model;
-  sub->add_option("--width", m.width, "Hidden width d")->check(CLI::Range(std::int64_t{1}, kMaxDim))->capture_default_str();
-  sub->add_option("--depth", m.depth, "Hidden Linear+ReLU layers")->check(CLI::Range(std::int64_t{1}, kMaxDepth))->capture_default_str();
-  sub->add_option("--in-dim", o.in_dim, "Input features (default: same as --width; train --data: the file's)")->check(CLI::Range(std::int64_t{1}, kMaxDim));
-  sub->add_option("--classes", m.classes, "Output classes (train --data: the file's unless given)")->check(CLI::Range(std::int64_t{2}, kMaxDim))->capture_default_str();
+  sub->add_option("--width", m.width, "Hidden width d")
+      ->check(CLI::Range(std::int64_t{1}, kMaxDim))
+      ->capture_default_str();
+  sub->add_option("--depth", m.depth, "Hidden Linear+ReLU layers")
+      ->check(CLI::Range(std::int64_t{1}, kMaxDepth))
+      ->capture_default_str();
+  sub->add_option("--in-dim", o.in_dim, "Input features (default: same as --width; train --data: the file's)")
+      ->check(CLI::Range(std::int64_t{1}, kMaxDim));
+  sub->add_option("--classes", m.classes, "Output classes (train --data: the file's unless given)")
+      ->check(CLI::Range(std::int64_t{2}, kMaxDim))
+      ->capture_default_str();
 }
 
 void add_optimizer_options(CLI::App* sub, TrainOptions& o) {
@@ -117,8 +126,9 @@ void add_reliability_options(CLI::App* sub, TrainOptions& o) {
   // Divergence check (docs/reliability.md). 100 steps: one check (hash 3 MiB of parameters and
   // Adam state, one all-reduce of 16 bytes per tensor) took 0.14 ms at the default model, ~3.6%
   // of one 4 ms step, so ~0.04% of the run; a divergence still surfaces within 100 steps.
-  sub->add_option("--check-every", c.check_every,
-                  "Compare parameter/optimizer-state hashes across ranks every N steps and at the end (0 = only at the end)")
+  sub->add_option(
+         "--check-every", c.check_every,
+         "Compare parameter/optimizer-state hashes across ranks every N steps and at the end (0 = only at the end)")
       ->check(CLI::Range(std::int64_t{0}, kMaxSteps))
       ->capture_default_str();
   sub->add_option("--on-nan", o.on_nan, "Non-finite loss or gradient on any rank: abort the run, or skip the update")
@@ -136,7 +146,8 @@ void add_log_every_option(CLI::App* sub, TrainOptions& o) {
 }
 
 void add_metrics_option(CLI::App* sub, TrainOptions& o) {
-  sub->add_option("--metrics", o.metrics_path, "Write one JSON object per step, then a summary, to FILE.jsonl (rank 0)");
+  sub->add_option("--metrics", o.metrics_path,
+                  "Write one JSON object per step, then a summary, to FILE.jsonl (rank 0)");
 }
 
 void add_trace_option(CLI::App* sub, TrainOptions& o) {

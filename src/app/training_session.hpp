@@ -25,7 +25,7 @@ namespace microddp::app {
 // --device and what it depends on (train only; the other commands compute on the CPU).
 struct DeviceRequest {
   std::string device = "auto";  // cpu | cuda | auto
-  bool comm_given = false;       // whether --comm was given (a GPU model defaults to nccl otherwise)
+  bool comm_given = false;      // whether --comm was given (a GPU model defaults to nccl otherwise)
   bool tf32 = false;
 };
 
@@ -37,8 +37,8 @@ class TrainingSession {
   TrainingSession(const TrainingSession&) = delete;
   TrainingSession& operator=(const TrainingSession&) = delete;
 
-  int threads() const { return threads_; }          // BLAS threads per rank (--threads or automatic)
-  const std::string& backend() const { return backend_; }  // the backend in use (--comm or the device's)
+  int threads() const { return threads_; }                  // BLAS threads per rank (--threads or automatic)
+  const std::string& backend() const { return backend_; }   // the backend in use (--comm or the device's)
   const std::string& device_note() const { return note_; }  // why the default backend was not taken, or ""
   kernels::Ops& ops() { return *ops_; }
   comm::Communicator& comm() { return *comm_; }

@@ -39,8 +39,8 @@ std::string zero_forecast(const ddp::TrainConfig& cfg, double bucket_mb, const p
   std::ostringstream o;
   char buf[256];
   const double mib = 1.0 / (1 << 20);
-  o << "# sharding (--shard; docs/zero.md): bytes per rank (formula over the exact shard plan of bucketed "
-    << bucket_mb << " MiB) and predicted step time (strong scaling)";
+  o << "# sharding (--shard; docs/zero.md): bytes per rank (formula over the exact shard plan of bucketed " << bucket_mb
+    << " MiB) and predicted step time (strong scaling)";
   if (memory_limit_mib > 0) o << "; --memory-limit " << memory_limit_mib << " MiB";
   o << "\n";
   std::snprintf(buf, sizeof buf, "  %6s %-10s %10s %10s %10s %10s %10s %10s %9s %s\n", "ranks", "shard", "params_MiB",
@@ -49,7 +49,8 @@ std::string zero_forecast(const ddp::TrainConfig& cfg, double bucket_mb, const p
   for (int n = 1; n <= max_ranks; n *= 2) {
     const std::int64_t rows = (cfg.global_batch + n - 1) / n;
     double ddp_total = 0;
-    for (const auto mode : {ddp::zero::ShardMode::None, ddp::zero::ShardMode::Optimizer, ddp::zero::ShardMode::Gradients}) {
+    for (const auto mode :
+         {ddp::zero::ShardMode::None, ddp::zero::ShardMode::Optimizer, ddp::zero::ShardMode::Gradients}) {
       const ddp::zero::ShardPlan plan = ddp::zero::plan_for_strategy(ddp::Strategy::Bucketed, so, params, flat, n, 0);
       const ddp::zero::MemoryReport m =
           ddp::zero::predict_memory(flat, plan.state_count(), state_buffers, mode, activation_bytes(cfg.model, rows));

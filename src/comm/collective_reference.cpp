@@ -18,8 +18,10 @@ using core::TensorView;
 std::int64_t input_element(CollectiveKind kind, const CollectiveShape& s, std::int64_t i) {
   switch (kind) {
     case CollectiveKind::AllReduce:
-    case CollectiveKind::ReduceScatter: return reduce_input(s.rank, i, s.ranks);
-    default: return data_value(s.rank, i, s.ranks);  // broadcast and scatter only init at the root
+    case CollectiveKind::ReduceScatter:
+      return reduce_input(s.rank, i, s.ranks);
+    default:
+      return data_value(s.rank, i, s.ranks);  // broadcast and scatter only init at the root
   }
 }
 
@@ -28,13 +30,19 @@ template <typename T>
 T expected_element(CollectiveKind kind, const CollectiveShape& s, std::int64_t i) {
   const std::int64_t c = s.count;
   switch (kind) {
-    case CollectiveKind::AllReduce: return reduce_expected<T>(s.op, s.ranks, i);
-    case CollectiveKind::ReduceScatter: return reduce_expected<T>(s.op, s.ranks, s.rank * c + i);
-    case CollectiveKind::Broadcast: return static_cast<T>(data_value(s.root, i, s.ranks));
-    case CollectiveKind::Scatter: return static_cast<T>(data_value(s.root, s.rank * c + i, s.ranks));
+    case CollectiveKind::AllReduce:
+      return reduce_expected<T>(s.op, s.ranks, i);
+    case CollectiveKind::ReduceScatter:
+      return reduce_expected<T>(s.op, s.ranks, s.rank * c + i);
+    case CollectiveKind::Broadcast:
+      return static_cast<T>(data_value(s.root, i, s.ranks));
+    case CollectiveKind::Scatter:
+      return static_cast<T>(data_value(s.root, s.rank * c + i, s.ranks));
     case CollectiveKind::Gather:
-    case CollectiveKind::AllGather: return static_cast<T>(data_value(static_cast<int>(i / c), i % c, s.ranks));
-    case CollectiveKind::Barrier: break;
+    case CollectiveKind::AllGather:
+      return static_cast<T>(data_value(static_cast<int>(i / c), i % c, s.ranks));
+    case CollectiveKind::Barrier:
+      break;
   }
   return T{};
 }
@@ -70,12 +78,17 @@ template <CollectiveKind K>
 void init(const CollectiveShape& s, TensorView v) {
   MDDP_CHECK(v.count == 0 || v.device == core::Device::Host, "collective reference: inputs are written on the host");
   switch (v.dtype) {
-    case DType::F32: return init_typed<K, float>(s, v);
-    case DType::F64: return init_typed<K, double>(s, v);
-    case DType::I32: return init_typed<K, std::int32_t>(s, v);
-    case DType::I64: return init_typed<K, std::int64_t>(s, v);
+    case DType::F32:
+      return init_typed<K, float>(s, v);
+    case DType::F64:
+      return init_typed<K, double>(s, v);
+    case DType::I32:
+      return init_typed<K, std::int32_t>(s, v);
+    case DType::I64:
+      return init_typed<K, std::int64_t>(s, v);
     case DType::F16:
-    case DType::BF16: break;  // 16-bit floats: their own exactness tests (tests/comm/test_wire16_collectives.cpp)
+    case DType::BF16:
+      break;  // 16-bit floats: their own exactness tests (tests/comm/test_wire16_collectives.cpp)
   }
   MDDP_CHECK(false, "collective reference: no reference inputs for " << core::dtype_name(v.dtype));
 }
@@ -84,12 +97,17 @@ template <CollectiveKind K>
 CheckResult check(const CollectiveShape& s, TensorView v) {
   MDDP_CHECK(v.count == 0 || v.device == core::Device::Host, "collective reference: results are checked on the host");
   switch (v.dtype) {
-    case DType::F32: return check_typed<K, float>(s, v);
-    case DType::F64: return check_typed<K, double>(s, v);
-    case DType::I32: return check_typed<K, std::int32_t>(s, v);
-    case DType::I64: return check_typed<K, std::int64_t>(s, v);
+    case DType::F32:
+      return check_typed<K, float>(s, v);
+    case DType::F64:
+      return check_typed<K, double>(s, v);
+    case DType::I32:
+      return check_typed<K, std::int32_t>(s, v);
+    case DType::I64:
+      return check_typed<K, std::int64_t>(s, v);
     case DType::F16:
-    case DType::BF16: break;
+    case DType::BF16:
+      break;
   }
   MDDP_CHECK(false, "collective reference: no reference results for " << core::dtype_name(v.dtype));
   return {};
@@ -126,18 +144,25 @@ const CollectiveRecord& collective_record(CollectiveKind kind) {
 
 TensorView reference_input(const CollectiveCall& call, int rank) {
   switch (call.kind) {
-    case CollectiveKind::Barrier: return {};
-    case CollectiveKind::Broadcast: return rank == call.root ? call.recv : TensorView();  // the buffer
-    case CollectiveKind::Scatter: return rank == call.root ? call.send : TensorView();
-    default: return call.send;
+    case CollectiveKind::Barrier:
+      return {};
+    case CollectiveKind::Broadcast:
+      return rank == call.root ? call.recv : TensorView();  // the buffer
+    case CollectiveKind::Scatter:
+      return rank == call.root ? call.send : TensorView();
+    default:
+      return call.send;
   }
 }
 
 TensorView reference_result(const CollectiveCall& call, int rank) {
   switch (call.kind) {
-    case CollectiveKind::Barrier: return {};
-    case CollectiveKind::Gather: return rank == call.root ? call.recv : TensorView();
-    default: return call.recv;
+    case CollectiveKind::Barrier:
+      return {};
+    case CollectiveKind::Gather:
+      return rank == call.root ? call.recv : TensorView();
+    default:
+      return call.recv;
   }
 }
 

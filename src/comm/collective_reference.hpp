@@ -43,7 +43,9 @@ inline constexpr int kTestRegimeRanks = 16;
 // floor(2^24 / n) so the largest value, n·stride - 1, stays below 2^24.
 inline std::int64_t data_stride(int n) { return n <= kTestRegimeRanks ? 1000000 : (std::int64_t{1} << 24) / n; }
 inline std::int64_t data_period(int n) { return n <= kTestRegimeRanks ? 999983 : data_stride(n) - 1; }
-inline std::int64_t data_value(int rank, std::int64_t i, int n) { return rank * data_stride(n) + i % data_period(n) + 1; }
+inline std::int64_t data_value(int rank, std::int64_t i, int n) {
+  return rank * data_stride(n) + i % data_period(n) + 1;
+}
 
 // Input of the reductions: element j of rank r is ((r + j) mod n)·scale + offset(j). Which rank
 // holds the maximum rotates with j, so every rank contributes to max and min somewhere. Up to 16
@@ -61,9 +63,12 @@ T reduce_expected(ReduceOp op, int n, std::int64_t j) {
   const std::int64_t base = reduce_offset(j, n), scale = reduce_scale(n);
   const std::int64_t sum = scale * n * (n - 1) / 2 + n * base;
   switch (op) {
-    case ReduceOp::Sum: return static_cast<T>(sum);
-    case ReduceOp::Max: return static_cast<T>((n - 1) * scale + base);
-    case ReduceOp::Min: return static_cast<T>(base);
+    case ReduceOp::Sum:
+      return static_cast<T>(sum);
+    case ReduceOp::Max:
+      return static_cast<T>((n - 1) * scale + base);
+    case ReduceOp::Min:
+      return static_cast<T>(base);
     case ReduceOp::Mean:
       // Up to 6 ranks the sum is divisible by n (sum / n = 500 (n - 1) + base), and Mean is Sum
       // scaled by the rounded reciprocal fl(1/n), whose relative error is then <= 2^-25 (f32; 2^-54

@@ -30,12 +30,12 @@ std::int64_t env_int(const EnvLookup& env, const char* name, std::int64_t fallba
 
 CommConfig parse_comm_config(const EnvLookup& env) {
   CommConfig c;
-  c.ring_segment_bytes = env_int(env, "MICRODDP_RING_SEGMENT_BYTES", kDefaultRingSegmentBytes, 1, LLONG_MAX,
-                                 "a positive byte count");
+  c.ring_segment_bytes =
+      env_int(env, "MICRODDP_RING_SEGMENT_BYTES", kDefaultRingSegmentBytes, 1, LLONG_MAX, "a positive byte count");
   c.p2p_max_message_bytes = env_int(env, "MICRODDP_P2P_MAX_MESSAGE_BYTES", kDefaultP2pMaxMessageBytes, 1, INT_MAX,
                                     "a byte count in [1, 2147483647] (one MPI message)");
-  c.auto_rd_max_bytes = env_int(env, "MICRODDP_AUTO_RD_MAX_BYTES", kDefaultAutoRdMaxBytes, 1, LLONG_MAX,
-                                "a positive byte count");
+  c.auto_rd_max_bytes =
+      env_int(env, "MICRODDP_AUTO_RD_MAX_BYTES", kDefaultAutoRdMaxBytes, 1, LLONG_MAX, "a positive byte count");
   if (const char* v = env("MICRODDP_NCCL_TIMEOUT_S"); v != nullptr && *v != '\0') {
     char* end = nullptr;
     const double t = std::strtod(v, &end);

@@ -50,10 +50,10 @@ inline constexpr std::int64_t kDefaultAutoRdMaxBytes = std::int64_t{16} << 10;
 inline constexpr double kDefaultNcclTimeoutS = 600.0;
 
 struct CommConfig {
-  std::int64_t ring_segment_bytes = kDefaultRingSegmentBytes;        // MICRODDP_RING_SEGMENT_BYTES
-  std::int64_t p2p_max_message_bytes = kDefaultP2pMaxMessageBytes;   // MICRODDP_P2P_MAX_MESSAGE_BYTES
-  std::int64_t auto_rd_max_bytes = kDefaultAutoRdMaxBytes;           // MICRODDP_AUTO_RD_MAX_BYTES
-  double nccl_timeout_s = kDefaultNcclTimeoutS;                      // MICRODDP_NCCL_TIMEOUT_S
+  std::int64_t ring_segment_bytes = kDefaultRingSegmentBytes;       // MICRODDP_RING_SEGMENT_BYTES
+  std::int64_t p2p_max_message_bytes = kDefaultP2pMaxMessageBytes;  // MICRODDP_P2P_MAX_MESSAGE_BYTES
+  std::int64_t auto_rd_max_bytes = kDefaultAutoRdMaxBytes;          // MICRODDP_AUTO_RD_MAX_BYTES
+  double nccl_timeout_s = kDefaultNcclTimeoutS;                     // MICRODDP_NCCL_TIMEOUT_S
   std::vector<int> hier_node_sizes;  // MICRODDP_HIER_NODE_SIZES (empty: MPI_COMM_TYPE_SHARED)
 };
 

@@ -16,13 +16,20 @@ using core::TensorView;
 
 std::string_view collective_name(CollectiveKind kind) {
   switch (kind) {
-    case CollectiveKind::AllReduce: return "all_reduce";
-    case CollectiveKind::Barrier: return "barrier";
-    case CollectiveKind::Broadcast: return "broadcast";
-    case CollectiveKind::Scatter: return "scatter";
-    case CollectiveKind::Gather: return "gather";
-    case CollectiveKind::AllGather: return "all_gather";
-    case CollectiveKind::ReduceScatter: return "reduce_scatter";
+    case CollectiveKind::AllReduce:
+      return "all_reduce";
+    case CollectiveKind::Barrier:
+      return "barrier";
+    case CollectiveKind::Broadcast:
+      return "broadcast";
+    case CollectiveKind::Scatter:
+      return "scatter";
+    case CollectiveKind::Gather:
+      return "gather";
+    case CollectiveKind::AllGather:
+      return "all_gather";
+    case CollectiveKind::ReduceScatter:
+      return "reduce_scatter";
   }
   return "?";
 }
@@ -71,8 +78,10 @@ void Communicator::attach_sync_comm(MPI_Comm parent) {
 void Communicator::before_collective(const CollectiveCall& call) {
   if (call.seq == fault_exit_seq_) {
     const int r = rank();
-    std::fprintf(stderr, "[microddp r%d/%d] fault injection (MICRODDP_FAULT_EXIT): rank %d exits with code %d before %.*s "
-                 "seq=%llu\n", r, size(), r, fault_exit_code_, static_cast<int>(collective_name(call.kind).size()),
+    std::fprintf(stderr,
+                 "[microddp r%d/%d] fault injection (MICRODDP_FAULT_EXIT): rank %d exits with code %d before %.*s "
+                 "seq=%llu\n",
+                 r, size(), r, fault_exit_code_, static_cast<int>(collective_name(call.kind).size()),
                  collective_name(call.kind).data(), static_cast<unsigned long long>(call.seq));
     std::fflush(stdout);
     std::fflush(stderr);
@@ -86,8 +95,9 @@ void Communicator::set_debug_sync(bool on) {
              name() << ": --debug-sync needs a communicator made by make_communicator (no sync communicator attached)");
   synchronize();  // collectives already queued keep the mode they were issued under
   if (sync_ != nullptr && size() > 1) {
-    MDDP_AGREED_USAGE_CHECK(sync_->all_equal(on), "--debug-sync is set on some ranks but not on others "
-                                                      "(all ranks must be started with the same options)");
+    MDDP_AGREED_USAGE_CHECK(sync_->all_equal(on),
+                            "--debug-sync is set on some ranks but not on others "
+                            "(all ranks must be started with the same options)");
   }
   debug_sync_.store(on, std::memory_order_relaxed);
 }
@@ -140,8 +150,8 @@ Communicator::SyncCheckStats Communicator::sync_check_stats() const {
 namespace {
 
 void check_same_type(const TensorView& a, const TensorView& b, std::string_view what) {
-  MDDP_CHECK(a.dtype == b.dtype, what << ": send dtype " << core::dtype_name(a.dtype) << " != recv dtype "
-                                      << core::dtype_name(b.dtype));
+  MDDP_CHECK(a.dtype == b.dtype,
+             what << ": send dtype " << core::dtype_name(a.dtype) << " != recv dtype " << core::dtype_name(b.dtype));
   MDDP_CHECK(a.device == b.device, what << ": send and recv buffers are on different devices");
 }
 
@@ -161,9 +171,10 @@ Work Communicator::submit(CollectiveCall call, Mode mode) {
   if (fault_extra_seq_ != 0 && collectives_issued() + 1 == fault_extra_seq_) {
     fault_extra_seq_ = 0;
     const int r = rank();
-    std::fprintf(stderr, "[microddp r%d/%d] fault injection (MICRODDP_FAULT_EXTRA_COLLECTIVE): rank %d issues an extra "
-                 "empty all_reduce as its collective %llu\n", r, size(), r,
-                 static_cast<unsigned long long>(collectives_issued() + 1));
+    std::fprintf(stderr,
+                 "[microddp r%d/%d] fault injection (MICRODDP_FAULT_EXTRA_COLLECTIVE): rank %d issues an extra "
+                 "empty all_reduce as its collective %llu\n",
+                 r, size(), r, static_cast<unsigned long long>(collectives_issued() + 1));
     std::fflush(stderr);
     submit(CollectiveCall{CollectiveKind::AllReduce, TensorView(nullptr, 0, core::DType::F32),
                           TensorView(nullptr, 0, core::DType::F32), ReduceOp::Sum, 0, 0},
@@ -181,7 +192,9 @@ Work Communicator::all_reduce(TensorView send, TensorView recv, ReduceOp op, Mod
   return submit(CollectiveCall{CollectiveKind::AllReduce, send, recv, op, 0, 0}, mode);
 }
 
-Work Communicator::barrier(Mode mode) { return submit(CollectiveCall{CollectiveKind::Barrier, {}, {}, ReduceOp::Sum, 0, 0}, mode); }
+Work Communicator::barrier(Mode mode) {
+  return submit(CollectiveCall{CollectiveKind::Barrier, {}, {}, ReduceOp::Sum, 0, 0}, mode);
+}
 
 Work Communicator::broadcast(TensorView buf, int root, Mode mode) {
   check_buffer(buf, "broadcast");
@@ -195,8 +208,9 @@ Work Communicator::scatter(TensorView send, TensorView recv, int root, Mode mode
   if (rank() == root) {
     check_buffer(send, "scatter send");
     check_same_type(send, recv, "scatter");
-    MDDP_CHECK(send.count == recv.count * size(),
-               "scatter: root send count " << send.count << " != recv count " << recv.count << " x " << size() << " ranks");
+    MDDP_CHECK(send.count == recv.count * size(), "scatter: root send count " << send.count << " != recv count "
+                                                                              << recv.count << " x " << size()
+                                                                              << " ranks");
   }
   return submit(CollectiveCall{CollectiveKind::Scatter, send, recv, ReduceOp::Sum, root, 0}, mode);
 }
@@ -207,8 +221,9 @@ Work Communicator::gather(TensorView send, TensorView recv, int root, Mode mode)
   if (rank() == root) {
     check_buffer(recv, "gather recv");
     check_same_type(send, recv, "gather");
-    MDDP_CHECK(recv.count == send.count * size(),
-               "gather: root recv count " << recv.count << " != send count " << send.count << " x " << size() << " ranks");
+    MDDP_CHECK(recv.count == send.count * size(), "gather: root recv count " << recv.count << " != send count "
+                                                                             << send.count << " x " << size()
+                                                                             << " ranks");
   }
   return submit(CollectiveCall{CollectiveKind::Gather, send, recv, ReduceOp::Sum, root, 0}, mode);
 }
@@ -228,7 +243,8 @@ Work Communicator::reduce_scatter(TensorView send, TensorView recv, ReduceOp op,
   check_same_type(send, recv, "reduce_scatter");
   check_op(op, recv.dtype, "reduce_scatter");
   MDDP_CHECK(send.count == recv.count * size(), "reduce_scatter: send count " << send.count << " != recv count "
-                                                                             << recv.count << " x " << size() << " ranks");
+                                                                              << recv.count << " x " << size()
+                                                                              << " ranks");
   return submit(CollectiveCall{CollectiveKind::ReduceScatter, send, recv, op, 0, 0}, mode);
 }
 

@@ -135,8 +135,8 @@ class Communicator final {
   // Cost report: check_sync() calls so far, and the wall time of those with step >= 0 (the
   // periodic ones; the start-up check also absorbs the ranks' different set-up times).
   struct SyncCheckStats {
-    std::int64_t checks = 0;           // all check_sync() calls that passed
-    std::int64_t timed = 0;            // those with step >= 0
+    std::int64_t checks = 0;             // all check_sync() calls that passed
+    std::int64_t timed = 0;              // those with step >= 0
     double min_ms = 0.0, mean_ms = 0.0;  // of the timed ones; the mean includes waiting for the slowest rank
   };
   SyncCheckStats sync_check_stats() const;

@@ -43,13 +43,14 @@ class CudaDeviceStaging final : public DeviceStaging {
     for (int i = 0; i < plan.region_count; ++i) {
       const StagingRegion& r = plan.regions[i];
       base[i] = pinned_[i].ensure(r.bytes);
-      if (r.copy_in) MDDP_CUDA_CHECK(cudaMemcpy(base[i], r.base, static_cast<std::size_t>(r.bytes), cudaMemcpyDeviceToHost));
+      if (r.copy_in)
+        MDDP_CUDA_CHECK(cudaMemcpy(base[i], r.base, static_cast<std::size_t>(r.bytes), cudaMemcpyDeviceToHost));
     }
     CollectiveCall h = staged_call(call, plan, base, core::Device::Host);
     if (h.op == ReduceOp::Mean) h.op = ReduceOp::Sum;
     host_collective(h);
-    if (call.op == ReduceOp::Mean && (call.kind == CollectiveKind::AllReduce || call.kind == CollectiveKind::ReduceScatter) &&
-        plan.copy_out) {
+    if (call.op == ReduceOp::Mean &&
+        (call.kind == CollectiveKind::AllReduce || call.kind == CollectiveKind::ReduceScatter) && plan.copy_out) {
       kernels::host_scale(h.recv, 1.0 / static_cast<double>(size));
     }
     if (plan.copy_out) {
@@ -68,8 +69,8 @@ class CudaDeviceStaging final : public DeviceStaging {
     cudaPointerAttributes a{};
     MDDP_CUDA_CHECK(cudaPointerGetAttributes(&a, v->data));
     MDDP_CHECK(a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged,
-               collective_name(call.kind) << ": buffer marked Device::Cuda is not device memory (type "
-                                          << static_cast<int>(a.type) << ")");
+               collective_name(call.kind)
+                   << ": buffer marked Device::Cuda is not device memory (type " << static_cast<int>(a.type) << ")");
     MDDP_CUDA_CHECK(cudaSetDevice(a.device));
   }
 

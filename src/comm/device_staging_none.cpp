@@ -8,7 +8,8 @@ namespace {
 class NoDeviceStaging final : public DeviceStaging {
  public:
   void run(const CollectiveCall& call, int, int, const std::function<void(const CollectiveCall&)>&) override {
-    MDDP_CHECK(false, collective_name(call.kind) << " on a device buffer, but this build has no CUDA (MICRODDP_CUDA=OFF)");
+    MDDP_CHECK(false, collective_name(call.kind)
+                          << " on a device buffer, but this build has no CUDA (MICRODDP_CUDA=OFF)");
   }
   std::string mode() const override { return "unavailable (built without CUDA)"; }
 };

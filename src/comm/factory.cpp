@@ -66,7 +66,8 @@ std::unique_ptr<Communicator> make_backend(const BackendDescription& d, const Mp
   if (d.name == "nccl") return std::make_unique<Communicator>(make_nccl_backend(runtime, config), faults);
   if (d.name == "nccl-ring") return std::make_unique<Communicator>(make_gpu_ring_backend(runtime, config), faults);
 #endif
-  if (d.name == "hier") return std::make_unique<Communicator>(std::make_unique<HierBackend>(runtime.world(), config), faults);
+  if (d.name == "hier")
+    return std::make_unique<Communicator>(std::make_unique<HierBackend>(runtime.world(), config), faults);
   // naive, ring, rd, auto: the description names the all-reduce they run.
   return std::make_unique<Communicator>(std::make_unique<HandRolledBackend>(runtime.world(), d, config), faults);
 }

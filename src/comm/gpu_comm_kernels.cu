@@ -17,8 +17,8 @@ template <typename T>
 void launch_reduce(void* dst, const void* a, const void* b, std::int64_t n, core::ReduceOp op, cudaStream_t stream) {
   const kernels::LaunchGeometry g = kernels::grid_stride_geometry(n);
   if (g.empty()) return;
-  MDDP_LAUNCH(reduce_kernel<T>, g.blocks, g.threads, 0, stream)(static_cast<T*>(dst), static_cast<const T*>(a),
-                                                                 static_cast<const T*>(b), n, op);
+  MDDP_LAUNCH(reduce_kernel<T>, g.blocks, g.threads, 0, stream)
+  (static_cast<T*>(dst), static_cast<const T*>(a), static_cast<const T*>(b), n, op);
   MDDP_CUDA_CHECK_LAUNCH();
 }
 
@@ -34,9 +34,15 @@ void device_reduce(void* dst, const void* a, const void* b, std::int64_t n, core
       kernels::gpu::reduce(static_cast<float*>(dst), static_cast<const float*>(a), static_cast<const float*>(b), n, op,
                            stream);
       return;
-    case core::DType::F64: launch_reduce<double>(dst, a, b, n, op, stream); return;
-    case core::DType::I32: launch_reduce<std::int32_t>(dst, a, b, n, op, stream); return;
-    case core::DType::I64: launch_reduce<std::int64_t>(dst, a, b, n, op, stream); return;
+    case core::DType::F64:
+      launch_reduce<double>(dst, a, b, n, op, stream);
+      return;
+    case core::DType::I32:
+      launch_reduce<std::int32_t>(dst, a, b, n, op, stream);
+      return;
+    case core::DType::I64:
+      launch_reduce<std::int64_t>(dst, a, b, n, op, stream);
+      return;
     case core::DType::F16:
     case core::DType::BF16:
       kernels::gpu::reduce_wire16(dtype == core::DType::F16 ? kernels::Wire16::F16 : kernels::Wire16::BF16,
@@ -52,14 +58,17 @@ void device_scale(void* x, std::int64_t n, core::DType dtype, double alpha, cuda
   if (n == 0) return;
   MDDP_CHECK(x != nullptr, "device_scale: null pointer with count " << n);
   switch (dtype) {
-    case core::DType::F32: kernels::gpu::scale(static_cast<float*>(x), static_cast<float>(alpha), n, stream); return;
+    case core::DType::F32:
+      kernels::gpu::scale(static_cast<float*>(x), static_cast<float>(alpha), n, stream);
+      return;
     case core::DType::F64: {
       const kernels::LaunchGeometry g = kernels::grid_stride_geometry(n);
       MDDP_LAUNCH(scale_f64_kernel, g.blocks, g.threads, 0, stream)(static_cast<double*>(x), alpha, n);
       MDDP_CUDA_CHECK_LAUNCH();
       return;
     }
-    default: MDDP_CHECK(false, "device_scale: " << core::dtype_name(dtype) << " is not a floating-point dtype");
+    default:
+      MDDP_CHECK(false, "device_scale: " << core::dtype_name(dtype) << " is not a floating-point dtype");
   }
 }
 

@@ -56,7 +56,8 @@ class GpuRingBackend final : public NcclBackend {
     // One step: send `out` to the right, receive `in_count` elements from the left into `in`.
     auto exchange = [&](const core::TensorView& out, void* in, std::int64_t in_count) {
       NcclGroup group;
-      if (out.count > 0) MDDP_NCCL_CHECK(ncclSend(out.data, static_cast<std::size_t>(out.count), t, right, comm, stream));
+      if (out.count > 0)
+        MDDP_NCCL_CHECK(ncclSend(out.data, static_cast<std::size_t>(out.count), t, right, comm, stream));
       if (in_count > 0) MDDP_NCCL_CHECK(ncclRecv(in, static_cast<std::size_t>(in_count), t, left, comm, stream));
       group.end();
     };

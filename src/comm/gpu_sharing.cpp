@@ -22,7 +22,8 @@ struct WireIdentity {
 }  // namespace
 
 GpuSharing analyze_gpu_sharing(const std::vector<GpuIdentity>& ranks, int me, UuidText uuid_text) {
-  MDDP_CHECK(me >= 0 && static_cast<std::size_t>(me) < ranks.size(), "gpu sharing: rank " << me << " of " << ranks.size());
+  MDDP_CHECK(me >= 0 && static_cast<std::size_t>(me) < ranks.size(),
+             "gpu sharing: rank " << me << " of " << ranks.size());
   std::map<std::array<unsigned char, 16>, std::vector<int>> by_gpu;
   GpuSharing s;
   for (std::size_t r = 0; r < ranks.size(); ++r) {

@@ -22,9 +22,9 @@
 namespace microddp::comm {
 
 struct GpuIdentity {
-  bool uses_gpu = false;                // false: this rank computes on the CPU (uuid ignored)
+  bool uses_gpu = false;                 // false: this rank computes on the CPU (uuid ignored)
   std::array<unsigned char, 16> uuid{};  // the physical GPU (cudaDeviceProp::uuid)
-  std::string host;                     // for messages only (MPI_Get_processor_name)
+  std::string host;                      // for messages only (MPI_Get_processor_name)
 };
 
 struct GpuSharing {

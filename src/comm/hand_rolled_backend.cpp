@@ -32,7 +32,8 @@ HandRolledBackend::HandRolledBackend(MPI_Comm parent, BackendDescription descrip
     : HostBackend(mpi_comm_rank(parent), mpi_comm_size(parent)),
       description_(checked(description)),
       transport_(parent, config.p2p_max_message_bytes),
-      segment_bytes_(std::min(config.ring_segment_bytes, transport_.max_message_bytes())) {}  // a segment is one message
+      segment_bytes_(std::min(config.ring_segment_bytes, transport_.max_message_bytes())) {
+}  // a segment is one message
 
 void HandRolledBackend::execute(const CollectiveCall& call) {
   MDDP_CHECK(call.send.device == core::Device::Host && call.recv.device == core::Device::Host,
@@ -41,23 +42,44 @@ void HandRolledBackend::execute(const CollectiveCall& call) {
   P2pTransport& t = transport_;
   t.begin(call.seq);
   switch (call.kind) {
-    case CollectiveKind::Barrier: dissemination_barrier(t); return;
+    case CollectiveKind::Barrier:
+      dissemination_barrier(t);
+      return;
     case CollectiveKind::AllReduce:
       // The description is the one definition of which algorithm runs (also for the perf model).
       switch (description_.all_reduce_algorithm(call.recv.bytes(), size())) {
-        case AllReduceAlgorithm::Naive: naive_all_reduce(t, call.send, call.recv, call.op); return;
-        case AllReduceAlgorithm::RecursiveDoubling: rd_all_reduce(t, call.send, call.recv, call.op); return;
-        case AllReduceAlgorithm::Ring: ring_all_reduce(t, call.send, call.recv, call.op, segment_bytes_); return;
-        case AllReduceAlgorithm::Local: copy_unless_same(call.recv, call.send); return;
+        case AllReduceAlgorithm::Naive:
+          naive_all_reduce(t, call.send, call.recv, call.op);
+          return;
+        case AllReduceAlgorithm::RecursiveDoubling:
+          rd_all_reduce(t, call.send, call.recv, call.op);
+          return;
+        case AllReduceAlgorithm::Ring:
+          ring_all_reduce(t, call.send, call.recv, call.op, segment_bytes_);
+          return;
+        case AllReduceAlgorithm::Local:
+          copy_unless_same(call.recv, call.send);
+          return;
         case AllReduceAlgorithm::Library:
-        case AllReduceAlgorithm::Hierarchical: break;  // refused by the constructor
+        case AllReduceAlgorithm::Hierarchical:
+          break;  // refused by the constructor
       }
       break;
-    case CollectiveKind::Broadcast: tree_broadcast(t, call.recv, call.root, segment_bytes_); return;
-    case CollectiveKind::Scatter: linear_scatter(t, call.send, call.recv, call.root); return;
-    case CollectiveKind::Gather: linear_gather(t, call.send, call.recv, call.root); return;
-    case CollectiveKind::AllGather: ring_all_gather(t, call.send, call.recv, segment_bytes_); return;
-    case CollectiveKind::ReduceScatter: ring_reduce_scatter(t, call.send, call.recv, call.op, segment_bytes_); return;
+    case CollectiveKind::Broadcast:
+      tree_broadcast(t, call.recv, call.root, segment_bytes_);
+      return;
+    case CollectiveKind::Scatter:
+      linear_scatter(t, call.send, call.recv, call.root);
+      return;
+    case CollectiveKind::Gather:
+      linear_gather(t, call.send, call.recv, call.root);
+      return;
+    case CollectiveKind::AllGather:
+      ring_all_gather(t, call.send, call.recv, segment_bytes_);
+      return;
+    case CollectiveKind::ReduceScatter:
+      ring_reduce_scatter(t, call.send, call.recv, call.op, segment_bytes_);
+      return;
   }
   MDDP_CHECK(false, name() << " backend: cannot run collective kind " << static_cast<int>(call.kind));
 }

@@ -14,7 +14,8 @@ namespace microddp::comm {
 HierBackend::HierBackend(MPI_Comm parent, const CommConfig& config)
     : HostBackend(mpi_comm_rank(parent), mpi_comm_size(parent)),
       topo_(parent, config.hier_node_sizes, config.p2p_max_message_bytes),
-      segment_bytes_(std::min(config.ring_segment_bytes, topo_.world().max_message_bytes())),  // a segment is one message
+      segment_bytes_(
+          std::min(config.ring_segment_bytes, topo_.world().max_message_bytes())),  // a segment is one message
       rd_max_bytes_(config.auto_rd_max_bytes) {
   // What the launcher (or the override) said: the one fact that decides what crosses the network.
   const HierLayout& h = topo_.layout();
@@ -33,12 +34,24 @@ void HierBackend::execute(const CollectiveCall& call) {
     case CollectiveKind::AllReduce:
       hier_all_reduce(topo_, call.send, call.recv, call.op, segment_bytes_, rd_max_bytes_);
       return;
-    case CollectiveKind::Barrier: dissemination_barrier(t); return;
-    case CollectiveKind::Broadcast: tree_broadcast(t, call.recv, call.root, segment_bytes_); return;
-    case CollectiveKind::Scatter: linear_scatter(t, call.send, call.recv, call.root); return;
-    case CollectiveKind::Gather: linear_gather(t, call.send, call.recv, call.root); return;
-    case CollectiveKind::AllGather: ring_all_gather(t, call.send, call.recv, segment_bytes_); return;
-    case CollectiveKind::ReduceScatter: ring_reduce_scatter(t, call.send, call.recv, call.op, segment_bytes_); return;
+    case CollectiveKind::Barrier:
+      dissemination_barrier(t);
+      return;
+    case CollectiveKind::Broadcast:
+      tree_broadcast(t, call.recv, call.root, segment_bytes_);
+      return;
+    case CollectiveKind::Scatter:
+      linear_scatter(t, call.send, call.recv, call.root);
+      return;
+    case CollectiveKind::Gather:
+      linear_gather(t, call.send, call.recv, call.root);
+      return;
+    case CollectiveKind::AllGather:
+      ring_all_gather(t, call.send, call.recv, segment_bytes_);
+      return;
+    case CollectiveKind::ReduceScatter:
+      ring_reduce_scatter(t, call.send, call.recv, call.op, segment_bytes_);
+      return;
   }
   MDDP_CHECK(false, name() << " backend: cannot run collective kind " << static_cast<int>(call.kind));
 }

@@ -46,7 +46,8 @@ void node_reduce_scatter(P2pTransport& node, const HierLayout& h, TensorView sen
   if (slot_bytes > 0) {
     for (int p = 0; p < L; ++p) {
       if (p == l) continue;
-      for (std::size_t i = first_req[static_cast<std::size_t>(p)]; i < first_req[static_cast<std::size_t>(p) + 1]; ++i) {
+      for (std::size_t i = first_req[static_cast<std::size_t>(p)]; i < first_req[static_cast<std::size_t>(p) + 1];
+           ++i) {
         P2pTransport::wait(recvs[i]);
       }
       kernels::host_reduce_into(mine, slot(p), op);

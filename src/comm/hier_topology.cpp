@@ -23,8 +23,9 @@ std::vector<int> parse_node_sizes(std::string_view text, std::string_view what) 
     errno = 0;
     char* end = nullptr;
     const long long v = std::strtoll(item.c_str(), &end, 10);
-    MDDP_USAGE_CHECK(!item.empty() && end == item.c_str() + item.size() && errno != ERANGE && v >= 1 && v <= INT_MAX,
-                     what << "='" << text << "' must be a node size K or a list of node sizes a,b,c (positive integers)");
+    MDDP_USAGE_CHECK(
+        !item.empty() && end == item.c_str() + item.size() && errno != ERANGE && v >= 1 && v <= INT_MAX,
+        what << "='" << text << "' must be a node size K or a list of node sizes a,b,c (positive integers)");
     sizes.push_back(static_cast<int>(v));
     if (comma == std::string_view::npos) break;
     pos = comma + 1;

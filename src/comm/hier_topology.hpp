@@ -42,11 +42,11 @@ std::vector<int> resolve_node_of_rank(const std::vector<int>& sizes, int world, 
 
 // Pure description of one rank's place (tested without MPI).
 struct HierLayout {
-  int nodes = 1;        // number of nodes
-  int node = 0;         // this rank's node index
-  int local_rank = 0;   // rank within its node
-  int local_size = 1;   // ranks on its node
-  int shards = 1;       // smallest node's rank count: the buffer's cut for the cross-node phase
+  int nodes = 1;       // number of nodes
+  int node = 0;        // this rank's node index
+  int local_rank = 0;  // rank within its node
+  int local_size = 1;  // ranks on its node
+  int shards = 1;      // smallest node's rank count: the buffer's cut for the cross-node phase
   bool owns_shard() const { return local_rank < shards; }
   // Shard j of a count-element buffer (j < shards): contiguous, lengths differ by at most one.
   static IndexRange shard(std::int64_t count, int shards, int j) { return even_part(count, shards, j); }
@@ -67,7 +67,9 @@ class HierTopology {
   // Every transport of this rank starts collective `seq` (tags).
   void begin(std::uint64_t seq);
   // World rank of local rank `local` of node `node`.
-  int world_rank(int node, int local) const { return world_rank_of_[static_cast<std::size_t>(node)][static_cast<std::size_t>(local)]; }
+  int world_rank(int node, int local) const {
+    return world_rank_of_[static_cast<std::size_t>(node)][static_cast<std::size_t>(local)];
+  }
 
  private:
   HierLayout layout_;

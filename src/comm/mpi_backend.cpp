@@ -135,8 +135,8 @@ void run_gather(const Ctx& x, const CollectiveCall& call) {
   for (std::int64_t o = 0; o < c; o += x.piece()) {
     const int m = to_mpi_int(std::min(x.piece(), c - o));
     const BlockPieceType piece(t, m, c * elem_bytes(call.send));
-    MDDP_MPI_CHECK(MPI_Gather(in_place ? MPI_IN_PLACE : at(call.send, o), m, t, is_root ? at(call.recv, o) : nullptr,
-                              1, piece.get(), call.root, x.comm));
+    MDDP_MPI_CHECK(MPI_Gather(in_place ? MPI_IN_PLACE : at(call.send, o), m, t, is_root ? at(call.recv, o) : nullptr, 1,
+                              piece.get(), call.root, x.comm));
   }
 }
 
@@ -153,7 +153,8 @@ void run_all_gather(const Ctx& x, const CollectiveCall& call) {
   for (std::int64_t o = 0; o < c; o += x.piece()) {
     const int m = to_mpi_int(std::min(x.piece(), c - o));
     const BlockPieceType piece(t, m, c * elem_bytes(call.send));
-    MDDP_MPI_CHECK(MPI_Allgather(in_place ? MPI_IN_PLACE : at(call.send, o), m, t, at(call.recv, o), 1, piece.get(), x.comm));
+    MDDP_MPI_CHECK(
+        MPI_Allgather(in_place ? MPI_IN_PLACE : at(call.send, o), m, t, at(call.recv, o), 1, piece.get(), x.comm));
   }
 }
 
@@ -215,13 +216,27 @@ void MpiBackend::execute(const CollectiveCall& call) {
 void MpiBackend::execute_host(const CollectiveCall& call) {
   const Ctx x{comm_, rank(), size(), max_chunk_count_};
   switch (call.kind) {
-    case CollectiveKind::Barrier: MDDP_MPI_CHECK(MPI_Barrier(comm_)); return;
-    case CollectiveKind::AllReduce: run_all_reduce(x, call); return;
-    case CollectiveKind::Broadcast: run_broadcast(x, call); return;
-    case CollectiveKind::Scatter: run_scatter(x, call); return;
-    case CollectiveKind::Gather: run_gather(x, call); return;
-    case CollectiveKind::AllGather: run_all_gather(x, call); return;
-    case CollectiveKind::ReduceScatter: run_reduce_scatter(x, call); return;
+    case CollectiveKind::Barrier:
+      MDDP_MPI_CHECK(MPI_Barrier(comm_));
+      return;
+    case CollectiveKind::AllReduce:
+      run_all_reduce(x, call);
+      return;
+    case CollectiveKind::Broadcast:
+      run_broadcast(x, call);
+      return;
+    case CollectiveKind::Scatter:
+      run_scatter(x, call);
+      return;
+    case CollectiveKind::Gather:
+      run_gather(x, call);
+      return;
+    case CollectiveKind::AllGather:
+      run_all_gather(x, call);
+      return;
+    case CollectiveKind::ReduceScatter:
+      run_reduce_scatter(x, call);
+      return;
   }
   MDDP_CHECK(false, "mpi backend: unknown collective kind " << static_cast<int>(call.kind));
 }

@@ -30,11 +30,11 @@ MPI_Op mpi_op(core::ReduceOp op, core::DType dtype);
 
 }  // namespace microddp::comm
 
-#define MDDP_MPI_CHECK(call)                                                                          \
-  do {                                                                                                \
-    const int mddp_mpi_rc_ = (call);                                                                  \
-    if (mddp_mpi_rc_ != MPI_SUCCESS) {                                                                \
-      ::microddp::core::throw_error("MPI error: " + ::microddp::comm::mpi_error_string(mddp_mpi_rc_), \
-                                    #call, __FILE__, __LINE__);                                       \
-    }                                                                                                 \
+#define MDDP_MPI_CHECK(call)                                                                                           \
+  do {                                                                                                                 \
+    const int mddp_mpi_rc_ = (call);                                                                                   \
+    if (mddp_mpi_rc_ != MPI_SUCCESS) {                                                                                 \
+      ::microddp::core::throw_error("MPI error: " + ::microddp::comm::mpi_error_string(mddp_mpi_rc_), #call, __FILE__, \
+                                    __LINE__);                                                                         \
+    }                                                                                                                  \
   } while (0)

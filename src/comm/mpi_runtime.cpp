@@ -20,12 +20,17 @@ std::string mpi_error_string(int code) {
 
 MPI_Datatype mpi_datatype(core::DType t) {
   switch (t) {
-    case core::DType::F32: return MPI_FLOAT;
-    case core::DType::F64: return MPI_DOUBLE;
-    case core::DType::I32: return MPI_INT32_T;
-    case core::DType::I64: return MPI_INT64_T;
+    case core::DType::F32:
+      return MPI_FLOAT;
+    case core::DType::F64:
+      return MPI_DOUBLE;
+    case core::DType::I32:
+      return MPI_INT32_T;
+    case core::DType::I64:
+      return MPI_INT64_T;
     case core::DType::F16:
-    case core::DType::BF16: return MPI_UINT16_T;  // the bits; reductions use wire16_mpi_op
+    case core::DType::BF16:
+      return MPI_UINT16_T;  // the bits; reductions use wire16_mpi_op
   }
   MDDP_CHECK(false, "no MPI datatype for dtype");
   return MPI_DATATYPE_NULL;
@@ -38,10 +43,14 @@ MPI_Op mpi_op(core::ReduceOp op, core::DType dtype) {
 
 MPI_Op mpi_op(core::ReduceOp op) {
   switch (op) {
-    case core::ReduceOp::Sum: return MPI_SUM;
-    case core::ReduceOp::Max: return MPI_MAX;
-    case core::ReduceOp::Min: return MPI_MIN;
-    case core::ReduceOp::Mean: break;
+    case core::ReduceOp::Sum:
+      return MPI_SUM;
+    case core::ReduceOp::Max:
+      return MPI_MAX;
+    case core::ReduceOp::Min:
+      return MPI_MIN;
+    case core::ReduceOp::Mean:
+      break;
   }
   MDDP_CHECK(false, "ReduceOp::Mean has no MPI op (it is executed as sum, then divided)");
   return MPI_OP_NULL;
@@ -49,8 +58,8 @@ MPI_Op mpi_op(core::ReduceOp op) {
 
 MpiRuntime::MpiRuntime(int* argc, char*** argv, double timeout_s) : timeout_s_(timeout_s) {
   if (timeout_s > 0.0) {
-    watchdog_ = std::make_unique<CollectiveWatchdog>(timeout_s, [this, timeout_s](const CollectiveCall&, const char* label,
-                                                                                    double waited) {
+    watchdog_ = std::make_unique<CollectiveWatchdog>(timeout_s, [this, timeout_s](const CollectiveCall&,
+                                                                                  const char* label, double waited) {
       // stderr directly: during start-up logging does not know the rank yet. The launcher's own
       // variables name the rank before MPI can.
       const int rank = reported_rank_.load();

@@ -55,10 +55,14 @@ constexpr auto kPollSleep = std::chrono::microseconds(20);
 
 ncclRedOp_t nccl_op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::Sum: return ncclSum;
-    case ReduceOp::Max: return ncclMax;
-    case ReduceOp::Min: return ncclMin;
-    case ReduceOp::Mean: break;  // Sum + scale, see the header
+    case ReduceOp::Sum:
+      return ncclSum;
+    case ReduceOp::Max:
+      return ncclMax;
+    case ReduceOp::Min:
+      return ncclMin;
+    case ReduceOp::Mean:
+      break;  // Sum + scale, see the header
   }
   MDDP_CHECK(false, "nccl: Mean must be lowered to Sum before reaching NCCL");
   return ncclSum;
@@ -117,8 +121,8 @@ struct NcclBackend::State {
   std::vector<std::uint64_t> slot_seq = std::vector<std::uint64_t>(kSlots, 0);  // 0: slot never used
   std::vector<CollectiveKind> slot_kind = std::vector<CollectiveKind>(kSlots, CollectiveKind::Barrier);
   std::unique_ptr<kernels::DeviceClock> clock;  // done events -> host times (after cudaSetDevice)
-  std::uint64_t launched = 0;   // last seq enqueued
-  std::uint64_t completed = 0;  // every seq <= completed is known complete (one stream: FIFO)
+  std::uint64_t launched = 0;                   // last seq enqueued
+  std::uint64_t completed = 0;                  // every seq <= completed is known complete (one stream: FIFO)
   bool failed = false;
   std::uint64_t failed_seq = 0;  // first seq that did not complete successfully
   std::string error;
@@ -333,8 +337,8 @@ Work NcclBackend::launch(const CollectiveCall& call, Mode mode) {
   // Which memory the used buffers are in (the base checked that send and recv agree where both count).
   const bool uses_send = collective_uses_send(call, rank()) && call.send.count > 0;
   const bool uses_recv = collective_uses_recv(call, rank()) && call.recv.count > 0;
-  const bool host = (uses_send && call.send.device == core::Device::Host) ||
-                    (uses_recv && call.recv.device == core::Device::Host);
+  const bool host =
+      (uses_send && call.send.device == core::Device::Host) || (uses_recv && call.recv.device == core::Device::Host);
   if (!host) check_device_pointers(call);  // a usage error: thrown before anything is enqueued
 
   const StagingPlan plan = host ? plan_staging(call, rank()) : StagingPlan{};
@@ -350,7 +354,8 @@ Work NcclBackend::launch(const CollectiveCall& call, Mode mode) {
         host_base[i] = s.host_stage[i].ensure(r.bytes);
         if (r.copy_in) {
           std::memcpy(host_base[i], r.base, to_size(r.bytes));
-          MDDP_CUDA_CHECK(cudaMemcpyAsync(dev_base[i], host_base[i], to_size(r.bytes), cudaMemcpyHostToDevice, s.stream));
+          MDDP_CUDA_CHECK(
+              cudaMemcpyAsync(dev_base[i], host_base[i], to_size(r.bytes), cudaMemcpyHostToDevice, s.stream));
         }
       }
       enqueue_device(staged_call(call, plan, dev_base, core::Device::Cuda));
@@ -404,13 +409,14 @@ void NcclBackend::enqueue_device(const CollectiveCall& call) {
     case CollectiveKind::AllReduce: {
       if (call.recv.count == 0) return;
       enqueue_all_reduce(call.send, call.recv, op);
-      if (call.op == ReduceOp::Mean) gpu::device_scale(call.recv.data, call.recv.count, call.recv.dtype, mean_scale, s.stream);
+      if (call.op == ReduceOp::Mean)
+        gpu::device_scale(call.recv.data, call.recv.count, call.recv.dtype, mean_scale, s.stream);
       return;
     }
     case CollectiveKind::Broadcast:
       if (call.recv.count == 0) return;
-      MDDP_NCCL_CHECK(ncclBroadcast(call.recv.data, call.recv.data, to_size(call.recv.count), nccl_dtype(call.recv.dtype),
-                                    call.root, s.comm, s.stream));
+      MDDP_NCCL_CHECK(ncclBroadcast(call.recv.data, call.recv.data, to_size(call.recv.count),
+                                    nccl_dtype(call.recv.dtype), call.root, s.comm, s.stream));
       return;
     case CollectiveKind::Scatter: {
       const std::int64_t c = call.recv.count;
@@ -454,8 +460,8 @@ void NcclBackend::enqueue_device(const CollectiveCall& call) {
       // NCCL's in-place all-gather is ours: send.data == recv.data + rank * c.
       const std::int64_t c = call.send.count;
       if (c == 0) return;
-      MDDP_NCCL_CHECK(ncclAllGather(call.send.data, call.recv.data, to_size(c), nccl_dtype(call.send.dtype), s.comm,
-                                    s.stream));
+      MDDP_NCCL_CHECK(
+          ncclAllGather(call.send.data, call.recv.data, to_size(c), nccl_dtype(call.send.dtype), s.comm, s.stream));
       return;
     }
     case CollectiveKind::ReduceScatter: {
@@ -467,9 +473,11 @@ void NcclBackend::enqueue_device(const CollectiveCall& call) {
       if (call.send.data == call.recv.data && r != 0) {
         char* own = at(call.send, r * c);
         MDDP_NCCL_CHECK(ncclReduceScatter(call.send.data, own, to_size(c), t, nccl_op(op), s.comm, s.stream));
-        MDDP_CUDA_CHECK(cudaMemcpyAsync(call.recv.data, own, to_size(call.recv.bytes()), cudaMemcpyDeviceToDevice, s.stream));
+        MDDP_CUDA_CHECK(
+            cudaMemcpyAsync(call.recv.data, own, to_size(call.recv.bytes()), cudaMemcpyDeviceToDevice, s.stream));
       } else {
-        MDDP_NCCL_CHECK(ncclReduceScatter(call.send.data, call.recv.data, to_size(c), t, nccl_op(op), s.comm, s.stream));
+        MDDP_NCCL_CHECK(
+            ncclReduceScatter(call.send.data, call.recv.data, to_size(c), t, nccl_op(op), s.comm, s.stream));
       }
       if (call.op == ReduceOp::Mean) gpu::device_scale(call.recv.data, c, call.recv.dtype, mean_scale, s.stream);
       return;
@@ -495,7 +503,8 @@ int nccl_rank_device(const MpiRuntime& runtime) {
   const GpuSharing s = exchange_gpu_identities(runtime, mine, kernels::format_device_uuid);
   MDDP_USAGE_CHECK(error.empty(), error);
   MDDP_USAGE_CHECK(s.ranks_without_gpu == 0, "nccl: " << s.ranks_without_gpu << " other rank(s) have no usable GPU");
-  MDDP_AGREED_USAGE_CHECK(!s.shared(), "nccl: " << s.example << "; NCCL needs one GPU per rank: give each rank its own "
+  MDDP_AGREED_USAGE_CHECK(!s.shared(), "nccl: " << s.example
+                                                << "; NCCL needs one GPU per rank: give each rank its own "
                                                    "GPU (e.g. srun --gpus-per-task=1, or fewer ranks per node) or use "
                                                    "--comm mpi, which can share a GPU");
   return device;

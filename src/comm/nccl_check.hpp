@@ -11,29 +11,35 @@
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 
-#define MDDP_NCCL_CHECK(expr)                                                                          \
-  do {                                                                                                 \
-    const ncclResult_t mddp_nccl_rc_ = (expr);                                                         \
-    if (mddp_nccl_rc_ != ncclSuccess) {                                                                \
-      const char* mddp_nccl_last_ = ncclGetLastError(nullptr);                                         \
-      ::microddp::core::throw_error(std::string("NCCL error: ") + ncclGetErrorString(mddp_nccl_rc_) +  \
-                                        (mddp_nccl_last_ != nullptr && *mddp_nccl_last_ != '\0'        \
-                                             ? std::string(" (") + mddp_nccl_last_ + ")"               \
-                                             : std::string()),                                         \
-                                    #expr, __FILE__, __LINE__);                                        \
-    }                                                                                                  \
+#define MDDP_NCCL_CHECK(expr)                                                                                     \
+  do {                                                                                                            \
+    const ncclResult_t mddp_nccl_rc_ = (expr);                                                                    \
+    if (mddp_nccl_rc_ != ncclSuccess) {                                                                           \
+      const char* mddp_nccl_last_ = ncclGetLastError(nullptr);                                                    \
+      ::microddp::core::throw_error(                                                                              \
+          std::string("NCCL error: ") + ncclGetErrorString(mddp_nccl_rc_) +                                       \
+              (mddp_nccl_last_ != nullptr && *mddp_nccl_last_ != '\0' ? std::string(" (") + mddp_nccl_last_ + ")" \
+                                                                      : std::string()),                           \
+          #expr, __FILE__, __LINE__);                                                                             \
+    }                                                                                                             \
   } while (0)
 
 namespace microddp::comm {
 
 inline ncclDataType_t nccl_dtype(core::DType t) {
   switch (t) {
-    case core::DType::F32: return ncclFloat32;
-    case core::DType::F64: return ncclFloat64;
-    case core::DType::I32: return ncclInt32;
-    case core::DType::I64: return ncclInt64;
-    case core::DType::F16: return ncclFloat16;    // NCCL's native 16-bit reductions
-    case core::DType::BF16: return ncclBfloat16;
+    case core::DType::F32:
+      return ncclFloat32;
+    case core::DType::F64:
+      return ncclFloat64;
+    case core::DType::I32:
+      return ncclInt32;
+    case core::DType::I64:
+      return ncclInt64;
+    case core::DType::F16:
+      return ncclFloat16;  // NCCL's native 16-bit reductions
+    case core::DType::BF16:
+      return ncclBfloat16;
   }
   MDDP_CHECK(false, "nccl: unknown dtype " << static_cast<int>(t));
   return ncclFloat32;

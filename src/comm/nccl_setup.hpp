@@ -51,12 +51,13 @@ inline UniqueIdMessage make_unique_id_message(const char* id_bytes, int world_si
 
 // Run by every rank on the received message with its own view of the world.
 inline void check_unique_id_message(const UniqueIdMessage& m, int world_size, int nccl_version) {
-  MDDP_CHECK(m.checksum == unique_id_checksum(m), "nccl: the unique id received from rank 0 is corrupt (checksum mismatch)");
-  MDDP_CHECK(m.world_size == world_size, "nccl: rank 0 created the unique id for " << m.world_size
-                                                                                   << " ranks, this rank sees " << world_size);
+  MDDP_CHECK(m.checksum == unique_id_checksum(m),
+             "nccl: the unique id received from rank 0 is corrupt (checksum mismatch)");
+  MDDP_CHECK(m.world_size == world_size,
+             "nccl: rank 0 created the unique id for " << m.world_size << " ranks, this rank sees " << world_size);
   MDDP_CHECK(m.nccl_version == nccl_version, "nccl: rank 0 runs NCCL version code " << m.nccl_version << ", this rank "
-                                                                                     << nccl_version
-                                                                                     << " (mixed installations)");
+                                                                                    << nccl_version
+                                                                                    << " (mixed installations)");
 }
 
 // GPU index of a rank (see the contract above): node-local rank modulo the visible GPUs.

@@ -34,7 +34,9 @@ void linear_gather(P2pTransport& t, core::TensorView send, core::TensorView recv
 void dissemination_barrier(P2pTransport& t);
 
 // Helpers shared by the algorithm files.
-inline std::int64_t elem_size(const core::TensorView& v) { return static_cast<std::int64_t>(core::dtype_bytes(v.dtype)); }
+inline std::int64_t elem_size(const core::TensorView& v) {
+  return static_cast<std::int64_t>(core::dtype_bytes(v.dtype));
+}
 // Copies src into dst (same count) unless they are the same memory.
 void copy_unless_same(core::TensorView dst, core::TensorView src);
 

@@ -38,7 +38,8 @@ void P2pTransport::begin(std::uint64_t seq) { tag_ = static_cast<int>(seq % kTag
 MPI_Request P2pTransport::isend_one(const void* buf, std::int64_t bytes, int peer) {
   MPI_Request r = MPI_REQUEST_NULL;
   if (bytes == 0) return r;
-  MDDP_CHECK(bytes <= max_message_bytes_, "p2p: message of " << bytes << " bytes above the limit " << max_message_bytes_);
+  MDDP_CHECK(bytes <= max_message_bytes_,
+             "p2p: message of " << bytes << " bytes above the limit " << max_message_bytes_);
   MDDP_MPI_CHECK(MPI_Isend(buf, to_mpi_int(bytes), MPI_BYTE, peer, tag_, comm_, &r));
   return r;
 }
@@ -46,7 +47,8 @@ MPI_Request P2pTransport::isend_one(const void* buf, std::int64_t bytes, int pee
 MPI_Request P2pTransport::irecv_one(void* buf, std::int64_t bytes, int peer) {
   MPI_Request r = MPI_REQUEST_NULL;
   if (bytes == 0) return r;
-  MDDP_CHECK(bytes <= max_message_bytes_, "p2p: message of " << bytes << " bytes above the limit " << max_message_bytes_);
+  MDDP_CHECK(bytes <= max_message_bytes_,
+             "p2p: message of " << bytes << " bytes above the limit " << max_message_bytes_);
   MDDP_MPI_CHECK(MPI_Irecv(buf, to_mpi_int(bytes), MPI_BYTE, peer, tag_, comm_, &r));
   return r;
 }

@@ -165,7 +165,8 @@ void ring_all_gather(P2pTransport& t, TensorView send, TensorView recv, std::int
   ring_gather_phase(t, K, [&](int b) { return recv.slice(b * c, c); });
 }
 
-void ring_reduce_scatter(P2pTransport& t, TensorView send, TensorView recv, core::ReduceOp op, std::int64_t segment_bytes) {
+void ring_reduce_scatter(P2pTransport& t, TensorView send, TensorView recv, core::ReduceOp op,
+                         std::int64_t segment_bytes) {
   const std::int64_t c = recv.count;
   const int n = t.size();
   if (c == 0) return;

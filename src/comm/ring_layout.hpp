@@ -32,7 +32,8 @@ constexpr int ring_mod(std::int64_t a, int n) { return static_cast<int>(((a % n)
 
 // Pipeline segments per chunk: enough that no segment exceeds segment_bytes (at least 1).
 // max_chunk_count is the longest chunk (even_part(count, n, 0).count).
-constexpr std::int64_t ring_segments(std::int64_t max_chunk_count, std::int64_t elem_bytes, std::int64_t segment_bytes) {
+constexpr std::int64_t ring_segments(std::int64_t max_chunk_count, std::int64_t elem_bytes,
+                                     std::int64_t segment_bytes) {
   const std::int64_t bytes = max_chunk_count * elem_bytes;
   return std::max<std::int64_t>(1, (bytes + segment_bytes - 1) / segment_bytes);
 }

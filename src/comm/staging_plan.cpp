@@ -10,17 +10,23 @@ namespace microddp::comm {
 bool collective_uses_send(const CollectiveCall& c, int rank) {
   switch (c.kind) {
     case CollectiveKind::Barrier:
-    case CollectiveKind::Broadcast: return false;  // broadcast: recv is the buffer on every rank
-    case CollectiveKind::Scatter: return rank == c.root;
-    default: return true;
+    case CollectiveKind::Broadcast:
+      return false;  // broadcast: recv is the buffer on every rank
+    case CollectiveKind::Scatter:
+      return rank == c.root;
+    default:
+      return true;
   }
 }
 
 bool collective_uses_recv(const CollectiveCall& c, int rank) {
   switch (c.kind) {
-    case CollectiveKind::Barrier: return false;
-    case CollectiveKind::Gather: return rank == c.root;
-    default: return true;
+    case CollectiveKind::Barrier:
+      return false;
+    case CollectiveKind::Gather:
+      return rank == c.root;
+    default:
+      return true;
   }
 }
 

@@ -23,13 +23,28 @@ CollectiveFingerprint fingerprint(const CollectiveCall& c) {
   const core::TensorView* v = &c.recv;  // the view whose count and dtype are the same on every rank
   bool reduction = false, rooted = false;
   switch (c.kind) {
-    case CollectiveKind::Barrier: v = nullptr; break;
-    case CollectiveKind::AllReduce: reduction = true; break;
-    case CollectiveKind::Broadcast: rooted = true; break;
-    case CollectiveKind::Scatter: rooted = true; break;                // recv: c on every rank
-    case CollectiveKind::Gather: rooted = true; v = &c.send; break;    // send: c on every rank
-    case CollectiveKind::AllGather: v = &c.send; break;
-    case CollectiveKind::ReduceScatter: reduction = true; break;      // recv: c
+    case CollectiveKind::Barrier:
+      v = nullptr;
+      break;
+    case CollectiveKind::AllReduce:
+      reduction = true;
+      break;
+    case CollectiveKind::Broadcast:
+      rooted = true;
+      break;
+    case CollectiveKind::Scatter:
+      rooted = true;
+      break;  // recv: c on every rank
+    case CollectiveKind::Gather:
+      rooted = true;
+      v = &c.send;
+      break;  // send: c on every rank
+    case CollectiveKind::AllGather:
+      v = &c.send;
+      break;
+    case CollectiveKind::ReduceScatter:
+      reduction = true;
+      break;  // recv: c
   }
   if (v != nullptr) {
     f.count = v->count;

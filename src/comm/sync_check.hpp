@@ -59,9 +59,9 @@ constexpr std::uint64_t kEmptyHistory = core::kFnvOffsetBasis;  // the hash of n
 
 // One rank's contribution to a comparison (exchanged as bytes; same build on every rank).
 struct SyncState {
-  std::uint64_t issued = 0;   // collectives issued before `call` (debug) / so far (check)
+  std::uint64_t issued = 0;               // collectives issued before `call` (debug) / so far (check)
   std::uint64_t history = kEmptyHistory;  // chain_hash over those collectives
-  CollectiveFingerprint call;  // debug: the collective about to run; check: the last one issued
+  CollectiveFingerprint call;             // debug: the collective about to run; check: the last one issued
 };
 
 // Pure comparison of every rank's state (index = rank). Returns "" when all agree, otherwise the

@@ -10,8 +10,8 @@
 
 namespace microddp::comm {
 
-using core::ReduceOp;
 using core::reduce_op_name;
+using core::ReduceOp;
 enum class CollectiveKind : std::uint8_t { AllReduce, Barrier, Broadcast, Scatter, Gather, AllGather, ReduceScatter };
 enum class Mode : std::uint8_t { Sync, Async };
 

@@ -25,10 +25,14 @@ struct Ops {
 
 int op_index(core::ReduceOp op) {
   switch (op) {
-    case core::ReduceOp::Sum: return 0;
-    case core::ReduceOp::Max: return 1;
-    case core::ReduceOp::Min: return 2;
-    case core::ReduceOp::Mean: break;
+    case core::ReduceOp::Sum:
+      return 0;
+    case core::ReduceOp::Max:
+      return 1;
+    case core::ReduceOp::Min:
+      return 2;
+    case core::ReduceOp::Mean:
+      break;
   }
   MDDP_CHECK(false, "ReduceOp::Mean has no 16-bit MPI op");
   return 0;

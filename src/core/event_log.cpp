@@ -5,18 +5,30 @@ namespace microddp::core {
 
 std::string_view event_kind_name(EventKind kind) {
   switch (kind) {
-    case EventKind::Step: return "step";
-    case EventKind::Data: return "data";
-    case EventKind::Forward: return "forward";
-    case EventKind::Backward: return "backward";
-    case EventKind::LayerForward: return "layer_forward";
-    case EventKind::LayerBackward: return "layer_backward";
-    case EventKind::Collective: return "collective";
-    case EventKind::CommWait: return "comm_wait";
-    case EventKind::LossSync: return "loss_sync";
-    case EventKind::Optimizer: return "optimizer";
-    case EventKind::GradReady: return "grad_ready";
-    case EventKind::Compress: return "compress";
+    case EventKind::Step:
+      return "step";
+    case EventKind::Data:
+      return "data";
+    case EventKind::Forward:
+      return "forward";
+    case EventKind::Backward:
+      return "backward";
+    case EventKind::LayerForward:
+      return "layer_forward";
+    case EventKind::LayerBackward:
+      return "layer_backward";
+    case EventKind::Collective:
+      return "collective";
+    case EventKind::CommWait:
+      return "comm_wait";
+    case EventKind::LossSync:
+      return "loss_sync";
+    case EventKind::Optimizer:
+      return "optimizer";
+    case EventKind::GradReady:
+      return "grad_ready";
+    case EventKind::Compress:
+      return "compress";
   }
   return "?";
 }

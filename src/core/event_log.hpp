@@ -21,30 +21,30 @@
 namespace microddp::core {
 
 enum class EventKind : std::uint8_t {
-  Step,        // a whole optimizer step (all micro-steps)
-  Data,        // producing this rank's batch
-  Forward,     // whole forward pass
-  Backward,    // whole backward pass
+  Step,      // a whole optimizer step (all micro-steps)
+  Data,      // producing this rank's batch
+  Forward,   // whole forward pass
+  Backward,  // whole backward pass
   LayerForward,
   LayerBackward,
   Collective,  // one gradient collective, launch -> completion (id = parameter/bucket index)
   CommWait,    // time the trainer blocked waiting for gradient communication (exposed comm)
   LossSync,    // the all-reduce of the scalar loss for reporting
   Optimizer,
-  GradReady,   // instant: a parameter's gradient became ready (id = parameter index)
-  Compress,    // gradient compression's encode/decode work of the step (ddp/compression): its TOTAL
-               // duration, drawn as one interval ending when gradient synchronisation finished
+  GradReady,  // instant: a parameter's gradient became ready (id = parameter index)
+  Compress,   // gradient compression's encode/decode work of the step (ddp/compression): its TOTAL
+              // duration, drawn as one interval ending when gradient synchronisation finished
 };
 
 std::string_view event_kind_name(EventKind kind);
 
 struct Event {
   EventKind kind = EventKind::Step;
-  std::int64_t step = 0;       // optimizer step (0-based)
-  std::int32_t id = -1;        // layer / parameter / bucket index, -1 if not applicable
-  std::int64_t begin_ns = 0;   // core::now_ns() clock
-  std::int64_t end_ns = 0;     // == begin_ns for instants
-  std::int64_t bytes = 0;      // payload of a collective
+  std::int64_t step = 0;      // optimizer step (0-based)
+  std::int32_t id = -1;       // layer / parameter / bucket index, -1 if not applicable
+  std::int64_t begin_ns = 0;  // core::now_ns() clock
+  std::int64_t end_ns = 0;    // == begin_ns for instants
+  std::int64_t bytes = 0;     // payload of a collective
 };
 
 class EventLog {

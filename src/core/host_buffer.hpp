@@ -41,7 +41,8 @@ class HostBuffer {
     MDDP_CHECK(count >= 0, "negative buffer count " << count);
     release();
     if (count == 0) return;
-    data_ = static_cast<T*>(aligned_zeroed_alloc(static_cast<std::size_t>(count) * sizeof(T), kAlignment, "HostBuffer"));
+    data_ =
+        static_cast<T*>(aligned_zeroed_alloc(static_cast<std::size_t>(count) * sizeof(T), kAlignment, "HostBuffer"));
     count_ = count;
   }
 

@@ -18,20 +18,20 @@ bool log_is_root();  // true on rank 0 (or before ranks are known)
 
 }  // namespace microddp::core
 
-#define MDDP_LOG_IMPL(level, msg)                                              \
-  do {                                                                         \
+#define MDDP_LOG_IMPL(level, msg)                                                     \
+  do {                                                                                \
     if (static_cast<int>(level) >= static_cast<int>(::microddp::core::log_level())) { \
-      std::ostringstream mddp_log_os_;                                         \
-      mddp_log_os_ << msg;                                                     \
-      ::microddp::core::log_line(level, mddp_log_os_.str());                   \
-    }                                                                          \
+      std::ostringstream mddp_log_os_;                                                \
+      mddp_log_os_ << msg;                                                            \
+      ::microddp::core::log_line(level, mddp_log_os_.str());                          \
+    }                                                                                 \
   } while (0)
 
 #define MDDP_DEBUG(msg) MDDP_LOG_IMPL(::microddp::core::LogLevel::Debug, msg)
 #define MDDP_INFO(msg) MDDP_LOG_IMPL(::microddp::core::LogLevel::Info, msg)
 #define MDDP_WARN(msg) MDDP_LOG_IMPL(::microddp::core::LogLevel::Warn, msg)
 // Rank 0 only (for headers and summaries that every rank would print identically).
-#define MDDP_INFO_ROOT(msg)                                \
-  do {                                                     \
-    if (::microddp::core::log_is_root()) MDDP_INFO(msg);   \
+#define MDDP_INFO_ROOT(msg)                              \
+  do {                                                   \
+    if (::microddp::core::log_is_root()) MDDP_INFO(msg); \
   } while (0)

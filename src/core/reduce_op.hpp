@@ -11,10 +11,14 @@ enum class ReduceOp : std::uint8_t { Sum, Max, Min, Mean };
 
 constexpr std::string_view reduce_op_name(ReduceOp op) {
   switch (op) {
-    case ReduceOp::Sum: return "sum";
-    case ReduceOp::Max: return "max";
-    case ReduceOp::Min: return "min";
-    case ReduceOp::Mean: return "mean";
+    case ReduceOp::Sum:
+      return "sum";
+    case ReduceOp::Max:
+      return "max";
+    case ReduceOp::Min:
+      return "min";
+    case ReduceOp::Mean:
+      return "mean";
   }
   return "?";
 }

@@ -17,8 +17,7 @@ struct TensorView {
   Device device = Device::Host;
 
   TensorView() = default;
-  TensorView(void* d, std::int64_t n, DType t, Device dev = Device::Host)
-      : data(d), count(n), dtype(t), device(dev) {}
+  TensorView(void* d, std::int64_t n, DType t, Device dev = Device::Host) : data(d), count(n), dtype(t), device(dev) {}
 
   template <typename T>
   static TensorView of(T* p, std::int64_t n, Device dev = Device::Host) {
@@ -29,8 +28,8 @@ struct TensorView {
 
   template <typename T>
   T* as() const {
-    MDDP_CHECK(dtype == dtype_of<T>(), "TensorView dtype is " << dtype_name(dtype) << ", asked for "
-                                                              << dtype_name(dtype_of<T>()));
+    MDDP_CHECK(dtype == dtype_of<T>(),
+               "TensorView dtype is " << dtype_name(dtype) << ", asked for " << dtype_name(dtype_of<T>()));
     return static_cast<T*>(data);
   }
 
@@ -38,8 +37,8 @@ struct TensorView {
   TensorView slice(std::int64_t offset, std::int64_t n) const {
     MDDP_CHECK(offset >= 0 && n >= 0 && offset + n <= count,
                "slice [" << offset << ", " << offset + n << ") outside view of " << count);
-    return TensorView(static_cast<char*>(data) + offset * static_cast<std::int64_t>(dtype_bytes(dtype)), n,
-                      dtype, device);
+    return TensorView(static_cast<char*>(data) + offset * static_cast<std::int64_t>(dtype_bytes(dtype)), n, dtype,
+                      device);
   }
 };
 

@@ -26,7 +26,8 @@ void SyntheticDataset::fill(std::int64_t first, std::int64_t count, float* x, st
     const auto index = static_cast<std::uint64_t>(first + s);
     float* row = x + s * in_dim_;
     for (std::int64_t j = 0; j < in_dim_; ++j) {
-      row[j] = core::normal01(seed_, kFeatureStream, index * static_cast<std::uint64_t>(in_dim_) + static_cast<std::uint64_t>(j));
+      row[j] = core::normal01(seed_, kFeatureStream,
+                              index * static_cast<std::uint64_t>(in_dim_) + static_cast<std::uint64_t>(j));
     }
     std::int32_t best = 0;
     float best_score = 0.0f;

@@ -14,7 +14,8 @@ void check_contiguous(const std::vector<model::ParamInfo>& params) {
   std::int64_t end = 0;
   for (std::size_t i = 0; i < params.size(); ++i) {
     const auto& p = params[i];
-    MDDP_CHECK(p.index == static_cast<int>(i), "parameter " << p.name << " has index " << p.index << ", expected " << i);
+    MDDP_CHECK(p.index == static_cast<int>(i),
+               "parameter " << p.name << " has index " << p.index << ", expected " << i);
     MDDP_CHECK(p.offset == end || p.offset == model::align_param_count(end),
                "parameter " << p.name << " starts at element " << p.offset << ", but the previous one ends at " << end
                             << ": gradients are not laid out in gradient-ready order, so buckets would not be "

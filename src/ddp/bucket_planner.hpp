@@ -25,11 +25,11 @@
 namespace microddp::ddp {
 
 struct Bucket {
-  int index = 0;              // launch order (0 = first ready)
-  int first_param = 0;        // parameters [first_param, end_param) in gradient-ready order
+  int index = 0;        // launch order (0 = first ready)
+  int first_param = 0;  // parameters [first_param, end_param) in gradient-ready order
   int end_param = 0;
-  std::int64_t offset = 0;    // elements from the start of the flat gradient buffer
-  std::int64_t count = 0;     // elements
+  std::int64_t offset = 0;  // elements from the start of the flat gradient buffer
+  std::int64_t count = 0;   // elements
   std::int64_t bytes() const { return count * model::kParamElementBytes; }
   int num_params() const { return end_param - first_param; }
 };

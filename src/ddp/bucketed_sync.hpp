@@ -42,11 +42,11 @@ class BucketedSync final : public GradSync {
 
   Strategy strategy_;
   std::vector<Bucket> plan_;
-  std::vector<int> bucket_of_;          // parameter index -> bucket index
-  std::vector<int> pending_;            // per bucket: gradients not yet ready in this backward
-  std::vector<comm::Work> work_;        // per bucket
-  std::vector<std::int64_t> launch_ns_; // per bucket
-  std::size_t next_launch_ = 0;         // buckets [0, next_launch_) are launched
+  std::vector<int> bucket_of_;           // parameter index -> bucket index
+  std::vector<int> pending_;             // per bucket: gradients not yet ready in this backward
+  std::vector<comm::Work> work_;         // per bucket
+  std::vector<std::int64_t> launch_ns_;  // per bucket
+  std::size_t next_launch_ = 0;          // buckets [0, next_launch_) are launched
 };
 
 }  // namespace microddp::ddp

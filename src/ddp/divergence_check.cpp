@@ -22,7 +22,8 @@ DivergenceCheck::DivergenceCheck(comm::Communicator& comm, const std::vector<mod
   }
   for (const auto& buf : state) {
     for (const auto* p : by_layer) {
-      entries_.push_back({p->name + ":" + buf.name, buf.data + p->offset, static_cast<std::size_t>(p->count) * sizeof(float)});
+      entries_.push_back(
+          {p->name + ":" + buf.name, buf.data + p->offset, static_cast<std::size_t>(p->count) * sizeof(float)});
     }
   }
   entries_.push_back({"optimizer.steps", nullptr, sizeof(std::int64_t)});
@@ -33,7 +34,8 @@ void DivergenceCheck::fill_hashes(std::int64_t optimizer_steps) {
   const std::size_t n = entries_.size();
   for (std::size_t i = 0; i < n; ++i) {
     const auto& e = entries_[i];
-    const auto h = static_cast<std::int64_t>(core::state_hash64(e.data != nullptr ? e.data : &optimizer_steps, e.bytes));
+    const auto h =
+        static_cast<std::int64_t>(core::state_hash64(e.data != nullptr ? e.data : &optimizer_steps, e.bytes));
     hashes_[i] = h;
     hashes_[n + i] = ~h;  // ~ reverses the order of signed integers: max(~h) = ~min(h)
   }

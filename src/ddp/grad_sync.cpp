@@ -88,12 +88,13 @@ void GradSync::on_backward_begin(std::int64_t step) {
 }
 
 void GradSync::on_grad_ready(const model::ParamInfo& param) {
-  MDDP_CHECK(param.index >= 0 && static_cast<std::size_t>(param.index) < ready_.size(), "unknown parameter " << param.name);
-  MDDP_CHECK(!ready_[static_cast<std::size_t>(param.index)], "parameter " << param.name << " reported ready twice in one backward");
+  MDDP_CHECK(param.index >= 0 && static_cast<std::size_t>(param.index) < ready_.size(),
+             "unknown parameter " << param.name);
+  MDDP_CHECK(!ready_[static_cast<std::size_t>(param.index)],
+             "parameter " << param.name << " reported ready twice in one backward");
   ready_[static_cast<std::size_t>(param.index)] = 1;
   const std::int64_t now = core::now_ns();
-  events_.record(core::EventKind::GradReady, step_, param.index, now, now,
-                 param.count * model::kParamElementBytes);
+  events_.record(core::EventKind::GradReady, step_, param.index, now, now, param.count * model::kParamElementBytes);
 }
 
 void GradSync::check_all_ready() const {
@@ -126,15 +127,18 @@ std::unique_ptr<GradSync> make_grad_sync(Strategy strategy, comm::Communicator& 
                                          const std::vector<model::ParamInfo>& params, core::TensorView grads,
                                          core::EventLog& events, const GradSyncOptions& options) {
   switch (strategy) {
-    case Strategy::Naive: return std::make_unique<NaiveSync>(comm, params, grads, events);
-    case Strategy::Flat: return std::make_unique<FlatSync>(comm, params, grads, events);
+    case Strategy::Naive:
+      return std::make_unique<NaiveSync>(comm, params, grads, events);
+    case Strategy::Flat:
+      return std::make_unique<FlatSync>(comm, params, grads, events);
     case Strategy::Overlap:
       return std::make_unique<BucketedSync>(strategy, plan_per_parameter(params), comm, params, grads, events);
     case Strategy::Bucketed:
       MDDP_USAGE_CHECK(options.bucket_mb > 0, "--bucket-mb must be > 0, got " << options.bucket_mb);
       return std::make_unique<BucketedSync>(
           strategy,
-          plan_buckets(params, std::max<std::int64_t>(1, mib_to_bytes(options.bucket_mb)), mib_to_bytes(options.first_bucket_mb)),
+          plan_buckets(params, std::max<std::int64_t>(1, mib_to_bytes(options.bucket_mb)),
+                       mib_to_bytes(options.first_bucket_mb)),
           comm, params, grads, events);
   }
   MDDP_CHECK(false, "strategy " << static_cast<int>(strategy) << " has no synchroniser");

@@ -105,7 +105,7 @@ class GradSync {
   core::TensorView grads_;
   core::EventLog& events_;
   std::int64_t step_ = 0;
-  std::vector<char> ready_;  // per parameter, reset at on_backward_begin
+  std::vector<char> ready_;        // per parameter, reset at on_backward_begin
   std::int64_t total_count_ = 0;   // elements of the flat gradient buffer (parameters + alignment padding)
   std::int64_t synced_count_ = 0;  // elements all-reduced per step (set by each strategy; default: all)
 
@@ -117,7 +117,7 @@ class GradSync {
   };
   bool stream_ordered_ = false;
   std::unique_ptr<GradCompressor> compressor_;
-  std::vector<SyncUnit> units_;  // units(), cached by attach_compressor()
+  std::vector<SyncUnit> units_;     // units(), cached by attach_compressor()
   std::vector<Deferred> deferred_;  // capacity reserved at construction (no allocation per step)
 };
 

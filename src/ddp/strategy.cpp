@@ -7,20 +7,28 @@ namespace microddp::ddp {
 
 std::string_view strategy_name(Strategy s) {
   switch (s) {
-    case Strategy::Naive: return "naive";
-    case Strategy::Flat: return "flat";
-    case Strategy::Overlap: return "overlap";
-    case Strategy::Bucketed: return "bucketed";
+    case Strategy::Naive:
+      return "naive";
+    case Strategy::Flat:
+      return "flat";
+    case Strategy::Overlap:
+      return "overlap";
+    case Strategy::Bucketed:
+      return "bucketed";
   }
   return "?";
 }
 
 std::string_view strategy_description(Strategy s) {
   switch (s) {
-    case Strategy::Naive: return "one blocking all-reduce per parameter after backward";
-    case Strategy::Flat: return "one blocking all-reduce of all gradients after backward";
-    case Strategy::Overlap: return "one async all-reduce per parameter, launched during backward";
-    case Strategy::Bucketed: return "one async all-reduce per bucket (--bucket-mb), launched during backward";
+    case Strategy::Naive:
+      return "one blocking all-reduce per parameter after backward";
+    case Strategy::Flat:
+      return "one blocking all-reduce of all gradients after backward";
+    case Strategy::Overlap:
+      return "one async all-reduce per parameter, launched during backward";
+    case Strategy::Bucketed:
+      return "one async all-reduce per bucket (--bucket-mb), launched during backward";
   }
   return "?";
 }

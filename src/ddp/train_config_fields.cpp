@@ -24,8 +24,8 @@ namespace {
 // configure the run, say why next to `faults`.
 [[maybe_unused]] void every_member_is_named(const TrainConfig& c) {
   [[maybe_unused]] const auto& [model, optimizer, steps, global_batch, seed, strategy, sync_options, compression,
-                                accum_steps, keep_events, layer_events, check_every, sync_check_every,
-                                on_nan, clip_grad_norm, shard,
+                                accum_steps, keep_events, layer_events, check_every, sync_check_every, on_nan,
+                                clip_grad_norm, shard,
                                 faults  // not a row: test hooks, armed per rank (core/fault_plan.hpp)
   ] = c;
   [[maybe_unused]] const auto& [in_dim, width, depth, classes] = c.model;
@@ -54,13 +54,20 @@ struct Nested {
 // The field type a member's C++ type stands for (double members are bucket sizes in MiB).
 template <class T>
 constexpr FieldType type_of() {
-  if constexpr (std::is_same_v<T, std::int64_t>) return FieldType::Int;
-  else if constexpr (std::is_same_v<T, std::uint64_t>) return FieldType::UInt;
-  else if constexpr (std::is_same_v<T, float>) return FieldType::Float32;
-  else if constexpr (std::is_same_v<T, double>) return FieldType::MiB;
-  else if constexpr (std::is_same_v<T, std::string>) return FieldType::String;
-  else if constexpr (std::is_same_v<T, bool>) return FieldType::Bool;
-  else static_assert(sizeof(T) == 0, "a configuration member of a type the table does not know");
+  if constexpr (std::is_same_v<T, std::int64_t>)
+    return FieldType::Int;
+  else if constexpr (std::is_same_v<T, std::uint64_t>)
+    return FieldType::UInt;
+  else if constexpr (std::is_same_v<T, float>)
+    return FieldType::Float32;
+  else if constexpr (std::is_same_v<T, double>)
+    return FieldType::MiB;
+  else if constexpr (std::is_same_v<T, std::string>)
+    return FieldType::String;
+  else if constexpr (std::is_same_v<T, bool>)
+    return FieldType::Bool;
+  else
+    static_assert(sizeof(T) == 0, "a configuration member of a type the table does not know");
 }
 
 template <class Path>
@@ -100,15 +107,18 @@ void set_strategy(TrainConfig& c, const ConfigValue& v) { c.strategy = parse_str
 ConfigValue get_shard(const TrainConfig& c) { return std::string(zero::shard_mode_name(c.shard)); }
 void set_shard(TrainConfig& c, const ConfigValue& v) { c.shard = zero::parse_shard_mode(std::get<std::string>(v)); }
 
-constexpr FieldRules kRunShape{.agree = true, .stored = true, .resume = true};  // the checkpoint must match
-constexpr FieldRules kRunLength{.agree = true, .stored = true, .resume = false};  // recorded; a resume may change it
+constexpr FieldRules kRunShape{.agree = true, .stored = true, .resume = true};     // the checkpoint must match
+constexpr FieldRules kRunLength{.agree = true, .stored = true, .resume = false};   // recorded; a resume may change it
 constexpr FieldRules kRanksOnly{.agree = true, .stored = false, .resume = false};  // how this run runs
 constexpr FieldRules kLocal{};
 // Gradient compression: the ranks must agree, and a resume must match the checkpoint's (its state's
 // meaning and shape depend on them), but the values are not root attributes: they live with the
 // compressor's state in the checkpoint's /compression group (io/checkpoint_compression.hpp), absent
 // (= defaults, mode none) for an uncompressed run.
-constexpr FieldRules kCompression{.agree = true, .stored = false, .resume = true};  // what this rank records: may differ between ranks, not checkpointed
+constexpr FieldRules kCompression{
+    .agree = true,
+    .stored = false,
+    .resume = true};  // what this rank records: may differ between ranks, not checkpointed
 
 using TC = TrainConfig;
 using MC = model::MlpConfig;
@@ -185,24 +195,32 @@ const ConfigField* find_config_field(std::string_view name) {
 std::int64_t field_code(const ConfigField& f, const TrainConfig& c) {
   const ConfigValue v = f.get(c);
   switch (f.type) {
-    case FieldType::Int: return std::get<std::int64_t>(v);
-    case FieldType::UInt: return static_cast<std::int64_t>(std::get<std::uint64_t>(v));
-    case FieldType::Float32: return std::bit_cast<std::uint32_t>(static_cast<float>(std::get<double>(v)));
-    case FieldType::MiB: return mib_to_bytes(std::get<double>(v));
+    case FieldType::Int:
+      return std::get<std::int64_t>(v);
+    case FieldType::UInt:
+      return static_cast<std::int64_t>(std::get<std::uint64_t>(v));
+    case FieldType::Float32:
+      return std::bit_cast<std::uint32_t>(static_cast<float>(std::get<double>(v)));
+    case FieldType::MiB:
+      return mib_to_bytes(std::get<double>(v));
     case FieldType::String: {
       const auto& s = std::get<std::string>(v);
       return static_cast<std::int64_t>(core::fnv1a64(s.data(), s.size()));
     }
-    case FieldType::Bool: return std::get<bool>(v) ? 1 : 0;
+    case FieldType::Bool:
+      return std::get<bool>(v) ? 1 : 0;
   }
   return 0;  // not reached
 }
 
 std::string code_text(const ConfigField& f, std::int64_t code) {
   switch (f.type) {
-    case FieldType::Int: return std::to_string(code);
-    case FieldType::UInt: return std::to_string(static_cast<std::uint64_t>(code));
-    case FieldType::Float32: return shortest(std::bit_cast<float>(static_cast<std::uint32_t>(code)));
+    case FieldType::Int:
+      return std::to_string(code);
+    case FieldType::UInt:
+      return std::to_string(static_cast<std::uint64_t>(code));
+    case FieldType::Float32:
+      return shortest(std::bit_cast<float>(static_cast<std::uint32_t>(code)));
     case FieldType::MiB:
       return shortest(static_cast<double>(code) / (1024.0 * 1024.0)) + " MiB (" + std::to_string(code) + " bytes)";
     case FieldType::String: {
@@ -210,7 +228,8 @@ std::string code_text(const ConfigField& f, std::int64_t code) {
       std::snprintf(b, sizeof b, "name hash 0x%016llx", static_cast<unsigned long long>(code));
       return b;
     }
-    case FieldType::Bool: return code != 0 ? "true" : "false";
+    case FieldType::Bool:
+      return code != 0 ? "true" : "false";
   }
   return "";  // not reached
 }
@@ -223,12 +242,18 @@ bool field_equal(const ConfigField& f, const TrainConfig& a, const TrainConfig& 
 std::string field_text(const ConfigField& f, const TrainConfig& c) {
   const ConfigValue v = f.get(c);
   switch (f.type) {
-    case FieldType::Int: return std::to_string(std::get<std::int64_t>(v));
-    case FieldType::UInt: return std::to_string(std::get<std::uint64_t>(v));
-    case FieldType::Float32: return shortest(static_cast<float>(std::get<double>(v)));
-    case FieldType::MiB: return shortest(std::get<double>(v));
-    case FieldType::String: return std::get<std::string>(v);
-    case FieldType::Bool: return std::get<bool>(v) ? "true" : "false";
+    case FieldType::Int:
+      return std::to_string(std::get<std::int64_t>(v));
+    case FieldType::UInt:
+      return std::to_string(std::get<std::uint64_t>(v));
+    case FieldType::Float32:
+      return shortest(static_cast<float>(std::get<double>(v)));
+    case FieldType::MiB:
+      return shortest(std::get<double>(v));
+    case FieldType::String:
+      return std::get<std::string>(v);
+    case FieldType::Bool:
+      return std::get<bool>(v) ? "true" : "false";
   }
   return "";  // not reached
 }

@@ -134,8 +134,9 @@ void Trainer::build_sync() {
                               << config_.compression.mode << " is not supported (use one or the other)");
   auto z = zero::make_zero_sync(config_.shard, config_.strategy, config_.sync_options, comm_, model_.params(),
                                 model_.grad_view(), model_.param_view(), ops_, events_);
-  MDDP_CHECK(z->plan().state_count() == optimizer_->state_count(),
-             "shard plan of " << z->plan().state_count() << " elements for optimizer state of " << optimizer_->state_count());
+  MDDP_CHECK(
+      z->plan().state_count() == optimizer_->state_count(),
+      "shard plan of " << z->plan().state_count() << " elements for optimizer state of " << optimizer_->state_count());
   zero_ = z.get();
   sync_ = std::move(z);
 }
@@ -148,7 +149,8 @@ void Trainer::set_strategy(Strategy strategy, const GradSyncOptions& options, ze
   set_strategy(strategy, options, shard, config_.compression);
 }
 
-void Trainer::set_strategy(Strategy strategy, const GradSyncOptions& options, const GradCompressionConfig& compression) {
+void Trainer::set_strategy(Strategy strategy, const GradSyncOptions& options,
+                           const GradCompressionConfig& compression) {
   set_strategy(strategy, options, config_.shard, compression);
 }
 
@@ -160,14 +162,14 @@ void Trainer::set_strategy(Strategy strategy, const GradSyncOptions& options, ze
   next.sync_options = options;
   next.shard = shard;
   next.compression = compression;  // a compressor's state (Q, error buffers) starts fresh
-  const bool relayout = shard != config_.shard ||
-                        (shard != zero::ShardMode::None &&
-                         zero::plan_for_strategy(strategy, options, model_.params(), model_.flat_count(), comm_.size(),
-                                                 comm_.rank())
-                                 .state_count() != optimizer_->state_count()) ||
-                        (shard != zero::ShardMode::None && strategy != config_.strategy) ||
-                        (shard != zero::ShardMode::None && !(options.bucket_mb == config_.sync_options.bucket_mb &&
-                                                             options.first_bucket_mb == config_.sync_options.first_bucket_mb));
+  const bool relayout =
+      shard != config_.shard ||
+      (shard != zero::ShardMode::None &&
+       zero::plan_for_strategy(strategy, options, model_.params(), model_.flat_count(), comm_.size(), comm_.rank())
+               .state_count() != optimizer_->state_count()) ||
+      (shard != zero::ShardMode::None && strategy != config_.strategy) ||
+      (shard != zero::ShardMode::None && !(options.bucket_mb == config_.sync_options.bucket_mb &&
+                                           options.first_bucket_mb == config_.sync_options.first_bucket_mb));
   if (!relayout) {
     config_ = next;
     build_sync();
@@ -227,7 +229,9 @@ void Trainer::verify_config_across_ranks() {
   fields.push_back({"param_count", model_.flat_count(), nullptr});
   fields.push_back({"communicator (name hash)", hash_str(comm_.name()), nullptr});
   fields.push_back({"device (0 cpu, 1 cuda)", static_cast<std::int64_t>(ops_.device()), nullptr});
-  auto text = [](const Entry& e, std::int64_t code) { return e.field ? code_text(*e.field, code) : std::to_string(code); };
+  auto text = [](const Entry& e, std::int64_t code) {
+    return e.field ? code_text(*e.field, code) : std::to_string(code);
+  };
 
   const auto n = static_cast<std::int64_t>(fields.size());
   std::vector<std::int64_t> mine(fields.size());
@@ -237,16 +241,16 @@ void Trainer::verify_config_across_ranks() {
   std::int64_t count_mine = n, count_max = 0, count_min = 0;
   comm_.all_reduce(core::TensorView::of(&count_mine, 1), core::TensorView::of(&count_max, 1), comm::ReduceOp::Max);
   comm_.all_reduce(core::TensorView::of(&count_mine, 1), core::TensorView::of(&count_min, 1), comm::ReduceOp::Min);
-  MDDP_AGREED_USAGE_CHECK(count_max == count_min, "ranks run different microddp builds (configuration has " << count_min
-                                                                                                    << " vs " << count_max << " fields)");
+  MDDP_AGREED_USAGE_CHECK(count_max == count_min, "ranks run different microddp builds (configuration has "
+                                                      << count_min << " vs " << count_max << " fields)");
   comm_.all_gather(core::TensorView::of(mine.data(), n), core::TensorView::of(all.data(), n * comm_.size()));
   for (int r = 1; r < comm_.size(); ++r) {
     for (std::size_t i = 0; i < fields.size(); ++i) {
       const std::int64_t v0 = all[i], vr = all[static_cast<std::size_t>(r) * fields.size() + i];
-      MDDP_AGREED_USAGE_CHECK(v0 == vr, "configuration mismatch: rank " << r << " has " << fields[i].name << " = "
-                                                                  << text(fields[i], vr) << " but rank 0 has "
-                                                                  << text(fields[i], v0)
-                                                                  << " (all ranks must be started with the same options)");
+      MDDP_AGREED_USAGE_CHECK(v0 == vr, "configuration mismatch: rank "
+                                            << r << " has " << fields[i].name << " = " << text(fields[i], vr)
+                                            << " but rank 0 has " << text(fields[i], v0)
+                                            << " (all ranks must be started with the same options)");
     }
   }
 }
@@ -356,11 +360,11 @@ void Trainer::check_divergence() {
 }
 
 void Trainer::set_data_source(const data::DataSource& source) {
-  MDDP_USAGE_CHECK(source.in_dim() == config_.model.in_dim && source.classes() == config_.model.classes,
-                   "data source " << source.describe() << " has " << source.in_dim() << " features and "
-                                  << source.classes() << " classes but the model expects " << config_.model.in_dim
-                                  << " and " << config_.model.classes
-                                  << " (give matching --in-dim / --classes, or leave them out to take them from the file)");
+  MDDP_USAGE_CHECK(
+      source.in_dim() == config_.model.in_dim && source.classes() == config_.model.classes,
+      "data source " << source.describe() << " has " << source.in_dim() << " features and " << source.classes()
+                     << " classes but the model expects " << config_.model.in_dim << " and " << config_.model.classes
+                     << " (give matching --in-dim / --classes, or leave them out to take them from the file)");
   source_ = &source;
 }
 
@@ -423,8 +427,8 @@ void Trainer::flip_parameter_bit(const std::string& name) {
     model_.param_buffer().from_host(&x, p.offset, 1);
     return;
   }
-  MDDP_CHECK(false, "fault point " << trainer_fault_point::kPerturbParameter << " (MICRODDP_FAULT_PERTURB) names no parameter '"
-                                   << name << "'");
+  MDDP_CHECK(false, "fault point " << trainer_fault_point::kPerturbParameter
+                                   << " (MICRODDP_FAULT_PERTURB) names no parameter '" << name << "'");
 }
 
 void Trainer::record_device_phases(std::int64_t step, std::int64_t micro_steps) {
@@ -498,10 +502,13 @@ void Trainer::micro_step(std::int64_t step, std::int64_t k, float loss_scale) {
     // uploads).
     float* x = on_host_ ? model_.input() : host_input_.data();
     source_->fill(sampler_.first_sample(step * config_.accum_steps + k), rows, x, labels_.data());
-    if (k == 0 && fault_at(trainer_fault_point::kNanInput, step) != nullptr) x[0] = std::numeric_limits<float>::quiet_NaN();
+    if (k == 0 && fault_at(trainer_fault_point::kNanInput, step) != nullptr)
+      x[0] = std::numeric_limits<float>::quiet_NaN();
     if (!on_host_) {
-      ops_.copy_from_host_async(model_.input(), x, static_cast<std::size_t>(rows * config_.model.in_dim) * sizeof(float));
-      ops_.copy_from_host_async(device_labels_.data(), labels_.data(), static_cast<std::size_t>(rows) * sizeof(std::int32_t));
+      ops_.copy_from_host_async(model_.input(), x,
+                                static_cast<std::size_t>(rows * config_.model.in_dim) * sizeof(float));
+      ops_.copy_from_host_async(device_labels_.data(), labels_.data(),
+                                static_cast<std::size_t>(rows) * sizeof(std::int32_t));
     }
   }
   {
@@ -510,7 +517,9 @@ void Trainer::micro_step(std::int64_t step, std::int64_t k, float loss_scale) {
     model_.forward(model_.input(), rows, fwd_hook_);
     if (timed) marks.forward_end = ops_.mark();
     // CPU marks are host times, known now (GPU: recorded after the synchronisation).
-    if (on_host_) events_.record(core::EventKind::Forward, step, -1, ops_.mark_ns(marks.forward_begin), ops_.mark_ns(marks.forward_end));
+    if (on_host_)
+      events_.record(core::EventKind::Forward, step, -1, ops_.mark_ns(marks.forward_begin),
+                     ops_.mark_ns(marks.forward_end));
   }
   // Only the last micro-step synchronises: the others just accumulate local gradients (no
   // grad_ready hook, so no collectives at all).
@@ -523,7 +532,8 @@ void Trainer::micro_step(std::int64_t step, std::int64_t k, float loss_scale) {
                          last ? grad_ready_hook_ : no_ready_hook_, bwd_hook_, /*accumulate=*/k > 0);
     if (timed) marks.backward_end = ops_.mark();
     if (on_host_) {
-      events_.record(core::EventKind::Backward, step, -1, ops_.mark_ns(marks.backward_begin), ops_.mark_ns(marks.backward_end));
+      events_.record(core::EventKind::Backward, step, -1, ops_.mark_ns(marks.backward_begin),
+                     ops_.mark_ns(marks.backward_end));
     }
   }
 }
@@ -571,7 +581,8 @@ void Trainer::update_sharded(double grad_norm) {
     // Same global norm on every rank => same factor for every shard.
     const double factor = clip_factor(grad_norm, static_cast<double>(config_.clip_grad_norm));
     if (factor < 1.0) {
-      for (const zero::ShardSegment& seg : zero_->segments()) ops_.scale(seg.grad, static_cast<float>(factor), seg.count);
+      for (const zero::ShardSegment& seg : zero_->segments())
+        ops_.scale(seg.grad, static_cast<float>(factor), seg.count);
     }
   }
   optimizer_->begin_step();

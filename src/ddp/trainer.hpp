@@ -88,15 +88,15 @@ struct TrainConfig {
   std::int64_t global_batch = 256;
   std::uint64_t seed = 1;
   Strategy strategy = Strategy::Naive;
-  GradSyncOptions sync_options;  // bucket sizes (bucketed)
+  GradSyncOptions sync_options;       // bucket sizes (bucketed)
   GradCompressionConfig compression;  // how gradients travel (ddp/compression; default: fp32)
   // Gradient accumulation: micro-steps per optimizer step. Micro-step k of step s uses global
   // samples [(s*K + k)*B, (s*K + k + 1)*B) with B = global_batch, the loss is scaled by 1/(K*B),
   // and gradients are synchronised only in the last micro-step, so K micro-steps equal one step on
   // a global batch of K*B samples.
   std::int64_t accum_steps = 1;
-  bool keep_events = false;  // keep every step's events (for traces); otherwise only the last step's
-  bool layer_events = false; // record per-layer forward/backward events
+  bool keep_events = false;   // keep every step's events (for traces); otherwise only the last step's
+  bool layer_events = false;  // record per-layer forward/backward events
   // Divergence check every N steps (0: only when check_divergence() is called, which `train` does
   // at the end of every run).
   std::int64_t check_every = 100;
@@ -108,14 +108,14 @@ struct TrainConfig {
   // --shard: none = plain DDP; optimizer / gradients = ZeRO-1 / ZeRO-2 (ddp/zero/zero_sync.hpp):
   // shards follow the strategy's buckets (naive and overlap: one per parameter, flat: one bucket).
   zero::ShardMode shard = zero::ShardMode::None;
-  core::FaultPlan faults;       // test hooks at the trainer's fault points (above); empty by default
+  core::FaultPlan faults;  // test hooks at the trainer's fault points (above); empty by default
 };
 
 struct StepRecord {
-  std::int64_t step = 0;     // 0-based index of the step just taken
-  double loss = 0.0;         // global mean loss of this step's global batch (before the update)
-  double grad_norm = 0.0;    // L2 norm of the synchronised gradient before clipping (NaN/Inf if not finite)
-  bool skipped = false;      // non-finite loss/gradient and on_nan == skip: no update was made
+  std::int64_t step = 0;   // 0-based index of the step just taken
+  double loss = 0.0;       // global mean loss of this step's global batch (before the update)
+  double grad_norm = 0.0;  // L2 norm of the synchronised gradient before clipping (NaN/Inf if not finite)
+  bool skipped = false;    // non-finite loss/gradient and on_nan == skip: no update was made
 };
 
 class Trainer {
@@ -165,7 +165,7 @@ class Trainer {
   // the live buffers; on a GPU a host mirror: state_to_host() refreshes it from the device,
   // state_from_host() uploads it (both synchronous; no-ops on the CPU).
   struct HostState {
-    float* params = nullptr;                             // param_count floats
+    float* params = nullptr;                               // param_count floats
     std::vector<model::Optimizer::StateBuffer> optimizer;  // same names and counts as the optimizer's
   };
   // Sharded runs (--shard): the optimizer state of the host view is FULL size (checkpoints stay one
@@ -229,9 +229,9 @@ class Trainer {
   // Sharded runs: the full optimizer state on the host (checkpoints), allocated at first need.
   mutable core::HostBuffer<float> full_state_mirror_;
   mutable HostState sharded_host_state_;
-  bool on_host_ = true;                       // ops_.device() == Host: no staging, no mirror
-  kernels::OpsHostBuffer<std::int32_t> labels_;  // host staging (pinned on a GPU): the data source fills it
-  kernels::OpsHostBuffer<float> host_input_;     // GPU only: the batch is filled here, then uploaded
+  bool on_host_ = true;                             // ops_.device() == Host: no staging, no mirror
+  kernels::OpsHostBuffer<std::int32_t> labels_;     // host staging (pinned on a GPU): the data source fills it
+  kernels::OpsHostBuffer<float> host_input_;        // GPU only: the batch is filled here, then uploaded
   kernels::OpsBuffer<std::int32_t> device_labels_;  // GPU only: labels_ uploaded
   // GPU only: host copies of [params | optimizer state buffers...] (hashes, checkpoints).
   mutable core::HostBuffer<float> host_mirror_;
@@ -252,9 +252,9 @@ class Trainer {
   };
   std::vector<MicroMarks> micro_marks_;  // one per micro-step, sized once
   std::uint32_t optimizer_marks_[2] = {0, 0};
-  bool optimizer_pending_ = false;        // GPU: the last optimizer's marks await the next synchronisation
+  bool optimizer_pending_ = false;                // GPU: the last optimizer's marks await the next synchronisation
   core::HostBuffer<std::int64_t> nonfinite_all_;  // (ranks, 2) local flags, gathered only on a non-finite step
-  std::unique_ptr<DivergenceCheck> divergence_;     // over host_state_, built once in the constructor
+  std::unique_ptr<DivergenceCheck> divergence_;   // over host_state_, built once in the constructor
   std::int64_t last_checked_steps_ = -1;
   std::int64_t checks_done_ = 0;
   double check_ms_total_ = 0.0;
@@ -266,6 +266,5 @@ class Trainer {
   model::GradReadyFn no_ready_hook_;  // empty: non-final accumulation micro-steps
   model::LayerHookFn fwd_hook_, bwd_hook_;
 };
-
 
 }  // namespace microddp::ddp

@@ -18,7 +18,8 @@ constexpr const char* kStateNames[] = {"powersgd_q", "error_feedback"};
 
 void gather_floats(MPI_Comm comm, const float* mine, std::int64_t count, float* all) {
   // One rank's state is far below INT_MAX floats for every model we build (checked, not assumed).
-  MDDP_MPI_CHECK(MPI_Allgather(mine, comm::to_mpi_int(count), MPI_FLOAT, all, comm::to_mpi_int(count), MPI_FLOAT, comm));
+  MDDP_MPI_CHECK(
+      MPI_Allgather(mine, comm::to_mpi_int(count), MPI_FLOAT, all, comm::to_mpi_int(count), MPI_FLOAT, comm));
 }
 }  // namespace
 
@@ -58,8 +59,10 @@ void write_compression_group(hid_t file, const CompressionSnapshot& s) {
     const hsize_t dims[2] = {static_cast<hsize_t>(t.per_rank ? s.world_size : t.count), static_cast<hsize_t>(t.count)};
     Hid space(MDDP_HDF5_CHECK(H5Screate_simple(nd, dims, nullptr)));
     const std::string path = std::string(kGroup) + "/" + t.name;
-    Hid dset(MDDP_HDF5_CHECK(H5Dcreate2(file, path.c_str(), H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
-    if (!t.data.empty()) MDDP_HDF5_CHECK(H5Dwrite(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, t.data.data()));
+    Hid dset(
+        MDDP_HDF5_CHECK(H5Dcreate2(file, path.c_str(), H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
+    if (!t.data.empty())
+      MDDP_HDF5_CHECK(H5Dwrite(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, t.data.data()));
     write_attr_u64(dset, "fnv1a64", tensor_checksum(t.data.data(), static_cast<std::int64_t>(t.data.size())));
   }
 }
@@ -75,7 +78,8 @@ CompressionSnapshot read_compression_group(hid_t file, const std::string& path) 
   s.config.powersgd_start_step = read_attr_i64(g, "powersgd_start_step", where + " attribute 'powersgd_start_step'");
   s.config.error_feedback = read_attr_i64(g, "error_feedback", where + " attribute 'error_feedback'") != 0;
   s.world_size = read_attr_i64(g, "world_size", where + " attribute 'world_size'");
-  MDDP_USAGE_CHECK(s.world_size >= 1 && s.world_size <= (1 << 24), where << " attribute 'world_size' is " << s.world_size);
+  MDDP_USAGE_CHECK(s.world_size >= 1 && s.world_size <= (1 << 24),
+                   where << " attribute 'world_size' is " << s.world_size);
   try {
     ddp::validate_compression(s.config);
   } catch (const core::UsageError& e) {

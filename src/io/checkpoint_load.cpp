@@ -31,8 +31,8 @@ CheckpointContents read_checkpoint(const std::string& path) {
   struct stat st {};
   MDDP_USAGE_CHECK(::stat(path.c_str(), &st) == 0, "checkpoint " << path << ": " << std::strerror(errno));
   const htri_t is_h5 = H5Fis_hdf5(path.c_str());
-  MDDP_USAGE_CHECK(is_h5 > 0, "checkpoint " << path << ": not an HDF5 file (" << st.st_size
-                                            << " bytes; truncated or overwritten?)");
+  MDDP_USAGE_CHECK(
+      is_h5 > 0, "checkpoint " << path << ": not an HDF5 file (" << st.st_size << " bytes; truncated or overwritten?)");
   const std::string file_ctx = "checkpoint " + path;
   Hid file(MDDP_HDF5_FILE_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), file_ctx,
                                 "cannot open (truncated or corrupt file?)"));
@@ -59,7 +59,8 @@ CheckpointContents read_checkpoint(const std::string& path) {
     MDDP_USAGE_CHECK(H5Tget_class(type) == H5T_FLOAT && H5Tget_size(type) == 4,
                      d << " has dtype " << type_name(type) << ", expected float32");
     const auto dims = dataset_dims(dset);
-    const std::vector<std::int64_t> want = s.cols > 0 ? std::vector<std::int64_t>{s.rows, s.cols} : std::vector<std::int64_t>{s.rows};
+    const std::vector<std::int64_t> want =
+        s.cols > 0 ? std::vector<std::int64_t>{s.rows, s.cols} : std::vector<std::int64_t>{s.rows};
     MDDP_USAGE_CHECK(dims == want, d << " has shape " << dims_string(dims) << ", expected " << dims_string(want));
     const std::uint64_t stored = read_attr_u64(dset, "fnv1a64", d + " attribute 'fnv1a64'");
     MDDP_HDF5_FILE_CHECK(H5Dread(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, dst), d,
@@ -94,9 +95,10 @@ CheckpointContents read_checkpoint(const std::string& path) {
   // The compression settings are configuration fields (resume rule) recorded in that group.
   if (c.compression.present) c.config.compression = c.compression.config;
   for (const auto& t : c.compression.tensors) {
-    c.datasets.push_back({"/compression/" + t.name,
-                          t.per_rank ? std::vector<std::int64_t>{c.compression.world_size, t.count} : std::vector<std::int64_t>{t.count},
-                          tensor_checksum(t.data.data(), static_cast<std::int64_t>(t.data.size()))});
+    c.datasets.push_back(
+        {"/compression/" + t.name,
+         t.per_rank ? std::vector<std::int64_t>{c.compression.world_size, t.count} : std::vector<std::int64_t>{t.count},
+         tensor_checksum(t.data.data(), static_cast<std::int64_t>(t.data.size()))});
   }
   return c;
 }
@@ -136,7 +138,8 @@ ResumeResult resume(MPI_Comm comm, const std::string& spec, const std::string& d
     }
   }
   // Agree on the outcome: [status, steps_done, optimizer steps, world size at save].
-  std::int64_t hdr[4] = {error.empty() ? (res.loaded ? 1 : 0) : 2, chosen.steps_done, chosen.optimizer_steps, chosen.world_size};
+  std::int64_t hdr[4] = {error.empty() ? (res.loaded ? 1 : 0) : 2, chosen.steps_done, chosen.optimizer_steps,
+                         chosen.world_size};
   MDDP_MPI_CHECK(MPI_Bcast(hdr, 4, MPI_INT64_T, 0, comm));
   if (hdr[0] == 2) {
     std::int64_t len = static_cast<std::int64_t>(error.size());
@@ -167,7 +170,8 @@ ResumeResult resume(MPI_Comm comm, const std::string& spec, const std::string& d
       MDDP_CHECK(i < chosen.optimizer_state.size() && chosen.optimizer_state[i].first == buffers[i].name &&
                      static_cast<std::int64_t>(chosen.optimizer_state[i].second.size()) == buffers[i].count,
                  "optimizer state " << buffers[i].name << " missing from the verified checkpoint");
-      std::memcpy(buffers[i].data, chosen.optimizer_state[i].second.data(), static_cast<std::size_t>(buffers[i].count) * sizeof(float));
+      std::memcpy(buffers[i].data, chosen.optimizer_state[i].second.data(),
+                  static_cast<std::size_t>(buffers[i].count) * sizeof(float));
     }
     bcast_floats(comm, buffers[i].data, buffers[i].count);
   }

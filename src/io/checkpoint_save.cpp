@@ -61,7 +61,8 @@ void write_items(hid_t file, const std::vector<WriteItem>& items, bool parallel,
     const int nd = it.spec.cols > 0 ? 2 : 1;
     const hsize_t dims[2] = {static_cast<hsize_t>(it.spec.rows), static_cast<hsize_t>(it.spec.cols)};
     Hid fspace(MDDP_HDF5_CHECK(H5Screate_simple(nd, dims, nullptr)));
-    Hid dset(MDDP_HDF5_CHECK(H5Dcreate2(file, it.path.c_str(), H5T_IEEE_F32LE, fspace, lcpl, H5P_DEFAULT, H5P_DEFAULT)));
+    Hid dset(
+        MDDP_HDF5_CHECK(H5Dcreate2(file, it.path.c_str(), H5T_IEEE_F32LE, fspace, lcpl, H5P_DEFAULT, H5P_DEFAULT)));
     // Disjoint balanced row slices: rank r writes rows [lo, hi) (none when rows < ranks).
     const std::int64_t rows = it.spec.rows;
     const std::int64_t lo = parallel ? rows * rank / size : 0;
@@ -86,9 +87,9 @@ void write_items(hid_t file, const std::vector<WriteItem>& items, bool parallel,
 }  // namespace
 
 const std::vector<std::string>& save_fault_points() {
-  static const std::vector<std::string> points = {"begin",       "created",      "mid_write",   "before_flush",
-                                                  "after_flush", "after_fsync",  "after_rename", "after_dir_fsync",
-                                                  "mid_retention"};
+  static const std::vector<std::string> points = {"begin",        "created",         "mid_write",
+                                                  "before_flush", "after_flush",     "after_fsync",
+                                                  "after_rename", "after_dir_fsync", "mid_retention"};
   return points;
 }
 
@@ -121,7 +122,8 @@ SaveResult save_checkpoint(MPI_Comm comm, const ddp::Trainer& trainer, const Sav
   // itself is the same in every mode (the full optimizer state, gathered from the shards).
   meta.strategy = cfg.shard == ddp::zero::ShardMode::None
                       ? std::string(ddp::strategy_name(cfg.strategy))
-                      : std::string(ddp::strategy_name(cfg.strategy)) + "+shard=" + std::string(ddp::zero::shard_mode_name(cfg.shard));
+                      : std::string(ddp::strategy_name(cfg.strategy)) +
+                            "+shard=" + std::string(ddp::zero::shard_mode_name(cfg.shard));
   meta.backend = opts.backend;
   meta.data_source = trainer.data_source().describe();
   meta.config = cfg;
@@ -129,7 +131,8 @@ SaveResult save_checkpoint(MPI_Comm comm, const ddp::Trainer& trainer, const Sav
   std::vector<WriteItem> items;
   for (const auto& s : specs) items.push_back({"/model/" + s.rel, host.params + s.offset, s});
   for (const auto& b : buffers) {
-    MDDP_CHECK(b.count == trainer.model().flat_count(), "optimizer buffer " << b.name << " has " << b.count << " elements");
+    MDDP_CHECK(b.count == trainer.model().flat_count(),
+               "optimizer buffer " << b.name << " has " << b.count << " elements");
     for (const auto& s : specs) items.push_back({"/optimizer/" + b.name + "/" + s.rel, b.data + s.offset, s});
   }
 
@@ -180,9 +183,15 @@ SaveResult save_checkpoint(MPI_Comm comm, const ddp::Trainer& trainer, const Sav
     try {
       publish(tmp, res.path, [&](PublishStep step) {
         switch (step) {
-          case PublishStep::FileSynced: kill_point(opts, "after_fsync", rank); break;
-          case PublishStep::Renamed: kill_point(opts, "after_rename", rank); break;
-          case PublishStep::DirectorySynced: kill_point(opts, "after_dir_fsync", rank); break;
+          case PublishStep::FileSynced:
+            kill_point(opts, "after_fsync", rank);
+            break;
+          case PublishStep::Renamed:
+            kill_point(opts, "after_rename", rank);
+            break;
+          case PublishStep::DirectorySynced:
+            kill_point(opts, "after_dir_fsync", rank);
+            break;
         }
       });
       res.publish_s = sw.elapsed_s();
@@ -195,7 +204,8 @@ SaveResult save_checkpoint(MPI_Comm comm, const ddp::Trainer& trainer, const Sav
       // Retention: the new checkpoint is verified, so deleting beyond `keep` never removes the
       // only valid one. Stale temporaries (killed saves) go too.
       if (opts.keep > 0) {
-        res.deleted = remove_beyond_keep(opts.dir, opts.keep, res.path, [&] { kill_point(opts, "mid_retention", rank); });
+        res.deleted =
+            remove_beyond_keep(opts.dir, opts.keep, res.path, [&] { kill_point(opts, "mid_retention", rank); });
       }
       remove_stale_temporaries(opts.dir);
     } catch (const std::exception& e) {

@@ -41,10 +41,10 @@ struct SaveOptions {
 
 struct SaveResult {
   std::string path;
-  std::int64_t bytes = 0;    // file size
-  double write_s = 0;        // create + write + flush + close
-  double publish_s = 0;      // fsync + rename + directory fsync
-  double verify_s = 0;       // read-back verification (rank 0)
+  std::int64_t bytes = 0;  // file size
+  double write_s = 0;      // create + write + flush + close
+  double publish_s = 0;    // fsync + rename + directory fsync
+  double verify_s = 0;     // read-back verification (rank 0)
   std::vector<std::string> deleted;
 };
 

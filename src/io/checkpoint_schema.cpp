@@ -34,11 +34,15 @@ Attr attr_str(std::string name, std::string v) { return {Attr::Str, std::move(na
 Attr::Kind kind_of(ddp::FieldType t) {
   switch (t) {
     case ddp::FieldType::Int:
-    case ddp::FieldType::Bool: return Attr::I64;
-    case ddp::FieldType::UInt: return Attr::U64;
+    case ddp::FieldType::Bool:
+      return Attr::I64;
+    case ddp::FieldType::UInt:
+      return Attr::U64;
     case ddp::FieldType::Float32:
-    case ddp::FieldType::MiB: return Attr::F64;
-    case ddp::FieldType::String: return Attr::Str;
+    case ddp::FieldType::MiB:
+      return Attr::F64;
+    case ddp::FieldType::String:
+      return Attr::Str;
   }
   return Attr::I64;  // not reached
 }
@@ -49,24 +53,39 @@ Attr attr_of(const ddp::ConfigField& f, const ddp::TrainConfig& c) {
   a.name = std::string(f.name);
   const ddp::ConfigValue v = f.get(c);
   switch (f.type) {
-    case ddp::FieldType::Int: a.i = std::get<std::int64_t>(v); break;
-    case ddp::FieldType::Bool: a.i = std::get<bool>(v) ? 1 : 0; break;
-    case ddp::FieldType::UInt: a.u = std::get<std::uint64_t>(v); break;
+    case ddp::FieldType::Int:
+      a.i = std::get<std::int64_t>(v);
+      break;
+    case ddp::FieldType::Bool:
+      a.i = std::get<bool>(v) ? 1 : 0;
+      break;
+    case ddp::FieldType::UInt:
+      a.u = std::get<std::uint64_t>(v);
+      break;
     case ddp::FieldType::Float32:
-    case ddp::FieldType::MiB: a.f = std::get<double>(v); break;
-    case ddp::FieldType::String: a.s = std::get<std::string>(v); break;
+    case ddp::FieldType::MiB:
+      a.f = std::get<double>(v);
+      break;
+    case ddp::FieldType::String:
+      a.s = std::get<std::string>(v);
+      break;
   }
   return a;
 }
 
 ddp::ConfigValue value_of(const ddp::ConfigField& f, const Attr& a) {
   switch (f.type) {
-    case ddp::FieldType::Int: return a.i;
-    case ddp::FieldType::Bool: return a.i != 0;
-    case ddp::FieldType::UInt: return a.u;
+    case ddp::FieldType::Int:
+      return a.i;
+    case ddp::FieldType::Bool:
+      return a.i != 0;
+    case ddp::FieldType::UInt:
+      return a.u;
     case ddp::FieldType::Float32:
-    case ddp::FieldType::MiB: return a.f;
-    case ddp::FieldType::String: return a.s;
+    case ddp::FieldType::MiB:
+      return a.f;
+    case ddp::FieldType::String:
+      return a.s;
   }
   return a.i;  // not reached
 }
@@ -77,14 +96,10 @@ constexpr const char* kRngDescription =
 
 // The root attributes in their fixed order; the digest covers exactly this list.
 std::vector<Attr> to_attrs(const CheckpointMeta& m) {
-  std::vector<Attr> attrs = {attr_str("format", m.format),
-                             attr_i64("format_version", m.format_version),
-                             attr_i64("steps_done", m.steps_done),
-                             attr_i64("data_position", m.data_position),
-                             attr_i64("world_size", m.world_size),
-                             attr_str("strategy", m.strategy),
-                             attr_str("backend", m.backend),
-                             attr_str("data_source", m.data_source),
+  std::vector<Attr> attrs = {attr_str("format", m.format),         attr_i64("format_version", m.format_version),
+                             attr_i64("steps_done", m.steps_done), attr_i64("data_position", m.data_position),
+                             attr_i64("world_size", m.world_size), attr_str("strategy", m.strategy),
+                             attr_str("backend", m.backend),       attr_str("data_source", m.data_source),
                              attr_str("rng", kRngDescription)};
   for (const auto& f : ddp::train_config_fields()) {
     if (f.rules.stored) attrs.push_back(attr_of(f, m.config));
@@ -99,10 +114,19 @@ std::uint64_t attrs_digest(const std::vector<Attr>& attrs) {
   for (const auto& a : attrs) {
     s += a.name + "=";
     switch (a.kind) {
-      case Attr::I64: s += std::to_string(a.i); break;
-      case Attr::U64: s += std::to_string(a.u); break;
-      case Attr::F64: std::snprintf(b, sizeof b, "%a", a.f); s += b; break;
-      case Attr::Str: s += a.s; break;
+      case Attr::I64:
+        s += std::to_string(a.i);
+        break;
+      case Attr::U64:
+        s += std::to_string(a.u);
+        break;
+      case Attr::F64:
+        std::snprintf(b, sizeof b, "%a", a.f);
+        s += b;
+        break;
+      case Attr::Str:
+        s += a.s;
+        break;
     }
     s += ";";
   }
@@ -125,10 +149,18 @@ void write_root_attributes(hid_t root, const CheckpointMeta& meta) {
   const std::vector<Attr> attrs = to_attrs(meta);
   for (const auto& a : attrs) {
     switch (a.kind) {
-      case Attr::I64: write_attr(root, a.name.c_str(), a.i); break;
-      case Attr::U64: write_attr_u64(root, a.name.c_str(), a.u); break;
-      case Attr::F64: write_attr(root, a.name.c_str(), a.f); break;
-      case Attr::Str: write_attr(root, a.name.c_str(), a.s); break;
+      case Attr::I64:
+        write_attr(root, a.name.c_str(), a.i);
+        break;
+      case Attr::U64:
+        write_attr_u64(root, a.name.c_str(), a.u);
+        break;
+      case Attr::F64:
+        write_attr(root, a.name.c_str(), a.f);
+        break;
+      case Attr::Str:
+        write_attr(root, a.name.c_str(), a.s);
+        break;
     }
   }
   write_attr_u64(root, "meta_fnv1a64", attrs_digest(attrs));
@@ -137,18 +169,28 @@ void write_root_attributes(hid_t root, const CheckpointMeta& meta) {
 CheckpointMeta read_root_attributes(hid_t root, const std::string& file) {
   auto where = [&](const std::string& n) { return "checkpoint " + file + ": attribute '" + n + "'"; };
   const std::string format = read_attr_str(root, "format", where("format"));
-  MDDP_USAGE_CHECK(format == kCheckpointFormat,
-                   where("format") << " is '" << format << "', expected '" << kCheckpointFormat << "' (not a microddp checkpoint)");
+  MDDP_USAGE_CHECK(format == kCheckpointFormat, where("format")
+                                                    << " is '" << format << "', expected '" << kCheckpointFormat
+                                                    << "' (not a microddp checkpoint)");
   const std::int64_t version = read_attr_i64(root, "format_version", where("format_version"));
   MDDP_USAGE_CHECK(version == kCheckpointFormatVersion, "checkpoint " << file << ": format_version is " << version
-                                                                      << ", this build reads version " << kCheckpointFormatVersion);
+                                                                      << ", this build reads version "
+                                                                      << kCheckpointFormatVersion);
   std::vector<Attr> attrs = to_attrs(CheckpointMeta{});  // names and kinds; values read below
   for (auto& a : attrs) {
     switch (a.kind) {
-      case Attr::I64: a.i = read_attr_i64(root, a.name.c_str(), where(a.name)); break;
-      case Attr::U64: a.u = read_attr_u64(root, a.name.c_str(), where(a.name)); break;
-      case Attr::F64: a.f = read_attr_f64(root, a.name.c_str(), where(a.name)); break;
-      case Attr::Str: a.s = read_attr_str(root, a.name.c_str(), where(a.name)); break;
+      case Attr::I64:
+        a.i = read_attr_i64(root, a.name.c_str(), where(a.name));
+        break;
+      case Attr::U64:
+        a.u = read_attr_u64(root, a.name.c_str(), where(a.name));
+        break;
+      case Attr::F64:
+        a.f = read_attr_f64(root, a.name.c_str(), where(a.name));
+        break;
+      case Attr::Str:
+        a.s = read_attr_str(root, a.name.c_str(), where(a.name));
+        break;
     }
   }
   const std::uint64_t stored = read_attr_u64(root, "meta_fnv1a64", where("meta_fnv1a64"));
@@ -189,8 +231,9 @@ CheckpointMeta read_root_attributes(hid_t root, const std::string& file) {
   in_range("accum_steps", c.accum_steps, 1, kMaxDim);
   in_range("steps_done", m.steps_done, 0, std::int64_t{1} << 40);
   MDDP_USAGE_CHECK(m.data_position == m.steps_done * c.accum_steps * c.global_batch,
-                   where("data_position") << " is " << m.data_position << ", expected steps_done x accum_steps x global_batch = "
-                                          << m.steps_done * c.accum_steps * c.global_batch);
+                   where("data_position")
+                       << " is " << m.data_position << ", expected steps_done x accum_steps x global_batch = "
+                       << m.steps_done * c.accum_steps * c.global_batch);
   return m;
 }
 
@@ -201,7 +244,8 @@ std::string compatibility_problems(const ddp::TrainConfig& saved, const std::str
     bad << (bad.tellp() > 0 ? "; " : "") << field << " = " << have << " (this run: " << want << ")";
   };
   for (const auto& f : ddp::train_config_fields()) {
-    if (f.rules.resume && !ddp::field_equal(f, saved, run)) add(f.name, ddp::field_text(f, saved), ddp::field_text(f, run));
+    if (f.rules.resume && !ddp::field_equal(f, saved, run))
+      add(f.name, ddp::field_text(f, saved), ddp::field_text(f, run));
   }
   if (saved_source != run_source) add("data_source", saved_source, run_source);
   return bad.str();

@@ -36,9 +36,15 @@ void read_scalar(hid_t obj, const char* name, const std::string& where, H5T_clas
 }
 }  // namespace
 
-void write_attr(hid_t obj, const char* name, std::int64_t v) { write_scalar(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v); }
-void write_attr_u64(hid_t obj, const char* name, std::uint64_t v) { write_scalar(obj, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, &v); }
-void write_attr(hid_t obj, const char* name, double v) { write_scalar(obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v); }
+void write_attr(hid_t obj, const char* name, std::int64_t v) {
+  write_scalar(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v);
+}
+void write_attr_u64(hid_t obj, const char* name, std::uint64_t v) {
+  write_scalar(obj, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, &v);
+}
+void write_attr(hid_t obj, const char* name, double v) {
+  write_scalar(obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v);
+}
 
 void write_attr(hid_t obj, const char* name, const std::string& v) {
   // Fixed-length, NUL-padded ASCII: h5dump and h5py show it as a plain string.
@@ -118,10 +124,14 @@ bool path_exists(hid_t file, const std::string& path) {
 std::string type_name(hid_t type) {
   const std::size_t size = H5Tget_size(type);
   switch (H5Tget_class(type)) {
-    case H5T_INTEGER: return std::string(H5Tget_sign(type) == H5T_SGN_NONE ? "uint" : "int") + std::to_string(8 * size);
-    case H5T_FLOAT: return "float" + std::to_string(8 * size);
-    case H5T_STRING: return "string";
-    default: return "other (HDF5 class " + std::to_string(static_cast<int>(H5Tget_class(type))) + ")";
+    case H5T_INTEGER:
+      return std::string(H5Tget_sign(type) == H5T_SGN_NONE ? "uint" : "int") + std::to_string(8 * size);
+    case H5T_FLOAT:
+      return "float" + std::to_string(8 * size);
+    case H5T_STRING:
+      return "string";
+    default:
+      return "other (HDF5 class " + std::to_string(static_cast<int>(H5Tget_class(type))) + ")";
   }
 }
 

@@ -52,21 +52,21 @@ class Hid {
 
 }  // namespace microddp::io
 
-#define MDDP_HDF5_CHECK(call)                                                                                   \
-  ([&]() {                                                                                                      \
-    const auto mddp_h5_rc_ = (call);                                                                            \
-    if (mddp_h5_rc_ < 0) {                                                                                      \
+#define MDDP_HDF5_CHECK(call)                                                                                         \
+  ([&]() {                                                                                                            \
+    const auto mddp_h5_rc_ = (call);                                                                                  \
+    if (mddp_h5_rc_ < 0) {                                                                                            \
       ::microddp::core::throw_error("HDF5 error: " + ::microddp::io::hdf5_error_string(), #call, __FILE__, __LINE__); \
-    }                                                                                                           \
-    return mddp_h5_rc_;                                                                                         \
+    }                                                                                                                 \
+    return mddp_h5_rc_;                                                                                               \
   }())
 
-#define MDDP_HDF5_FILE_CHECK(call, file, what)                                                           \
-  ([&]() {                                                                                               \
-    const auto mddp_h5_rc_ = (call);                                                                     \
-    if (mddp_h5_rc_ < 0) {                                                                               \
-      ::microddp::core::throw_usage_error(std::string(file) + ": " + (what) + " (HDF5: " +              \
-                                          ::microddp::io::hdf5_error_string() + ")");                    \
-    }                                                                                                    \
-    return mddp_h5_rc_;                                                                                  \
+#define MDDP_HDF5_FILE_CHECK(call, file, what)                                                     \
+  ([&]() {                                                                                         \
+    const auto mddp_h5_rc_ = (call);                                                               \
+    if (mddp_h5_rc_ < 0) {                                                                         \
+      ::microddp::core::throw_usage_error(std::string(file) + ": " + (what) +                      \
+                                          " (HDF5: " + ::microddp::io::hdf5_error_string() + ")"); \
+    }                                                                                              \
+    return mddp_h5_rc_;                                                                            \
   }())

@@ -56,17 +56,20 @@ Hdf5DataSource::Hdf5DataSource(const std::string& path, std::int64_t classes_if_
   // Attributes are optional; a `format` that is not ours is a wrong file (a checkpoint, say).
   if (has_attr(file_, "format")) {
     const std::string fmt = read_attr_str(file_, "format", ctx + ": attribute 'format'");
-    MDDP_USAGE_CHECK(fmt == kDatasetFormat, ctx << ": attribute 'format' is '" << fmt << "', expected '" << kDatasetFormat
-                                                << "' (or no 'format' attribute at all)");
+    MDDP_USAGE_CHECK(fmt == kDatasetFormat, ctx << ": attribute 'format' is '" << fmt << "', expected '"
+                                                << kDatasetFormat << "' (or no 'format' attribute at all)");
     const std::int64_t ver = read_attr_i64(file_, "format_version", ctx + ": attribute 'format_version'");
-    MDDP_USAGE_CHECK(ver == kDatasetFormatVersion, ctx << ": format_version is " << ver << ", this build reads " << kDatasetFormatVersion);
+    MDDP_USAGE_CHECK(ver == kDatasetFormatVersion,
+                     ctx << ": format_version is " << ver << ", this build reads " << kDatasetFormatVersion);
     microddp_format_ = true;
   }
   for (const char* d : {"/inputs", "/labels"}) {
     MDDP_USAGE_CHECK(path_exists(file_, d), ctx << ": dataset " << d << " is missing");
   }
-  inputs_ = Hid(MDDP_HDF5_FILE_CHECK(H5Dopen2(file_, "/inputs", H5P_DEFAULT), ctx + ": dataset /inputs", "cannot open"));
-  labels_ = Hid(MDDP_HDF5_FILE_CHECK(H5Dopen2(file_, "/labels", H5P_DEFAULT), ctx + ": dataset /labels", "cannot open"));
+  inputs_ =
+      Hid(MDDP_HDF5_FILE_CHECK(H5Dopen2(file_, "/inputs", H5P_DEFAULT), ctx + ": dataset /inputs", "cannot open"));
+  labels_ =
+      Hid(MDDP_HDF5_FILE_CHECK(H5Dopen2(file_, "/labels", H5P_DEFAULT), ctx + ": dataset /labels", "cannot open"));
   {
     Hid t(MDDP_HDF5_CHECK(H5Dget_type(inputs_)));
     inputs_dtype_ = type_name(t);
@@ -75,15 +78,17 @@ Hdf5DataSource::Hdf5DataSource(const std::string& path, std::int64_t classes_if_
     inputs_f64_ = H5Tget_size(t) == 8;
     Hid u(MDDP_HDF5_CHECK(H5Dget_type(labels_)));
     labels_dtype_ = type_name(u);
-    MDDP_USAGE_CHECK(labels_fit_int64(u), ctx << ": dataset /labels has dtype " << labels_dtype_
-                                              << ", expected integers: int32 or int64 (any of int8..int64, uint8..uint32)");
+    MDDP_USAGE_CHECK(labels_fit_int64(u),
+                     ctx << ": dataset /labels has dtype " << labels_dtype_
+                         << ", expected integers: int32 or int64 (any of int8..int64, uint8..uint32)");
   }
   const auto xd = dataset_dims(inputs_), yd = dataset_dims(labels_);
-  MDDP_USAGE_CHECK(xd.size() == 2 && xd[0] >= 1 && xd[1] >= 1,
-                   ctx << ": dataset /inputs has shape " << dims_string(xd) << ", expected (N, in_dim) with N, in_dim >= 1");
-  MDDP_USAGE_CHECK(yd.size() == 1 && yd[0] == xd[0],
-                   ctx << ": dataset /labels has shape " << dims_string(yd) << ", expected (" << xd[0] << ",) to match /inputs");
-  MDDP_USAGE_CHECK(xd[1] <= kMaxDim, ctx << ": dataset /inputs has " << xd[1] << " columns, more than the model's limit " << kMaxDim);
+  MDDP_USAGE_CHECK(xd.size() == 2 && xd[0] >= 1 && xd[1] >= 1, ctx << ": dataset /inputs has shape " << dims_string(xd)
+                                                                   << ", expected (N, in_dim) with N, in_dim >= 1");
+  MDDP_USAGE_CHECK(yd.size() == 1 && yd[0] == xd[0], ctx << ": dataset /labels has shape " << dims_string(yd)
+                                                         << ", expected (" << xd[0] << ",) to match /inputs");
+  MDDP_USAGE_CHECK(xd[1] <= kMaxDim,
+                   ctx << ": dataset /inputs has " << xd[1] << " columns, more than the model's limit " << kMaxDim);
   rows_ = xd[0];
   in_dim_ = xd[1];
   if (has_attr(file_, "classes")) {
@@ -107,16 +112,19 @@ std::int64_t Hdf5DataSource::infer_classes() const {
     const std::int64_t n = std::min(kScanRows, rows_ - first);
     const RowSelection sel = select_rows(labels_, first, n, 1);
     MDDP_HDF5_FILE_CHECK(H5Dread(labels_, H5T_NATIVE_INT64, sel.mem_space, sel.file_space, H5P_DEFAULT, y.data()),
-                         "dataset " + path_ + ": /labels", "cannot read rows " + std::to_string(first) + ".." + std::to_string(first + n - 1));
+                         "dataset " + path_ + ": /labels",
+                         "cannot read rows " + std::to_string(first) + ".." + std::to_string(first + n - 1));
     for (std::int64_t i = 0; i < n; ++i) {
       const std::int64_t v = y[static_cast<std::size_t>(i)];
-      MDDP_USAGE_CHECK(v >= 0, "dataset " << path_ << ": /labels row " << first + i << " is " << v << ", labels must be >= 0");
+      MDDP_USAGE_CHECK(v >= 0,
+                       "dataset " << path_ << ": /labels row " << first + i << " is " << v << ", labels must be >= 0");
       max_label = std::max(max_label, v);
     }
   }
   MDDP_USAGE_CHECK(max_label >= 1 && max_label < kMaxClasses,
-                   "dataset " << path_ << ": /labels has maximum " << max_label << ", so max label + 1 = " << max_label + 1
-                              << " classes, outside 2.." << kMaxClasses << " (give --classes, or a 'classes' attribute)");
+                   "dataset " << path_ << ": /labels has maximum " << max_label
+                              << ", so max label + 1 = " << max_label + 1 << " classes, outside 2.." << kMaxClasses
+                              << " (give --classes, or a 'classes' attribute)");
   return max_label + 1;
 }
 
@@ -129,11 +137,17 @@ std::string Hdf5DataSource::describe() const {
 std::string Hdf5DataSource::summary() const {
   std::ostringstream os;
   os << path_ << ": " << rows_ << " rows x " << in_dim_ << " features (" << inputs_dtype_
-     << (inputs_f64_ ? ", converted to float32 on read" : "") << "), labels " << labels_dtype_ << ", " << classes_ << " classes";
+     << (inputs_f64_ ? ", converted to float32 on read" : "") << "), labels " << labels_dtype_ << ", " << classes_
+     << " classes";
   switch (classes_from_) {
-    case ClassesFrom::Attribute: os << " (attribute 'classes')"; break;
-    case ClassesFrom::Caller: break;
-    case ClassesFrom::MaxLabel: os << " = max label + 1 (no 'classes' attribute; --classes overrides)"; break;
+    case ClassesFrom::Attribute:
+      os << " (attribute 'classes')";
+      break;
+    case ClassesFrom::Caller:
+      break;
+    case ClassesFrom::MaxLabel:
+      os << " = max label + 1 (no 'classes' attribute; --classes overrides)";
+      break;
   }
   return os.str();
 }
@@ -157,22 +171,22 @@ void Hdf5DataSource::read_rows(std::int64_t row, std::int64_t count, float* x, s
   rows_read_ += count;
   for (std::int64_t r = 0; r < count; ++r) {
     const std::int64_t label = y64_[static_cast<std::size_t>(r)];
-    MDDP_USAGE_CHECK(label >= 0 && label < classes_, "dataset " << path_ << ": /labels row " << row + r << " is " << label
-                                                                << ", outside [0, " << classes_ << ")");
+    MDDP_USAGE_CHECK(label >= 0 && label < classes_, "dataset " << path_ << ": /labels row " << row + r << " is "
+                                                                << label << ", outside [0, " << classes_ << ")");
     y[r] = static_cast<std::int32_t>(label);  // < classes <= 2^24
     for (std::int64_t j = 0; j < in_dim_; ++j) {
       const std::int64_t i = r * in_dim_ + j;
       if (inputs_f64_) {
         const double v = x64_[static_cast<std::size_t>(i)];
-        MDDP_USAGE_CHECK(std::isfinite(v), "dataset " << path_ << ": /inputs row " << row + r << " column " << j << " is " << v
-                                                      << " (NaN/Inf features are rejected)");
+        MDDP_USAGE_CHECK(std::isfinite(v), "dataset " << path_ << ": /inputs row " << row + r << " column " << j
+                                                      << " is " << v << " (NaN/Inf features are rejected)");
         MDDP_USAGE_CHECK(std::abs(v) <= static_cast<double>(FLT_MAX),
                          "dataset " << path_ << ": /inputs row " << row + r << " column " << j << " is " << v
                                     << ", outside the float32 range the model computes in");
         x[i] = static_cast<float>(v);  // round to nearest, as numpy's astype(float32)
       } else {
-        MDDP_USAGE_CHECK(std::isfinite(x[i]), "dataset " << path_ << ": /inputs row " << row + r << " column " << j << " is "
-                                                         << x[i] << " (NaN/Inf features are rejected)");
+        MDDP_USAGE_CHECK(std::isfinite(x[i]), "dataset " << path_ << ": /inputs row " << row + r << " column " << j
+                                                         << " is " << x[i] << " (NaN/Inf features are rejected)");
       }
     }
   }
@@ -207,7 +221,8 @@ DatasetReport scan_dataset(const std::string& path) {
   }
   r.label_counts.assign(static_cast<std::size_t>(r.classes), 0);
   // At most 2^26 floats (256 MiB) per block, and at most kScanRows rows.
-  const std::int64_t block = std::max<std::int64_t>(1, std::min<std::int64_t>(kScanRows, (std::int64_t{1} << 26) / r.in_dim));
+  const std::int64_t block =
+      std::max<std::int64_t>(1, std::min<std::int64_t>(kScanRows, (std::int64_t{1} << 26) / r.in_dim));
   std::vector<float> x(static_cast<std::size_t>(block * r.in_dim));
   std::vector<std::int32_t> y(static_cast<std::size_t>(block));
   for (std::int64_t first = 0; first < r.samples; first += block) {

@@ -46,7 +46,7 @@ class Hdf5DataSource final : public data::DataSource {
 
   enum class ClassesFrom { Attribute, Caller, MaxLabel };
   ClassesFrom classes_from() const { return classes_from_; }
-  bool microddp_format() const { return microddp_format_; }  // has format = "microddp-dataset"
+  bool microddp_format() const { return microddp_format_; }          // has format = "microddp-dataset"
   const std::string& inputs_dtype() const { return inputs_dtype_; }  // "float32" | "float64"
   const std::string& labels_dtype() const { return labels_dtype_; }  // "int32", "int64", ...
   // What the file is, in one line for a run's header: "FILE: 500 rows x 12 features (float64,

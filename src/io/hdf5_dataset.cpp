@@ -37,7 +37,8 @@ double write_synthetic_dataset(MPI_Comm comm, const MakeDatasetOptions& o) {
     write_attr(file, "in_dim", o.in_dim);
     write_attr(file, "classes", o.classes);
     write_attr_u64(file, "seed", o.seed);
-    write_attr(file, "generator", std::string("microddp synthetic teacher set (data/synthetic_dataset.hpp), samples 0..N-1"));
+    write_attr(file, "generator",
+               std::string("microddp synthetic teacher set (data/synthetic_dataset.hpp), samples 0..N-1"));
     const hsize_t xd[2] = {static_cast<hsize_t>(o.samples), static_cast<hsize_t>(o.in_dim)};
     const hsize_t yd[1] = {static_cast<hsize_t>(o.samples)};
     Hid xs(MDDP_HDF5_CHECK(H5Screate_simple(2, xd, nullptr)));
@@ -63,7 +64,8 @@ double write_synthetic_dataset(MPI_Comm comm, const MakeDatasetOptions& o) {
       Hid msx(MDDP_HDF5_CHECK(H5Screate_simple(1, mx, nullptr)));
       Hid msy(MDDP_HDF5_CHECK(H5Screate_simple(1, my, nullptr)));
       if (n > 0) {
-        const hsize_t start[2] = {static_cast<hsize_t>(r0), 0}, cnt[2] = {static_cast<hsize_t>(n), static_cast<hsize_t>(o.in_dim)};
+        const hsize_t start[2] = {static_cast<hsize_t>(r0), 0},
+                      cnt[2] = {static_cast<hsize_t>(n), static_cast<hsize_t>(o.in_dim)};
         MDDP_HDF5_CHECK(H5Sselect_hyperslab(fsx, H5S_SELECT_SET, start, nullptr, cnt, nullptr));
         MDDP_HDF5_CHECK(H5Sselect_hyperslab(fsy, H5S_SELECT_SET, start, nullptr, cnt, nullptr));
       } else {

@@ -52,7 +52,8 @@ void FullMLP::init(std::uint64_t seed) {
     const float std_dev = std::sqrt((relu_follows ? 2.0f : 1.0f) / static_cast<float>(p.cols));
     // Stream = the parameter's position in the layout: a pure function of (seed, parameter, element).
     const auto stream = static_cast<std::uint64_t>(p.index);
-    for (std::int64_t i = 0; i < p.count; ++i) dst[i] = std_dev * core::normal01(seed, stream, static_cast<std::uint64_t>(i));
+    for (std::int64_t i = 0; i < p.count; ++i)
+      dst[i] = std_dev * core::normal01(seed, stream, static_cast<std::uint64_t>(i));
   }
   params_.from_host(host.data(), 0, params_.count());
 }

@@ -96,7 +96,9 @@ class FullMLP {
 
  private:
   std::int64_t in_features(std::int64_t layer) const { return layer == 0 ? config_.in_dim : config_.width; }
-  std::int64_t out_features(std::int64_t layer) const { return layer == config_.depth ? config_.classes : config_.width; }
+  std::int64_t out_features(std::int64_t layer) const {
+    return layer == config_.depth ? config_.classes : config_.width;
+  }
 
   MlpConfig config_;
   std::int64_t max_rows_;
@@ -109,7 +111,7 @@ class FullMLP {
   std::vector<kernels::OpsBuffer<float>> acts_;
   kernels::OpsBuffer<float> dy_a_, dy_b_;  // ping-pong upstream gradients, (rows, max features)
   kernels::OpsBuffer<float> loss_;         // 1 element
-  std::int64_t rows_ = 0;                // rows of the last forward
+  std::int64_t rows_ = 0;                  // rows of the last forward
   // Profiler range names ("layer_03 forward"), built once: Ops::range_push keeps the pointer.
   std::vector<std::string> fwd_range_, bwd_range_;
 };

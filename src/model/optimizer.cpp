@@ -34,8 +34,10 @@ void Adam::begin_step() {
   a.weight_decay = config_.weight_decay;
   a.decoupled = decoupled_;
   // Bias corrections computed once per step in double, then rounded (same on every rank/device).
-  a.bias_correction1 = static_cast<float>(1.0 - std::pow(static_cast<double>(config_.beta1), static_cast<double>(steps_)));
-  a.bias_correction2 = static_cast<float>(1.0 - std::pow(static_cast<double>(config_.beta2), static_cast<double>(steps_)));
+  a.bias_correction1 =
+      static_cast<float>(1.0 - std::pow(static_cast<double>(config_.beta1), static_cast<double>(steps_)));
+  a.bias_correction2 =
+      static_cast<float>(1.0 - std::pow(static_cast<double>(config_.beta2), static_cast<double>(steps_)));
 }
 
 void Adam::update_range(float* params, const float* grads, std::int64_t state_offset, std::int64_t count) {

@@ -29,9 +29,9 @@ struct MlpConfig {
 };
 
 struct ParamInfo {
-  std::string name;         // "layer_03.weight"
-  int index = 0;            // position in gradient-ready order (0 = first ready)
-  int layer = 0;            // 0 .. depth
+  std::string name;  // "layer_03.weight"
+  int index = 0;     // position in gradient-ready order (0 = first ready)
+  int layer = 0;     // 0 .. depth
   bool is_bias = false;
   std::int64_t offset = 0;  // elements from the start of the flat buffers (a multiple of kParamAlignFloats)
   std::int64_t count = 0;   // elements

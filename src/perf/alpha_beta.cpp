@@ -14,10 +14,14 @@ namespace microddp::perf {
 
 std::string_view algorithm_name(Algorithm a) {
   switch (a) {
-    case Algorithm::Ring: return "ring";
-    case Algorithm::RecursiveDoubling: return "rd";
-    case Algorithm::Naive: return "naive";
-    case Algorithm::Auto: return "auto";
+    case Algorithm::Ring:
+      return "ring";
+    case Algorithm::RecursiveDoubling:
+      return "rd";
+    case Algorithm::Naive:
+      return "naive";
+    case Algorithm::Auto:
+      return "auto";
   }
   return "?";
 }
@@ -35,8 +39,10 @@ namespace {
 
 Algorithm modelled(comm::AllReduceAlgorithm a) {
   switch (a) {
-    case comm::AllReduceAlgorithm::RecursiveDoubling: return Algorithm::RecursiveDoubling;
-    case comm::AllReduceAlgorithm::Naive: return Algorithm::Naive;
+    case comm::AllReduceAlgorithm::RecursiveDoubling:
+      return Algorithm::RecursiveDoubling;
+    case comm::AllReduceAlgorithm::Naive:
+      return Algorithm::Naive;
     case comm::AllReduceAlgorithm::Ring:
     // hier's cost depends on the nodes (link_classes.hpp); as one class it is fitted as a ring.
     case comm::AllReduceAlgorithm::Hierarchical:
@@ -64,10 +70,14 @@ Algorithm resolve_algorithm(Algorithm algo, int ranks, double bytes) {
 
 std::string_view collective_name(Collective c) {
   switch (c) {
-    case Collective::AllReduce: return "all_reduce";
-    case Collective::ReduceScatter: return "reduce_scatter";
-    case Collective::AllGather: return "all_gather";
-    case Collective::Broadcast: return "broadcast";
+    case Collective::AllReduce:
+      return "all_reduce";
+    case Collective::ReduceScatter:
+      return "reduce_scatter";
+    case Collective::AllGather:
+      return "all_gather";
+    case Collective::Broadcast:
+      return "broadcast";
   }
   return "?";
 }
@@ -77,11 +87,16 @@ bool parse_collective(std::string_view name, Collective& out) {
   for (char ch : name) {
     if (ch != '_' && ch != '-') n += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   }
-  if (n == "allreduce") out = Collective::AllReduce;
-  else if (n == "reducescatter") out = Collective::ReduceScatter;
-  else if (n == "allgather") out = Collective::AllGather;
-  else if (n == "broadcast" || n == "bcast") out = Collective::Broadcast;
-  else return false;
+  if (n == "allreduce")
+    out = Collective::AllReduce;
+  else if (n == "reducescatter")
+    out = Collective::ReduceScatter;
+  else if (n == "allgather")
+    out = Collective::AllGather;
+  else if (n == "broadcast" || n == "bcast")
+    out = Collective::Broadcast;
+  else
+    return false;
   return true;
 }
 
@@ -321,7 +336,7 @@ const ModelEntry* CommModel::find(std::string_view backend, Collective coll) con
 double CommModel::time_s(std::string_view backend, Collective coll, int ranks, double bytes) const {
   const ModelEntry* e = find(backend, coll);
   MDDP_USAGE_CHECK(e != nullptr, "the communication model has no " << collective_name(coll) << " entry for backend '"
-                                                                    << backend << "' (source: " << source << ")");
+                                                                   << backend << "' (source: " << source << ")");
   return e->time_s(ranks, bytes);
 }
 

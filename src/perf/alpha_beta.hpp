@@ -53,9 +53,9 @@ struct Coefficients {
 Coefficients cost_coefficients(Collective coll, Algorithm algo, int ranks, double bytes);
 
 struct AlphaBeta {
-  double alpha_s = 0;          // latency per message (s)
-  double beta_s_per_byte = 0;  // inverse bandwidth (s/byte); "effective" when gamma is 0
-  double gamma_s_per_byte = 0; // local reduction (s/byte), not fitted (see header)
+  double alpha_s = 0;           // latency per message (s)
+  double beta_s_per_byte = 0;   // inverse bandwidth (s/byte); "effective" when gamma is 0
+  double gamma_s_per_byte = 0;  // local reduction (s/byte), not fitted (see header)
   double time_s(const Coefficients& k) const { return k.a * alpha_s + k.b * beta_s_per_byte + k.c * gamma_s_per_byte; }
   // Link parameters as users quote them: Gbit/s and µs.
   static AlphaBeta from_link(double gbps, double latency_us, double gamma_s_per_byte = 0);
@@ -82,9 +82,9 @@ struct FitResult {
   std::vector<SizeRegime> regimes;  // empty: `model` everywhere; else what predictions use
   int samples = 0;
   // Quality of what predictions use (the regimes when there are any):
-  double r2 = 0;                 // coefficient of determination of T (unweighted, on the data)
-  double rms_rel_residual = 0;   // sqrt(mean(((pred - meas)/meas)^2))
-  double max_rel_residual = 0;   // max |pred - meas| / meas
+  double r2 = 0;                     // coefficient of determination of T (unweighted, on the data)
+  double rms_rel_residual = 0;       // sqrt(mean(((pred - meas)/meas)^2))
+  double max_rel_residual = 0;       // max |pred - meas| / meas
   double line_rms_rel_residual = 0;  // the same for the one line `model` (shows what regimes gain)
   const AlphaBeta& model_for(double bytes) const;
 };
@@ -93,7 +93,8 @@ struct FitResult {
 // a sweep spans 4 B to hundreds of MiB and unweighted least squares would fit only the largest
 // sizes. α and β are constrained to be >= 0 (a negative fit is clamped to 0 and the other
 // parameter refitted). Throws core::Error with fewer than 2 usable samples.
-FitResult fit_alpha_beta(Collective coll, Algorithm algo, const std::vector<Sample>& samples, double gamma_s_per_byte = 0);
+FitResult fit_alpha_beta(Collective coll, Algorithm algo, const std::vector<Sample>& samples,
+                         double gamma_s_per_byte = 0);
 
 // The line above, and then up to max_regimes contiguous size ranges with a line each, every range
 // holding >= 3 distinct sizes. The number of regimes is chosen by the Bayesian information
@@ -109,7 +110,7 @@ struct ModelEntry {
   Collective collective = Collective::AllReduce;
   Algorithm algorithm = Algorithm::Ring;
   FitResult fit;
-  std::vector<int> ranks;  // rank counts the fit saw
+  std::vector<int> ranks;                     // rank counts the fit saw
   double time_s(int n, double bytes) const {  // this entry's algorithm, the regime of `bytes`
     return fit.model_for(bytes).time_s(cost_coefficients(collective, algorithm, n, bytes));
   }

@@ -41,7 +41,8 @@ StepProfile profile_of(const RunRecord& rec, const StrategyRun& run) {
   p.time_sliced = rec.time_sliced();
   if (m.compress_ms > 0) {  // a compressed run: its measured wire bytes relative to fp32 and encode cost
     const double fp32_bytes = static_cast<double>(model::flat_count(p.params)) * 4.0;
-    p.wire_ratio = fp32_bytes > 0 && m.comm_bytes > 0 ? std::min(1.0, static_cast<double>(m.comm_bytes) / fp32_bytes) : 1.0;
+    p.wire_ratio =
+        fp32_bytes > 0 && m.comm_bytes > 0 ? std::min(1.0, static_cast<double>(m.comm_bytes) / fp32_bytes) : 1.0;
     p.compress_s = m.compress_ms * 1e-3;
   }
   if (!run.layer_backward_ms.empty() && run.layer_backward_ms.size() == run.layer_ids.size()) {
@@ -86,10 +87,11 @@ Verdict bottleneck(const RunRecord& rec, const Breakdown& b, double peak_gflops_
                   static_cast<double>(b.comm_bytes) / (1 << 20), v.comm_gbytes_s);
   } else if (v.memory_pct > v.compute_pct) {
     v.kind = "memory-bound";
-    std::snprintf(buf, sizeof buf,
-                  "optimizer + data take %.1f%% of the step; the optimizer streams %.1f MB at %.1f GB/s (reference %.1f "
-                  "GB/s) while forward+backward reach %.1f GFLOP/s",
-                  v.memory_pct, opt_bytes * 1e-6, v.optimizer_gbytes_s, mem_gbytes_s, v.gemm_gflops);
+    std::snprintf(
+        buf, sizeof buf,
+        "optimizer + data take %.1f%% of the step; the optimizer streams %.1f MB at %.1f GB/s (reference %.1f "
+        "GB/s) while forward+backward reach %.1f GFLOP/s",
+        v.memory_pct, opt_bytes * 1e-6, v.optimizer_gbytes_s, mem_gbytes_s, v.gemm_gflops);
   } else {
     v.kind = "compute-bound";
     std::snprintf(buf, sizeof buf,
@@ -159,17 +161,19 @@ ScalingResult predict_scaling(const RunRecord& rec, const CommModel& model, cons
   if (opt.link_gbps > 0) {
     MDDP_USAGE_CHECK(std::isfinite(opt.reduce_gbytes_s) && opt.reduce_gbytes_s >= 0,
                      "the local reduction rate must be >= 0 GB/s, got " << opt.reduce_gbytes_s);
-    const AlphaBeta ab = AlphaBeta::from_link(opt.link_gbps, opt.latency_us,
-                                              opt.reduce_gbytes_s > 0 ? 1e-9 / opt.reduce_gbytes_s : 0.0);
+    const AlphaBeta ab =
+        AlphaBeta::from_link(opt.link_gbps, opt.latency_us, opt.reduce_gbytes_s > 0 ? 1e-9 / opt.reduce_gbytes_s : 0.0);
     in.allreduce = [ab](int ranks, double bytes) {
       return ab.time_s(cost_coefficients(Collective::AllReduce, Algorithm::Ring, ranks, bytes));
     };
     char buf[192];
     if (opt.reduce_gbytes_s > 0) {
-      std::snprintf(buf, sizeof buf, "ring all-reduce over %.3g Gbit/s links, %.3g us latency, local reduction %.3g GB/s",
-                    opt.link_gbps, opt.latency_us, opt.reduce_gbytes_s);
+      std::snprintf(buf, sizeof buf,
+                    "ring all-reduce over %.3g Gbit/s links, %.3g us latency, local reduction %.3g GB/s", opt.link_gbps,
+                    opt.latency_us, opt.reduce_gbytes_s);
     } else {
-      std::snprintf(buf, sizeof buf, "ring all-reduce over %.3g Gbit/s links, %.3g us latency (local reduction not counted)",
+      std::snprintf(buf, sizeof buf,
+                    "ring all-reduce over %.3g Gbit/s links, %.3g us latency (local reduction not counted)",
                     opt.link_gbps, opt.latency_us);
     }
     s.network = buf;
@@ -222,7 +226,8 @@ Analysis analyze(const RunRecord& rec, const CommModel& model, const AnalyzeOpti
     const bool async = ddp::is_async(run.strategy);
     const AllReduceTime ar = [&](double bytes) { return model_allreduce_s(model, backend, n, bytes, async); };
     r.predicted = predict_step(prof, run.strategy, ar, run.bucket_mb * kMiB);
-    const double err = r.measured.step_ms > 0 ? (r.predicted.step_s * 1e3 - r.measured.step_ms) / r.measured.step_ms : 0.0;
+    const double err =
+        r.measured.step_ms > 0 ? (r.predicted.step_s * 1e3 - r.measured.step_ms) / r.measured.step_ms : 0.0;
     worst_err = std::max(worst_err, std::abs(err));
     r.error_pct = 100.0 * err;
     out.strategies.push_back(r);

@@ -22,12 +22,14 @@
 namespace microddp::perf {
 
 struct Breakdown {
-  double step_ms = 0, data_ms = 0, forward_ms = 0, backward_ms = 0, exposed_ms = 0, loss_sync_ms = 0,
-         optimizer_ms = 0, other_ms = 0, comm_total_ms = 0;
+  double step_ms = 0, data_ms = 0, forward_ms = 0, backward_ms = 0, exposed_ms = 0, loss_sync_ms = 0, optimizer_ms = 0,
+         other_ms = 0, comm_total_ms = 0;
   std::int64_t collectives = 0, comm_bytes = 0;
   double comm_overhead_pct() const { return step_ms > 0 ? 100.0 * (exposed_ms + loss_sync_ms) / step_ms : 0.0; }
   // Clamped at 0: CommWait also covers the loop around the waits, so exposed can exceed total by µs.
-  double overlap_pct() const { return comm_total_ms > 0 ? 100.0 * std::max(0.0, 1.0 - exposed_ms / comm_total_ms) : 0.0; }
+  double overlap_pct() const {
+    return comm_total_ms > 0 ? 100.0 * std::max(0.0, 1.0 - exposed_ms / comm_total_ms) : 0.0;
+  }
   double phase_sum_ms() const { return data_ms + forward_ms + backward_ms + exposed_ms + loss_sync_ms + optimizer_ms; }
 };
 Breakdown breakdown_of(const StepStats& mean);
@@ -35,19 +37,19 @@ Breakdown breakdown_of(const StepStats& mean);
 StepProfile profile_of(const RunRecord& rec, const StrategyRun& run);
 
 struct Verdict {
-  std::string kind;  // compute-bound | communication-bound | memory-bound
+  std::string kind;                                               // compute-bound | communication-bound | memory-bound
   double compute_pct = 0, communication_pct = 0, memory_pct = 0;  // shares of the step
-  double gemm_gflops = 0;          // achieved in forward+backward (6·rows·weights FLOPs)
+  double gemm_gflops = 0;  // achieved in forward+backward (6·rows·weights FLOPs)
   double peak_gflops = 0;
-  double optimizer_gbytes_s = 0;   // bytes the optimizer streams / its time
-  double memory_gbytes_s = 0;      // the reference bandwidth
-  double comm_gbytes_s = 0;        // bytes all-reduced / total comm time
+  double optimizer_gbytes_s = 0;  // bytes the optimizer streams / its time
+  double memory_gbytes_s = 0;     // the reference bandwidth
+  double comm_gbytes_s = 0;       // bytes all-reduced / total comm time
   std::string reason;
 };
 Verdict bottleneck(const RunRecord& rec, const Breakdown& b, double peak_gflops_per_thread, double mem_gbytes_s);
 
 struct AnalyzeOptions {
-  double link_gbps = 0;     // 0: use the fitted model of the run's backend for scaling
+  double link_gbps = 0;  // 0: use the fitted model of the run's backend for scaling
   double latency_us = 0;
   // With link_gbps: the rate of the local reduction (GB/s of payload reduced, γ = 1/rate), which a
   // link's numbers do not include. 0: left out. (Fitted models fold γ into an effective β.)
@@ -67,20 +69,20 @@ double model_allreduce_s(const CommModel& m, const std::string& backend, int ran
 // One strategy of the record: what was measured and what the model predicts for it.
 struct StrategyResult {
   ddp::Strategy strategy = ddp::Strategy::Naive;
-  double bucket_mb = 0;      // the run's bucket cap (bucketed), else 0
-  std::size_t steps = 0;     // timed steps the means are over
+  double bucket_mb = 0;   // the run's bucket cap (bucketed), else 0
+  std::size_t steps = 0;  // timed steps the means are over
   Breakdown measured;
-  double peer_lag_ms = 0;    // measured lag of the slowest rank (perf::PeerArrival)
+  double peer_lag_ms = 0;  // measured lag of the slowest rank (perf::PeerArrival)
   StepPrediction predicted;
-  double error_pct = 0;      // 100 · (predicted - measured) / measured step time
+  double error_pct = 0;  // 100 · (predicted - measured) / measured step time
 };
 
 // Predicted scaling over rank counts 1, 2, 4, ... max_ranks.
 struct ScalingResult {
-  std::string network;          // what the collectives at other rank counts cost, in words
-  double reduce_gbytes_s = 0;   // the local reduction rate added to a --link-gbps network (0: none)
+  std::string network;         // what the collectives at other rank counts cost, in words
+  double reduce_gbytes_s = 0;  // the local reduction rate added to a --link-gbps network (0: none)
   ddp::Strategy strategy = ddp::Strategy::Bucketed;
-  double bucket_mb = 0;         // bucketed: the cap assumed
+  double bucket_mb = 0;                 // bucketed: the cap assumed
   std::int64_t global_batch = 0;        // strong scaling keeps it
   std::int64_t rows_per_rank_weak = 0;  // weak scaling keeps it
   std::string model_warning;            // the fit's warning when a fitted model predicts it (fit_warning)
@@ -88,10 +90,10 @@ struct ScalingResult {
 };
 
 struct Analysis {
-  RunRecord record;     // what was analysed (its configuration and source are reported)
+  RunRecord record;  // what was analysed (its configuration and source are reported)
   std::string model_source;
   std::vector<ModelEntry> comm_model;
-  std::vector<std::string> warnings;  // the node's layout makes the model's assumptions shaky
+  std::vector<std::string> warnings;       // the node's layout makes the model's assumptions shaky
   std::vector<StrategyResult> strategies;  // in the record's order
   double max_abs_error_pct = 0;
   // The reference run: the overlapping one (bucketed, else overlap) if present, else the first.

@@ -23,11 +23,20 @@ std::string scaling_label(const ScalingResult& s) {
 }
 
 nlohmann::json breakdown_json(const Breakdown& b) {
-  return {{"step_ms", b.step_ms},         {"data_ms", b.data_ms},         {"forward_ms", b.forward_ms},
-          {"backward_ms", b.backward_ms}, {"exposed_comm_ms", b.exposed_ms}, {"loss_sync_ms", b.loss_sync_ms},
-          {"optimizer_ms", b.optimizer_ms}, {"untimed_ms", b.other_ms},  {"phase_sum_ms", b.phase_sum_ms()},
-          {"comm_total_ms", b.comm_total_ms}, {"collectives", b.collectives}, {"comm_bytes", b.comm_bytes},
-          {"comm_overhead_pct", b.comm_overhead_pct()}, {"overlap_pct", b.overlap_pct()}};
+  return {{"step_ms", b.step_ms},
+          {"data_ms", b.data_ms},
+          {"forward_ms", b.forward_ms},
+          {"backward_ms", b.backward_ms},
+          {"exposed_comm_ms", b.exposed_ms},
+          {"loss_sync_ms", b.loss_sync_ms},
+          {"optimizer_ms", b.optimizer_ms},
+          {"untimed_ms", b.other_ms},
+          {"phase_sum_ms", b.phase_sum_ms()},
+          {"comm_total_ms", b.comm_total_ms},
+          {"collectives", b.collectives},
+          {"comm_bytes", b.comm_bytes},
+          {"comm_overhead_pct", b.comm_overhead_pct()},
+          {"overlap_pct", b.overlap_pct()}};
 }
 
 nlohmann::json scaling_json(const std::vector<ScalingPoint>& pts) {
@@ -140,7 +149,9 @@ std::string format_report(const Analysis& a) {
   std::ostringstream o;
   char buf[512];
   const RunRecord& c = a.record;
-  std::snprintf(buf, sizeof buf, "# microddp analyze: %s\n#   model in=%lld width=%lld depth=%lld classes=%lld, global batch %lld, %d rank(s) x %d thread(s), backend %s\n",
+  std::snprintf(buf, sizeof buf,
+                "# microddp analyze: %s\n#   model in=%lld width=%lld depth=%lld classes=%lld, global batch %lld, %d "
+                "rank(s) x %d thread(s), backend %s\n",
                 c.source.c_str(), static_cast<long long>(c.model.in_dim), static_cast<long long>(c.model.width),
                 static_cast<long long>(c.model.depth), static_cast<long long>(c.model.classes),
                 static_cast<long long>(c.global_batch), c.ranks, c.threads, c.backend.c_str());
@@ -148,50 +159,57 @@ std::string format_report(const Analysis& a) {
   o << "# communication model (" << a.model_source << ")\n";
   for (const auto& e : a.comm_model) {
     const FitResult& f = e.fit;
-    const std::string backend = e.backend, collective(collective_name(e.collective)), algorithm(algorithm_name(e.algorithm));
+    const std::string backend = e.backend, collective(collective_name(e.collective)),
+                      algorithm(algorithm_name(e.algorithm));
     const double alpha_us = f.model.alpha_s * 1e6, beta_ns = f.model.beta_s_per_byte * 1e9;
     const double gbytes_s = beta_ns > 0 ? 1.0 / beta_ns : 0.0;
     if (f.regimes.empty()) {
-      std::snprintf(buf, sizeof buf, "#   %-12s %-14s %-6s alpha %8.2f us  beta %8.4f ns/B (%6.2f GB/s)  R2 %.4f  max rel resid %.1f%%\n",
-                    backend.c_str(), collective.c_str(), algorithm.c_str(), alpha_us, beta_ns, gbytes_s, f.r2,
-                    100.0 * f.max_rel_residual);
+      std::snprintf(
+          buf, sizeof buf,
+          "#   %-12s %-14s %-6s alpha %8.2f us  beta %8.4f ns/B (%6.2f GB/s)  R2 %.4f  max rel resid %.1f%%\n",
+          backend.c_str(), collective.c_str(), algorithm.c_str(), alpha_us, beta_ns, gbytes_s, f.r2,
+          100.0 * f.max_rel_residual);
       o << buf;
       if (const std::string w = fit_warning(f); !w.empty()) o << "#   (!) " << w << "\n";
       continue;
     }
     // The first line is the one-line fit; predictions use the size regimes below it.
-    std::snprintf(buf, sizeof buf,
-                  "#   %-12s %-14s %-6s alpha %8.2f us  beta %8.4f ns/B (%6.2f GB/s)  one line: rms rel resid %.1f%%\n"
-                  "#     %zu size regimes (used for predictions): R2 %.4f  rms rel resid %.1f%%  max rel resid %.1f%%\n",
-                  backend.c_str(), collective.c_str(), algorithm.c_str(), alpha_us, beta_ns, gbytes_s,
-                  100.0 * f.line_rms_rel_residual, f.regimes.size(), f.r2, 100.0 * f.rms_rel_residual,
-                  100.0 * f.max_rel_residual);
+    std::snprintf(
+        buf, sizeof buf,
+        "#   %-12s %-14s %-6s alpha %8.2f us  beta %8.4f ns/B (%6.2f GB/s)  one line: rms rel resid %.1f%%\n"
+        "#     %zu size regimes (used for predictions): R2 %.4f  rms rel resid %.1f%%  max rel resid %.1f%%\n",
+        backend.c_str(), collective.c_str(), algorithm.c_str(), alpha_us, beta_ns, gbytes_s,
+        100.0 * f.line_rms_rel_residual, f.regimes.size(), f.r2, 100.0 * f.rms_rel_residual,
+        100.0 * f.max_rel_residual);
     o << buf;
     for (const SizeRegime& g : f.regimes) {
       const double beta = g.model.beta_s_per_byte * 1e9;
-      std::snprintf(buf, sizeof buf, "#       from %10.0f B: alpha %8.2f us  beta %8.4f ns/B (%6.2f GB/s)\n", g.from_bytes,
-                    g.model.alpha_s * 1e6, beta, beta > 0 ? 1.0 / beta : 0.0);
+      std::snprintf(buf, sizeof buf, "#       from %10.0f B: alpha %8.2f us  beta %8.4f ns/B (%6.2f GB/s)\n",
+                    g.from_bytes, g.model.alpha_s * 1e6, beta, beta > 0 ? 1.0 / beta : 0.0);
       o << buf;
     }
     if (const std::string w = fit_warning(f); !w.empty()) o << "#   (!) " << w << "\n";
   }
   const Breakdown& b = a.breakdown;
-  std::snprintf(buf, sizeof buf,
-                "\nStep breakdown (%s, means over timed steps, ms):\n  %-16s %9.3f\n  %-16s %9.3f\n  %-16s %9.3f\n  %-16s %9.3f\n"
-                "  %-16s %9.3f\n  %-16s %9.3f\n  %-16s %9.3f\n  %-16s %9.3f  (= step - sum of phases)\n  %-16s %9.3f\n",
-                std::string(ddp::strategy_name(a.reference)).c_str(), "data", b.data_ms, "forward", b.forward_ms, "backward",
-                b.backward_ms, "exposed comm", b.exposed_ms, "loss sync", b.loss_sync_ms, "optimizer", b.optimizer_ms,
-                "sum of phases", b.phase_sum_ms(), "untimed", b.other_ms, "step", b.step_ms);
+  std::snprintf(
+      buf, sizeof buf,
+      "\nStep breakdown (%s, means over timed steps, ms):\n  %-16s %9.3f\n  %-16s %9.3f\n  %-16s %9.3f\n  %-16s %9.3f\n"
+      "  %-16s %9.3f\n  %-16s %9.3f\n  %-16s %9.3f\n  %-16s %9.3f  (= step - sum of phases)\n  %-16s %9.3f\n",
+      std::string(ddp::strategy_name(a.reference)).c_str(), "data", b.data_ms, "forward", b.forward_ms, "backward",
+      b.backward_ms, "exposed comm", b.exposed_ms, "loss sync", b.loss_sync_ms, "optimizer", b.optimizer_ms,
+      "sum of phases", b.phase_sum_ms(), "untimed", b.other_ms, "step", b.step_ms);
   o << buf;
-  std::snprintf(buf, sizeof buf, "  communication overhead %.1f%% of the step; overlap %.1f%% (total comm %.3f ms, %lld collectives)\n",
+  std::snprintf(buf, sizeof buf,
+                "  communication overhead %.1f%% of the step; overlap %.1f%% (total comm %.3f ms, %lld collectives)\n",
                 b.comm_overhead_pct(), b.overlap_pct(), b.comm_total_ms, static_cast<long long>(b.collectives));
   o << buf;
-  std::snprintf(buf, sizeof buf, "  the slowest rank finishes backward %.3f ms later (mean per step; 0 if not recorded)\n",
+  std::snprintf(buf, sizeof buf,
+                "  the slowest rank finishes backward %.3f ms later (mean per step; 0 if not recorded)\n",
                 a.reference_peer_lag_ms);
   o << buf;
   o << "\nPredicted vs measured step time:\n";
-  std::snprintf(buf, sizeof buf, "  %-10s %9s %12s %12s %12s %12s %11s %8s\n", "strategy", "bucketMB", "measured_ms", "predicted_ms",
-                "meas_exp_ms", "pred_exp_ms", "peer_lag_ms", "error");
+  std::snprintf(buf, sizeof buf, "  %-10s %9s %12s %12s %12s %12s %11s %8s\n", "strategy", "bucketMB", "measured_ms",
+                "predicted_ms", "meas_exp_ms", "pred_exp_ms", "peer_lag_ms", "error");
   o << buf;
   for (const auto& s : a.strategies) {
     std::snprintf(buf, sizeof buf, "  %-10s %9.2f %12.3f %12.3f %12.3f %12.3f %11.3f %+7.1f%%\n",
@@ -203,8 +221,8 @@ std::string format_report(const Analysis& a) {
   if (!a.model_warning.empty()) o << "  (!) predictions above and below from a " << a.model_warning << "\n";
   for (const auto& w : a.warnings) o << "  warning: " << w << "\n";
   const StepPrediction& bb = a.best_bucket;
-  std::snprintf(buf, sizeof buf, "  best bucket (model): %.3g MiB -> %.3f ms, %lld collectives\n", bb.bucket_bytes / kMiB,
-                bb.step_s * 1e3, static_cast<long long>(bb.collectives));
+  std::snprintf(buf, sizeof buf, "  best bucket (model): %.3g MiB -> %.3f ms, %lld collectives\n",
+                bb.bucket_bytes / kMiB, bb.step_s * 1e3, static_cast<long long>(bb.collectives));
   o << buf;
   // The whole sweep the optimum came from: how flat the optimum is matters as much as where it is.
   o << "  bucket sweep (model, MiB:ms):";
@@ -217,10 +235,11 @@ std::string format_report(const Analysis& a) {
   const ScalingResult& sc = a.scaling;
   o << "\nPredicted scaling (" << scaling_label(sc) << "; " << sc.network << "):\n";
   if (!sc.model_warning.empty()) o << "  (!) " << sc.model_warning << "\n";
-  std::snprintf(buf, sizeof buf, "  %6s | %-36s | %-36s\n", "ranks", "strong (global batch fixed)", "weak (batch per rank fixed)");
+  std::snprintf(buf, sizeof buf, "  %6s | %-36s | %-36s\n", "ranks", "strong (global batch fixed)",
+                "weak (batch per rank fixed)");
   o << buf;
-  std::snprintf(buf, sizeof buf, "  %6s | %8s %10s %8s %7s | %8s %10s %8s %7s\n", "", "rows", "step_ms", "comm_ms", "eff", "rows",
-                "step_ms", "comm_ms", "eff");
+  std::snprintf(buf, sizeof buf, "  %6s | %8s %10s %8s %7s | %8s %10s %8s %7s\n", "", "rows", "step_ms", "comm_ms",
+                "eff", "rows", "step_ms", "comm_ms", "eff");
   o << buf;
   for (std::size_t i = 0; i < sc.strong.size() && i < sc.weak.size(); ++i) {
     const ScalingPoint &st = sc.strong[i], &wk = sc.weak[i];

@@ -67,11 +67,13 @@ std::vector<std::string> split_csv(const std::string& line) {
   std::string cur;
   bool quoted = false;
   for (char ch : line) {
-    if (ch == '"') quoted = !quoted;
+    if (ch == '"')
+      quoted = !quoted;
     else if (ch == ',' && !quoted) {
       out.push_back(cur);
       cur.clear();
-    } else if (ch != '\r') cur += ch;
+    } else if (ch != '\r')
+      cur += ch;
   }
   out.push_back(cur);
   for (auto& s : out) {
@@ -103,8 +105,10 @@ void collect_json_rows(const nlohmann::json& j, const std::string& backend, int 
   }
   Fields f;
   for (const auto& [key, val] : j.items()) {
-    if (val.is_string()) f.kv[lower(key)] = val.get<std::string>();
-    else if (val.is_number()) f.kv[lower(key)] = val.dump();
+    if (val.is_string())
+      f.kv[lower(key)] = val.get<std::string>();
+    else if (val.is_number())
+      f.kv[lower(key)] = val.dump();
   }
   BenchRow row;
   if (row_from_fields(f, b, n, row)) out.push_back(row);
@@ -152,7 +156,8 @@ std::vector<BenchRow> parse_bench_rows(const std::string& text, const std::strin
       if (row_from_fields(f, "", 0, row)) rows.push_back(row);
     }
   }
-  MDDP_USAGE_CHECK(!rows.empty(), "no benchmark rows (backend, collective, ranks, bytes, time) found in '" << source << "'");
+  MDDP_USAGE_CHECK(!rows.empty(),
+                   "no benchmark rows (backend, collective, ranks, bytes, time) found in '" << source << "'");
   return rows;
 }
 

@@ -40,7 +40,8 @@ std::vector<RankEvents> gather_events(comm::Communicator& comm, const std::vecto
     f[5] = e.bytes;
   }
   std::vector<std::int64_t> recv(comm.rank() == 0 ? static_cast<std::size_t>(block * n) : 0);
-  comm.gather(core::TensorView::of(send.data(), block), core::TensorView::of(recv.data(), comm.rank() == 0 ? block * n : 0), 0);
+  comm.gather(core::TensorView::of(send.data(), block),
+              core::TensorView::of(recv.data(), comm.rank() == 0 ? block * n : 0), 0);
   std::vector<RankEvents> out;
   if (comm.rank() != 0) return out;
   const std::int64_t t0 = recv[0];
@@ -52,15 +53,16 @@ std::vector<RankEvents> gather_events(comm::Communicator& comm, const std::vecto
     re.events.reserve(static_cast<std::size_t>(b[1]));
     for (std::int64_t i = 0; i < b[1]; ++i) {
       const std::int64_t* f = b + 2 + kFields * i;
-      re.events.push_back(core::Event{static_cast<core::EventKind>(f[0]), f[1], static_cast<std::int32_t>(f[2]), f[3],
-                                      f[4], f[5]});
+      re.events.push_back(
+          core::Event{static_cast<core::EventKind>(f[0]), f[1], static_cast<std::int32_t>(f[2]), f[3], f[4], f[5]});
     }
     out.push_back(std::move(re));
   }
   return out;
 }
 
-nlohmann::json chrome_trace(const std::vector<RankEvents>& ranks, const TraceLabels& labels, const nlohmann::json& metadata) {
+nlohmann::json chrome_trace(const std::vector<RankEvents>& ranks, const TraceLabels& labels,
+                            const nlohmann::json& metadata) {
   using nlohmann::json;
   std::int64_t origin = std::numeric_limits<std::int64_t>::max();
   for (const auto& r : ranks) {
@@ -69,29 +71,49 @@ nlohmann::json chrome_trace(const std::vector<RankEvents>& ranks, const TraceLab
   json out = json::array();
   for (const auto& r : ranks) {
     auto us = [&](std::int64_t ns) { return static_cast<double>(ns + r.shift_ns - origin) * 1e-3; };
-    out.push_back({{"ph", "M"}, {"pid", r.rank}, {"name", "process_name"}, {"args", {{"name", "rank " + std::to_string(r.rank)}}}});
+    out.push_back({{"ph", "M"},
+                   {"pid", r.rank},
+                   {"name", "process_name"},
+                   {"args", {{"name", "rank " + std::to_string(r.rank)}}}});
     out.push_back({{"ph", "M"}, {"pid", r.rank}, {"name", "process_sort_index"}, {"args", {{"sort_index", r.rank}}}});
-    out.push_back({{"ph", "M"}, {"pid", r.rank}, {"tid", kComputeTid}, {"name", "thread_name"}, {"args", {{"name", "compute"}}}});
-    out.push_back({{"ph", "M"}, {"pid", r.rank}, {"tid", kCommTid}, {"name", "thread_name"}, {"args", {{"name", "comm"}}}});
+    out.push_back(
+        {{"ph", "M"}, {"pid", r.rank}, {"tid", kComputeTid}, {"name", "thread_name"}, {"args", {{"name", "compute"}}}});
+    out.push_back(
+        {{"ph", "M"}, {"pid", r.rank}, {"tid", kCommTid}, {"name", "thread_name"}, {"args", {{"name", "comm"}}}});
     // Collectives run FIFO on the communication thread: a collective starts executing at its
     // launch or when the previous one completed, whichever is later.
     std::vector<const core::Event*> colls;
     for (const auto& e : r.events) {
       if (e.kind == core::EventKind::Collective) colls.push_back(&e);
     }
-    std::stable_sort(colls.begin(), colls.end(), [](const core::Event* a, const core::Event* b) { return a->begin_ns < b->begin_ns; });
+    std::stable_sort(colls.begin(), colls.end(),
+                     [](const core::Event* a, const core::Event* b) { return a->begin_ns < b->begin_ns; });
     std::int64_t prev_done = std::numeric_limits<std::int64_t>::min();
     for (const core::Event* c : colls) {
       const std::int64_t start = std::max(c->begin_ns, prev_done);
       prev_done = std::max(prev_done, c->end_ns);
       const std::string label = labels.collective ? labels.collective(c->id) : "collective " + std::to_string(c->id);
-      json args = {{"step", c->step}, {"id", c->id}, {"bytes", c->bytes}, {"launch_us", us(c->begin_ns)},
+      json args = {{"step", c->step},
+                   {"id", c->id},
+                   {"bytes", c->bytes},
+                   {"launch_us", us(c->begin_ns)},
                    {"queued_us", static_cast<double>(start - c->begin_ns) * 1e-3},
                    {"launch_to_done_us", static_cast<double>(c->end_ns - c->begin_ns) * 1e-3}};
-      out.push_back({{"ph", "i"}, {"s", "t"}, {"pid", r.rank}, {"tid", kCommTid}, {"name", "launch " + label},
-                     {"cat", "launch"}, {"ts", us(c->begin_ns)}, {"args", {{"step", c->step}, {"id", c->id}}}});
-      out.push_back({{"ph", "X"}, {"pid", r.rank}, {"tid", kCommTid}, {"name", "all_reduce " + label}, {"cat", "collective"},
-                     {"ts", us(start)}, {"dur", static_cast<double>(std::max<std::int64_t>(0, c->end_ns - start)) * 1e-3},
+      out.push_back({{"ph", "i"},
+                     {"s", "t"},
+                     {"pid", r.rank},
+                     {"tid", kCommTid},
+                     {"name", "launch " + label},
+                     {"cat", "launch"},
+                     {"ts", us(c->begin_ns)},
+                     {"args", {{"step", c->step}, {"id", c->id}}}});
+      out.push_back({{"ph", "X"},
+                     {"pid", r.rank},
+                     {"tid", kCommTid},
+                     {"name", "all_reduce " + label},
+                     {"cat", "collective"},
+                     {"ts", us(start)},
+                     {"dur", static_cast<double>(std::max<std::int64_t>(0, c->end_ns - start)) * 1e-3},
                      {"args", args}});
     }
     for (const auto& e : r.events) {
@@ -99,22 +121,34 @@ nlohmann::json chrome_trace(const std::vector<RankEvents>& ranks, const TraceLab
       const std::string kind(core::event_kind_name(e.kind));
       if (e.kind == core::EventKind::GradReady) {
         const std::string p = labels.param ? labels.param(e.id) : std::to_string(e.id);
-        out.push_back({{"ph", "i"}, {"s", "t"}, {"pid", r.rank}, {"tid", kComputeTid}, {"name", "grad_ready " + p},
-                       {"cat", kind}, {"ts", us(e.begin_ns)}, {"args", {{"step", e.step}, {"id", e.id}, {"bytes", e.bytes}}}});
+        out.push_back({{"ph", "i"},
+                       {"s", "t"},
+                       {"pid", r.rank},
+                       {"tid", kComputeTid},
+                       {"name", "grad_ready " + p},
+                       {"cat", kind},
+                       {"ts", us(e.begin_ns)},
+                       {"args", {{"step", e.step}, {"id", e.id}, {"bytes", e.bytes}}}});
         continue;
       }
       std::string name = kind;
       if (e.kind == core::EventKind::Step) name = "step " + std::to_string(e.step);
       if (e.kind == core::EventKind::LayerForward) name = "fwd layer " + std::to_string(e.id);
       if (e.kind == core::EventKind::LayerBackward) name = "bwd layer " + std::to_string(e.id);
-      out.push_back({{"ph", "X"}, {"pid", r.rank}, {"tid", kComputeTid}, {"name", name}, {"cat", kind},
-                     {"ts", us(e.begin_ns)}, {"dur", static_cast<double>(e.end_ns - e.begin_ns) * 1e-3},
+      out.push_back({{"ph", "X"},
+                     {"pid", r.rank},
+                     {"tid", kComputeTid},
+                     {"name", name},
+                     {"cat", kind},
+                     {"ts", us(e.begin_ns)},
+                     {"dur", static_cast<double>(e.end_ns - e.begin_ns) * 1e-3},
                      {"args", {{"step", e.step}, {"id", e.id}}}});
     }
   }
   json meta = metadata;
   meta["clock_alignment"] =
-      "each rank's clock read right after a barrier; ranks shifted so these instants coincide (error: barrier exit skew)";
+      "each rank's clock read right after a barrier; ranks shifted so these instants coincide (error: barrier exit "
+      "skew)";
   return json{{"traceEvents", out}, {"displayTimeUnit", "ms"}, {"otherData", meta}};
 }
 

@@ -12,7 +12,9 @@ namespace microddp::perf {
 nlohmann::json regimes_json(const std::vector<SizeRegime>& regimes) {
   nlohmann::json a = nlohmann::json::array();
   for (const auto& g : regimes) {
-    a.push_back({{"from_bytes", g.from_bytes}, {"alpha_us", g.model.alpha_s * 1e6}, {"beta_ns_per_byte", g.model.beta_s_per_byte * 1e9}});
+    a.push_back({{"from_bytes", g.from_bytes},
+                 {"alpha_us", g.model.alpha_s * 1e6},
+                 {"beta_ns_per_byte", g.model.beta_s_per_byte * 1e9}});
   }
   return a;
 }
@@ -20,20 +22,21 @@ nlohmann::json regimes_json(const std::vector<SizeRegime>& regimes) {
 nlohmann::json to_json(const CommModel& m) {
   nlohmann::json entries = nlohmann::json::array();
   for (const auto& e : m.entries) {
-    entries.push_back({{"backend", e.backend},
-                       {"collective", collective_name(e.collective)},
-                       {"algorithm", algorithm_name(e.algorithm)},
-                       {"alpha_us", e.fit.model.alpha_s * 1e6},
-                       {"beta_ns_per_byte", e.fit.model.beta_s_per_byte * 1e9},
-                       {"gamma_ns_per_byte", e.fit.model.gamma_s_per_byte * 1e9},
-                       {"bandwidth_gbytes_per_s", e.fit.model.beta_s_per_byte > 0 ? 1e-9 / e.fit.model.beta_s_per_byte : 0.0},
-                       {"samples", e.fit.samples},
-                       {"r2", e.fit.r2},
-                       {"rms_rel_residual", e.fit.rms_rel_residual},
-                       {"max_rel_residual", e.fit.max_rel_residual},
-                       {"line_rms_rel_residual", e.fit.line_rms_rel_residual},
-                       {"regimes", regimes_json(e.fit.regimes)},
-                       {"ranks", e.ranks}});
+    entries.push_back(
+        {{"backend", e.backend},
+         {"collective", collective_name(e.collective)},
+         {"algorithm", algorithm_name(e.algorithm)},
+         {"alpha_us", e.fit.model.alpha_s * 1e6},
+         {"beta_ns_per_byte", e.fit.model.beta_s_per_byte * 1e9},
+         {"gamma_ns_per_byte", e.fit.model.gamma_s_per_byte * 1e9},
+         {"bandwidth_gbytes_per_s", e.fit.model.beta_s_per_byte > 0 ? 1e-9 / e.fit.model.beta_s_per_byte : 0.0},
+         {"samples", e.fit.samples},
+         {"r2", e.fit.r2},
+         {"rms_rel_residual", e.fit.rms_rel_residual},
+         {"max_rel_residual", e.fit.max_rel_residual},
+         {"line_rms_rel_residual", e.fit.line_rms_rel_residual},
+         {"regimes", regimes_json(e.fit.regimes)},
+         {"ranks", e.ranks}});
   }
   return {{"type", "microddp_comm_model"}, {"version", 1}, {"source", m.source}, {"entries", entries}};
 }
@@ -69,11 +72,12 @@ CommModel comm_model_from_json(const nlohmann::json& j) {
       r.model.alpha_s = g.at("alpha_us").get<double>() * 1e-6;
       r.model.beta_s_per_byte = g.at("beta_ns_per_byte").get<double>() * 1e-9;
       r.model.gamma_s_per_byte = me.fit.model.gamma_s_per_byte;
-      MDDP_USAGE_CHECK(std::isfinite(r.from_bytes) && r.from_bytes > previous_from && (me.fit.regimes.empty() ? r.from_bytes == 0 : true) &&
-                           std::isfinite(r.model.alpha_s) && r.model.alpha_s >= 0 && std::isfinite(r.model.beta_s_per_byte) &&
-                           r.model.beta_s_per_byte >= 0,
-                       "communication model entry " << me.backend << ": size regime " << me.fit.regimes.size()
-                                                    << " needs from_bytes ascending from 0 and finite alpha, beta >= 0");
+      MDDP_USAGE_CHECK(
+          std::isfinite(r.from_bytes) && r.from_bytes > previous_from &&
+              (me.fit.regimes.empty() ? r.from_bytes == 0 : true) && std::isfinite(r.model.alpha_s) &&
+              r.model.alpha_s >= 0 && std::isfinite(r.model.beta_s_per_byte) && r.model.beta_s_per_byte >= 0,
+          "communication model entry " << me.backend << ": size regime " << me.fit.regimes.size()
+                                       << " needs from_bytes ascending from 0 and finite alpha, beta >= 0");
       previous_from = r.from_bytes;
       me.fit.regimes.push_back(r);
     }

@@ -24,12 +24,22 @@ void train_config_from_json(const nlohmann::json& j, ddp::TrainConfig& c) {
     const nlohmann::json& v = j.at(key);
     ddp::ConfigValue value;
     switch (f.type) {
-      case ddp::FieldType::Int: value = v.get<std::int64_t>(); break;
-      case ddp::FieldType::UInt: value = v.get<std::uint64_t>(); break;
+      case ddp::FieldType::Int:
+        value = v.get<std::int64_t>();
+        break;
+      case ddp::FieldType::UInt:
+        value = v.get<std::uint64_t>();
+        break;
       case ddp::FieldType::Float32:
-      case ddp::FieldType::MiB: value = v.get<double>(); break;
-      case ddp::FieldType::String: value = v.get<std::string>(); break;
-      case ddp::FieldType::Bool: value = v.get<bool>(); break;
+      case ddp::FieldType::MiB:
+        value = v.get<double>();
+        break;
+      case ddp::FieldType::String:
+        value = v.get<std::string>();
+        break;
+      case ddp::FieldType::Bool:
+        value = v.get<bool>();
+        break;
     }
     try {
       f.set(c, value);

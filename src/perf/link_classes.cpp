@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "perf/comm_model_io.hpp"
 
 namespace microddp::perf {
 
@@ -90,8 +91,8 @@ std::string fit_warning(const FitResult& f) {
   if (f.r2 >= kPoorFitR2 && f.max_rel_residual <= kPoorFitMaxRelResidual) return "";
   std::ostringstream os;
   os.precision(3);
-  os << "poor fit: R2 " << f.r2 << ", max residual " << 100.0 * f.max_rel_residual << "% (flagged below R2 " << kPoorFitR2
-     << " or above " << 100.0 * kPoorFitMaxRelResidual << "%)";
+  os << "poor fit: R2 " << f.r2 << ", max residual " << 100.0 * f.max_rel_residual << "% (flagged below R2 "
+     << kPoorFitR2 << " or above " << 100.0 * kPoorFitMaxRelResidual << "%)";
   return os.str();
 }
 
@@ -122,7 +123,8 @@ nlohmann::json compare_hier_ring(const LinkClassModel& m, int nodes, int ranks_p
     // Which fits each prediction used: the ring only inter (N > 1) or intra; hier both.
     std::string warn;
     if (nodes > 1 && !inter_warn.empty()) warn += "inter " + inter_warn;
-    if ((nodes == 1 || ranks_per_node > 1) && !intra_warn.empty()) warn += (warn.empty() ? "" : "; ") + ("intra " + intra_warn);
+    if ((nodes == 1 || ranks_per_node > 1) && !intra_warn.empty())
+      warn += (warn.empty() ? "" : "; ") + ("intra " + intra_warn);
     nlohmann::json row = {{"bytes", bytes},
                           {"ring_predicted_ms", ring * 1e3},
                           {"hier_predicted_ms", hier * 1e3},
@@ -154,21 +156,24 @@ std::string format_hier_comparison(const nlohmann::json& j) {
     << " rank(s): alpha-beta per link class\n";
   for (const char* cls : {"intra", "inter"}) {
     const auto& f = j.at(cls);
-    std::snprintf(buf, sizeof buf, "#   %-5s alpha %8.2f us  beta %8.4f ns/B (%6.3f GB/s)  R2 %.4f  max resid %5.1f%%  %zu regime(s)  %s\n",
-                  cls, f.at("alpha_us").get<double>(), f.at("beta_ns_per_byte").get<double>(),
-                  f.at("beta_ns_per_byte").get<double>() > 0 ? 1.0 / f.at("beta_ns_per_byte").get<double>() : 0.0,
-                  f.at("r2").get<double>(), 100.0 * f.at("max_rel_residual").get<double>(), f.at("regimes").size(),
-                  f.at("source").get<std::string>().c_str());
+    std::snprintf(
+        buf, sizeof buf,
+        "#   %-5s alpha %8.2f us  beta %8.4f ns/B (%6.3f GB/s)  R2 %.4f  max resid %5.1f%%  %zu regime(s)  %s\n", cls,
+        f.at("alpha_us").get<double>(), f.at("beta_ns_per_byte").get<double>(),
+        f.at("beta_ns_per_byte").get<double>() > 0 ? 1.0 / f.at("beta_ns_per_byte").get<double>() : 0.0,
+        f.at("r2").get<double>(), 100.0 * f.at("max_rel_residual").get<double>(), f.at("regimes").size(),
+        f.at("source").get<std::string>().c_str());
     o << buf;
     for (const auto& g : f.at("regimes")) {
-      std::snprintf(buf, sizeof buf, "#         from %12.0f B: alpha %8.2f us  beta %8.4f ns/B\n", g.at("from_bytes").get<double>(),
-                    g.at("alpha_us").get<double>(), g.at("beta_ns_per_byte").get<double>());
+      std::snprintf(buf, sizeof buf, "#         from %12.0f B: alpha %8.2f us  beta %8.4f ns/B\n",
+                    g.at("from_bytes").get<double>(), g.at("alpha_us").get<double>(),
+                    g.at("beta_ns_per_byte").get<double>());
       o << buf;
     }
     if (f.at("poor").get<bool>()) o << "#   (!) " << cls << " " << f.at("warning").get<std::string>() << "\n";
   }
-  std::snprintf(buf, sizeof buf, "%12s %12s %12s %12s %12s %8s %8s %5s\n", "bytes", "ring_pred_ms", "hier_pred_ms", "ring_meas_ms",
-                "hier_meas_ms", "ring_err", "hier_err", "use");
+  std::snprintf(buf, sizeof buf, "%12s %12s %12s %12s %12s %8s %8s %5s\n", "bytes", "ring_pred_ms", "hier_pred_ms",
+                "ring_meas_ms", "hier_meas_ms", "ring_err", "hier_err", "use");
   o << buf;
   bool any_warning = false;
   for (const auto& r : j.at("rows")) {
@@ -184,13 +189,15 @@ std::string format_hier_comparison(const nlohmann::json& j) {
     std::snprintf(buf, sizeof buf, "%12.0f %12.3f %12.3f %12s %12s %8s %8s %5s%s\n", r.at("bytes").get<double>(),
                   ms("ring_predicted_ms"), ms("hier_predicted_ms"), cell("ring_measured_ms", "%.3f").c_str(),
                   cell("hier_measured_ms", "%.3f").c_str(), cell("ring_error_pct", "%+.0f%%").c_str(),
-                  cell("hier_error_pct", "%+.0f%%").c_str(), r.at("use").get<std::string>().c_str(), warn ? " (!)" : "");
+                  cell("hier_error_pct", "%+.0f%%").c_str(), r.at("use").get<std::string>().c_str(),
+                  warn ? " (!)" : "");
     o << buf;
   }
   if (any_warning) o << "# (!) prediction from a poor fit (see the fit lines above): measure before trusting it\n";
   const double x = j.at("hier_from_bytes").get<double>();
   if (x > 0) {
-    std::snprintf(buf, sizeof buf, "# use hier from %.0f bytes on (the model: faster than the flat ring there and above)\n", x);
+    std::snprintf(buf, sizeof buf,
+                  "# use hier from %.0f bytes on (the model: faster than the flat ring there and above)\n", x);
   } else {
     std::snprintf(buf, sizeof buf, "# use the flat ring: the model finds hier no faster at the largest sizes\n");
   }

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "perf/alpha_beta.hpp"
+#include "perf/bench_rows.hpp"
 
 namespace microddp::perf {
 

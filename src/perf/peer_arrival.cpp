@@ -27,7 +27,8 @@ void PeerArrival::add(const std::vector<core::Event>& events, std::int64_t step,
 }
 
 double mean_lag_ms(const std::vector<double>& own_ms, const std::vector<double>& latest_ms) {
-  MDDP_CHECK(own_ms.size() == latest_ms.size(), "peer arrival: " << own_ms.size() << " arrivals vs " << latest_ms.size() << " maxima");
+  MDDP_CHECK(own_ms.size() == latest_ms.size(),
+             "peer arrival: " << own_ms.size() << " arrivals vs " << latest_ms.size() << " maxima");
   double sum = 0.0;
   std::int64_t known = 0;
   for (std::size_t k = 0; k < own_ms.size(); ++k) {

@@ -73,7 +73,11 @@ nlohmann::json to_json(const RunRecord& r) {
                     {"peer_lag_ms", run.peer_lag_ms},
                     {"steps", steps}});
   }
-  return {{"type", "microddp_run_record"}, {"version", 1}, {"source", r.source}, {"config", config_json(r)}, {"runs", runs}};
+  return {{"type", "microddp_run_record"},
+          {"version", 1},
+          {"source", r.source},
+          {"config", config_json(r)},
+          {"runs", runs}};
 }
 
 nlohmann::json config_json(const RunRecord& r) {
@@ -147,14 +151,14 @@ void check_record(const RunRecord& r, const std::string& where) {
   MDDP_USAGE_CHECK(r.global_batch >= 1 && r.global_batch <= (std::int64_t{1} << 40),
                    where << ": global_batch " << r.global_batch << " is out of range");
   for (const auto& run : r.runs) {
-    MDDP_USAGE_CHECK(run.layer_backward_ms.size() == run.layer_ids.size(),
-                     where << ": " << run.layer_backward_ms.size() << " layer times for " << run.layer_ids.size()
-                           << " layer ids");
+    MDDP_USAGE_CHECK(
+        run.layer_backward_ms.size() == run.layer_ids.size(),
+        where << ": " << run.layer_backward_ms.size() << " layer times for " << run.layer_ids.size() << " layer ids");
     for (std::size_t i = 0; i < run.layer_ids.size(); ++i) {
-      MDDP_USAGE_CHECK(run.layer_ids[i] >= 0 && run.layer_ids[i] <= m.depth && std::isfinite(run.layer_backward_ms[i]) &&
-                           run.layer_backward_ms[i] >= 0,
-                       where << ": layer entry " << i << " (id " << run.layer_ids[i] << ", "
-                             << run.layer_backward_ms[i] << " ms) does not fit a model of depth " << m.depth);
+      MDDP_USAGE_CHECK(run.layer_ids[i] >= 0 && run.layer_ids[i] <= m.depth &&
+                           std::isfinite(run.layer_backward_ms[i]) && run.layer_backward_ms[i] >= 0,
+                       where << ": layer entry " << i << " (id " << run.layer_ids[i] << ", " << run.layer_backward_ms[i]
+                             << " ms) does not fit a model of depth " << m.depth);
     }
     MDDP_USAGE_CHECK(std::isfinite(run.bucket_mb) && run.bucket_mb >= 0, where << ": bucket_mb " << run.bucket_mb);
     MDDP_USAGE_CHECK(std::isfinite(run.peer_lag_ms) && run.peer_lag_ms >= 0,

@@ -23,8 +23,8 @@ namespace microddp::perf {
 
 struct StrategyRun {
   ddp::Strategy strategy = ddp::Strategy::Naive;
-  double bucket_mb = 0;                 // bucketed only
-  std::vector<StepStats> steps;         // timed steps
+  double bucket_mb = 0;                   // bucketed only
+  std::vector<StepStats> steps;           // timed steps
   std::vector<double> layer_backward_ms;  // mean per layer, backward execution order
   std::vector<int> layer_ids;
   // Mean per step of how much later than this rank the slowest rank finished backward (ms,
@@ -49,7 +49,9 @@ struct RunRecord {
   std::string source;  // where it came from
   std::vector<StrategyRun> runs;
   std::int64_t rows_per_rank() const { return (global_batch + ranks - 1) / ranks; }
-  bool time_sliced() const { return ranks_per_node > 0 && cores_per_node > 0 && ranks_per_node * threads > cores_per_node; }
+  bool time_sliced() const {
+    return ranks_per_node > 0 && cores_per_node > 0 && ranks_per_node * threads > cores_per_node;
+  }
   // Every core runs a compute thread, none is left for a rank's communication thread (which then
   // shares its rank's cores during backward).
   bool no_spare_core() const {

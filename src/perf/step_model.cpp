@@ -62,16 +62,18 @@ namespace {
 // Bytes a gradient collective moves for `count` elements.
 double bytes_of(std::int64_t count) { return static_cast<double>(count * model::kParamElementBytes); }
 
-StepPrediction simulate_async(const StepProfile& prof, const std::vector<ddp::Bucket>& plan, const AllReduceTime& allreduce) {
+StepPrediction simulate_async(const StepProfile& prof, const std::vector<ddp::Bucket>& plan,
+                              const AllReduceTime& allreduce) {
   const std::vector<double> ready = grad_ready_times(prof);
   StepPrediction r;
   double link_free = 0;
   for (const auto& b : plan) {
     BucketTiming t;
     t.bytes = static_cast<double>(b.bytes());
-    for (int p = b.first_param; p < b.end_param; ++p) t.ready_s = std::max(t.ready_s, ready[static_cast<std::size_t>(p)]);
+    for (int p = b.first_param; p < b.end_param; ++p)
+      t.ready_s = std::max(t.ready_s, ready[static_cast<std::size_t>(p)]);
     if (prof.time_sliced) t.ready_s = std::max(t.ready_s, prof.backward_s);  // peers run once backward is over
-    t.ready_s += prof.peer_lag_s;                        // the slowest rank is ready this much later
+    t.ready_s += prof.peer_lag_s;  // the slowest rank is ready this much later
     t.start_s = std::max(t.ready_s, link_free);
     const double cost = allreduce(t.bytes);
     t.end_s = t.start_s + cost;

@@ -38,7 +38,7 @@ struct StepProfile {
   // Backward of each layer in execution order (index 0 runs first = the output layer); their sum
   // is <= backward_s (the loss gradient is computed outside the per-layer events).
   std::vector<double> layer_backward_s;
-  std::vector<int> layer_ids;  // the model layer of each entry above
+  std::vector<int> layer_ids;            // the model layer of each entry above
   std::vector<model::ParamInfo> params;  // gradient-ready order
   std::int64_t rows_per_rank = 0;        // local batch the compute was measured at
   // Mean per step of how much later than this rank the slowest rank finished backward
@@ -73,10 +73,10 @@ struct BucketTiming {
 
 struct StepPrediction {
   ddp::Strategy strategy = ddp::Strategy::Naive;
-  double bucket_bytes = 0;       // bucketed: the cap used
+  double bucket_bytes = 0;  // bucketed: the cap used
   double step_s = 0;
   double exposed_comm_s = 0;
-  double comm_total_s = 0;       // Σ T(S_b)
+  double comm_total_s = 0;  // Σ T(S_b)
   std::int64_t collectives = 0;
   double overlap() const { return comm_total_s > 0 ? 1.0 - exposed_comm_s / comm_total_s : 0.0; }
   std::vector<BucketTiming> buckets;
@@ -99,15 +99,15 @@ inline StepPrediction best_bucket(const StepProfile& prof, const AllReduceTime& 
 struct ScalingPoint {
   int ranks = 0;
   std::int64_t rows_per_rank = 0;
-  double step_s = 0;       // predicted
-  double comm_s = 0;       // exposed
-  double efficiency = 0;   // strong: T1 / (n·Tn); weak: T1 / Tn
+  double step_s = 0;      // predicted
+  double comm_s = 0;      // exposed
+  double efficiency = 0;  // strong: T1 / (n·Tn); weak: T1 / Tn
   double samples_per_s = 0;
 };
 
 struct ScalingInput {
-  StepProfile profile;           // measured at profile.rows_per_rank rows per rank
-  std::int64_t global_batch = 0; // strong scaling keeps this fixed
+  StepProfile profile;            // measured at profile.rows_per_rank rows per rank
+  std::int64_t global_batch = 0;  // strong scaling keeps this fixed
   ddp::Strategy strategy = ddp::Strategy::Bucketed;
   double bucket_cap_bytes = 25.0 * (1 << 20);
   // All-reduce time for (ranks, bytes).

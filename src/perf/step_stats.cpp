@@ -12,20 +12,37 @@ StepStats step_stats(const std::vector<core::Event>& events, std::int64_t step) 
     if (e.step != step) continue;
     const double ms = static_cast<double>(e.end_ns - e.begin_ns) * 1e-6;
     switch (e.kind) {
-      case core::EventKind::Step: s.step_ms += ms; break;
-      case core::EventKind::Data: s.data_ms += ms; break;
-      case core::EventKind::Forward: s.forward_ms += ms; break;
-      case core::EventKind::Backward: s.backward_ms += ms; break;
-      case core::EventKind::Optimizer: s.optimizer_ms += ms; break;
-      case core::EventKind::LossSync: s.loss_sync_ms += ms; break;
-      case core::EventKind::CommWait: s.comm_exposed_ms += ms; break;
-      case core::EventKind::Compress: s.compress_ms += ms; break;
+      case core::EventKind::Step:
+        s.step_ms += ms;
+        break;
+      case core::EventKind::Data:
+        s.data_ms += ms;
+        break;
+      case core::EventKind::Forward:
+        s.forward_ms += ms;
+        break;
+      case core::EventKind::Backward:
+        s.backward_ms += ms;
+        break;
+      case core::EventKind::Optimizer:
+        s.optimizer_ms += ms;
+        break;
+      case core::EventKind::LossSync:
+        s.loss_sync_ms += ms;
+        break;
+      case core::EventKind::CommWait:
+        s.comm_exposed_ms += ms;
+        break;
+      case core::EventKind::Compress:
+        s.compress_ms += ms;
+        break;
       case core::EventKind::Collective:
         s.comm_total_ms += ms;
         s.collectives += 1;
         s.comm_bytes += e.bytes;
         break;
-      default: break;
+      default:
+        break;
     }
   }
   return s;
@@ -53,7 +70,7 @@ double mean_of(const std::vector<StepStats>& v, Get get) {
 RunSummary summarize(const std::vector<StepStats>& steps) {
   RunSummary r;
   r.steps = static_cast<std::int64_t>(steps.size());
-#define MDDP_FIELD(f)                                              \
+#define MDDP_FIELD(f)                                                    \
   r.median.f = median_of(steps, [](const StepStats& s) { return s.f; }); \
   r.mean.f = mean_of(steps, [](const StepStats& s) { return s.f; });
   MDDP_FIELD(step_ms)
@@ -88,7 +105,8 @@ void LayerTimesMean::add(const LayerTimes& t) {
     sum_.layer_ids = t.layer_ids;
     sum_.backward_ms.assign(t.backward_ms.size(), 0.0);
   }
-  for (std::size_t l = 0; l < t.backward_ms.size() && l < sum_.backward_ms.size(); ++l) sum_.backward_ms[l] += t.backward_ms[l];
+  for (std::size_t l = 0; l < t.backward_ms.size() && l < sum_.backward_ms.size(); ++l)
+    sum_.backward_ms[l] += t.backward_ms[l];
   ++count_;
 }
 

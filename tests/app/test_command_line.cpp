@@ -38,7 +38,8 @@ void expect_error(std::initializer_list<const char*> args, std::initializer_list
 }
 
 TEST(CommandLine, StrategiesAreParsedOnce) {
-  expect_error({"train", "--strategy", "telepathy"}, {"unknown --strategy 'telepathy'", "naive, flat, overlap, bucketed"});
+  expect_error({"train", "--strategy", "telepathy"},
+               {"unknown --strategy 'telepathy'", "naive, flat, overlap, bucketed"});
   expect_error({"bench", "ddp", "--strategies", "naive,foo"}, {"--strategies", "'foo'"});
   expect_error({"analyze", "--scaling-strategy", "Flat"}, {"--scaling-strategy", "'Flat'"});
   EXPECT_NE(parse({"bench", "ddp", "--strategies", "flat,bucketed"}).out.chosen, nullptr);
@@ -85,10 +86,12 @@ TEST(CommandLine, ByteSizesTakeBinarySuffixes) {
   }
   EXPECT_EQ(format_byte_size(std::int64_t{256} << 20), "256M");
 
-  EXPECT_NE(parse({"bench", "collectives", "--min-bytes", "1M", "--max-bytes", "256M", "--overlap-bytes", "64K"}).out.chosen,
-            nullptr);
+  EXPECT_NE(
+      parse({"bench", "collectives", "--min-bytes", "1M", "--max-bytes", "256M", "--overlap-bytes", "64K"}).out.chosen,
+      nullptr);
   expect_error({"bench", "collectives", "--min-bytes", "1.5M"}, {"--min-bytes", "1.5M"});
-  expect_error({"bench", "collectives", "--max-bytes", "2K", "--min-bytes", "4K"}, {"--min-bytes 4096 > --max-bytes 2048"});
+  expect_error({"bench", "collectives", "--max-bytes", "2K", "--min-bytes", "4K"},
+               {"--min-bytes 4096 > --max-bytes 2048"});
   expect_error({"bench", "collectives", "--max-bytes", "2"}, {"--max-bytes"});  // below 4 bytes (one float)
 }
 

@@ -61,7 +61,8 @@ TEST(FaultEnv, ArmsTheNamedPoints) {
 }
 
 TEST(FaultEnv, KillPointOfASave) {
-  const FakeEnv env{{{"MICRODDP_FAULT_KILL_AT", "after_fsync"}, {"MICRODDP_FAULT_KILL_SAVE", "2"},
+  const FakeEnv env{{{"MICRODDP_FAULT_KILL_AT", "after_fsync"},
+                     {"MICRODDP_FAULT_KILL_SAVE", "2"},
                      {"MICRODDP_FAULT_KILL_RANK", "1"}}};
   const core::FaultPlan plan = fault_plan_from_env(env.lookup());
   EXPECT_NE(plan.fires("after_fsync", 1, 2), nullptr);
@@ -99,7 +100,8 @@ TEST(FaultEnv, BadValuesNameTheVariable) {
     } catch (const core::UsageError& e) {
       const std::string m = e.what();
       bool named = false;
-      for (const auto& [k, v] : vars) named = named || (m.find(k) != std::string::npos && m.find(v) != std::string::npos);
+      for (const auto& [k, v] : vars)
+        named = named || (m.find(k) != std::string::npos && m.find(v) != std::string::npos);
       EXPECT_TRUE(named) << names << "-> " << m;
     }
   }
@@ -117,12 +119,18 @@ TEST(FaultEnv, CommunicatorHooks) {
   ASSERT_NE(fault_plan_from_env(defaults.lookup()).fires(cp::kExit, 0, 4), nullptr);
   EXPECT_EQ(fault_plan_from_env(defaults.lookup()).fires(cp::kExit, 0, 4)->arg, "3");  // the default code
 
-  const std::pair<const char*, const char*> bad[] = {
-      {"MICRODDP_FAULT_EXIT", "1:0"},   {"MICRODDP_FAULT_EXIT", "1"},       {"MICRODDP_FAULT_EXIT", "a:b"},
-      {"MICRODDP_FAULT_EXIT", "1:2:300"}, {"MICRODDP_FAULT_EXIT", "1:2:-1"}, {"MICRODDP_FAULT_EXIT", "1:2:3:4"},
-      {"MICRODDP_FAULT_EXIT", "-1:5"},  {"MICRODDP_FAULT_EXIT", "1:5x"},
-      {"MICRODDP_FAULT_EXTRA_COLLECTIVE", "1:0"}, {"MICRODDP_FAULT_EXTRA_COLLECTIVE", "1"},
-      {"MICRODDP_FAULT_EXTRA_COLLECTIVE", "1:2:3"}, {"MICRODDP_FAULT_EXTRA_COLLECTIVE", "x:1"}};
+  const std::pair<const char*, const char*> bad[] = {{"MICRODDP_FAULT_EXIT", "1:0"},
+                                                     {"MICRODDP_FAULT_EXIT", "1"},
+                                                     {"MICRODDP_FAULT_EXIT", "a:b"},
+                                                     {"MICRODDP_FAULT_EXIT", "1:2:300"},
+                                                     {"MICRODDP_FAULT_EXIT", "1:2:-1"},
+                                                     {"MICRODDP_FAULT_EXIT", "1:2:3:4"},
+                                                     {"MICRODDP_FAULT_EXIT", "-1:5"},
+                                                     {"MICRODDP_FAULT_EXIT", "1:5x"},
+                                                     {"MICRODDP_FAULT_EXTRA_COLLECTIVE", "1:0"},
+                                                     {"MICRODDP_FAULT_EXTRA_COLLECTIVE", "1"},
+                                                     {"MICRODDP_FAULT_EXTRA_COLLECTIVE", "1:2:3"},
+                                                     {"MICRODDP_FAULT_EXTRA_COLLECTIVE", "x:1"}};
   for (const auto& [var, value] : bad) {
     const FakeEnv e{{{var, value}}};
     try {

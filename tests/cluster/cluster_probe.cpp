@@ -83,10 +83,12 @@ void transfer(int rank, int peer, bool same_host, long bytes, long chunk) {
   const NetBytes before = read_net_bytes();
   const double t0 = MPI_Wtime();
   if (rank == 0) {
-    for (long m = 0; m < messages; ++m) MPI_Send(buf.data(), static_cast<int>(chunk), MPI_CHAR, peer, 1, MPI_COMM_WORLD);
+    for (long m = 0; m < messages; ++m)
+      MPI_Send(buf.data(), static_cast<int>(chunk), MPI_CHAR, peer, 1, MPI_COMM_WORLD);
     MPI_Recv(&ack, 1, MPI_CHAR, peer, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   } else if (rank == peer) {
-    for (long m = 0; m < messages; ++m) MPI_Recv(buf.data(), static_cast<int>(chunk), MPI_CHAR, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    for (long m = 0; m < messages; ++m)
+      MPI_Recv(buf.data(), static_cast<int>(chunk), MPI_CHAR, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     MPI_Send(&ack, 1, MPI_CHAR, 0, 2, MPI_COMM_WORLD);
   }
   const double t = MPI_Wtime() - t0;
@@ -94,9 +96,11 @@ void transfer(int rank, int peer, bool same_host, long bytes, long chunk) {
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) {
     const double total = static_cast<double>(messages * chunk);
-    std::printf("transfer same_host=%d peer %d bytes %.0f seconds %.4f mbytes_per_s %.1f gbit_per_s %.3f link_bytes %llu lo_bytes %llu\n",
-                same_host ? 1 : 0, peer, total, t, total / t / 1e6, total * 8 / t / 1e9, after.link - before.link,
-                after.lo - before.lo);
+    std::printf(
+        "transfer same_host=%d peer %d bytes %.0f seconds %.4f mbytes_per_s %.1f gbit_per_s %.3f link_bytes %llu "
+        "lo_bytes %llu\n",
+        same_host ? 1 : 0, peer, total, t, total / t / 1e6, total * 8 / t / 1e9, after.link - before.link,
+        after.lo - before.lo);
   }
 }
 
@@ -114,7 +118,9 @@ void latency(int rank, int peer, bool same_host, long pingpongs) {
     }
   }
   const double t = MPI_Wtime() - t0;
-  if (rank == 0) std::printf("latency same_host=%d peer %d half_rtt_us %.1f\n", same_host ? 1 : 0, peer, t / static_cast<double>(pingpongs) / 2 * 1e6);
+  if (rank == 0)
+    std::printf("latency same_host=%d peer %d half_rtt_us %.1f\n", same_host ? 1 : 0, peer,
+                t / static_cast<double>(pingpongs) / 2 * 1e6);
 }
 
 }  // namespace

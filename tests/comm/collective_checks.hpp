@@ -56,12 +56,14 @@ struct Case {
   std::string describe() const {
     std::ostringstream os;
     os << comm::collective_name(kind) << " " << core::dtype_name(dtype);
-    if (kind == CollectiveKind::AllReduce || kind == CollectiveKind::ReduceScatter) os << " " << core::reduce_op_name(op);
+    if (kind == CollectiveKind::AllReduce || kind == CollectiveKind::ReduceScatter)
+      os << " " << core::reduce_op_name(op);
     os << " count=" << count;
     if (kind == CollectiveKind::Broadcast || kind == CollectiveKind::Scatter || kind == CollectiveKind::Gather) {
       os << " root=" << root;
     }
-    if (kind != CollectiveKind::Broadcast && kind != CollectiveKind::Barrier) os << (in_place ? " in-place" : " out-of-place");
+    if (kind != CollectiveKind::Broadcast && kind != CollectiveKind::Barrier)
+      os << (in_place ? " in-place" : " out-of-place");
     return os.str();
   }
 };
@@ -92,7 +94,9 @@ class Guarded {
   // Count 0 views carry a null pointer: a backend that dereferences them crashes the test.
   T* data() { return count_ == 0 ? nullptr : storage_.data() + kGuard; }
   TensorView view() { return TensorView::of(data(), count_); }
-  TensorView view(std::int64_t offset, std::int64_t n) { return TensorView::of(count_ == 0 ? nullptr : data() + offset, n); }
+  TensorView view(std::int64_t offset, std::int64_t n) {
+    return TensorView::of(count_ == 0 ? nullptr : data() + offset, n);
+  }
   T& operator[](std::int64_t i) { return storage_[static_cast<std::size_t>(kGuard + i)]; }
   std::int64_t count() const { return count_; }
 
@@ -255,25 +259,38 @@ Outcome run_reduce_scatter(Communicator& comm, const Case& k) {
 template <typename T>
 Outcome run_typed(Communicator& comm, const Case& k) {
   switch (k.kind) {
-    case CollectiveKind::AllReduce: return run_all_reduce<T>(comm, k);
-    case CollectiveKind::Broadcast: return run_broadcast<T>(comm, k);
-    case CollectiveKind::Scatter: return run_scatter<T>(comm, k);
-    case CollectiveKind::Gather: return run_gather<T>(comm, k);
-    case CollectiveKind::AllGather: return run_all_gather<T>(comm, k);
-    case CollectiveKind::ReduceScatter: return run_reduce_scatter<T>(comm, k);
-    case CollectiveKind::Barrier: comm.barrier(); return Outcome{};
+    case CollectiveKind::AllReduce:
+      return run_all_reduce<T>(comm, k);
+    case CollectiveKind::Broadcast:
+      return run_broadcast<T>(comm, k);
+    case CollectiveKind::Scatter:
+      return run_scatter<T>(comm, k);
+    case CollectiveKind::Gather:
+      return run_gather<T>(comm, k);
+    case CollectiveKind::AllGather:
+      return run_all_gather<T>(comm, k);
+    case CollectiveKind::ReduceScatter:
+      return run_reduce_scatter<T>(comm, k);
+    case CollectiveKind::Barrier:
+      comm.barrier();
+      return Outcome{};
   }
   return Outcome{};
 }
 
 inline Outcome run_case(Communicator& comm, const Case& k) {
   switch (k.dtype) {
-    case DType::F32: return run_typed<float>(comm, k);
-    case DType::F64: return run_typed<double>(comm, k);
-    case DType::I32: return run_typed<std::int32_t>(comm, k);
-    case DType::I64: return run_typed<std::int64_t>(comm, k);
+    case DType::F32:
+      return run_typed<float>(comm, k);
+    case DType::F64:
+      return run_typed<double>(comm, k);
+    case DType::I32:
+      return run_typed<std::int32_t>(comm, k);
+    case DType::I64:
+      return run_typed<std::int64_t>(comm, k);
     case DType::F16:
-    case DType::BF16: break;  // 16-bit floats: tests/comm/test_wire16_collectives.cpp
+    case DType::BF16:
+      break;  // 16-bit floats: tests/comm/test_wire16_collectives.cpp
   }
   ADD_FAILURE() << "no collective check for dtype " << core::dtype_name(k.dtype);
   return Outcome{};
@@ -381,7 +398,9 @@ inline std::vector<Case> cases_for(CollectiveKind kind, int n, const std::vector
           for (bool ip : {false, true}) out.push_back({kind, t, ReduceOp::Sum, count, ip, 0});
         }
         break;
-      case CollectiveKind::Barrier: out.push_back({kind, DType::F32, ReduceOp::Sum, 0, false, 0}); break;
+      case CollectiveKind::Barrier:
+        out.push_back({kind, DType::F32, ReduceOp::Sum, 0, false, 0});
+        break;
     }
   }
   return out;

@@ -29,7 +29,8 @@ int main(int argc, char** argv) {
   try {
     comm::MpiRuntime mpi(&argc, &argv);
     if (argc < 4 || argc > 5) {
-      std::fprintf(stderr, "usage: %s BACKEND none|skip|count|root|op|skip-empty debug|periodic|off [TIMEOUT_S]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s BACKEND none|skip|count|root|op|skip-empty debug|periodic|off [TIMEOUT_S]\n",
+                   argv[0]);
       return 2;
     }
     const std::string fault = argv[2], check = argv[3];
@@ -40,12 +41,13 @@ int main(int argc, char** argv) {
     std::vector<float> x(1000, 1.0f);
     auto v = [&](std::int64_t n) { return core::TensorView::of(x.data(), n); };
 
-    c->all_reduce(v(1000), comm::ReduceOp::Sum);  // seq 1: everyone, fine
+    c->all_reduce(v(1000), comm::ReduceOp::Sum);                        // seq 1: everyone, fine
     if (check == "periodic") c->check_sync("sync check after set-up");  // passes
     // seq 2: the faulty collective.
     if (fault == "skip" || fault == "none" || fault == "count" || fault == "op") {
       if (!(faulty && fault == "skip")) {
-        c->all_reduce(v(faulty && fault == "count" ? 999 : 1000), faulty && fault == "op" ? comm::ReduceOp::Max : comm::ReduceOp::Sum);
+        c->all_reduce(v(faulty && fault == "count" ? 999 : 1000),
+                      faulty && fault == "op" ? comm::ReduceOp::Max : comm::ReduceOp::Sum);
       }
     } else if (fault == "root") {
       c->broadcast(v(1000), faulty ? 1 : 0);

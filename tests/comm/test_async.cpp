@@ -66,31 +66,37 @@ TEST_F(Async, ManyOutstandingWaitedOutOfOrder) {
     switch (q.kind) {
       case CollectiveKind::AllReduce:
         q.send.resize(static_cast<std::size_t>(q.count));
-        for (std::int64_t j = 0; j < q.count; ++j) q.send[static_cast<std::size_t>(j)] = static_cast<float>(reduce_input(r, j, n));
+        for (std::int64_t j = 0; j < q.count; ++j)
+          q.send[static_cast<std::size_t>(j)] = static_cast<float>(reduce_input(r, j, n));
         q.work = comm_->all_reduce(TensorView::of(q.send.data(), q.count), ReduceOp::Sum, Mode::Async);
         break;
       case CollectiveKind::Broadcast:
         q.recv.assign(static_cast<std::size_t>(q.count), -1.0f);
         if (r == q.root) {
-          for (std::int64_t j = 0; j < q.count; ++j) q.recv[static_cast<std::size_t>(j)] = static_cast<float>(data_value(q.root, j + i, n));
+          for (std::int64_t j = 0; j < q.count; ++j)
+            q.recv[static_cast<std::size_t>(j)] = static_cast<float>(data_value(q.root, j + i, n));
         }
         q.work = comm_->broadcast(TensorView::of(q.recv.data(), q.count), q.root, Mode::Async);
         break;
       case CollectiveKind::AllGather:
         q.send.resize(static_cast<std::size_t>(q.count));
         q.recv.assign(static_cast<std::size_t>(q.count * n), -1.0f);
-        for (std::int64_t j = 0; j < q.count; ++j) q.send[static_cast<std::size_t>(j)] = static_cast<float>(data_value(r, j + i, n));
+        for (std::int64_t j = 0; j < q.count; ++j)
+          q.send[static_cast<std::size_t>(j)] = static_cast<float>(data_value(r, j + i, n));
         q.work = comm_->all_gather(TensorView::of(q.send.data(), q.count), TensorView::of(q.recv.data(), q.count * n),
                                    Mode::Async);
         break;
       case CollectiveKind::ReduceScatter:
         q.send.resize(static_cast<std::size_t>(q.count * n));
         q.recv.assign(static_cast<std::size_t>(q.count), -1.0f);
-        for (std::int64_t j = 0; j < q.count * n; ++j) q.send[static_cast<std::size_t>(j)] = static_cast<float>(reduce_input(r, j, n));
-        q.work = comm_->reduce_scatter(TensorView::of(q.send.data(), q.count * n), TensorView::of(q.recv.data(), q.count),
-                                       ReduceOp::Max, Mode::Async);
+        for (std::int64_t j = 0; j < q.count * n; ++j)
+          q.send[static_cast<std::size_t>(j)] = static_cast<float>(reduce_input(r, j, n));
+        q.work = comm_->reduce_scatter(TensorView::of(q.send.data(), q.count * n),
+                                       TensorView::of(q.recv.data(), q.count), ReduceOp::Max, Mode::Async);
         break;
-      default: q.work = comm_->barrier(Mode::Async); break;
+      default:
+        q.work = comm_->barrier(Mode::Async);
+        break;
     }
   }
 
@@ -108,7 +114,8 @@ TEST_F(Async, ManyOutstandingWaitedOutOfOrder) {
       w.wait();
     }
     // Completion is monotonic: everything issued before a complete collective is complete too.
-    for (int j = 0; j < order[static_cast<std::size_t>(k)]; ++j) monotonic_violations += !p[static_cast<std::size_t>(j)].work.test();
+    for (int j = 0; j < order[static_cast<std::size_t>(k)]; ++j)
+      monotonic_violations += !p[static_cast<std::size_t>(j)].work.test();
   }
   EXPECT_EQ(monotonic_violations, 0);
 
@@ -119,14 +126,17 @@ TEST_F(Async, ManyOutstandingWaitedOutOfOrder) {
     auto check = [&](float got, float want) { wrong += !same_bits(got, want); };
     switch (q.kind) {
       case CollectiveKind::AllReduce:
-        for (std::int64_t j = 0; j < q.count; ++j) check(q.send[static_cast<std::size_t>(j)], reduce_expected<float>(ReduceOp::Sum, n, j));
+        for (std::int64_t j = 0; j < q.count; ++j)
+          check(q.send[static_cast<std::size_t>(j)], reduce_expected<float>(ReduceOp::Sum, n, j));
         break;
       case CollectiveKind::Broadcast:
-        for (std::int64_t j = 0; j < q.count; ++j) check(q.recv[static_cast<std::size_t>(j)], static_cast<float>(data_value(q.root, j + i, n)));
+        for (std::int64_t j = 0; j < q.count; ++j)
+          check(q.recv[static_cast<std::size_t>(j)], static_cast<float>(data_value(q.root, j + i, n)));
         break;
       case CollectiveKind::AllGather:
         for (std::int64_t j = 0; j < q.count * n; ++j) {
-          check(q.recv[static_cast<std::size_t>(j)], static_cast<float>(data_value(static_cast<int>(j / q.count), j % q.count + i, n)));
+          check(q.recv[static_cast<std::size_t>(j)],
+                static_cast<float>(data_value(static_cast<int>(j / q.count), j % q.count + i, n)));
         }
         break;
       case CollectiveKind::ReduceScatter:
@@ -134,7 +144,8 @@ TEST_F(Async, ManyOutstandingWaitedOutOfOrder) {
           check(q.recv[static_cast<std::size_t>(j)], reduce_expected<float>(ReduceOp::Max, n, r * q.count + j));
         }
         break;
-      default: break;
+      default:
+        break;
     }
   }
   EXPECT_EQ(wrong, 0) << "#wrong over all outstanding collectives";
@@ -167,13 +178,15 @@ TEST_F(Async, ProgressesWhileCallerComputes) {
   std::int64_t wrong = 0;
   while (attempts < kAttempts && successes == 0) {
     ++attempts;
-    for (std::int64_t j = 0; j < kCount; ++j) buf[static_cast<std::size_t>(j)] = static_cast<float>(reduce_input(r, j, n));
+    for (std::int64_t j = 0; j < kCount; ++j)
+      buf[static_cast<std::size_t>(j)] = static_cast<float>(reduce_input(r, j, n));
     const Work w = comm_->all_reduce(TensorView::of(buf.data(), kCount), ReduceOp::Sum, Mode::Async);
     const int busy_ms = kFirstBusyMs << std::min(attempts - 1, 3);
     sink += busy_compute(busy_ms);
     const bool done_before_wait = w.test();  // the point: completed while we were not in the library
     w.wait();
-    for (std::int64_t j = 0; j < kCount; ++j) wrong += !same_bits(buf[static_cast<std::size_t>(j)], reduce_expected<float>(ReduceOp::Sum, n, j));
+    for (std::int64_t j = 0; j < kCount; ++j)
+      wrong += !same_bits(buf[static_cast<std::size_t>(j)], reduce_expected<float>(ReduceOp::Sum, n, j));
     // Success needs every rank done; all ranks then agree whether to try again (same collective
     // sequence everywhere).
     std::int32_t all_done = done_before_wait ? 1 : 0;

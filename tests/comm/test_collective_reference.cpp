@@ -30,9 +30,12 @@ std::vector<float> input_of(CollectiveKind kind, int rank, int n, std::int64_t e
 
 float combine(ReduceOp op, float a, float b) {
   switch (op) {
-    case ReduceOp::Max: return std::max(a, b);
-    case ReduceOp::Min: return std::min(a, b);
-    default: return a + b;
+    case ReduceOp::Max:
+      return std::max(a, b);
+    case ReduceOp::Min:
+      return std::min(a, b);
+    default:
+      return a + b;
   }
 }
 
@@ -54,10 +57,12 @@ TEST(CollectiveReference, ReductionsAreExactUpToTheLargestRankCount) {
       for (int first : {0, n - 1, n / 2}) {
         std::vector<float> out(kCount), column(static_cast<std::size_t>(n));
         for (std::int64_t j = 0; j < kCount; ++j) {
-          for (int r = 0; r < n; ++r) column[static_cast<std::size_t>(r)] = in[static_cast<std::size_t>(r)][static_cast<std::size_t>(j)];
+          for (int r = 0; r < n; ++r)
+            column[static_cast<std::size_t>(r)] = in[static_cast<std::size_t>(r)][static_cast<std::size_t>(j)];
           out[static_cast<std::size_t>(j)] = fold(op, n, first, column);
         }
-        const CheckResult c = collective_record(CollectiveKind::AllReduce).check(shape(0, n, kCount, op), TensorView::of(out.data(), kCount));
+        const CheckResult c = collective_record(CollectiveKind::AllReduce)
+                                  .check(shape(0, n, kCount, op), TensorView::of(out.data(), kCount));
         EXPECT_EQ(c.wrong, 0) << "n=" << n << " op=" << reduce_op_name(op) << " first rank " << first << ": element "
                               << c.first_bad << " got " << c.first_got << " want " << c.first_want;
       }
@@ -88,15 +93,24 @@ TEST(CollectiveReference, DataMovementRoundTrips) {
       gathered.insert(gathered.end(), b.begin(), b.end());
     }
     for (CollectiveKind k : {CollectiveKind::AllGather, CollectiveKind::Gather}) {
-      EXPECT_EQ(collective_record(k).check(shape(root, n, c, ReduceOp::Sum, root), TensorView::of(gathered.data(), n * c)).wrong, 0);
+      EXPECT_EQ(collective_record(k)
+                    .check(shape(root, n, c, ReduceOp::Sum, root), TensorView::of(gathered.data(), n * c))
+                    .wrong,
+                0);
     }
     // scatter: rank r receives block r of the root's input; broadcast: everyone the root's buffer.
     const auto root_data = input_of(CollectiveKind::Scatter, root, n, n * c);
     for (int r = 0; r < n; ++r) {
       std::vector<float> mine(root_data.begin() + r * c, root_data.begin() + (r + 1) * c);
-      EXPECT_EQ(collective_record(CollectiveKind::Scatter).check(shape(r, n, c, ReduceOp::Sum, root), TensorView::of(mine.data(), c)).wrong, 0);
+      EXPECT_EQ(collective_record(CollectiveKind::Scatter)
+                    .check(shape(r, n, c, ReduceOp::Sum, root), TensorView::of(mine.data(), c))
+                    .wrong,
+                0);
       std::vector<float> buf = input_of(CollectiveKind::Broadcast, root, n, 3 * c);
-      EXPECT_EQ(collective_record(CollectiveKind::Broadcast).check(shape(r, n, 3 * c, ReduceOp::Sum, root), TensorView::of(buf.data(), 3 * c)).wrong, 0);
+      EXPECT_EQ(collective_record(CollectiveKind::Broadcast)
+                    .check(shape(r, n, 3 * c, ReduceOp::Sum, root), TensorView::of(buf.data(), 3 * c))
+                    .wrong,
+                0);
     }
     // reduce_scatter: rank r gets the sum of block r.
     std::vector<float> sum(static_cast<std::size_t>(n * c), 0.0f);
@@ -106,7 +120,9 @@ TEST(CollectiveReference, DataMovementRoundTrips) {
     }
     for (int r = 0; r < n; ++r) {
       std::vector<float> mine(sum.begin() + r * c, sum.begin() + (r + 1) * c);
-      EXPECT_EQ(collective_record(CollectiveKind::ReduceScatter).check(shape(r, n, c), TensorView::of(mine.data(), c)).wrong, 0);
+      EXPECT_EQ(
+          collective_record(CollectiveKind::ReduceScatter).check(shape(r, n, c), TensorView::of(mine.data(), c)).wrong,
+          0);
     }
     // Ranks' data differ element by element, so a block from the wrong rank is caught.
     if (n > 1) {
@@ -142,7 +158,8 @@ TEST(CollectiveReference, CheckFindsOneWrongElementInEveryDtype) {
   // The poison is no value a closed form produces.
   std::vector<float> poisoned(4);
   poison(TensorView::of(poisoned.data(), 4));
-  EXPECT_EQ(collective_record(CollectiveKind::Broadcast).check(shape(0, 2, 4), TensorView::of(poisoned.data(), 4)).wrong, 4);
+  EXPECT_EQ(
+      collective_record(CollectiveKind::Broadcast).check(shape(0, 2, 4), TensorView::of(poisoned.data(), 4)).wrong, 4);
 }
 
 TEST(CollectiveReference, WhereInputsAndResultsLive) {
@@ -163,8 +180,8 @@ TEST(CollectiveReference, WhereInputsAndResultsLive) {
 
 TEST(CollectiveReference, BusFactorsAreNcclTests) {
   EXPECT_DOUBLE_EQ(collective_record(CollectiveKind::AllReduce).bus_factor(4), 1.5);
-  for (CollectiveKind k : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter, CollectiveKind::Gather,
-                           CollectiveKind::Scatter}) {
+  for (CollectiveKind k :
+       {CollectiveKind::AllGather, CollectiveKind::ReduceScatter, CollectiveKind::Gather, CollectiveKind::Scatter}) {
     EXPECT_DOUBLE_EQ(collective_record(k).bus_factor(4), 0.75);
   }
   EXPECT_DOUBLE_EQ(collective_record(CollectiveKind::Broadcast).bus_factor(4), 1.0);

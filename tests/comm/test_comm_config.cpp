@@ -54,7 +54,8 @@ TEST(CommConfig, ReadsEveryVariable) {
 }
 
 TEST(CommConfig, RefusesMalformedValues) {
-  for (const char* var : {"MICRODDP_RING_SEGMENT_BYTES", "MICRODDP_P2P_MAX_MESSAGE_BYTES", "MICRODDP_AUTO_RD_MAX_BYTES"}) {
+  for (const char* var :
+       {"MICRODDP_RING_SEGMENT_BYTES", "MICRODDP_P2P_MAX_MESSAGE_BYTES", "MICRODDP_AUTO_RD_MAX_BYTES"}) {
     for (const char* bad : {"0", "-5", "", "abc", "4k", "12 ", "1e3", "99999999999999999999999"}) {
       expect_refused(parse_comm_config, var, bad);
     }

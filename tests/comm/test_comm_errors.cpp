@@ -33,7 +33,8 @@ void expect_error(const std::function<void()>& fn, const std::vector<std::string
     ADD_FAILURE() << what << ": no exception";
   } catch (const core::Error& e) {
     const std::string msg = e.what();
-    for (const std::string& w : words) EXPECT_NE(msg.find(w), std::string::npos) << what << ": '" << w << "' missing in: " << msg;
+    for (const std::string& w : words)
+      EXPECT_NE(msg.find(w), std::string::npos) << what << ": '" << w << "' missing in: " << msg;
   }
 }
 
@@ -48,20 +49,24 @@ TEST(CommErrors, InvalidArgumentsThrowBeforeCommunicating) {
   const std::uint64_t issued = comm->collectives_issued();
 
   expect_error([&] { comm->all_reduce(fa(4), fb(5), ReduceOp::Sum); }, {"all_reduce", "4", "5"}, "count mismatch");
-  expect_error([&] { comm->all_reduce(fa(4), TensorView::of(d.data(), 4), ReduceOp::Sum); }, {"all_reduce", "f32", "f64"},
-               "dtype mismatch");
+  expect_error([&] { comm->all_reduce(fa(4), TensorView::of(d.data(), 4), ReduceOp::Sum); },
+               {"all_reduce", "f32", "f64"}, "dtype mismatch");
   expect_error([&] { comm->all_reduce(TensorView::of(ia.data(), 4), ReduceOp::Mean); }, {"mean", "i32"}, "mean on i32");
-  expect_error([&] { comm->reduce_scatter(TensorView::of(ia.data(), 2 * n), TensorView::of(ia.data(), 2), ReduceOp::Mean); },
-               {"reduce_scatter", "mean"}, "reduce_scatter mean on i32");
+  expect_error(
+      [&] { comm->reduce_scatter(TensorView::of(ia.data(), 2 * n), TensorView::of(ia.data(), 2), ReduceOp::Mean); },
+      {"reduce_scatter", "mean"}, "reduce_scatter mean on i32");
   expect_error([&] { comm->all_reduce(fa(-1), fb(-1), ReduceOp::Sum); }, {"negative"}, "negative count");
-  expect_error([&] { comm->all_reduce(TensorView(nullptr, 3, DType::F32), fb(3), ReduceOp::Sum); }, {"null"}, "null buffer");
+  expect_error([&] { comm->all_reduce(TensorView(nullptr, 3, DType::F32), fb(3), ReduceOp::Sum); }, {"null"},
+               "null buffer");
   expect_error([&] { comm->broadcast(fa(4), -1); }, {"broadcast", "root", "-1"}, "negative root");
   expect_error([&] { comm->broadcast(fa(4), n); }, {"broadcast", "root"}, "root == size");
   expect_error([&] { comm->scatter(fa(n), fb(1), n + 3); }, {"scatter", "root"}, "scatter root");
   expect_error([&] { comm->gather(fa(1), fb(n), -2); }, {"gather", "root"}, "gather root");
   expect_error([&] { comm->all_gather(fa(2), fb(2 * n + 1)); }, {"all_gather"}, "all_gather count");
-  expect_error([&] { comm->reduce_scatter(fa(2 * n + 1), fb(2), ReduceOp::Sum); }, {"reduce_scatter"}, "reduce_scatter count");
-  expect_error([&] { comm->all_reduce(fa(4), fb(5), ReduceOp::Sum, Mode::Async); }, {"all_reduce"}, "async count mismatch");
+  expect_error([&] { comm->reduce_scatter(fa(2 * n + 1), fb(2), ReduceOp::Sum); }, {"reduce_scatter"},
+               "reduce_scatter count");
+  expect_error([&] { comm->all_reduce(fa(4), fb(5), ReduceOp::Sum, Mode::Async); }, {"all_reduce"},
+               "async count mismatch");
   comm->reduce_scatter(fa(2 * n), fb(2), ReduceOp::Sum, Mode::Async);  // valid: reaches the sequence
   comm->synchronize();
 

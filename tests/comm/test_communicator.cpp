@@ -41,7 +41,9 @@ struct Journal {
   }
 };
 
-std::string run_event(const CollectiveCall& c) { return "run " + std::string(collective_name(c.kind)) + " " + std::to_string(c.seq); }
+std::string run_event(const CollectiveCall& c) {
+  return "run " + std::string(collective_name(c.kind)) + " " + std::to_string(c.seq);
+}
 
 // A host backend of `size` ranks that is alone: an all-reduce's result is its input times `size`
 // (as if every rank held the same data), which makes Mean checkable.
@@ -119,7 +121,8 @@ TEST(Communicator, DestructionRunsQueuedWorkBeforeTheHostBackendGoes) {
   }
   const auto events = j.snapshot();
   ASSERT_EQ(events.size(), static_cast<std::size_t>(kQueued + 1));
-  for (int i = 0; i < kQueued; ++i) EXPECT_EQ(events[static_cast<std::size_t>(i)], "run barrier " + std::to_string(i + 1));
+  for (int i = 0; i < kQueued; ++i)
+    EXPECT_EQ(events[static_cast<std::size_t>(i)], "run barrier " + std::to_string(i + 1));
   EXPECT_EQ(events.back(), "destroyed");  // the backend went last
 }
 
@@ -186,8 +189,9 @@ TEST(Communicator, MeanOnHostBuffersIsSumThenScaled) {
 TEST(Communicator, InvalidCallsNeverReachTheBackend) {
   for (int kind = 0; kind < 2; ++kind) {
     Journal j;
-    auto c = kind == 0 ? std::make_unique<Communicator>(std::make_unique<FakeHostBackend>(j, 1, std::chrono::microseconds(0)))
-                       : std::make_unique<Communicator>(std::make_unique<FakeStreamBackend>(j));
+    auto c = kind == 0
+                 ? std::make_unique<Communicator>(std::make_unique<FakeHostBackend>(j, 1, std::chrono::microseconds(0)))
+                 : std::make_unique<Communicator>(std::make_unique<FakeStreamBackend>(j));
     std::vector<float> a(8), b(8);
     EXPECT_THROW(c->all_reduce(TensorView::of(a.data(), 4), TensorView::of(b.data(), 5), ReduceOp::Sum), core::Error);
     EXPECT_THROW(c->broadcast(TensorView::of(a.data(), 4), 1), core::Error);  // root outside one rank

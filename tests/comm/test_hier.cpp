@@ -36,7 +36,9 @@ TEST(HierTopology, ParsesNodeSizes) {
 
 TEST(HierTopology, CommConfigCarriesTheOverride) {
   auto env = [](const char* value) {
-    return [value](const char* name) -> const char* { return std::string(name) == "MICRODDP_HIER_NODE_SIZES" ? value : nullptr; };
+    return [value](const char* name) -> const char* {
+      return std::string(name) == "MICRODDP_HIER_NODE_SIZES" ? value : nullptr;
+    };
   };
   EXPECT_EQ(comm::parse_comm_config(env("2,1")).hier_node_sizes, (std::vector<int>{2, 1}));
   EXPECT_TRUE(comm::parse_comm_config(env("")).hier_node_sizes.empty());

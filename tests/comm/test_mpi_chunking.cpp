@@ -68,7 +68,9 @@ TEST(MpiChunkingLimit, RejectsOutOfRange) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Limits, MpiChunking, ::testing::Values(1, 3, 5),
-                         [](const ::testing::TestParamInfo<std::int64_t>& p) { return "max" + std::to_string(p.param); });
+                         [](const ::testing::TestParamInfo<std::int64_t>& p) {
+                           return "max" + std::to_string(p.param);
+                         });
 
 }  // namespace
 }  // namespace microddp::testing

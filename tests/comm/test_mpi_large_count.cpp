@@ -39,7 +39,8 @@ TEST(MpiLargeCount, BeyondIntMax) {
   // Every rank decides alike: rank 0's view, broadcast, so no rank runs the collective alone.
   int run = opt_in != nullptr && std::string(opt_in) == "1" && mem_available_bytes() >= need ? 1 : 0;
   MPI_Bcast(&run, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  if (run == 0) GTEST_SKIP() << "set MICRODDP_LARGE_COUNT_TESTS=1 on a node with >= " << need / (1 << 30) << " GiB available";
+  if (run == 0)
+    GTEST_SKIP() << "set MICRODDP_LARGE_COUNT_TESTS=1 on a node with >= " << need / (1 << 30) << " GiB available";
 
   comm::Communicator comm(std::make_unique<comm::MpiBackend>(runtime().world()));
   const int n = comm.size(), r = comm.rank();
@@ -54,7 +55,8 @@ TEST(MpiLargeCount, BeyondIntMax) {
   for (std::int64_t i = 0; i < kCount; ++i) buf[i] = static_cast<float>((r + 1) * 1000 + i % 977);
   comm.all_reduce(buf.view(), core::ReduceOp::Sum);
   wrong = 0;
-  for (std::int64_t i = 0; i < kCount; ++i) wrong += buf[i] != static_cast<float>(1000 * n * (n + 1) / 2 + n * (i % 977));
+  for (std::int64_t i = 0; i < kCount; ++i)
+    wrong += buf[i] != static_cast<float>(1000 * n * (n + 1) / 2 + n * (i % 977));
   EXPECT_EQ(wrong, 0) << "all_reduce #wrong";
 }
 

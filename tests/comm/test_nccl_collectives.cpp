@@ -50,11 +50,21 @@ std::unique_ptr<Communicator> Nccl::comm_;
 
 // ---- the generic matrix through host staging ----------------------------------------------------
 
-TEST_F(Nccl, HostStagedAllReduce) { run_cases(*comm_, cases_for(CollectiveKind::AllReduce, n(), counts_for(n(), {4, 10, 16}))); }
-TEST_F(Nccl, HostStagedBroadcast) { run_cases(*comm_, cases_for(CollectiveKind::Broadcast, n(), counts_for(n(), {4, 10, 16}))); }
-TEST_F(Nccl, HostStagedScatter) { run_cases(*comm_, cases_for(CollectiveKind::Scatter, n(), counts_for(n(), {4, 10, 16}))); }
-TEST_F(Nccl, HostStagedGather) { run_cases(*comm_, cases_for(CollectiveKind::Gather, n(), counts_for(n(), {4, 10, 16}))); }
-TEST_F(Nccl, HostStagedAllGather) { run_cases(*comm_, cases_for(CollectiveKind::AllGather, n(), counts_for(n(), {4, 10, 16}))); }
+TEST_F(Nccl, HostStagedAllReduce) {
+  run_cases(*comm_, cases_for(CollectiveKind::AllReduce, n(), counts_for(n(), {4, 10, 16})));
+}
+TEST_F(Nccl, HostStagedBroadcast) {
+  run_cases(*comm_, cases_for(CollectiveKind::Broadcast, n(), counts_for(n(), {4, 10, 16})));
+}
+TEST_F(Nccl, HostStagedScatter) {
+  run_cases(*comm_, cases_for(CollectiveKind::Scatter, n(), counts_for(n(), {4, 10, 16})));
+}
+TEST_F(Nccl, HostStagedGather) {
+  run_cases(*comm_, cases_for(CollectiveKind::Gather, n(), counts_for(n(), {4, 10, 16})));
+}
+TEST_F(Nccl, HostStagedAllGather) {
+  run_cases(*comm_, cases_for(CollectiveKind::AllGather, n(), counts_for(n(), {4, 10, 16})));
+}
 TEST_F(Nccl, HostStagedReduceScatter) {
   run_cases(*comm_, cases_for(CollectiveKind::ReduceScatter, n(), counts_for(n(), {4, 10, 16})));
 }
@@ -99,11 +109,13 @@ TEST_F(Nccl, DeviceAsyncAllReduceOrderedAfterComputeStream) {
   MDDP_CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
   // NCCL: ordered by an event; mpi: device staging waits for the whole GPU (device_staging.hpp).
   comm_->set_compute_stream(compute);  // a no-op on the mpi backend
-  for (std::int64_t count : {std::int64_t{0}, std::int64_t{1}, std::int64_t{7}, std::int64_t{65537}, std::int64_t{1000003}}) {
+  for (std::int64_t count :
+       {std::int64_t{0}, std::int64_t{1}, std::int64_t{7}, std::int64_t{65537}, std::int64_t{1000003}}) {
     for (bool in_place : {false, true}) {
       for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Mean}) {
         std::vector<float> host(static_cast<std::size_t>(count));
-        for (std::int64_t i = 0; i < count; ++i) host[static_cast<std::size_t>(i)] = static_cast<float>(reduce_input(r, i, n()));
+        for (std::int64_t i = 0; i < count; ++i)
+          host[static_cast<std::size_t>(i)] = static_cast<float>(reduce_input(r, i, n()));
         DeviceArray<float> send(count), recv(count);
         if (count > 0) {
           MDDP_CUDA_CHECK(cudaMemsetAsync(send.get(), 0xFF, send.bytes(), compute));  // poison (NaN)
@@ -117,7 +129,9 @@ TEST_F(Nccl, DeviceAsyncAllReduceOrderedAfterComputeStream) {
           EXPECT_GT(w.completion_ns(), 0);
         }
         std::vector<float> got(static_cast<std::size_t>(count));
-        if (count > 0) MDDP_CUDA_CHECK(cudaMemcpy(got.data(), in_place ? send.get() : recv.get(), send.bytes(), cudaMemcpyDeviceToHost));
+        if (count > 0)
+          MDDP_CUDA_CHECK(
+              cudaMemcpy(got.data(), in_place ? send.get() : recv.get(), send.bytes(), cudaMemcpyDeviceToHost));
         const Case k{CollectiveKind::AllReduce, DType::F32, op, count, in_place, 0};
         report(k, checked(k, shape_of(*comm_, k), TensorView::of(count == 0 ? nullptr : got.data(), count)));
       }
@@ -182,14 +196,13 @@ int main(int argc, char** argv) {
       mine.uses_gpu = true;
       mine.uuid = microddp::kernels::cuda_device_uuid(runtime.local_rank() % gpus);
     }
-    const auto sharing =
-        microddp::comm::exchange_gpu_identities(runtime, mine, microddp::kernels::format_device_uuid);
+    const auto sharing = microddp::comm::exchange_gpu_identities(runtime, mine, microddp::kernels::format_device_uuid);
     const bool nccl_backend = microddp::testing::backend_from_argv() != "mpi";
     if (sharing.ranks_without_gpu > 0 || (nccl_backend && sharing.shared())) {
       if (runtime.rank() == 0) {
         std::printf("%s: skipped\n", sharing.ranks_without_gpu > 0
-                                          ? "no visible CUDA device on some rank"
-                                          : ("NCCL needs one GPU per rank, but " + sharing.example).c_str());
+                                         ? "no visible CUDA device on some rank"
+                                         : ("NCCL needs one GPU per rank, but " + sharing.example).c_str());
       }
       microddp::testing::g_runtime = nullptr;
       return kSkip;

@@ -40,7 +40,7 @@ TEST(NcclSetup, UniqueIdMessageRejectsCorruptionAndMismatch) {
   m = sample_message();
   EXPECT_THROW(check_unique_id_message(m, 3, 22809), core::Error);  // world size
   EXPECT_THROW(check_unique_id_message(m, 4, 22900), core::Error);  // NCCL version
-  m.world_size = 3;                                                  // changed after the checksum
+  m.world_size = 3;                                                 // changed after the checksum
   EXPECT_THROW(check_unique_id_message(m, 3, 22809), core::Error);
 }
 
@@ -52,7 +52,7 @@ TEST(NcclSetup, DeviceForRank) {
   // really share one is decided by UUID (gpu_sharing.hpp), not here.
   EXPECT_EQ(nccl_device_for_rank(1, 2, 1), 0);
   EXPECT_EQ(nccl_device_for_rank(3, 4, 1), 0);
-  EXPECT_EQ(nccl_device_for_rank(5, 8, 4), 1);  // 8 ranks on 4 visible GPUs: round robin
+  EXPECT_EQ(nccl_device_for_rank(5, 8, 4), 1);               // 8 ranks on 4 visible GPUs: round robin
   EXPECT_THROW(nccl_device_for_rank(2, 2, 4), core::Error);  // bad local rank
 }
 
@@ -144,9 +144,9 @@ TEST(StagingPlan, InPlaceStaysInPlace) {
   EXPECT_EQ(p.recv.offset_bytes, 0);
 
   char* stage[2] = {reinterpret_cast<char*>(0x1000), reinterpret_cast<char*>(0x9000)};
-  const CollectiveCall staged =
-      staged_call(call(CollectiveKind::AllGather, a.data() + 8, 4, a.data(), 12), plan_staging(call(CollectiveKind::AllGather, a.data() + 8, 4, a.data(), 12), 2),
-                  stage, core::Device::Cuda);
+  const CollectiveCall staged = staged_call(
+      call(CollectiveKind::AllGather, a.data() + 8, 4, a.data(), 12),
+      plan_staging(call(CollectiveKind::AllGather, a.data() + 8, 4, a.data(), 12), 2), stage, core::Device::Cuda);
   EXPECT_EQ(staged.send.data, reinterpret_cast<char*>(0x1000) + 32);
   EXPECT_EQ(staged.recv.data, reinterpret_cast<void*>(0x1000));
   EXPECT_EQ(staged.send.device, core::Device::Cuda);

@@ -34,7 +34,8 @@ TEST(RingLayout, EvenPartTilesAnyCount) {
 
 TEST(RingLayout, FewerElementsThanParts) {
   // count < n: the first `count` chunks hold one element, the rest are empty.
-  for (std::int64_t i = 0; i < 5; ++i) EXPECT_EQ(even_part(3, 5, i), (IndexRange{std::min<std::int64_t>(i, 3), i < 3 ? 1 : 0}));
+  for (std::int64_t i = 0; i < 5; ++i)
+    EXPECT_EQ(even_part(3, 5, i), (IndexRange{std::min<std::int64_t>(i, 3), i < 3 ? 1 : 0}));
 }
 
 TEST(RingLayout, SegmentsBoundMessageSize) {
@@ -71,8 +72,8 @@ TEST(RingSchedule, IsConsistent) {
       const int left = ring_mod(r - 1, n);
       std::vector<int> rs(n, 0), ag(n, 0);
       for (int s = 0; s <= n - 2; ++s) {
-        EXPECT_EQ(rs_recv_block(r, n, s), rs_send_block(left, n, s));  // RS: recv == left's send
-        EXPECT_EQ(ag_recv_block(r, n, s), ag_send_block(left, n, s));  // AG: recv == left's send
+        EXPECT_EQ(rs_recv_block(r, n, s), rs_send_block(left, n, s));                // RS: recv == left's send
+        EXPECT_EQ(ag_recv_block(r, n, s), ag_send_block(left, n, s));                // AG: recv == left's send
         EXPECT_EQ(rs_send_block(r, n, s), rs_recv_block(ring_mod(r + 1, n), n, s));  // send == right's recv
         EXPECT_EQ(ag_send_block(r, n, s), ag_recv_block(ring_mod(r + 1, n), n, s));
         if (s + 1 <= n - 2) {

@@ -43,7 +43,8 @@ TEST(SyncCheck, FingerprintUsesRankInvariantFields) {
             fingerprint(make(CollectiveKind::AllReduce, 8, 8, ReduceOp::Max)));
   EXPECT_NE(fingerprint(make(CollectiveKind::Broadcast, 8, 8, ReduceOp::Sum, 0)),
             fingerprint(make(CollectiveKind::Broadcast, 8, 8, ReduceOp::Sum, 1)));
-  EXPECT_NE(fingerprint(make(CollectiveKind::AllReduce, 8, 8)), fingerprint(make(CollectiveKind::ReduceScatter, 24, 8)));
+  EXPECT_NE(fingerprint(make(CollectiveKind::AllReduce, 8, 8)),
+            fingerprint(make(CollectiveKind::ReduceScatter, 24, 8)));
   CollectiveCall f64 = make(CollectiveKind::AllReduce, 8, 8);
   f64.send.dtype = f64.recv.dtype = core::DType::F64;
   EXPECT_NE(fingerprint(f64), fingerprint(make(CollectiveKind::AllReduce, 8, 8)));
@@ -64,10 +65,8 @@ TEST(SyncCheck, HistoryHashSeesEveryFieldAndTheOrder) {
   EXPECT_NE(chain_hash(chain_hash(kEmptyHistory, a), b), chain_hash(chain_hash(kEmptyHistory, b), a));
   // One field changed at a time: each must change the hash.
   const std::vector<std::pair<const char*, void (*)(CollectiveFingerprint&)>> edits = {
-      {"count", [](CollectiveFingerprint& f) { f.count = 9; }},
-      {"seq", [](CollectiveFingerprint& f) { f.seq = 2; }},
-      {"root", [](CollectiveFingerprint& f) { f.root = 1; }},
-      {"op", [](CollectiveFingerprint& f) { f.op = 1; }},
+      {"count", [](CollectiveFingerprint& f) { f.count = 9; }}, {"seq", [](CollectiveFingerprint& f) { f.seq = 2; }},
+      {"root", [](CollectiveFingerprint& f) { f.root = 1; }},   {"op", [](CollectiveFingerprint& f) { f.op = 1; }},
       {"dtype", [](CollectiveFingerprint& f) { f.dtype = 1; }},
   };
   for (const auto& [field, edit] : edits) {

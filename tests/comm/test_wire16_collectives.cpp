@@ -39,7 +39,8 @@ void expect_same_on_all_ranks(Communicator& comm, const std::vector<std::uint16_
   comm.all_gather(core::TensorView::of(mine.data(), n), core::TensorView::of(all.data(), n * comm.size()));
   for (int r = 1; r < comm.size(); ++r) {
     for (std::int64_t i = 0; i < n; ++i) {
-      ASSERT_EQ(all[static_cast<std::size_t>(r * n + i)], all[static_cast<std::size_t>(i)]) << "rank " << r << " element " << i;
+      ASSERT_EQ(all[static_cast<std::size_t>(r * n + i)], all[static_cast<std::size_t>(i)])
+          << "rank " << r << " element " << i;
     }
   }
 }
@@ -48,14 +49,16 @@ TEST(Wire16Collectives, ExactOnRepresentableSums) {
   auto comm = make_communicator(g_backend, testing::runtime());
   const int n = comm->size(), rank = comm->rank();
   for (Wire16 f : {Wire16::F16, Wire16::BF16}) {
-    for (std::int64_t count : {std::int64_t{0}, std::int64_t{1}, std::int64_t{n - 1}, std::int64_t{1001}, std::int64_t{70001}}) {
+    for (std::int64_t count :
+         {std::int64_t{0}, std::int64_t{1}, std::int64_t{n - 1}, std::int64_t{1001}, std::int64_t{70001}}) {
       for (bool in_place : {true, false}) {
         SCOPED_TRACE(std::string(f == Wire16::F16 ? "fp16" : "bf16") + " count " + std::to_string(count) +
                      (in_place ? " in place" : ""));
         // Integers in [-8, 8]: every partial sum of up to 4 ranks is within +-32, exact in both formats.
         auto value = [](int r, std::int64_t i) { return static_cast<float>((i * 7 + r * 3) % 17 - 8); };
         std::vector<std::uint16_t> x(static_cast<std::size_t>(count)), out(static_cast<std::size_t>(count), 0xFFFF);
-        for (std::int64_t i = 0; i < count; ++i) x[static_cast<std::size_t>(i)] = kernels::wire16_encode(f, value(rank, i));
+        for (std::int64_t i = 0; i < count; ++i)
+          x[static_cast<std::size_t>(i)] = kernels::wire16_encode(f, value(rank, i));
         const core::TensorView xv(x.data(), count, dtype_of(f));
         if (in_place) {
           comm->all_reduce(xv, core::ReduceOp::Sum);
@@ -81,7 +84,7 @@ TEST(Wire16Collectives, RoundingBound) {
   for (Wire16 f : {Wire16::F16, Wire16::BF16}) {
     auto value = [f](int r, std::int64_t i) {  // the encoded input of rank r, decoded (exact)
       return kernels::wire16_decode(f, kernels::wire16_encode(f, core::normal01(21, static_cast<std::uint64_t>(r),
-                                                                                 static_cast<std::uint64_t>(i))));
+                                                                                static_cast<std::uint64_t>(i))));
     };
     std::vector<std::uint16_t> x(static_cast<std::size_t>(count));
     for (std::int64_t i = 0; i < count; ++i) x[static_cast<std::size_t>(i)] = kernels::wire16_encode(f, value(rank, i));
@@ -103,7 +106,9 @@ TEST(Wire16Collectives, RoundingBound) {
         if (bound > 0) worst = std::max(worst, std::abs(got - exact) / bound);
       }
     }
-    if (rank == 0) std::printf("# %s, %d ranks: largest error %.3f of the (n-1) u sum|x| bound\n", f == Wire16::F16 ? "fp16" : "bf16", n, worst);
+    if (rank == 0)
+      std::printf("# %s, %d ranks: largest error %.3f of the (n-1) u sum|x| bound\n",
+                  f == Wire16::F16 ? "fp16" : "bf16", n, worst);
     expect_same_on_all_ranks(*comm, x);
   }
 }

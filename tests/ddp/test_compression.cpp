@@ -34,15 +34,15 @@ std::string g_backend = "mpi";
 // a (rows, cols) weight, its bias, and a second weight.
 std::vector<model::ParamInfo> test_params(std::int64_t rows, std::int64_t cols) {
   std::vector<model::ParamInfo> p(3);
-  auto align = [](std::int64_t n) { return (n + model::kParamAlignFloats - 1) / model::kParamAlignFloats * model::kParamAlignFloats; };
+  auto align = [](std::int64_t n) {
+    return (n + model::kParamAlignFloats - 1) / model::kParamAlignFloats * model::kParamAlignFloats;
+  };
   p[0] = {"w1", 0, 1, false, 0, rows * cols, rows, cols};
   p[1] = {"b1", 1, 1, true, align(rows * cols), rows, rows, 1};
   p[2] = {"w0", 2, 0, false, p[1].offset + align(rows), cols * rows, cols, rows};
   return p;
 }
-std::int64_t total_count(const std::vector<model::ParamInfo>& p) {
-  return p.back().offset + p.back().count;
-}
+std::int64_t total_count(const std::vector<model::ParamInfo>& p) { return p.back().offset + p.back().count; }
 
 // Rank r's gradient: per matrix the rank-1 outer product u_r v_r^T (so the sum over n ranks has
 // rank <= n), bias entries arbitrary; pure functions of (rank, element).
@@ -50,8 +50,10 @@ void fill_low_rank(const std::vector<model::ParamInfo>& params, int rank, float*
   for (const auto& p : params) {
     for (std::int64_t i = 0; i < p.rows; ++i) {
       for (std::int64_t j = 0; j < p.cols; ++j) {
-        const float u = core::normal01(7, 100 + static_cast<std::uint64_t>(rank * 10 + p.index), static_cast<std::uint64_t>(i));
-        const float v = core::normal01(7, 200 + static_cast<std::uint64_t>(rank * 10 + p.index), static_cast<std::uint64_t>(j));
+        const float u =
+            core::normal01(7, 100 + static_cast<std::uint64_t>(rank * 10 + p.index), static_cast<std::uint64_t>(i));
+        const float v =
+            core::normal01(7, 200 + static_cast<std::uint64_t>(rank * 10 + p.index), static_cast<std::uint64_t>(j));
         g[p.offset + i * p.cols + j] = p.is_bias ? u : u * v;
       }
     }
@@ -80,8 +82,8 @@ TEST_P(PowerSgdStrategy, RankAtLeastMatrixRankReproducesTheSum) {
   cc.powersgd_rank = 4;  // >= n (the sum's rank) for n <= 4
   cc.error_feedback = false;
   ASSERT_LE(n, cc.powersgd_rank);
-  auto sync = make_grad_sync(parse_strategy(GetParam()), *comm, params, core::TensorView::of(grads.data(), total), events,
-                             small_buckets(), cc, *ops, 3);
+  auto sync = make_grad_sync(parse_strategy(GetParam()), *comm, params, core::TensorView::of(grads.data(), total),
+                             events, small_buckets(), cc, *ops, 3);
   auto* psgd = dynamic_cast<PowerSgdCompressor*>(sync->compressor());
   ASSERT_NE(psgd, nullptr);
   EXPECT_EQ(psgd->compressed_matrices(), 2);
@@ -124,7 +126,8 @@ double mean_applied_error(bool error_feedback, double* max_error_norm_ratio) {
   std::vector<float> grads(static_cast<std::size_t>(total), 0.0f), g0(static_cast<std::size_t>(total), 0.0f);
   for (const auto& p : params) {
     for (std::int64_t i = 0; i < p.count; ++i) {
-      g0[static_cast<std::size_t>(p.offset + i)] = core::normal01(9, static_cast<std::uint64_t>(p.index), static_cast<std::uint64_t>(i));
+      g0[static_cast<std::size_t>(p.offset + i)] =
+          core::normal01(9, static_cast<std::uint64_t>(p.index), static_cast<std::uint64_t>(i));
     }
   }
   core::EventLog events;
@@ -133,7 +136,8 @@ double mean_applied_error(bool error_feedback, double* max_error_norm_ratio) {
   cc.mode = "powersgd";
   cc.powersgd_rank = 1;
   cc.error_feedback = error_feedback;
-  auto sync = make_grad_sync(Strategy::Flat, *comm, params, core::TensorView::of(grads.data(), total), events, {}, cc, *ops, 3);
+  auto sync =
+      make_grad_sync(Strategy::Flat, *comm, params, core::TensorView::of(grads.data(), total), events, {}, cc, *ops, 3);
   const double n = comm->size();
   double g_norm = 0.0;
   for (float x : g0) g_norm += static_cast<double>(x) * x;
@@ -184,41 +188,41 @@ TEST(ErrorFeedback, ErrorStaysBoundedAndTheMeanConverges) {
 TEST(CompressedTraining, RanksStayBitwiseIdentical) {
   auto comm = comm::make_communicator(g_backend, testing::runtime());
   for (const char* mode : {"powersgd", "bf16", "fp16"}) {
-  for (const char* strategy : {"naive", "flat", "overlap", "bucketed"}) {
-    for (bool ef : {true, false}) {
-      SCOPED_TRACE(std::string(mode) + " " + strategy + (ef ? " with" : " without") + " error feedback");
-      TrainConfig c;
-      c.model = model::MlpConfig{8, 16, 3, 3};
-      c.global_batch = 13;
-      c.steps = 6;
-      c.seed = 4;
-      c.strategy = parse_strategy(strategy);
-      c.sync_options.bucket_mb = 600.0 / (1 << 20);
-      c.compression.mode = mode;
-      c.compression.powersgd_rank = 1;
-      c.compression.powersgd_start_step = 2;
-      c.compression.error_feedback = ef;
-      c.check_every = 1;  // the divergence check after every step throws if any rank differs
-      auto ops = kernels::make_cpu_ops(1);
-      Trainer t(c, *comm, *ops);
-      t.setup();
-      double first = 0.0, last = 0.0;
-      for (int s = 0; s < c.steps; ++s) {
-        const StepRecord r = t.step();
-        if (s == 0) first = r.loss;
-        last = r.loss;
-        ASSERT_TRUE(std::isfinite(r.loss)) << strategy;
-      }
-      EXPECT_LT(last, first);
-      EXPECT_EQ(t.checks_done(), c.steps);
-      const std::int64_t fp32 = t.sync().uncompressed_bytes_per_step();
-      if (std::string(mode) == "powersgd") {
-        EXPECT_LT(t.sync().bytes_per_step(), fp32);
-      } else {
-        EXPECT_EQ(2 * t.sync().bytes_per_step(), fp32);  // exactly half: 16 of 32 bits per value
+    for (const char* strategy : {"naive", "flat", "overlap", "bucketed"}) {
+      for (bool ef : {true, false}) {
+        SCOPED_TRACE(std::string(mode) + " " + strategy + (ef ? " with" : " without") + " error feedback");
+        TrainConfig c;
+        c.model = model::MlpConfig{8, 16, 3, 3};
+        c.global_batch = 13;
+        c.steps = 6;
+        c.seed = 4;
+        c.strategy = parse_strategy(strategy);
+        c.sync_options.bucket_mb = 600.0 / (1 << 20);
+        c.compression.mode = mode;
+        c.compression.powersgd_rank = 1;
+        c.compression.powersgd_start_step = 2;
+        c.compression.error_feedback = ef;
+        c.check_every = 1;  // the divergence check after every step throws if any rank differs
+        auto ops = kernels::make_cpu_ops(1);
+        Trainer t(c, *comm, *ops);
+        t.setup();
+        double first = 0.0, last = 0.0;
+        for (int s = 0; s < c.steps; ++s) {
+          const StepRecord r = t.step();
+          if (s == 0) first = r.loss;
+          last = r.loss;
+          ASSERT_TRUE(std::isfinite(r.loss)) << strategy;
+        }
+        EXPECT_LT(last, first);
+        EXPECT_EQ(t.checks_done(), c.steps);
+        const std::int64_t fp32 = t.sync().uncompressed_bytes_per_step();
+        if (std::string(mode) == "powersgd") {
+          EXPECT_LT(t.sync().bytes_per_step(), fp32);
+        } else {
+          EXPECT_EQ(2 * t.sync().bytes_per_step(), fp32);  // exactly half: 16 of 32 bits per value
+        }
       }
     }
-  }
   }
 }
 
@@ -239,8 +243,8 @@ TEST(Wire16Compression, MatchesTheSumWithinItsPrecision) {
       events.reserve(1000);
       GradCompressionConfig cc;
       cc.mode = mode;
-      auto sync = make_grad_sync(parse_strategy(strategy), *comm, params, core::TensorView::of(grads.data(), total), events,
-                                 small_buckets(), cc, *ops, 3);
+      auto sync = make_grad_sync(parse_strategy(strategy), *comm, params, core::TensorView::of(grads.data(), total),
+                                 events, small_buckets(), cc, *ops, 3);
       fill_low_rank(params, comm->rank(), grads.data());
       // 40960 = 5 * 2^13: exact in both formats (3 significant bits); two of them overflow fp16.
       if (comm->rank() <= 1) grads[5] = 40960.0f;

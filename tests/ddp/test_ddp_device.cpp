@@ -385,7 +385,8 @@ TEST_P(DeviceTraining, StepHostTrafficOnTheEmulatedDevice) {
 INSTANTIATE_TEST_SUITE_P(Backends, DeviceTraining, ::testing::ValuesIn(device_backends()),
                          [](const ::testing::TestParamInfo<std::string>& i) {
                            std::string n = i.param;
-                           for (char& ch : n) if (ch == '-') ch = '_';
+                           for (char& ch : n)
+                             if (ch == '-') ch = '_';
                            return n;
                          });
 

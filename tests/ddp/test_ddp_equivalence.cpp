@@ -174,7 +174,8 @@ TEST(DdpAccumulation, KMicroStepsEqualOneStepOnKTimesLargerBatch) {
   std::vector<float> params(t.model().param_data(), t.model().param_data() + t.model().flat_count());
   const RunResult ref = run(big, *comm);
   expect_close(params, ref.params, 1e-5, "accumulation vs big batch");
-  for (std::size_t s = 0; s < ref.losses.size(); ++s) EXPECT_NEAR(losses[s], ref.losses[s], 1e-5 * std::abs(ref.losses[s])) << "step " << s;
+  for (std::size_t s = 0; s < ref.losses.size(); ++s)
+    EXPECT_NEAR(losses[s], ref.losses[s], 1e-5 * std::abs(ref.losses[s])) << "step " << s;
 }
 
 TEST(DdpStartup, MismatchedConfigurationIsRefusedOnEveryRank) {
@@ -200,9 +201,7 @@ TEST(DdpStartup, MismatchedConfigurationIsRefusedOnEveryRank) {
 // Test arguments are parsed by a static initialiser-free hook: gtest leaves unknown flags in argv.
 namespace {
 struct ArgParser {
-  ArgParser() {
-    ::testing::AddGlobalTestEnvironment(new Env);
-  }
+  ArgParser() { ::testing::AddGlobalTestEnvironment(new Env); }
   struct Env : ::testing::Environment {
     void SetUp() override {
       for (const auto& a : ::testing::internal::GetArgvs()) {

@@ -67,7 +67,7 @@ TEST(ClipFactor, MatchesClosedForm) {
   // PyTorch clip_grad_norm_: coef = max_norm / (total_norm + 1e-6), clamped to at most 1.
   EXPECT_DOUBLE_EQ(clip_factor(5.0, 1.0), 1.0 / (5.0 + 1e-6));
   EXPECT_DOUBLE_EQ(clip_factor(5.0, 10.0), 1.0);
-  EXPECT_DOUBLE_EQ(clip_factor(0.0, 1.0), 1.0);  // zero gradient: no NaN, no change
+  EXPECT_DOUBLE_EQ(clip_factor(0.0, 1.0), 1.0);                 // zero gradient: no NaN, no change
   EXPECT_DOUBLE_EQ(clip_factor(1.0, 1.0), 1.0 / (1.0 + 1e-6));  // the eps makes it just below 1
   // On a random gradient: scaled by the factor (in float, as the trainer does) its norm is the
   // limit, to float precision (rounding of each scaled element: ~6e-8 relative).

@@ -169,7 +169,8 @@ TEST_P(OnNan, SkipIsAgreedAndEqualsARunThatNeverSawTheBatch) {
   TrainConfig clean = cfg;
   clean.faults = core::FaultPlan{};
   const RunResult reference = train(clean, *comm, /*jump_over=*/kBad);
-  EXPECT_TRUE(bitwise_equal(skipped.params, reference.params)) << "parameters differ from the run without step " << kBad;
+  EXPECT_TRUE(bitwise_equal(skipped.params, reference.params))
+      << "parameters differ from the run without step " << kBad;
   ASSERT_EQ(skipped.state.size(), reference.state.size());
   for (std::size_t i = 0; i < skipped.state.size(); ++i) {
     EXPECT_TRUE(bitwise_equal(skipped.state[i], reference.state[i])) << "optimizer state " << i;
@@ -215,7 +216,8 @@ TEST(Divergence, PeriodicCheckNamesParameterStepAndRank) {
   t.setup();
   const std::string what = steps_until_agreed_error(t, cfg.steps);
   EXPECT_EQ(t.steps_done(), 3);
-  const std::string want = "ranks diverged after step 3: layer_02.weight differs on rank(s) " + std::to_string(rt.size() - 1) + " from rank 0";
+  const std::string want = "ranks diverged after step 3: layer_02.weight differs on rank(s) " +
+                           std::to_string(rt.size() - 1) + " from rank 0";
   EXPECT_EQ(what, want);
 }
 
@@ -258,7 +260,8 @@ TEST(Divergence, OptimizerStateAndStepCountAreChecked) {
     t.restore_progress(2);  // the resume-time check (same code)
     FAIL() << "exp_avg_sq difference not detected";
   } catch (const core::AgreedError& e) {
-    EXPECT_NE(std::string(e.what()).find("layer_01.bias:exp_avg_sq differs on rank(s) 1 from rank 0"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("layer_01.bias:exp_avg_sq differs on rank(s) 1 from rank 0"),
+              std::string::npos)
         << e.what();
   }
   // Restore exactly (x + 1e-7 - 1e-7 need not be x): copy rank 0's buffer.

@@ -36,7 +36,8 @@ TEST_P(Trace, MergedTraceIsValidAndShowsOverlap) {
   ddp::Trainer t(cfg, *comm, *ops);
   t.setup();
   for (std::int64_t s = 0; s < cfg.steps; ++s) t.step();
-  const std::string path = ::testing::TempDir() + "microddp_trace_" + strategy + "_np" + std::to_string(rt.size()) + ".json";
+  const std::string path =
+      ::testing::TempDir() + "microddp_trace_" + strategy + "_np" + std::to_string(rt.size()) + ".json";
   app::write_trace(path, *comm, t.events().events(), t.sync(), t.model().params());
   if (rt.rank() != 0) return;
 

@@ -113,7 +113,8 @@ TEST(ConfigAgreement, EveryAgreedFieldIsComparedAtStartUp) {
     } catch (const core::UsageError& e) {
       const std::string m = e.what();
       EXPECT_TRUE(e.agreed()) << f.name;
-      const std::string want = "configuration mismatch: rank " + std::to_string(odd) + " has " + std::string(f.name) + " = ";
+      const std::string want =
+          "configuration mismatch: rank " + std::to_string(odd) + " has " + std::string(f.name) + " = ";
       EXPECT_NE(m.find(want), std::string::npos) << m;
     }
     ++checked;

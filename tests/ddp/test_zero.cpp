@@ -85,8 +85,8 @@ double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
 TEST(ShardPlan, EveryElementOnceAtAnyWorldSize) {
   const auto params = model::param_layout(model::MlpConfig{8, 16, 3, 3});
   const std::int64_t n = model::flat_count(params);
-  const std::vector<std::vector<Bucket>> plans = {
-      plan_buckets(params, 25 << 20), plan_buckets(params, 1200), plan_per_parameter(params), plan_buckets(params, 200, 16)};
+  const std::vector<std::vector<Bucket>> plans = {plan_buckets(params, 25 << 20), plan_buckets(params, 1200),
+                                                  plan_per_parameter(params), plan_buckets(params, 200, 16)};
   for (const auto& buckets : plans) {
     for (int world = 1; world <= 5; ++world) {
       std::vector<int> owners(static_cast<std::size_t>(n), 0);
@@ -110,7 +110,8 @@ TEST(ShardPlan, EveryElementOnceAtAnyWorldSize) {
         EXPECT_EQ(end, n);
         EXPECT_EQ(p.state_count(), p.chunk_count + p.tail_count);
       }
-      for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(owners[static_cast<std::size_t>(i)], 1) << "element " << i << " world " << world;
+      for (std::int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(owners[static_cast<std::size_t>(i)], 1) << "element " << i << " world " << world;
     }
   }
   EXPECT_EQ(zero::parse_shard_mode("gradients"), ShardMode::Gradients);
@@ -160,8 +161,9 @@ TEST(Zero, MatchesDdpOverFiftyAdamSteps) {
         }
         if (rt.rank() == 0) {
           std::printf("[zero] %s np %d %s --shard %s batch %lld: %s DDP (max rel diff %.3g)\n", g_backend.c_str(),
-                      rt.size(), v.what, std::string(zero::shard_mode_name(mode)).c_str(), static_cast<long long>(batch),
-                      bitwise ? "bitwise equal to" : "NOT bitwise equal to", max_rel_diff(z.params, ddp.params));
+                      rt.size(), v.what, std::string(zero::shard_mode_name(mode)).c_str(),
+                      static_cast<long long>(batch), bitwise ? "bitwise equal to" : "NOT bitwise equal to",
+                      max_rel_diff(z.params, ddp.params));
         }
       }
     }
@@ -234,7 +236,8 @@ TEST(Zero, StateMovesBetweenShardModes) {
       std::memcpy(hb.params, ha.params, static_cast<std::size_t>(a.model().flat_count()) * sizeof(float));
       for (std::size_t i = 0; i < 2; ++i) {
         ASSERT_EQ(hb.optimizer[i].count, ha.optimizer[i].count);
-        std::memcpy(hb.optimizer[i].data, ha.optimizer[i].data, static_cast<std::size_t>(ha.optimizer[i].count) * sizeof(float));
+        std::memcpy(hb.optimizer[i].data, ha.optimizer[i].data,
+                    static_cast<std::size_t>(ha.optimizer[i].count) * sizeof(float));
       }
       b.state_from_host();
       b.optimizer().set_steps_taken(a.optimizer().steps_taken());
@@ -260,7 +263,7 @@ TEST(Zero, SetStrategyMovesTheStateExactly) {
   t.setup();
   for (int s = 0; s < 4; ++s) t.step();
   t.set_strategy(Strategy::Overlap, cfg.sync_options, ShardMode::Gradients);  // another plan and mode
-  t.set_strategy(cfg.strategy, cfg.sync_options, ShardMode::Optimizer);  // and back
+  t.set_strategy(cfg.strategy, cfg.sync_options, ShardMode::Optimizer);       // and back
   for (int s = 4; s < 8; ++s) t.step();
   EXPECT_EQ(std::memcmp(t.model().param_data(), whole.params.data(), whole.params.size() * sizeof(float)), 0);
 }
@@ -279,12 +282,12 @@ TEST(Zero, OptimizerStateIsTheShardMeasured) {
     Trainer t(cfg, *comm, *ops);
     const zero::MemoryReport m = t.memory_report();
     const zero::ShardPlan plan = zero::plan_for_strategy(cfg.strategy, cfg.sync_options, t.model().params(),
-                                                        t.model().flat_count(), rt.size(), rt.rank());
+                                                         t.model().flat_count(), rt.size(), rt.rank());
     EXPECT_EQ(m.optimizer_state, 2 * 4 * plan.state_count());
     EXPECT_EQ(m.reduced_gradients, mode == ShardMode::Gradients ? 4 * plan.state_count() : 0);
     // The formula predicts the measurement exactly.
-    const zero::MemoryReport f = zero::predict_memory(t.model().flat_count(), plan.state_count(), 2, mode,
-                                                      t.model().activation_bytes());
+    const zero::MemoryReport f =
+        zero::predict_memory(t.model().flat_count(), plan.state_count(), 2, mode, t.model().activation_bytes());
     EXPECT_EQ(f.optimizer_state, m.optimizer_state);
     EXPECT_EQ(f.reduced_gradients, m.reduced_gradients);
     EXPECT_EQ(f.parameters, m.parameters);

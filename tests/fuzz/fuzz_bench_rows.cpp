@@ -20,7 +20,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         std::abort();
     }
     (void)microddp::perf::fit_bench_rows(rows, "fuzz-input");
-  } catch (const microddp::core::UsageError&) {
-  }
+  } catch (const microddp::core::UsageError&) {}
   return 0;
 }

@@ -15,10 +15,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     const auto m = microddp::perf::parse_comm_model(text, "fuzz-input");
     for (const auto& e : m.entries) {
-      if (!(std::isfinite(e.fit.model.alpha_s) && e.fit.model.alpha_s >= 0 && std::isfinite(e.fit.model.beta_s_per_byte)))
+      if (!(std::isfinite(e.fit.model.alpha_s) && e.fit.model.alpha_s >= 0 &&
+            std::isfinite(e.fit.model.beta_s_per_byte)))
         std::abort();
     }
-  } catch (const microddp::core::UsageError&) {
-  }
+  } catch (const microddp::core::UsageError&) {}
   return 0;
 }

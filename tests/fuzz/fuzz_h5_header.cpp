@@ -132,10 +132,12 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   const bool ck = load_seed("MICRODDP_FUZZ_CHECKPOINT", g_seeds[0]);
   const bool ds = load_seed("MICRODDP_FUZZ_DATASET", g_seeds[1]);
   if (!ck || !ds) {
-    std::fprintf(stderr, "fuzz_h5_header: set MICRODDP_FUZZ_CHECKPOINT and MICRODDP_FUZZ_DATASET to valid seed files\n");
+    std::fprintf(stderr,
+                 "fuzz_h5_header: set MICRODDP_FUZZ_CHECKPOINT and MICRODDP_FUZZ_DATASET to valid seed files\n");
     std::exit(1);
   }
-  g_work = (std::filesystem::temp_directory_path() / ("microddp_fuzz_h5_" + std::to_string(::getpid()) + ".h5")).string();
+  g_work =
+      (std::filesystem::temp_directory_path() / ("microddp_fuzz_h5_" + std::to_string(::getpid()) + ".h5")).string();
   return 0;
 }
 
@@ -219,7 +221,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } else {
       (void)microddp::io::scan_dataset(g_work);
     }
-  } catch (const microddp::core::UsageError&) {
-  }
+  } catch (const microddp::core::UsageError&) {}
   return 0;
 }

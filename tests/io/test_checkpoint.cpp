@@ -86,8 +86,8 @@ std::vector<float> params_of(const ddp::Trainer& t) {
 }
 
 // Steps a fresh trainer (optionally resumed from `resume`) until `until`, saving at `save_at`.
-TrainRun train(MPI_Comm mpi, const ddp::TrainConfig& cfg, std::int64_t until, const std::string& dir, std::int64_t save_at,
-          const std::string& resume_spec = "") {
+TrainRun train(MPI_Comm mpi, const ddp::TrainConfig& cfg, std::int64_t until, const std::string& dir,
+               std::int64_t save_at, const std::string& resume_spec = "") {
   comm::Communicator comm(std::make_unique<comm::MpiBackend>(mpi));
   comm.attach_sync_comm(mpi);  // as make_communicator does: the trainer checks collective fingerprints
   auto ops = kernels::make_cpu_ops(1);
@@ -147,7 +147,8 @@ TEST(Checkpoint, RoundTripIsBitwise) {
   auto sa = a.optimizer().state_buffers(), sb = b.optimizer().state_buffers();
   ASSERT_EQ(sa.size(), 2u);
   for (std::size_t i = 0; i < sa.size(); ++i) {
-    EXPECT_EQ(std::memcmp(sa[i].data, sb[i].data, static_cast<std::size_t>(sa[i].count) * sizeof(float)), 0) << sa[i].name;
+    EXPECT_EQ(std::memcmp(sa[i].data, sb[i].data, static_cast<std::size_t>(sa[i].count) * sizeof(float)), 0)
+        << sa[i].name;
   }
   remove_dir(world, dir);
 }
@@ -225,7 +226,8 @@ TEST(Sharded, OneFormatBitwiseResumeAndAnyModeResumesAny) {
       const TrainRun resumed = train(world, cfg_of(modes[to]), 8, dirs[from], -1, checkpoint_path(dirs[from], 4));
       ASSERT_EQ(resumed.params.size(), straight.params.size());
       if (from == to) {
-        EXPECT_EQ(std::memcmp(resumed.params.data(), straight.params.data(), straight.params.size() * sizeof(float)), 0);
+        EXPECT_EQ(std::memcmp(resumed.params.data(), straight.params.data(), straight.params.size() * sizeof(float)),
+                  0);
         for (std::size_t s = 0; s < resumed.losses.size(); ++s) EXPECT_EQ(resumed.losses[s], straight.losses[4 + s]);
       }
       EXPECT_LE(max_rel_diff(resumed.params, straight.params), 1e-6);
@@ -364,7 +366,8 @@ TEST(Checkpoint, CompatibilityRefusesEveryResumeField) {
       check_compatible(c, run, source);
       ADD_FAILURE() << "a run with another " << f.name << " fits the checkpoint";
     } catch (const core::UsageError& e) {
-      const std::string want = std::string(f.name) + " = " + ddp::field_text(f, cfg) + " (this run: " + ddp::field_text(f, run) + ")";
+      const std::string want =
+          std::string(f.name) + " = " + ddp::field_text(f, cfg) + " (this run: " + ddp::field_text(f, run) + ")";
       EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
     }
   }
@@ -393,9 +396,7 @@ TEST(WorldSizeChange, Np4ResumesOnTwoAndThreeRanks) {
     (void)train(world, cfg, 4, dir, 4);
     // Reference: the whole run uninterrupted on one process.
     TrainRun ref;
-    {
-      ref = train(MPI_COMM_SELF, cfg, 8, dir + "/unused", -1);
-    }
+    { ref = train(MPI_COMM_SELF, cfg, 8, dir + "/unused", -1); }
     for (int n : {2, 3}) {
       MPI_Comm sub = MPI_COMM_NULL;
       MPI_Comm_split(world, rank < n ? 0 : MPI_UNDEFINED, rank, &sub);
@@ -408,7 +409,8 @@ TEST(WorldSizeChange, Np4ResumesOnTwoAndThreeRanks) {
         }
         EXPECT_LE(max_diff, 1e-5 * max_ref) << "np 4 -> " << n << ", shard " << ddp::zero::shard_mode_name(shard);
         for (std::size_t s = 0; s < resumed.losses.size(); ++s) {
-          EXPECT_NEAR(resumed.losses[s], ref.losses[4 + s], 1e-5 * std::abs(ref.losses[4 + s])) << "np 4 -> " << n << ", step " << 4 + s;
+          EXPECT_NEAR(resumed.losses[s], ref.losses[4 + s], 1e-5 * std::abs(ref.losses[4 + s]))
+              << "np 4 -> " << n << ", step " << 4 + s;
         }
         MPI_Comm_free(&sub);
       }

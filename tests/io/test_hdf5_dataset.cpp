@@ -108,7 +108,9 @@ TEST(Hdf5Dataset, TrainingFromFileEqualsSynthetic) {
   a.setup();
   b.setup();
   for (int s = 0; s < 10; ++s) EXPECT_EQ(a.step().loss, b.step().loss) << "step " << s;
-  EXPECT_EQ(std::memcmp(a.model().param_data(), b.model().param_data(), static_cast<std::size_t>(a.model().flat_count()) * 4), 0);
+  EXPECT_EQ(
+      std::memcmp(a.model().param_data(), b.model().param_data(), static_cast<std::size_t>(a.model().flat_count()) * 4),
+      0);
   cleanup(p);
 }
 
@@ -214,7 +216,8 @@ constexpr hsize_t kPlainRows = 37, kPlainCols = 5;
 // Inputs that float32 cannot hold exactly (so the conversion is visible), labels 0..3.
 std::vector<double> plain_inputs() {
   std::vector<double> x(kPlainRows * kPlainCols);
-  for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.1 * static_cast<double>(i) - 3.3 + 1e-12 * static_cast<double>(i % 7);
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x[i] = 0.1 * static_cast<double>(i) - 3.3 + 1e-12 * static_cast<double>(i % 7);
   return x;
 }
 std::vector<std::int64_t> plain_labels() {
@@ -342,7 +345,8 @@ TEST(Hdf5Dataset, H5pyFilesKeepTheirErrors) {
     });
     Hdf5DataSource src(p);
     expect_error(p, "/inputs row 2 column 1 is nan", [&] { src.fill(1, 3, xb.data(), yb.data()); });
-    expect_error(p, "/inputs row 5 column 4 is 1e+300, outside the float32 range", [&] { src.fill(4, 3, xb.data(), yb.data()); });
+    expect_error(p, "/inputs row 5 column 4 is 1e+300, outside the float32 range",
+                 [&] { src.fill(4, 3, xb.data(), yb.data()); });
     cleanup(p);
   }
   {  // Row counts that disagree.
@@ -367,7 +371,8 @@ TEST(Hdf5Dataset, H5pyFilesKeepTheirErrors) {
       vlen_attr(f, "format", "microddp-checkpoint");
       H5Fclose(f);
     });
-    expect_error(p, "attribute 'format' is 'microddp-checkpoint', expected 'microddp-dataset'", [&] { Hdf5DataSource src(p); });
+    expect_error(p, "attribute 'format' is 'microddp-checkpoint', expected 'microddp-dataset'",
+                 [&] { Hdf5DataSource src(p); });
     cleanup(p);
   }
 }

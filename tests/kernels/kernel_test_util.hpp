@@ -17,7 +17,8 @@ namespace microddp::kernels::test {
 inline std::vector<float> random_normal(std::int64_t n, std::uint64_t stream, float sigma = 1.0f,
                                         std::uint64_t seed = 20240611) {
   std::vector<float> v(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = sigma * core::normal01(seed, stream, static_cast<std::uint64_t>(i));
+  for (std::int64_t i = 0; i < n; ++i)
+    v[static_cast<std::size_t>(i)] = sigma * core::normal01(seed, stream, static_cast<std::uint64_t>(i));
   return v;
 }
 
@@ -59,7 +60,8 @@ inline std::vector<double> gemm_ref(bool ta, bool tb, std::int64_t m, std::int64
       }
       const double c0 = beta == 0.0 ? 0.0 : beta * static_cast<double>(c[i * n + j]);
       out[static_cast<std::size_t>(i * n + j)] = alpha * s + c0;
-      if (abs_sum != nullptr) (*abs_sum)[static_cast<std::size_t>(i * n + j)] = std::fabs(alpha) * s_abs + std::fabs(c0);
+      if (abs_sum != nullptr)
+        (*abs_sum)[static_cast<std::size_t>(i * n + j)] = std::fabs(alpha) * s_abs + std::fabs(c0);
     }
   }
   return out;

@@ -68,7 +68,8 @@ TEST(CpuOps, GemmMatchesTripleLoopAllTransposes) {
           // leak into the result. beta = 1: C holds data that must be accumulated into.
           std::vector<float> c = beta == 0.0f ? poisoned(s.m * s.n) : random_normal(s.m * s.n, ++stream);
           std::vector<double> abs_sum;
-          const auto ref = gemm_ref(ta != 0, tb != 0, s.m, s.n, s.k, alpha, a.data(), b.data(), beta, c.data(), &abs_sum);
+          const auto ref =
+              gemm_ref(ta != 0, tb != 0, s.m, s.n, s.k, alpha, a.data(), b.data(), beta, c.data(), &abs_sum);
           ops->gemm(ta != 0, tb != 0, s.m, s.n, s.k, alpha, a.data(), b.data(), beta, c.data());
           for (std::size_t i = 0; i < ref.size(); ++i) {
             // Higham's bound for a k-term dot product in any order, plus the alpha and beta roundings:
@@ -119,7 +120,7 @@ TEST(CpuOps, ReluBackward) {
   const std::int64_t n = 37;
   auto y = random_normal(n, 300);
   for (auto& v : y) v = v > 0.0f ? v : 0.0f;  // a ReLU output: zeros and positives
-  y[3] = 0.0f;                                 // explicitly the boundary: y == 0 blocks the gradient
+  y[3] = 0.0f;                                // explicitly the boundary: y == 0 blocks the gradient
   const auto dy0 = random_normal(n, 301);
   std::vector<float> dy = dy0;
   ops->relu_backward(dy.data(), y.data(), n);
@@ -181,7 +182,8 @@ void check_xent(Ops& ops, const std::vector<float>& logits, const std::vector<st
   // Per row: (M - x_t) is exact, log S is off by <= (classes + 2) u (absolute) from S's rounding; the
   // rows' float losses then carry u relative each. Bound (classes + 3) u (1 + |row loss|) per row,
   // times `scale` summed over rows; x2 margin.
-  const double tol = 2.0 * static_cast<double>(classes + 3) * kU * (static_cast<double>(scale) * static_cast<double>(rows) + std::fabs(ref_loss));
+  const double tol = 2.0 * static_cast<double>(classes + 3) * kU *
+                     (static_cast<double>(scale) * static_cast<double>(rows) + std::fabs(ref_loss));
   EXPECT_NEAR(loss, ref_loss, tol);
   EXPECT_TRUE(std::isfinite(loss));
 }
@@ -201,10 +203,10 @@ TEST(CpuOps, SoftmaxXentLargeLogitsStayFinite) {
   // exp(1e4) overflows float (max ~ 3.4e38 = e^88.7); the max-subtracted form never exponentiates
   // anything positive. Row 0: a confident correct prediction; row 1: the label at -1e4 (loss ~ 2e4);
   // row 2: all equal (loss = log 4); row 3: mixed signs and magnitudes.
-  const std::vector<float> logits = {1e4f, 9999.0f, -1e4f, 0.0f,   //
-                                     1e4f, 9999.0f, -1e4f, 0.0f,   //
-                                     1e4f, 1e4f,    1e4f,  1e4f,   //
-                                     -3.5f, 1e4f,   -1e4f, 42.0f};
+  const std::vector<float> logits = {1e4f,  9999.0f, -1e4f, 0.0f,  //
+                                     1e4f,  9999.0f, -1e4f, 0.0f,  //
+                                     1e4f,  1e4f,    1e4f,  1e4f,  //
+                                     -3.5f, 1e4f,    -1e4f, 42.0f};
   const std::vector<std::int32_t> labels = {0, 2, 3, 1};
   check_xent(*ops, logits, labels, 4, 4, 0.25f);
   std::vector<float> d = poisoned(4);

@@ -116,7 +116,9 @@ void gemm_case(Ops& gpu, Ops& cpu, bool tf32, std::int64_t m, std::int64_t n, st
 }
 
 TEST_F(CudaKernels, GemmMatchesOpenBlas) {
-  struct Shape { std::int64_t m, n, k; };
+  struct Shape {
+    std::int64_t m, n, k;
+  };
   std::uint64_t stream = 10000;
   for (Shape s : {Shape{1, 1, 1}, Shape{7, 5, 3}, Shape{33, 17, 65}, Shape{128, 96, 200}, Shape{3, 4, 0}}) {
     for (int ta = 0; ta < 2; ++ta) {
@@ -162,7 +164,9 @@ TEST_F(CudaKernels, BiasActForwardAndReluBackwardAreExact) {
 }
 
 TEST_F(CudaKernels, BiasGradAccumulatesDeterministically) {
-  struct Shape { std::int64_t rows, cols; };
+  struct Shape {
+    std::int64_t rows, cols;
+  };
   for (const auto [rows, cols] : {Shape{1, 1}, Shape{300, 77}, Shape{4097, 33}, Shape{16, 1030}}) {
     SCOPED_TRACE("rows=" + std::to_string(rows) + " cols=" + std::to_string(cols));
     const auto dy = random_normal(rows * cols, 31000 + static_cast<std::uint64_t>(rows));
@@ -203,8 +207,8 @@ void xent_case(Ops& gpu, Ops& cpu, const std::vector<float>& logits, const std::
   const double tol_d = 4.0 * static_cast<double>(classes + 5) * kU * scale;
   for (std::size_t i = 0; i < d_cpu.size(); ++i) ASSERT_NEAR(d_gpu[i], d_cpu[i], tol_d) << "dlogits[" << i << "]";
   // Loss: per row (classes + 5) u (1 + |row loss|) on each side; summed and scaled, x2 x2.
-  const double tol_l =
-      4.0 * static_cast<double>(classes + 5) * kU * (static_cast<double>(scale) * static_cast<double>(rows) + std::fabs(loss_cpu));
+  const double tol_l = 4.0 * static_cast<double>(classes + 5) * kU *
+                       (static_cast<double>(scale) * static_cast<double>(rows) + std::fabs(loss_cpu));
   EXPECT_NEAR(loss_gpu, loss_cpu, tol_l);
 }
 
@@ -221,8 +225,8 @@ TEST_F(CudaKernels, SoftmaxXentMatchesCpu) {
 }
 
 TEST_F(CudaKernels, SoftmaxXentLargeLogits) {
-  const std::vector<float> logits = {1e4f, 9999.0f, -1e4f, 0.0f,  1e4f, 9999.0f, -1e4f, 0.0f,
-                                     1e4f, 1e4f,    1e4f,  1e4f,  -3.5f, 1e4f,   -1e4f, 42.0f};
+  const std::vector<float> logits = {1e4f, 9999.0f, -1e4f, 0.0f, 1e4f,  9999.0f, -1e4f, 0.0f,
+                                     1e4f, 1e4f,    1e4f,  1e4f, -3.5f, 1e4f,    -1e4f, 42.0f};
   xent_case(*gpu_, *cpu_, logits, {0, 2, 3, 1}, 4, 4, 0.25f);
 }
 
@@ -264,7 +268,9 @@ TEST_F(CudaKernels, AdamAndSgdMatchCpu) {
     for (std::int64_t i = 0; i < n; ++i) {
       // 1e-5 relative to the magnitudes that enter each update (see the file comment).
       ASSERT_NEAR(mg[i], m[i], 1e-5 * (std::fabs(m0[i]) + std::fabs(g[i]) + std::fabs(p0[i]))) << i;
-      ASSERT_NEAR(vg[i], v[i], 1e-5 * (v0[i] + (std::fabs(g[i]) + std::fabs(p0[i])) * (std::fabs(g[i]) + std::fabs(p0[i])))) << i;
+      ASSERT_NEAR(vg[i], v[i],
+                  1e-5 * (v0[i] + (std::fabs(g[i]) + std::fabs(p0[i])) * (std::fabs(g[i]) + std::fabs(p0[i]))))
+          << i;
       ASSERT_NEAR(pg[i], p[i], 1e-5 * (std::fabs(p0[i]) + std::fabs(p[i] - p0[i]))) << i;
     }
   }
@@ -318,7 +324,7 @@ TEST_F(CudaKernels, ReduceMatchesHostReduceExactly) {
     DeviceArray<float> da(a), db(b), dd(n);
     gpu::reduce(dd.get(), da.get(), db.get(), n, op, nullptr);
     EXPECT_EQ(dd.download(), want) << core::reduce_op_name(op);  // exact: one add / compare per element
-    gpu::reduce(da.get(), da.get(), db.get(), n, op, nullptr);  // in place (dst aliases a)
+    gpu::reduce(da.get(), da.get(), db.get(), n, op, nullptr);   // in place (dst aliases a)
     EXPECT_EQ(da.download(), want) << core::reduce_op_name(op) << " in place";
   }
 }

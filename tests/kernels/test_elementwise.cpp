@@ -86,9 +86,9 @@ TEST(Elementwise, F16RoundsToNearestEven) {
   EXPECT_EQ(float_to_f16_bits(-2.0f), 0xC000u);
   EXPECT_EQ(float_to_f16_bits(0.0f), 0x0000u);
   EXPECT_EQ(float_to_f16_bits(-0.0f), 0x8000u);
-  EXPECT_EQ(float_to_f16_bits(65504.0f), 0x7BFFu);   // largest finite
-  EXPECT_EQ(float_to_f16_bits(65519.0f), 0x7BFFu);   // below the halfway point 65520
-  EXPECT_EQ(float_to_f16_bits(65520.0f), 0x7C00u);   // the tie goes to the even neighbour: inf
+  EXPECT_EQ(float_to_f16_bits(65504.0f), 0x7BFFu);  // largest finite
+  EXPECT_EQ(float_to_f16_bits(65519.0f), 0x7BFFu);  // below the halfway point 65520
+  EXPECT_EQ(float_to_f16_bits(65520.0f), 0x7C00u);  // the tie goes to the even neighbour: inf
   EXPECT_EQ(float_to_f16_bits(-1e6f), 0xFC00u);
   EXPECT_EQ(float_to_f16_bits(std::ldexp(1.0f, -14)), 0x0400u);  // smallest normal
   EXPECT_EQ(float_to_f16_bits(std::ldexp(1.0f, -24)), 0x0001u);  // smallest subnormal
@@ -139,8 +139,9 @@ TEST(Elementwise, Wire16ResidualAndReduceHop) {
   EXPECT_EQ(wire16_reduce_pair(Wire16::BF16, core::ReduceOp::Sum, one, tiny), one);
   EXPECT_EQ(wire16_reduce_pair(Wire16::F16, core::ReduceOp::Sum, float_to_f16_bits(3.0f), float_to_f16_bits(4.0f)),
             float_to_f16_bits(7.0f));
-  EXPECT_EQ(wire16_reduce_pair(Wire16::F16, core::ReduceOp::Sum, float_to_f16_bits(60000.0f), float_to_f16_bits(60000.0f)),
-            0x7C00u);  // beyond fp16's range: inf, never a silently clipped value
+  EXPECT_EQ(
+      wire16_reduce_pair(Wire16::F16, core::ReduceOp::Sum, float_to_f16_bits(60000.0f), float_to_f16_bits(60000.0f)),
+      0x7C00u);  // beyond fp16's range: inf, never a silently clipped value
 }
 
 }  // namespace

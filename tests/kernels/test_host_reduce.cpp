@@ -37,16 +37,23 @@ std::vector<T> poisoned(std::size_t n) {
 // a_i = (i * 7) % 11 - 5 and b_i = (i * 5) % 13 - 6: small signed integers, mixed order, so max and
 // min pick from both sides.
 template <typename T>
-T a_at(std::size_t i) { return static_cast<T>(static_cast<int>((i * 7) % 11) - 5); }
+T a_at(std::size_t i) {
+  return static_cast<T>(static_cast<int>((i * 7) % 11) - 5);
+}
 template <typename T>
-T b_at(std::size_t i) { return static_cast<T>(static_cast<int>((i * 5) % 13) - 6); }
+T b_at(std::size_t i) {
+  return static_cast<T>(static_cast<int>((i * 5) % 13) - 6);
+}
 
 template <typename T>
 T expect(ReduceOp op, T a, T b) {
   switch (op) {
-    case ReduceOp::Max: return a > b ? a : b;
-    case ReduceOp::Min: return a < b ? a : b;
-    default: return a + b;  // Sum, and Mean (divided later by the caller)
+    case ReduceOp::Max:
+      return a > b ? a : b;
+    case ReduceOp::Min:
+      return a < b ? a : b;
+    default:
+      return a + b;  // Sum, and Mean (divided later by the caller)
   }
 }
 
@@ -68,14 +75,16 @@ TYPED_TEST(HostReduce, OutOfPlaceAndInPlaceAllOps) {
       SCOPED_TRACE("n=" + std::to_string(n) + " op=" + std::string(core::reduce_op_name(op)));
       // Out of place.
       auto dst = poisoned<T>(n);
-      host_reduce(TensorView::of(dst.data(), count), TensorView::of(a.data(), count), TensorView::of(b.data(), count), op);
+      host_reduce(TensorView::of(dst.data(), count), TensorView::of(a.data(), count), TensorView::of(b.data(), count),
+                  op);
       for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(dst[i], expect(op, a[i], b[i])) << i;
       // dst aliases a (host_reduce_into) and dst aliases b.
       auto acc = a;
       host_reduce_into(TensorView::of(acc.data(), count), TensorView::of(b.data(), count), op);
       for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(acc[i], expect(op, a[i], b[i])) << i;
       auto bb = b;
-      host_reduce(TensorView::of(bb.data(), count), TensorView::of(a.data(), count), TensorView::of(bb.data(), count), op);
+      host_reduce(TensorView::of(bb.data(), count), TensorView::of(a.data(), count), TensorView::of(bb.data(), count),
+                  op);
       for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(bb[i], expect(op, a[i], b[i])) << i;
     }
   }
@@ -91,9 +100,9 @@ TEST(HostReduceErrors, MismatchedBuffersThrow) {
                            ReduceOp::Max),
                core::Error);
   // A device view is refused by the host loops.
-  EXPECT_THROW(host_reduce_into(TensorView::of(f.data(), 4, core::Device::Cuda), TensorView::of(f.data(), 4),
-                                ReduceOp::Sum),
-               core::Error);
+  EXPECT_THROW(
+      host_reduce_into(TensorView::of(f.data(), 4, core::Device::Cuda), TensorView::of(f.data(), 4), ReduceOp::Sum),
+      core::Error);
   EXPECT_EQ(f[0], 1.0f) << "nothing written on error";
 }
 

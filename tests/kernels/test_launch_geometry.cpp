@@ -31,8 +31,15 @@ TEST(LaunchGeometry, ZeroCountLaunchesNothing) {
 }
 
 TEST(LaunchGeometry, GridStrideCoversEveryElement) {
-  const std::int64_t counts[] = {1, 31, 255, 256, 257, 1000003, 256LL * kMaxGridStrideBlocks,
-                                 256LL * kMaxGridStrideBlocks + 1, std::int64_t{1} << 40,
+  const std::int64_t counts[] = {1,
+                                 31,
+                                 255,
+                                 256,
+                                 257,
+                                 1000003,
+                                 256LL * kMaxGridStrideBlocks,
+                                 256LL * kMaxGridStrideBlocks + 1,
+                                 std::int64_t{1} << 40,
                                  std::numeric_limits<std::int64_t>::max()};
   for (std::int64_t n : counts) {
     const LaunchGeometry g = grid_stride_geometry(n);
@@ -44,7 +51,7 @@ TEST(LaunchGeometry, GridStrideCoversEveryElement) {
     // the kernel's grid-stride loop covers the rest.
     const std::int64_t total = static_cast<std::int64_t>(g.blocks) * g.threads;
     if (n <= static_cast<std::int64_t>(kMaxGridStrideBlocks) * kElementwiseThreads) {
-      EXPECT_GE(total, n) << n;                       // one pass suffices
+      EXPECT_GE(total, n) << n;                                         // one pass suffices
       EXPECT_LT(total - n, static_cast<std::int64_t>(g.threads)) << n;  // no idle block
     } else {
       EXPECT_EQ(g.blocks, kMaxGridStrideBlocks) << n;  // capped; the loop strides the rest

@@ -28,8 +28,12 @@ struct RefMlp {
     const std::int64_t L = cfg.depth;
     std::vector<std::vector<double>> acts(static_cast<std::size_t>(L + 2));
     acts[0] = x;
-    auto W = [&](std::int64_t l) { return &params[static_cast<std::size_t>(infos[static_cast<std::size_t>(2 * (L - l) + 1)].offset)]; };
-    auto B = [&](std::int64_t l) { return &params[static_cast<std::size_t>(infos[static_cast<std::size_t>(2 * (L - l))].offset)]; };
+    auto W = [&](std::int64_t l) {
+      return &params[static_cast<std::size_t>(infos[static_cast<std::size_t>(2 * (L - l) + 1)].offset)];
+    };
+    auto B = [&](std::int64_t l) {
+      return &params[static_cast<std::size_t>(infos[static_cast<std::size_t>(2 * (L - l))].offset)];
+    };
     auto in_f = [&](std::int64_t l) { return l == 0 ? cfg.in_dim : cfg.width; };
     auto out_f = [&](std::int64_t l) { return l == L ? cfg.classes : cfg.width; };
     for (std::int64_t l = 0; l <= L; ++l) {
@@ -39,7 +43,8 @@ struct RefMlp {
       for (std::int64_t r = 0; r < rows; ++r)
         for (std::int64_t o = 0; o < out; ++o) {
           double s = B(l)[o];
-          for (std::int64_t i = 0; i < in; ++i) s += acts[static_cast<std::size_t>(l)][static_cast<std::size_t>(r * in + i)] * W(l)[o * in + i];
+          for (std::int64_t i = 0; i < in; ++i)
+            s += acts[static_cast<std::size_t>(l)][static_cast<std::size_t>(r * in + i)] * W(l)[o * in + i];
           a[static_cast<std::size_t>(r * out + o)] = (l < L) ? std::max(0.0, s) : s;
         }
     }
@@ -54,7 +59,9 @@ struct RefMlp {
       for (std::int64_t c = 0; c < C; ++c) z += std::exp(logits[static_cast<std::size_t>(r * C + c)] - mx);
       loss += scale * (std::log(z) + mx - logits[static_cast<std::size_t>(r * C + y[static_cast<std::size_t>(r)])]);
       for (std::int64_t c = 0; c < C; ++c)
-        dy[static_cast<std::size_t>(r * C + c)] = scale * (std::exp(logits[static_cast<std::size_t>(r * C + c)] - mx) / z - (c == y[static_cast<std::size_t>(r)] ? 1.0 : 0.0));
+        dy[static_cast<std::size_t>(r * C + c)] =
+            scale * (std::exp(logits[static_cast<std::size_t>(r * C + c)] - mx) / z -
+                     (c == y[static_cast<std::size_t>(r)] ? 1.0 : 0.0));
     }
     if (!grad) return loss;
     grad->assign(params.size(), 0.0);
@@ -98,7 +105,7 @@ TEST(FullMLP, LayoutFollowsGradientReadyOrderAlignedTo256Bytes) {
     EXPECT_EQ(p[i].is_bias, i % 2 == 0);
   }
   EXPECT_EQ(offset, m.flat_count());
-  EXPECT_EQ(m.flat_count(), 8 * 64);  // every parameter here fits in one 64-float block
+  EXPECT_EQ(m.flat_count(), 8 * 64);         // every parameter here fits in one 64-float block
   EXPECT_EQ(m.params(), param_layout(cfg));  // the model's layout is the one definition
   EXPECT_EQ(p[0].name, "layer_03.bias");
   EXPECT_EQ(p[1].name, "layer_03.weight");
@@ -140,11 +147,14 @@ TEST_P(MlpGradient, MatchesFloat64ReferenceAndFiniteDifferences) {
   // Non-zero biases so the bias paths are exercised.
   for (const auto& p : m.params())
     if (p.is_bias)
-      for (std::int64_t i = 0; i < p.count; ++i) m.param_data()[p.offset + i] = 0.1f * core::normal01(9, static_cast<std::uint64_t>(p.index), static_cast<std::uint64_t>(i));
+      for (std::int64_t i = 0; i < p.count; ++i)
+        m.param_data()[p.offset + i] =
+            0.1f * core::normal01(9, static_cast<std::uint64_t>(p.index), static_cast<std::uint64_t>(i));
   std::vector<float> x(static_cast<std::size_t>(rows * cfg.in_dim));
   std::vector<std::int32_t> y(static_cast<std::size_t>(rows));
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = core::normal01(3, 1, i);
-  for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<std::int32_t>(i % static_cast<std::size_t>(cfg.classes));
+  for (std::size_t i = 0; i < y.size(); ++i)
+    y[i] = static_cast<std::int32_t>(i % static_cast<std::size_t>(cfg.classes));
   const float scale = 1.0f / 8.0f;  // a "global batch" of 8 of which this process holds 5 rows
 
   // Poison the gradient buffer: zero_grad must clear it.
@@ -152,9 +162,7 @@ TEST_P(MlpGradient, MatchesFloat64ReferenceAndFiniteDifferences) {
   m.zero_grad();
   std::vector<int> ready_order;
   m.forward(x.data(), rows);
-  const double loss = m.backward(y.data(), scale, [&](const ParamInfo& p) {
-    ready_order.push_back(p.index);
-  });
+  const double loss = m.backward(y.data(), scale, [&](const ParamInfo& p) { ready_order.push_back(p.index); });
 
   RefMlp ref{cfg, m.params(), std::vector<double>(m.param_data(), m.param_data() + m.flat_count())};
   std::vector<double> xd(x.begin(), x.end());
@@ -203,7 +211,8 @@ TEST(FullMLP, BackwardAccumulatesIntoGradients) {
   std::vector<float> once(m.grad_data(), m.grad_data() + m.flat_count());
   m.forward(x.data(), 3);
   m.backward(y.data(), 1.0f, nullptr);
-  for (std::int64_t i = 0; i < m.flat_count(); ++i) EXPECT_FLOAT_EQ(m.grad_data()[i], 2.0f * once[static_cast<std::size_t>(i)]);
+  for (std::int64_t i = 0; i < m.flat_count(); ++i)
+    EXPECT_FLOAT_EQ(m.grad_data()[i], 2.0f * once[static_cast<std::size_t>(i)]);
 }
 
 }  // namespace

@@ -33,8 +33,8 @@ TEST(ConfigJson, EveryFieldRoundTrips) {
     ddp::TrainConfig read;  // defaults: only the JSON can make `f` equal to `changed`
     train_config_from_json(train_config_to_json(changed), read);
     for (const auto& g : ddp::train_config_fields()) {
-      EXPECT_TRUE(ddp::field_equal(g, read, changed)) << "with " << f.name << " changed, " << g.name << " read back as "
-                                                      << ddp::field_text(g, read);
+      EXPECT_TRUE(ddp::field_equal(g, read, changed))
+          << "with " << f.name << " changed, " << g.name << " read back as " << ddp::field_text(g, read);
     }
   }
 }
@@ -66,7 +66,8 @@ TEST(ConfigJson, MetricsSummaryBecomesARunRecord) {
   summary["config"] = train_config_to_json(cfg);
   summary["config"].update({{"comm", "ring"}, {"ranks", 2}, {"threads", 1}});
   const nlohmann::json step{{"type", "step"}, {"step", 0}, {"step_ms", 2.0}, {"collectives", 3}};
-  const std::string path = (std::filesystem::temp_directory_path() / ("mddp_cfgjson_" + std::to_string(::getpid()) + ".jsonl")).string();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("mddp_cfgjson_" + std::to_string(::getpid()) + ".jsonl")).string();
   {
     std::ofstream out(path);
     out << step.dump() << "\n" << step.dump() << "\n" << summary.dump() << "\n";

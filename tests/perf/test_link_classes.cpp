@@ -37,7 +37,8 @@ TEST(FitQuality, ACliffNearTheTopIsARegime) {
   EXPECT_LT(f.regimes.back().from_bytes, 32 * kMiB);
   EXPECT_LT(f.max_rel_residual, 0.01);
   EXPECT_TRUE(fit_warning(f).empty()) << fit_warning(f);
-  const double at64 = f.model_for(64 * kMiB).time_s(cost_coefficients(Collective::AllReduce, Algorithm::Ring, 2, 64 * kMiB));
+  const double at64 =
+      f.model_for(64 * kMiB).time_s(cost_coefficients(Collective::AllReduce, Algorithm::Ring, 2, 64 * kMiB));
   EXPECT_NEAR(at64 / ring_time(2, 64 * kMiB, 5e-6, 1.0 / 0.37e9), 1.0, 0.01);
   // One line through the same data: what the issue saw, now flagged.
   const FitResult line = fit_alpha_beta(Collective::AllReduce, Algorithm::Ring, s);
@@ -99,7 +100,8 @@ TEST(LinkClasses, PoorFitIsNamedNextToEveryPredictionUsingIt) {
   LinkClassModel m = hand_model();
   m.inter.r2 = 0.2;  // as if the inter-node sweep had an unmodelled cliff
   m.inter.max_rel_residual = 0.9;
-  const std::vector<BenchRow> measured = {{"ring", "all_reduce", 4, 16 * kMiB, 0.9}, {"hier", "all_reduce", 4, 16 * kMiB, 0.6}};
+  const std::vector<BenchRow> measured = {{"ring", "all_reduce", 4, 16 * kMiB, 0.9},
+                                          {"hier", "all_reduce", 4, 16 * kMiB, 0.6}};
   const nlohmann::json j = compare_hier_ring(m, 2, 2, 0, measured);
   EXPECT_TRUE(j.at("inter").at("poor").get<bool>());
   EXPECT_FALSE(j.at("intra").at("poor").get<bool>());

@@ -75,7 +75,7 @@ TEST(CostFormulas, ModelledAlgorithmIsTheBackendsOwn) {
   EXPECT_EQ(algorithm_for_backend("rd+dsync"), Algorithm::RecursiveDoubling);
   EXPECT_EQ(algorithm_for_backend("auto"), Algorithm::Auto);
   EXPECT_EQ(algorithm_for_backend("mpi"), Algorithm::Ring);
-  EXPECT_EQ(algorithm_for_backend("nccl"), Algorithm::Ring);      // described even in a build without NCCL
+  EXPECT_EQ(algorithm_for_backend("nccl"), Algorithm::Ring);  // described even in a build without NCCL
   EXPECT_EQ(algorithm_for_backend("nccl-ring"), Algorithm::Ring);
   EXPECT_EQ(algorithm_for_backend("someone-elses"), Algorithm::Ring);
   for (const char* name : {"naive", "ring", "rd", "auto"}) {
@@ -85,7 +85,8 @@ TEST(CostFormulas, ModelledAlgorithmIsTheBackendsOwn) {
         for (double b : {bytes - 4, bytes, bytes + 4}) {
           const comm::AllReduceAlgorithm runs = d.all_reduce_algorithm(static_cast<std::int64_t>(b), n);
           const Algorithm modelled = resolve_algorithm(algorithm_for_backend(name), n, b);
-          EXPECT_EQ(algorithm_name(modelled), comm::all_reduce_algorithm_name(runs)) << name << " n=" << n << " " << b << " B";
+          EXPECT_EQ(algorithm_name(modelled), comm::all_reduce_algorithm_name(runs))
+              << name << " n=" << n << " " << b << " B";
         }
       }
     }
@@ -118,7 +119,8 @@ TEST(Fit, RecoversWithMultiplicativeNoise) {
   for (int rep = 0; rep < 5; ++rep)
     for (double bytes = 4; bytes <= 256 * kMiB; bytes *= 2) {
       const AlphaBeta ab{alpha, beta, 0};
-      s.push_back({2, bytes, ab.time_s(cost_coefficients(Collective::AllReduce, Algorithm::Ring, 2, bytes)) * (1 + u(rng))});
+      s.push_back(
+          {2, bytes, ab.time_s(cost_coefficients(Collective::AllReduce, Algorithm::Ring, 2, bytes)) * (1 + u(rng))});
     }
   const FitResult f = fit_alpha_beta(Collective::AllReduce, Algorithm::Ring, s);
   EXPECT_NEAR(f.model.alpha_s / alpha, 1.0, 0.05);
@@ -192,7 +194,9 @@ TEST(Fit, SizeRegimesAreNotInventedFromOneLine) {
     std::vector<Sample> s;
     for (int rep = 0; rep < 3; ++rep)
       for (double bytes = 4; bytes <= 64 * kMiB; bytes *= 2)
-        s.push_back({2, bytes, ab.time_s(cost_coefficients(Collective::AllReduce, Algorithm::Ring, 2, bytes)) * (1 + noise * u(rng))});
+        s.push_back(
+            {2, bytes,
+             ab.time_s(cost_coefficients(Collective::AllReduce, Algorithm::Ring, 2, bytes)) * (1 + noise * u(rng))});
     const FitResult f = fit_alpha_beta_regimes(Collective::AllReduce, Algorithm::Ring, s);
     EXPECT_TRUE(f.regimes.empty()) << "noise " << noise << ": " << f.regimes.size() << " regimes";
     EXPECT_LT(f.max_rel_residual, 0.12);
@@ -208,9 +212,11 @@ TEST(BenchReader, CsvAndJsonWithAliasesFitTheSameModel) {
     j << "{\"backend\":\"ring\",\"ranks\":4,\"rows\":[";
     bool first = true;
     for (double bytes = 1024; bytes <= 16 * kMiB; bytes *= 4) {
-      const double t = AlphaBeta{alpha, beta, 0}.time_s(cost_coefficients(Collective::AllReduce, Algorithm::Ring, 4, bytes));
+      const double t =
+          AlphaBeta{alpha, beta, 0}.time_s(cost_coefficients(Collective::AllReduce, Algorithm::Ring, 4, bytes));
       c << "ring,all_reduce,4," << bytes << "," << t * 1e6 << ",0\n";
-      j << (first ? "" : ",") << "{\"op\":\"allreduce\",\"size_bytes\":" << bytes << ",\"median_ms\":" << t * 1e3 << "}";
+      j << (first ? "" : ",") << "{\"op\":\"allreduce\",\"size_bytes\":" << bytes << ",\"median_ms\":" << t * 1e3
+        << "}";
       first = false;
     }
     j << "]}\n";
@@ -223,7 +229,8 @@ TEST(BenchReader, CsvAndJsonWithAliasesFitTheSameModel) {
     EXPECT_NEAR(e->fit.model.beta_s_per_byte / beta, 1.0, 1e-6) << path;
     // Round trip through the model file.
     const CommModel back = comm_model_from_json(to_json(m));
-    EXPECT_NEAR(back.time_s("ring", Collective::AllReduce, 4, kMiB), m.time_s("ring", Collective::AllReduce, 4, kMiB), 1e-15);
+    EXPECT_NEAR(back.time_s("ring", Collective::AllReduce, 4, kMiB), m.time_s("ring", Collective::AllReduce, 4, kMiB),
+                1e-15);
   }
 }
 
@@ -300,7 +307,8 @@ TEST(StepModel, PeerLagAndTimeSlicingByHand) {
   EXPECT_NEAR(predict_step(p, ddp::Strategy::Naive, c).exposed_comm_s, 0.3e-3 + 1.6e-3, 1e-12);
   // Without lag, time slicing alone turns overlap into naive's exposure (same collectives, serial).
   p.peer_lag_s = 0;
-  EXPECT_NEAR(predict_step(p, ddp::Strategy::Overlap, c).exposed_comm_s, predict_step(p, ddp::Strategy::Naive, c).exposed_comm_s, 1e-12);
+  EXPECT_NEAR(predict_step(p, ddp::Strategy::Overlap, c).exposed_comm_s,
+              predict_step(p, ddp::Strategy::Naive, c).exposed_comm_s, 1e-12);
 }
 
 TEST(PeerArrival, ArrivalIsBackwardEndSinceThePreviousLossSync) {
@@ -319,10 +327,12 @@ TEST(PeerArrival, ArrivalIsBackwardEndSinceThePreviousLossSync) {
   a.add({ev(EventKind::Backward, 0, 2, 8), ev(EventKind::LossSync, 0, 9, 10)}, 0, true);
   EXPECT_EQ(a.kept(), 0);
   // Step 1 with two micro-steps: the LAST backward end (25 ms) counts: arrival 15 ms. Not kept.
-  a.add({ev(EventKind::Backward, 1, 12, 18), ev(EventKind::Backward, 1, 19, 25), ev(EventKind::LossSync, 1, 26, 27)}, 1, false);
+  a.add({ev(EventKind::Backward, 1, 12, 18), ev(EventKind::Backward, 1, 19, 25), ev(EventKind::LossSync, 1, 26, 27)}, 1,
+        false);
   EXPECT_EQ(a.kept(), 0);
   // Step 2 kept: backward ends at 40, previous sync ended at 27: 13 ms. Events of other steps ignored.
-  a.add({ev(EventKind::Backward, 1, 0, 99), ev(EventKind::Backward, 2, 30, 40), ev(EventKind::LossSync, 2, 41, 42)}, 2, true);
+  a.add({ev(EventKind::Backward, 1, 0, 99), ev(EventKind::Backward, 2, 30, 40), ev(EventKind::LossSync, 2, 41, 42)}, 2,
+        true);
   ASSERT_EQ(a.kept(), 1);
   EXPECT_DOUBLE_EQ(a.arrivals_ms()[0], 13.0);
   // A step whose events were dropped (full event log) is still kept, as unknown, so every rank
@@ -421,10 +431,11 @@ TEST(Analysis, PhasesSumToStepAndReportIsConsistent) {
   const Analysis a = analyze(rec, m, AnalyzeOptions{});
   const auto j = to_json(a);
   const auto& b = j.at("breakdown");
-  EXPECT_NEAR(b.at("phase_sum_ms").get<double>() + b.at("untimed_ms").get<double>(), b.at("step_ms").get<double>(), 1e-9);
+  EXPECT_NEAR(b.at("phase_sum_ms").get<double>() + b.at("untimed_ms").get<double>(), b.at("step_ms").get<double>(),
+              1e-9);
   EXPECT_NEAR(b.at("untimed_ms").get<double>(), 0.01, 1e-9);
   EXPECT_NEAR(b.at("forward_ms").get<double>(), 2.0, 1e-12);  // mean of 1, 2, 3
-  EXPECT_EQ(j.at("scaling").at("strong").size(), 11u);       // 1, 2, ..., 1024
+  EXPECT_EQ(j.at("scaling").at("strong").size(), 11u);        // 1, 2, ..., 1024
   EXPECT_NEAR(j.at("scaling").at("weak")[0].at("efficiency").get<double>(), 1.0, 1e-12);
   EXPECT_FALSE(format_report(a).empty());
   EXPECT_TRUE(j.at("warnings").empty());  // node layout unknown: no verdict
@@ -452,8 +463,9 @@ TEST(Analysis, PhasesSumToStepAndReportIsConsistent) {
   rec.ranks_per_node = 2;
   const auto spare = to_json(analyze(rec, m, AnalyzeOptions{})).at("warnings");
   ASSERT_EQ(spare.size(), 1u);
-  EXPECT_NE(spare[0].get<std::string>().find("no spare core: 2 ranks x (1 compute + 1 communication thread) on 2 cores"),
-            std::string::npos);
+  EXPECT_NE(
+      spare[0].get<std::string>().find("no spare core: 2 ranks x (1 compute + 1 communication thread) on 2 cores"),
+      std::string::npos);
   rec.ranks_per_node = 1;
   EXPECT_TRUE(to_json(analyze(rec, m, AnalyzeOptions{})).at("warnings").empty());
   rec.ranks_per_node = 4;
@@ -483,7 +495,8 @@ TEST(Analysis, PhasesSumToStepAndReportIsConsistent) {
   const auto without = to_json(analyze(rec, m, link)), with = to_json(analyze(rec, m, link_reduce));
   // flat all-reduces the whole flat buffer, alignment padding included (model/param_layout.hpp).
   const double grad_bytes = 4.0 * static_cast<double>(model::flat_count(model::param_layout(rec.model)));
-  EXPECT_NEAR(with.at("scaling").at("weak")[1].at("step_ms").get<double>() - without.at("scaling").at("weak")[1].at("step_ms").get<double>(),
+  EXPECT_NEAR(with.at("scaling").at("weak")[1].at("step_ms").get<double>() -
+                  without.at("scaling").at("weak")[1].at("step_ms").get<double>(),
               1e3 * 0.5 * grad_bytes * 1e-9 / 10.0, 1e-12);
   EXPECT_NE(with.at("scaling").at("network").get<std::string>().find("local reduction 10 GB/s"), std::string::npos);
   EXPECT_NE(without.at("scaling").at("network").get<std::string>().find("not counted"), std::string::npos);
@@ -540,11 +553,12 @@ TEST(Analysis, JsonKeepsItsFieldsAndTheReportItsNumbers) {
   EXPECT_EQ(j.at("type"), "microddp_analysis");
   EXPECT_EQ(keys(j.at("config")), (Keys{"in_dim", "width", "depth", "classes", "global_batch", "ranks", "threads",
                                         "ranks_per_node", "cores_per_node", "comm", "optimizer"}));
-  EXPECT_EQ(keys(j.at("comm_model")[0]), (Keys{"backend", "collective", "algorithm", "alpha_us", "beta_ns_per_byte", "r2",
-                                               "max_rel_residual", "line_rms_rel_residual", "rms_rel_residual", "regimes"}));
-  const Keys breakdown{"step_ms",       "data_ms",      "forward_ms",   "backward_ms",   "exposed_comm_ms",
-                       "loss_sync_ms",  "optimizer_ms", "untimed_ms",   "phase_sum_ms",  "comm_total_ms",
-                       "collectives",   "comm_bytes",   "comm_overhead_pct", "overlap_pct"};
+  EXPECT_EQ(keys(j.at("comm_model")[0]),
+            (Keys{"backend", "collective", "algorithm", "alpha_us", "beta_ns_per_byte", "r2", "max_rel_residual",
+                  "line_rms_rel_residual", "rms_rel_residual", "regimes"}));
+  const Keys breakdown{"step_ms",      "data_ms",      "forward_ms",        "backward_ms",  "exposed_comm_ms",
+                       "loss_sync_ms", "optimizer_ms", "untimed_ms",        "phase_sum_ms", "comm_total_ms",
+                       "collectives",  "comm_bytes",   "comm_overhead_pct", "overlap_pct"};
   Keys reference_breakdown = breakdown;
   reference_breakdown.insert({"strategy", "peer_lag_ms"});
   EXPECT_EQ(keys(j.at("breakdown")), reference_breakdown);
@@ -556,9 +570,9 @@ TEST(Analysis, JsonKeepsItsFieldsAndTheReportItsNumbers) {
   EXPECT_EQ(keys(j.at("strategies")[0].at("measured")), breakdown);
   EXPECT_EQ(keys(j.at("strategies")[0].at("predicted")),
             (Keys{"step_ms", "exposed_comm_ms", "comm_total_ms", "collectives", "overlap_pct"}));
-  EXPECT_EQ(keys(j.at("bottleneck")), (Keys{"verdict", "compute_pct", "communication_pct", "memory_pct", "gemm_gflops",
-                                            "peak_gflops", "optimizer_gbytes_s", "memory_reference_gbytes_s",
-                                            "comm_algbw_gbytes_s", "reason"}));
+  EXPECT_EQ(keys(j.at("bottleneck")),
+            (Keys{"verdict", "compute_pct", "communication_pct", "memory_pct", "gemm_gflops", "peak_gflops",
+                  "optimizer_gbytes_s", "memory_reference_gbytes_s", "comm_algbw_gbytes_s", "reason"}));
   ASSERT_EQ(j.at("predicted_strategies").size(), ddp::kStrategies.size());
   for (std::size_t i = 0; i < ddp::kStrategies.size(); ++i) {
     EXPECT_EQ(j.at("predicted_strategies")[i].at("strategy"), ddp::strategy_name(ddp::kStrategies[i]));

@@ -16,14 +16,18 @@ namespace microddp::testing {
 inline ddp::ConfigValue another_value(const ddp::ConfigField& f, const ddp::TrainConfig& c) {
   const ddp::ConfigValue v = f.get(c);
   switch (f.type) {
-    case ddp::FieldType::Int: return std::get<std::int64_t>(v) + 1;
-    case ddp::FieldType::UInt: return std::get<std::uint64_t>(v) + 1;
+    case ddp::FieldType::Int:
+      return std::get<std::int64_t>(v) + 1;
+    case ddp::FieldType::UInt:
+      return std::get<std::uint64_t>(v) + 1;
     case ddp::FieldType::Float32: {
       const double x = std::get<double>(v);
       return x == 0.0 ? 0.25 : x * 0.5;  // both exact in float32, and valid for every setting
     }
-    case ddp::FieldType::MiB: return std::get<double>(v) + 1.0;
-    case ddp::FieldType::Bool: return !std::get<bool>(v);
+    case ddp::FieldType::MiB:
+      return std::get<double>(v) + 1.0;
+    case ddp::FieldType::Bool:
+      return !std::get<bool>(v);
     case ddp::FieldType::String: {
       const std::string s = std::get<std::string>(v);
       if (f.name == "optimizer") return std::string(s == "adamw" ? "adam" : "adamw");

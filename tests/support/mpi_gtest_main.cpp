@@ -49,7 +49,8 @@ int main(int argc, char** argv) {
     // A program whose every test skipped (e.g. a large-memory test not enabled) exits with the skip
     // code so ctest reports it as skipped, never as passed. All ranks must agree.
     const auto* unit = ::testing::UnitTest::GetInstance();
-    int local_all_skipped = (unit->test_to_run_count() > 0 && unit->skipped_test_count() == unit->test_to_run_count()) ? 1 : 0;
+    int local_all_skipped =
+        (unit->test_to_run_count() > 0 && unit->skipped_test_count() == unit->test_to_run_count()) ? 1 : 0;
     int all_skipped = 0;
     MPI_Allreduce(&local_all_skipped, &all_skipped, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     microddp::testing::g_runtime = nullptr;

@@ -18,10 +18,14 @@ CompressionMode parse_compression_mode(std::string_view name) {
 
 std::string_view compression_mode_name(CompressionMode mode) {
   switch (mode) {
-    case CompressionMode::None: return "none";
-    case CompressionMode::Fp16: return "fp16";
-    case CompressionMode::Bf16: return "bf16";
-    case CompressionMode::PowerSgd: return "powersgd";
+    case CompressionMode::None:
+      return "none";
+    case CompressionMode::Fp16:
+      return "fp16";
+    case CompressionMode::Bf16:
+      return "bf16";
+    case CompressionMode::PowerSgd:
+      return "powersgd";
   }
   return "?";
 }

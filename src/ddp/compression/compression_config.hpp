@@ -21,10 +21,10 @@ enum class CompressionMode { None, Fp16, Bf16, PowerSgd };
 
 // Every member is a row of ddp/train_config_fields.hpp (the ranks must agree on all of them).
 struct GradCompressionConfig {
-  std::string mode = "none";            // --grad-compression none|fp16|bf16|powersgd
-  std::int64_t powersgd_rank = 4;       // --powersgd-rank R (Vogels et al. reach fp32 accuracy at rank 2-4)
-  std::int64_t powersgd_start_step = 0; // --powersgd-start-step K: steps [0, K) are uncompressed
-  bool error_feedback = true;           // --error-feedback on|off (lossy modes; ignored for none)
+  std::string mode = "none";             // --grad-compression none|fp16|bf16|powersgd
+  std::int64_t powersgd_rank = 4;        // --powersgd-rank R (Vogels et al. reach fp32 accuracy at rank 2-4)
+  std::int64_t powersgd_start_step = 0;  // --powersgd-start-step K: steps [0, K) are uncompressed
+  bool error_feedback = true;            // --error-feedback on|off (lossy modes; ignored for none)
 };
 
 std::vector<std::string_view> compression_modes();

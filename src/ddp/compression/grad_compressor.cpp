@@ -13,7 +13,8 @@ std::unique_ptr<GradCompressor> make_grad_compressor(const GradCompressionConfig
                                                      core::TensorView grads) {
   validate_compression(config);
   switch (parse_compression_mode(config.mode)) {
-    case CompressionMode::None: return nullptr;
+    case CompressionMode::None:
+      return nullptr;
     case CompressionMode::PowerSgd:
       return std::make_unique<PowerSgdCompressor>(comm, ops, params, grads, config, seed);
     case CompressionMode::Fp16:

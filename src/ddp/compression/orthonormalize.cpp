@@ -43,7 +43,8 @@ void orthonormalize_columns(float* p, std::int64_t rows, std::int64_t cols) {
     for (std::int64_t i = 0; i < rows; ++i) v[i] *= inv;
   }
   for (std::int64_t j = 0; j < cols; ++j) {
-    for (std::int64_t i = 0; i < rows; ++i) p[i * cols + j] = static_cast<float>(a[static_cast<std::size_t>(j * rows + i)]);
+    for (std::int64_t i = 0; i < rows; ++i)
+      p[i * cols + j] = static_cast<float>(a[static_cast<std::size_t>(j * rows + i)]);
   }
 }
 

@@ -45,7 +45,8 @@ int PowerSgdCompressor::add_unit(std::int64_t offset, std::int64_t count, int fi
     }
   }
   for (int i = first_param; i < end_param; ++i) {  // uncompressed tensors after the P's
-    const bool compressed = std::any_of(u.matrices.begin(), u.matrices.end(), [i](const Matrix& m) { return m.param == i; });
+    const bool compressed =
+        std::any_of(u.matrices.begin(), u.matrices.end(), [i](const Matrix& m) { return m.param == i; });
     if (compressed) continue;
     u.plain.push_back(Plain{i, p_total_});
     p_total_ += params_[static_cast<std::size_t>(i)].count;
@@ -171,7 +172,8 @@ std::vector<CompressorState> PowerSgdCompressor::state() {
   ensure_buffers();
   std::vector<CompressorState> s;
   s.push_back({"powersgd_q", on_host_ ? q_.data() : host_q_.data(), q_total_, false});
-  if (config_.error_feedback) s.push_back({"error_feedback", on_host_ ? error_.data() : host_error_.data(), grads_.count, true});
+  if (config_.error_feedback)
+    s.push_back({"error_feedback", on_host_ ? error_.data() : host_error_.data(), grads_.count, true});
   return s;
 }
 

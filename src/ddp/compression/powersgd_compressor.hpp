@@ -78,10 +78,10 @@ class PowerSgdCompressor final : public GradCompressor {
   std::vector<Unit> units_;
   std::int64_t p_total_ = 0, q_total_ = 0, p_max_unit_ = 0;
   bool buffers_ready_ = false;
-  kernels::OpsBuffer<float> p_pack_;  // P's and uncompressed tensors, per unit contiguous
-  kernels::OpsBuffer<float> q_;       // Q's (state), per unit contiguous
-  kernels::OpsBuffer<float> error_;   // error feedback (state), the flat gradient layout
-  core::HostBuffer<float> host_p_;    // GPU: one unit's P region, orthonormalised on the host
+  kernels::OpsBuffer<float> p_pack_;             // P's and uncompressed tensors, per unit contiguous
+  kernels::OpsBuffer<float> q_;                  // Q's (state), per unit contiguous
+  kernels::OpsBuffer<float> error_;              // error feedback (state), the flat gradient layout
+  core::HostBuffer<float> host_p_;               // GPU: one unit's P region, orthonormalised on the host
   core::HostBuffer<float> host_q_, host_error_;  // checkpoint mirrors (GPU); aliases on the CPU
 };
 

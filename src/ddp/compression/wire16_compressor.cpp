@@ -22,7 +22,8 @@ Wire16Compressor::Wire16Compressor(comm::Communicator& comm, kernels::Ops& ops,
 }
 
 int Wire16Compressor::add_unit(std::int64_t offset, std::int64_t count, int, int) {
-  MDDP_CHECK(offset >= 0 && count >= 0 && offset + count <= grads_.count, "16-bit compression: unit outside the gradients");
+  MDDP_CHECK(offset >= 0 && count >= 0 && offset + count <= grads_.count,
+             "16-bit compression: unit outside the gradients");
   units_.push_back({offset, count});
   return static_cast<int>(units_.size()) - 1;
 }
@@ -38,8 +39,8 @@ comm::Work Wire16Compressor::start(int unit, comm::Mode mode) {
   std::uint16_t* w = wire_.data() + u.offset;
   if (config_.error_feedback) {
     float* e = error_.data() + u.offset;
-    ops_.axpy(1.0f, grad(u.offset), e, u.count);        // M = G + E
-    ops_.encode_wire16(format_, e, w, e, u.count);       // wire = round(M), E = M - decode(wire)
+    ops_.axpy(1.0f, grad(u.offset), e, u.count);    // M = G + E
+    ops_.encode_wire16(format_, e, w, e, u.count);  // wire = round(M), E = M - decode(wire)
   } else {
     ops_.encode_wire16(format_, grad(u.offset), w, nullptr, u.count);
   }

@@ -7,9 +7,12 @@ namespace microddp::ddp::zero {
 
 std::string_view shard_mode_name(ShardMode m) {
   switch (m) {
-    case ShardMode::None: return "none";
-    case ShardMode::Optimizer: return "optimizer";
-    case ShardMode::Gradients: return "gradients";
+    case ShardMode::None:
+      return "none";
+    case ShardMode::Optimizer:
+      return "optimizer";
+    case ShardMode::Gradients:
+      return "gradients";
   }
   return "?";
 }

@@ -40,13 +40,13 @@ std::string_view shard_mode_name(ShardMode m);
 ShardMode parse_shard_mode(std::string_view name);
 
 struct ShardBucket {
-  Bucket bucket;                  // the planner's bucket (parameters, unwidened slice)
-  std::int64_t offset = 0;        // widened slice [offset, offset + count) of the flat buffers
+  Bucket bucket;            // the planner's bucket (parameters, unwidened slice)
+  std::int64_t offset = 0;  // widened slice [offset, offset + count) of the flat buffers
   std::int64_t count = 0;
-  std::int64_t chunk = 0;         // elements per rank in the reduce-scatter / all-gather
-  std::int64_t tail = 0;          // count - world*chunk, all-reduced and updated by every rank
-  std::int64_t chunk_state = 0;   // where this rank's chunk sits in the rank's shard buffers
-  std::int64_t tail_state = 0;    // where the tail sits in the rank's shard buffers
+  std::int64_t chunk = 0;        // elements per rank in the reduce-scatter / all-gather
+  std::int64_t tail = 0;         // count - world*chunk, all-reduced and updated by every rank
+  std::int64_t chunk_state = 0;  // where this rank's chunk sits in the rank's shard buffers
+  std::int64_t tail_state = 0;   // where the tail sits in the rank's shard buffers
   std::int64_t own_offset(int rank) const { return offset + rank * chunk; }
   std::int64_t tail_offset(int world) const { return offset + world * chunk; }
 };

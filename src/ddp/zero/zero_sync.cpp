@@ -35,7 +35,8 @@ ZeroSync::ZeroSync(ShardMode mode, Strategy base_strategy, ShardPlan plan, comm:
   seg_begin_.push_back(0);
   synced_count_ = 0;
   for (const ShardBucket& s : plan_.buckets) {
-    for (int p = s.bucket.first_param; p < s.bucket.end_param; ++p) bucket_of_[static_cast<std::size_t>(p)] = s.bucket.index;
+    for (int p = s.bucket.first_param; p < s.bucket.end_param; ++p)
+      bucket_of_[static_cast<std::size_t>(p)] = s.bucket.index;
     if (s.chunk > 0) {
       float* g = mode == ShardMode::Gradients ? shard + s.chunk_state : full + s.offset;  // in place: block 0's place
       segments_.push_back({s.own_offset(plan_.rank), g, s.chunk_state, s.chunk, true});
@@ -83,8 +84,8 @@ void ZeroSync::launch(std::size_t b) {
   // Every rank skips the same empty collectives (the plan is identical everywhere).
   if (s.chunk > 0) {
     const core::TensorView send = grad_slice(s.offset, s.chunk * plan_.world);
-    const core::TensorView recv = mode_ == ShardMode::Gradients ? store_.view().slice(s.chunk_state, s.chunk)
-                                                                : grad_slice(s.offset, s.chunk);
+    const core::TensorView recv =
+        mode_ == ShardMode::Gradients ? store_.view().slice(s.chunk_state, s.chunk) : grad_slice(s.offset, s.chunk);
     rs_work_[b] = comm_.reduce_scatter(send, recv, comm::ReduceOp::Sum, comm::Mode::Async);
   }
   if (s.tail > 0) {
@@ -185,7 +186,8 @@ std::string ZeroSync::collective_label(int id) const {
 
 std::vector<SyncUnit> ZeroSync::units() const {
   std::vector<SyncUnit> u;
-  for (const ShardBucket& sb : plan_.buckets) u.push_back({sb.offset, sb.count, sb.bucket.first_param, sb.bucket.end_param});
+  for (const ShardBucket& sb : plan_.buckets)
+    u.push_back({sb.offset, sb.count, sb.bucket.first_param, sb.bucket.end_param});
   return u;
 }
 

@@ -23,8 +23,7 @@ template <typename Body>
 cudaError_t api_call(const char* name, Needs needs, Body&& body) {
   cudaError_t err = cudaSuccess;
   if (Engine::on_worker_thread()) {
-    std::fprintf(stderr, "cuda_emu: %s called from a stream worker (a host function or kernel): not permitted\n",
-                 name);
+    std::fprintf(stderr, "cuda_emu: %s called from a stream worker (a host function or kernel): not permitted\n", name);
     err = cudaErrorNotPermitted;
   } else if (needs == Needs::Device && (err = runtime_status()) == cudaSuccess) {
     err = device_fault(current_device());

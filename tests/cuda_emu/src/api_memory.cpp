@@ -43,20 +43,28 @@ using cuda_emu::PointerInfo;
 
 const char* kind_name(MemoryKind k) {
   switch (k) {
-    case MemoryKind::Device: return "device memory";
-    case MemoryKind::PinnedHost: return "pinned host memory";
-    case MemoryKind::Unregistered: return "pageable host memory";
+    case MemoryKind::Device:
+      return "device memory";
+    case MemoryKind::PinnedHost:
+      return "pinned host memory";
+    case MemoryKind::Unregistered:
+      return "pageable host memory";
   }
   return "?";
 }
 
 const char* memcpy_kind_name(cudaMemcpyKind kind) {
   switch (kind) {
-    case cudaMemcpyHostToHost: return "cudaMemcpyHostToHost";
-    case cudaMemcpyHostToDevice: return "cudaMemcpyHostToDevice";
-    case cudaMemcpyDeviceToHost: return "cudaMemcpyDeviceToHost";
-    case cudaMemcpyDeviceToDevice: return "cudaMemcpyDeviceToDevice";
-    case cudaMemcpyDefault: return "cudaMemcpyDefault";
+    case cudaMemcpyHostToHost:
+      return "cudaMemcpyHostToHost";
+    case cudaMemcpyHostToDevice:
+      return "cudaMemcpyHostToDevice";
+    case cudaMemcpyDeviceToHost:
+      return "cudaMemcpyDeviceToHost";
+    case cudaMemcpyDeviceToDevice:
+      return "cudaMemcpyDeviceToDevice";
+    case cudaMemcpyDefault:
+      return "cudaMemcpyDefault";
   }
   return "?";
 }
@@ -109,8 +117,10 @@ cudaError_t plan_copy(const char* api, void* dst, const void* src, std::size_t c
 cuda_emu::counters::Copy counted_kind(const CopyPlan& p) {
   using C = cuda_emu::counters::Copy;
   if (p.src.device() && p.dst.device()) return C::DeviceToDevice;
-  if (p.dst.device()) return p.src.info.kind == MemoryKind::PinnedHost ? C::HostToDevicePinned : C::HostToDevicePageable;
-  if (p.src.device()) return p.dst.info.kind == MemoryKind::PinnedHost ? C::DeviceToHostPinned : C::DeviceToHostPageable;
+  if (p.dst.device())
+    return p.src.info.kind == MemoryKind::PinnedHost ? C::HostToDevicePinned : C::HostToDevicePageable;
+  if (p.src.device())
+    return p.dst.info.kind == MemoryKind::PinnedHost ? C::DeviceToHostPinned : C::DeviceToHostPageable;
   return C::HostToHost;
 }
 

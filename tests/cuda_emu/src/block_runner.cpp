@@ -58,11 +58,16 @@ BlockRunner& BlockRunner::for_this_thread() {
 
 const char* BlockRunner::primitive_name(device::WarpOp op) {
   switch (op) {
-    case device::WarpOp::Sync: return "__syncwarp";
-    case device::WarpOp::ShuffleIndex: return "__shfl_sync";
-    case device::WarpOp::ShuffleUp: return "__shfl_up_sync";
-    case device::WarpOp::ShuffleDown: return "__shfl_down_sync";
-    case device::WarpOp::ShuffleXor: return "__shfl_xor_sync";
+    case device::WarpOp::Sync:
+      return "__syncwarp";
+    case device::WarpOp::ShuffleIndex:
+      return "__shfl_sync";
+    case device::WarpOp::ShuffleUp:
+      return "__shfl_up_sync";
+    case device::WarpOp::ShuffleDown:
+      return "__shfl_down_sync";
+    case device::WarpOp::ShuffleXor:
+      return "__shfl_xor_sync";
   }
   return "?";
 }
@@ -163,8 +168,8 @@ std::uint64_t BlockRunner::warp_exchange(device::WarpOp op, unsigned mask, std::
   Thread& t = *running_;
   const unsigned lane = t.linear % kWarp;
   if ((mask & (1u << lane)) == 0) {
-    fault_here(t, std::string(primitive_name(op)) + " with mask " + hex(mask) + ", which does not name the calling lane " +
-                      std::to_string(lane));
+    fault_here(t, std::string(primitive_name(op)) + " with mask " + hex(mask) +
+                      ", which does not name the calling lane " + std::to_string(lane));
   }
   if (op != device::WarpOp::Sync && (width < 1 || width > static_cast<int>(kWarp) || (width & (width - 1)) != 0)) {
     fault_here(t, std::string(primitive_name(op)) + " with width " + std::to_string(width) +
@@ -193,8 +198,8 @@ bool BlockRunner::complete_warp_exchanges() {
           throw KernelFault(cudaErrorLaunchFailure, fault_);
         }
         const Thread& u = threads_[base + m];
-        complete = u.state == State::AtWarp && u.request.op == r.op && u.request.mask == r.mask &&
-                   u.request.width == r.width;
+        complete =
+            u.state == State::AtWarp && u.request.op == r.op && u.request.mask == r.mask && u.request.width == r.width;
       }
       if (!complete) continue;
       // Every lane of the group reads its source lane's value, all taken at the call.
@@ -206,8 +211,11 @@ bool BlockRunner::complete_warp_exchanges() {
         const unsigned segment = m & ~(w - 1);
         unsigned src = m;
         switch (u.request.op) {
-          case device::WarpOp::Sync: break;
-          case device::WarpOp::ShuffleIndex: src = segment + (static_cast<unsigned>(u.request.arg) & (w - 1)); break;
+          case device::WarpOp::Sync:
+            break;
+          case device::WarpOp::ShuffleIndex:
+            src = segment + (static_cast<unsigned>(u.request.arg) & (w - 1));
+            break;
           case device::WarpOp::ShuffleUp: {
             const long s = static_cast<long>(m) - u.request.arg;
             if (s >= static_cast<long>(segment)) src = static_cast<unsigned>(s);
@@ -255,8 +263,8 @@ void BlockRunner::diagnose_stall() {
           u.request.width == t.request.width) {
         continue;
       }
-      os << "divergent warp synchronisation: " << name(t) << " waits in " << primitive_name(t.request.op)
-         << " (mask " << hex(t.request.mask) << ") for lane " << m << ", which ";
+      os << "divergent warp synchronisation: " << name(t) << " waits in " << primitive_name(t.request.op) << " (mask "
+         << hex(t.request.mask) << ") for lane " << m << ", which ";
       if (u.state == State::Done) {
         os << "has exited";
       } else if (u.state == State::AtBarrier) {
@@ -282,8 +290,8 @@ void BlockRunner::diagnose_stall() {
     }
   }
   os << "divergent __syncthreads(): " << n_waiting << " thread(s) wait at the barrier (e.g. "
-     << (waiting != nullptr ? name(*waiting) : "?") << ") while " << n_exited << " have exited without reaching it (e.g. "
-     << (exited != nullptr ? name(*exited) : "?") << ")";
+     << (waiting != nullptr ? name(*waiting) : "?") << ") while " << n_exited
+     << " have exited without reaching it (e.g. " << (exited != nullptr ? name(*exited) : "?") << ")";
   fault_ = os.str();
   throw KernelFault(cudaErrorLaunchFailure, fault_);
 }

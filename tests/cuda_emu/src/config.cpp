@@ -67,7 +67,8 @@ Config read_config() {
   if (const char* v = env("CUDA_EMU_FAIL_INIT"); v != nullptr && v[0] != '\0') c.init_error = parse_fail_init(v);
   if (const char* v = env("CUDA_EMU_DRIVER_VERSION")) {
     // 100000 = CUDA 100.0: far above any real version; the bound only catches typos.
-    c.driver_version = static_cast<int>(parse_number("CUDA_EMU_DRIVER_VERSION", v, 0, 100000, "an integer in [0, 100000]"));
+    c.driver_version =
+        static_cast<int>(parse_number("CUDA_EMU_DRIVER_VERSION", v, 0, 100000, "an integer in [0, 100000]"));
   }
   unsigned long long mb = kDefaultDeviceMemoryMb;
   if (const char* v = env("CUDA_EMU_DEVICE_MEMORY_MB")) {

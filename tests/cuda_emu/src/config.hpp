@@ -24,8 +24,8 @@ enum class Schedule : int { Forward, Reverse, Shuffle };
 enum class ContextSwitch : int { Assembly, Ucontext };
 
 struct Config {
-  int node_gpus = 1;                    // CUDA_EMU_NODE_GPUS: physical GPUs of the emulated node
-  std::vector<int> visible;             // physical index of each visible device (CUDA_VISIBLE_DEVICES)
+  int node_gpus = 1;                     // CUDA_EMU_NODE_GPUS: physical GPUs of the emulated node
+  std::vector<int> visible;              // physical index of each visible device (CUDA_VISIBLE_DEVICES)
   cudaError_t init_error = cudaSuccess;  // CUDA_EMU_FAIL_INIT: every call fails with this
   // cudaDriverGetVersion's answer: 13000 (CUDA 13.0), or CUDA_EMU_DRIVER_VERSION (0 = no driver
   // installed, e.g. 12040 = an installed driver older than the runtime; with
@@ -34,7 +34,7 @@ struct Config {
   std::size_t device_memory_bytes = 0;  // CUDA_EMU_DEVICE_MEMORY_MB per device
   bool plain_kernels = true;            // CUDA_EMU_PLAIN_KERNELS: kernels without sync run without fibers
   ContextSwitch context_switch = ContextSwitch::Assembly;  // CUDA_EMU_CONTEXT_SWITCH
-  std::size_t fiber_stack_bytes = 0;    // CUDA_EMU_FIBER_STACK_KB
+  std::size_t fiber_stack_bytes = 0;                       // CUDA_EMU_FIBER_STACK_KB
   // CUDA_EMU_GRID_CAP_EXCLUDE: kernels (names as launched, template arguments dropped) the grid cap
   // must not touch because their result depends on the grid size.
   std::vector<std::string> grid_cap_exclude;

@@ -55,12 +55,24 @@ void host_function() { add(g().host_functions, 1); }
 
 void copy(Copy kind, std::size_t bytes) {
   switch (kind) {
-    case Copy::HostToDevicePageable: add(g().h2d_pageable, bytes); break;
-    case Copy::HostToDevicePinned: add(g().h2d_pinned, bytes); break;
-    case Copy::DeviceToHostPageable: add(g().d2h_pageable, bytes); break;
-    case Copy::DeviceToHostPinned: add(g().d2h_pinned, bytes); break;
-    case Copy::DeviceToDevice: add(g().d2d, bytes); break;
-    case Copy::HostToHost: add(g().h2h, bytes); break;
+    case Copy::HostToDevicePageable:
+      add(g().h2d_pageable, bytes);
+      break;
+    case Copy::HostToDevicePinned:
+      add(g().h2d_pinned, bytes);
+      break;
+    case Copy::DeviceToHostPageable:
+      add(g().d2h_pageable, bytes);
+      break;
+    case Copy::DeviceToHostPinned:
+      add(g().d2h_pinned, bytes);
+      break;
+    case Copy::DeviceToDevice:
+      add(g().d2d, bytes);
+      break;
+    case Copy::HostToHost:
+      add(g().h2h, bytes);
+      break;
   }
 }
 
@@ -139,7 +151,8 @@ void print_report() {
                static_cast<long>(getpid()), static_cast<unsigned long long>(c.host_syncs),
                static_cast<unsigned long long>(c.kernel_launches), static_cast<unsigned long long>(c.gemm_calls),
                static_cast<unsigned long long>(c.host_functions), static_cast<unsigned long long>(c.h2d_pageable_bytes),
-               static_cast<unsigned long long>(c.h2d_pinned_bytes), static_cast<unsigned long long>(c.d2h_pageable_bytes),
+               static_cast<unsigned long long>(c.h2d_pinned_bytes),
+               static_cast<unsigned long long>(c.d2h_pageable_bytes),
                static_cast<unsigned long long>(c.d2h_pinned_bytes), static_cast<unsigned long long>(c.d2d_bytes),
                static_cast<unsigned long long>(c.h2h_bytes), static_cast<unsigned long long>(c.memset_bytes),
                static_cast<unsigned long long>(c.device_allocations),

@@ -8,8 +8,14 @@
 
 namespace cuda_emu::counters {
 
-enum class Copy { HostToDevicePageable, HostToDevicePinned, DeviceToHostPageable, DeviceToHostPinned, DeviceToDevice,
-                  HostToHost };
+enum class Copy {
+  HostToDevicePageable,
+  HostToDevicePinned,
+  DeviceToHostPageable,
+  DeviceToHostPinned,
+  DeviceToDevice,
+  HostToHost
+};
 
 void host_sync(const char* what);
 void kernel_launch();

@@ -23,8 +23,8 @@ inline constexpr int kLeastStreamPriority = 0;
 inline constexpr int kGreatestStreamPriority = -5;
 
 cudaError_t runtime_status();
-int visible_device_count();          // 0 when runtime_status() fails
-int physical_index(int visible);     // visible must be in [0, visible_device_count())
+int visible_device_count();       // 0 when runtime_status() fails
+int physical_index(int visible);  // visible must be in [0, visible_device_count())
 std::array<unsigned char, 16> uuid_for(std::string_view host, int physical);
 std::array<unsigned char, 16> visible_device_uuid(int visible);
 std::string host_name();

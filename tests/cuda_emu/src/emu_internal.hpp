@@ -27,8 +27,13 @@ namespace cuda_emu {
 // it in diagnostics. fn runs on the stream's worker thread and may block (e.g. waiting for peers).
 void enqueue(cudaStream_t stream, const char* what, std::function<void()> fn);
 enum class MemoryKind { Device, PinnedHost, Unregistered };
-struct PointerInfo { MemoryKind kind; int device; const void* base; std::size_t bytes; };
-PointerInfo lookup_pointer(const void* p);   // any address inside an allocation; Unregistered otherwise
-int current_device();                          // cudaGetDevice of the calling host thread (visible index)
-std::array<unsigned char, 16> device_uuid(int device);   // of a visible device index
-}
+struct PointerInfo {
+  MemoryKind kind;
+  int device;
+  const void* base;
+  std::size_t bytes;
+};
+PointerInfo lookup_pointer(const void* p);              // any address inside an allocation; Unregistered otherwise
+int current_device();                                   // cudaGetDevice of the calling host thread (visible index)
+std::array<unsigned char, 16> device_uuid(int device);  // of a visible device index
+}  // namespace cuda_emu

@@ -70,17 +70,17 @@ void Fiber::reset(void (*entry)(void*), void* arg) {
     // MXCSR + x87 control word, r15, r14, r13 = entry, r12 = arg, rbx, rbp, return address =
     // trampoline. After the `ret` the stack pointer is 16-byte aligned, so the trampoline's call
     // enters `entry` with the ABI's alignment.
-    constexpr std::uint64_t kMxcsrDefault = 0x1F80;  // all exceptions masked, round to nearest
+    constexpr std::uint64_t kMxcsrDefault = 0x1F80;       // all exceptions masked, round to nearest
     constexpr std::uint64_t kX87ControlDefault = 0x037F;  // the x87 default (extended precision)
     auto top = reinterpret_cast<std::uintptr_t>(stack_base_ + stack_bytes_) & ~std::uintptr_t{15};
     auto* frame = reinterpret_cast<std::uint64_t*>(top - 16 - 64);
     frame[0] = kMxcsrDefault | (kX87ControlDefault << 32);
-    frame[1] = 0;                                                   // r15
-    frame[2] = 0;                                                   // r14
-    frame[3] = reinterpret_cast<std::uint64_t>(entry);              // r13
-    frame[4] = reinterpret_cast<std::uint64_t>(arg);                // r12
-    frame[5] = 0;                                                   // rbx
-    frame[6] = 0;                                                   // rbp
+    frame[1] = 0;                                       // r15
+    frame[2] = 0;                                       // r14
+    frame[3] = reinterpret_cast<std::uint64_t>(entry);  // r13
+    frame[4] = reinterpret_cast<std::uint64_t>(arg);    // r12
+    frame[5] = 0;                                       // rbx
+    frame[6] = 0;                                       // rbp
     frame[7] = reinterpret_cast<std::uint64_t>(&cuda_emu_fiber_trampoline);
     context_.stack_pointer = frame;
     return;

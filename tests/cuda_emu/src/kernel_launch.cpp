@@ -168,8 +168,13 @@ void launch(const LaunchRequest& r, std::unique_ptr<KernelBody> body) {
   }
   counters::kernel_launch();
   const Tuning& t = tuning();
-  Launch l{std::shared_ptr<const KernelBody>(std::move(body)), &kernel_info(r.kernel_id, r.kernel_name), device,
-           r.grid, r.block, t.schedule.load(), t.seed.load()};
+  Launch l{std::shared_ptr<const KernelBody>(std::move(body)),
+           &kernel_info(r.kernel_id, r.kernel_name),
+           device,
+           r.grid,
+           r.block,
+           t.schedule.load(),
+           t.seed.load()};
   if (const unsigned cap = t.grid_cap.load(); cap > 0 && l.grid.x > cap && !l.info->cap_exempt) l.grid.x = cap;
   Engine::get().enqueue(stream, std::string("kernel ") + r.kernel_name, [l] { execute(l); });
 }

@@ -27,7 +27,7 @@ constexpr std::size_t kAlignment = 256;
 // One alignment unit behind every allocation: catches the usual off-by-one or off-by-a-few writes
 // without doubling the size of small allocations.
 constexpr std::size_t kRedZone = 256;
-constexpr unsigned char kPoison = 0xFF;  // 0xFFFFFFFF is a NaN as float, -1 as integer
+constexpr unsigned char kPoison = 0xFF;       // 0xFFFFFFFF is a NaN as float, -1 as integer
 constexpr unsigned char kRedZoneByte = 0xA5;  // any pattern a kernel is unlikely to write
 
 struct Allocation {
@@ -40,7 +40,7 @@ struct Allocation {
 
 struct State {
   mutable std::shared_mutex mutex;
-  std::map<std::uintptr_t, Allocation> allocations;  // by base address
+  std::map<std::uintptr_t, Allocation> allocations;                 // by base address
   std::vector<std::size_t> used = std::vector<std::size_t>(64, 0);  // per visible device (<= 64)
 };
 

@@ -168,9 +168,9 @@ void Engine::wait(const CompletionPtr& c, const char* what) { wait_all({c}, what
 void Engine::wait_all(const std::vector<CompletionPtr>& cs, const char* what) {
   counters::host_sync(what);
   std::unique_lock<std::mutex> lock(mutex_);
-  completed_.wait(lock, [&] { return std::all_of(cs.begin(), cs.end(), [](const CompletionPtr& c) {
-                             return c == nullptr || c->done;
-                           }); });
+  completed_.wait(lock, [&] {
+    return std::all_of(cs.begin(), cs.end(), [](const CompletionPtr& c) { return c == nullptr || c->done; });
+  });
 }
 
 bool Engine::is_done(const CompletionPtr& c) {

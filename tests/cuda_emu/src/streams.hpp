@@ -28,15 +28,15 @@
 namespace cuda_emu {
 
 struct Completion {
-  bool done = false;          // guarded by the engine's mutex
-  std::int64_t done_ns = 0;   // steady clock at completion (event timing)
+  bool done = false;         // guarded by the engine's mutex
+  std::int64_t done_ns = 0;  // steady clock at completion (event timing)
 };
 using CompletionPtr = std::shared_ptr<Completion>;
 
 struct Operation {
-  std::string what;                // diagnostics ("kernel bias_grad_kernel", "cudaMemcpyAsync", ...)
-  std::vector<CompletionPtr> deps; // besides the stream's own order
-  std::function<void()> run;       // empty for markers (event records, waits)
+  std::string what;                 // diagnostics ("kernel bias_grad_kernel", "cudaMemcpyAsync", ...)
+  std::vector<CompletionPtr> deps;  // besides the stream's own order
+  std::function<void()> run;        // empty for markers (event records, waits)
   CompletionPtr done;
 };
 
@@ -100,7 +100,7 @@ class Engine {
   std::mutex mutex_;
   std::condition_variable completed_;  // notified whenever an operation completes
   std::vector<std::unique_ptr<Device>> devices_;
-  std::vector<CUstream_st*> live_;     // handles cudaStreamCreate* returned and not destroyed
+  std::vector<CUstream_st*> live_;  // handles cudaStreamCreate* returned and not destroyed
 };
 
 }  // namespace cuda_emu

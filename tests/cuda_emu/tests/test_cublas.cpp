@@ -91,7 +91,7 @@ class Cublas : public ::testing::Test {
     if (!std::isfinite(x)) return x;
     int e = 0;
     const double mant = std::frexp(static_cast<double>(x), &e);  // |mant| in [0.5, 1)
-    const double scaled = std::ldexp(mant, 11);                   // 11 bits: the implicit one + 10
+    const double scaled = std::ldexp(mant, 11);                  // 11 bits: the implicit one + 10
     const double r = std::copysign(std::floor(std::fabs(scaled) + 0.5), scaled);
     return static_cast<float>(std::ldexp(r, e - 11));
   }
@@ -100,8 +100,8 @@ class Cublas : public ::testing::Test {
 };
 
 TEST_F(Cublas, SgemmIsColumnMajorForEveryTransposeAndOddShapes) {
-  for (const Case c : {Case{1, 1, 1, false, false, 0.0f}, Case{7, 5, 3, false, false, 1.0f}, Case{33, 17, 65, false, false, 0.0f},
-                       Case{5, 9, 2, false, false, -0.5f}}) {
+  for (const Case c : {Case{1, 1, 1, false, false, 0.0f}, Case{7, 5, 3, false, false, 1.0f},
+                       Case{33, 17, 65, false, false, 0.0f}, Case{5, 9, 2, false, false, -0.5f}}) {
     for (int ta = 0; ta < 2; ++ta) {
       for (int tb = 0; tb < 2; ++tb) {
         for (int pad : {0, 3}) {
@@ -170,8 +170,8 @@ TEST_F(Cublas, OperandsMustBeDeviceMemoryAndArgumentsValid) {
   DeviceBuffer<float> d(16);
   std::vector<float> host(16, 1.0f);
   const float one = 1.0f, zero = 0.0f;
-  EXPECT_EQ(CUBLAS_STATUS_INVALID_VALUE,
-            cublasSgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &one, host.data(), 4, d.get(), 4, &zero, d.get(), 4))
+  EXPECT_EQ(CUBLAS_STATUS_INVALID_VALUE, cublasSgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &one, host.data(), 4,
+                                                     d.get(), 4, &zero, d.get(), 4))
       << "a host pointer as A";
   EXPECT_EQ(CUBLAS_STATUS_INVALID_VALUE,
             cublasSgemm(handle_, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &one, d.get(), 3, d.get(), 4, &zero, d.get(), 4))

@@ -97,7 +97,8 @@ __global__ void barrier_if(int sync, int* out) {
 
 // Grid-stride fill: the result does not depend on the grid size (valid under CUDA_EMU_GRID_CAP).
 __global__ void grid_stride_iota(int* out, int n, int* grid_seen) {
-  for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < n; i += static_cast<int>(gridDim.x * blockDim.x)) {
+  for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < n;
+       i += static_cast<int>(gridDim.x * blockDim.x)) {
     out[i] = i;
   }
   if (blockIdx.x == 0 && threadIdx.x == 0) *grid_seen = static_cast<int>(gridDim.x);
@@ -142,7 +143,8 @@ TEST_F(DeviceCode, BarrierMakesSharedMemoryWorkAndItsAbsenceShowsInEverySchedule
   std::vector<int> in(256 * blocks), want(in.size());
   for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<int>(i * 7 + 3);
   for (int b = 0; b < blocks; ++b)
-    for (int t = 0; t < 256; ++t) want[static_cast<std::size_t>(b * 256 + t)] = in[static_cast<std::size_t>(b * 256 + 255 - t)];
+    for (int t = 0; t < 256; ++t)
+      want[static_cast<std::size_t>(b * 256 + t)] = in[static_cast<std::size_t>(b * 256 + 255 - t)];
   DeviceBuffer<int> din(in.size()), dout(in.size());
   din.upload(in);
   for (const char* schedule : {"forward", "reverse", "shuffle", "shuffle:12345"}) {

@@ -159,17 +159,18 @@ TEST(Memory, CountersCountCopiesAllocationsAndHostSyncs) {
   EMU_CHECK(cudaMalloc(&dev, 1000));
   EMU_CHECK(cudaMalloc(&dev2, 1000));
   EMU_CHECK(cudaMallocHost(&pinned, 1000));
-  EMU_CHECK(cudaMemcpy(dev, pageable.data(), 100, cudaMemcpyHostToDevice));       // 1 sync (stream sync before)
-  EMU_CHECK(cudaMemcpyAsync(dev, pinned, 200, cudaMemcpyHostToDevice, s));       // async
-  EMU_CHECK(cudaMemcpyAsync(pinned, dev, 300, cudaMemcpyDeviceToHost, s));       // async
+  EMU_CHECK(cudaMemcpy(dev, pageable.data(), 100, cudaMemcpyHostToDevice));          // 1 sync (stream sync before)
+  EMU_CHECK(cudaMemcpyAsync(dev, pinned, 200, cudaMemcpyHostToDevice, s));           // async
+  EMU_CHECK(cudaMemcpyAsync(pinned, dev, 300, cudaMemcpyDeviceToHost, s));           // async
   EMU_CHECK(cudaMemcpyAsync(pageable.data(), dev, 400, cudaMemcpyDeviceToHost, s));  // 1 sync
-  EMU_CHECK(cudaMemcpyAsync(dev2, dev, 500, cudaMemcpyDeviceToDevice, s));       // async
+  EMU_CHECK(cudaMemcpyAsync(dev2, dev, 500, cudaMemcpyDeviceToDevice, s));           // async
   EMU_CHECK(cudaMemsetAsync(dev, 0, 600, s));
-  EMU_CHECK(cudaLaunchHostFunc(s, [](void*) {}, nullptr));
-  EMU_CHECK(cudaStreamSynchronize(s));                                           // 1 sync
-  EMU_CHECK(cudaFree(dev));                                                      // 1 sync
-  EMU_CHECK(cudaFree(dev2));                                                     // 1 sync
-  EMU_CHECK(cudaFreeHost(pinned));                                               // 1 sync
+  EMU_CHECK(cudaLaunchHostFunc(
+      s, [](void*) {}, nullptr));
+  EMU_CHECK(cudaStreamSynchronize(s));  // 1 sync
+  EMU_CHECK(cudaFree(dev));             // 1 sync
+  EMU_CHECK(cudaFree(dev2));            // 1 sync
+  EMU_CHECK(cudaFreeHost(pinned));      // 1 sync
   const cudaEmuCounters c = counters();
   EXPECT_EQ(c.h2d_pageable_bytes, 100u);
   EXPECT_EQ(c.h2d_pinned_bytes, 200u);

@@ -96,7 +96,8 @@ bool bias_grad_is_right(unsigned blocks) {
       want += dy[static_cast<std::size_t>(r * cols + j)];
       mag += std::fabs(dy[static_cast<std::size_t>(r * cols + j)]);
     }
-    if (!(std::fabs(db[static_cast<std::size_t>(j)] - want) <= 2.0 * (rows + 1) * std::ldexp(1.0, -24) * mag)) return false;
+    if (!(std::fabs(db[static_cast<std::size_t>(j)] - want) <= 2.0 * (rows + 1) * std::ldexp(1.0, -24) * mag))
+      return false;
   }
   return true;
 }
@@ -153,7 +154,9 @@ TEST_F(Mutants, OffByOneIndexGivesWrongValues) {
   for (float& v : y) v = v > 0.0f ? v : 0.0f;
   const auto g = normal(static_cast<std::size_t>(n), 4);
   std::vector<float> want(g);
-  for (std::int64_t i = 0; i < n; ++i) want[static_cast<std::size_t>(i)] = kernels::relu_backward(g[static_cast<std::size_t>(i)], y[static_cast<std::size_t>(i)]);
+  for (std::int64_t i = 0; i < n; ++i)
+    want[static_cast<std::size_t>(i)] =
+        kernels::relu_backward(g[static_cast<std::size_t>(i)], y[static_cast<std::size_t>(i)]);
   DeviceBuffer<float> dg(g.size()), dyv(y.size());
   dyv.upload(y);
   const LaunchGeometry geo = grid_stride_geometry(n);
@@ -200,7 +203,8 @@ void reduce_case(core::ReduceOp op) {
   for (std::int64_t i = 0; i < n; ++i) {
     a[static_cast<std::size_t>(i)] = static_cast<T>((i * 37) % 1001) - static_cast<T>(500);
     b[static_cast<std::size_t>(i)] = static_cast<T>((i * 91) % 997) - static_cast<T>(498);
-    want[static_cast<std::size_t>(i)] = kernels::reduce_pair(op, a[static_cast<std::size_t>(i)], b[static_cast<std::size_t>(i)]);
+    want[static_cast<std::size_t>(i)] =
+        kernels::reduce_pair(op, a[static_cast<std::size_t>(i)], b[static_cast<std::size_t>(i)]);
   }
   DeviceBuffer<T> da(a.size()), db(b.size());
   da.upload(a);
@@ -221,7 +225,8 @@ TEST(CommKernels, ReduceAndScaleMatchTheHost) {
   DeviceBuffer<double> dx(x.size());
   dx.upload(x);
   const kernels::LaunchGeometry g = kernels::grid_stride_geometry(static_cast<std::int64_t>(x.size()));
-  MDDP_LAUNCH(scale_f64_kernel, g.blocks, g.threads, 0, nullptr)(dx.get(), 1.0 / 3.0, static_cast<std::int64_t>(x.size()));
+  MDDP_LAUNCH(scale_f64_kernel, g.blocks, g.threads, 0, nullptr)
+  (dx.get(), 1.0 / 3.0, static_cast<std::int64_t>(x.size()));
   const auto got = dx.download();
   for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(got[i], x[i] * (1.0 / 3.0)) << i;
 }

@@ -68,11 +68,14 @@ TEST_F(Streams, WorkRunsAsynchronouslyAndInOrder) {
   steps.reserve(50);
   for (int i = 0; i < 50; ++i) steps.push_back(Step{&seen, &m, i});
   for (Step& s : steps) {
-    EMU_CHECK(cudaLaunchHostFunc(nonblocking_, [](void* p) {
-      auto* step = static_cast<Step*>(p);
-      const std::lock_guard<std::mutex> lock(*step->m);
-      step->seen->push_back(step->value);
-    }, &s));
+    EMU_CHECK(cudaLaunchHostFunc(
+        nonblocking_,
+        [](void* p) {
+          auto* step = static_cast<Step*>(p);
+          const std::lock_guard<std::mutex> lock(*step->m);
+          step->seen->push_back(step->value);
+        },
+        &s));
   }
   EXPECT_EQ(cudaErrorNotReady, cudaStreamQuery(nonblocking_)) << "queued work must not run on the caller's thread";
   {
@@ -91,7 +94,7 @@ TEST_F(Streams, BlockingStreamWaitsForLegacyStreamNonBlockingDoesNot) {
   EMU_CHECK(cudaMemset(buf.get(), 1, 64));
   EMU_CHECK(cudaDeviceSynchronize());
   Gate gate;
-  gate.enqueue(nullptr);                              // the legacy stream is held...
+  gate.enqueue(nullptr);                                  // the legacy stream is held...
   EMU_CHECK(cudaMemsetAsync(buf.get(), 2, 64, nullptr));  // ...before this memset
   // A non-blocking stream is not ordered after the legacy stream: it reads the old value at once.
   EMU_CHECK(cudaMemcpyAsync(pinned_, buf.get(), 64, cudaMemcpyDeviceToHost, nonblocking_));
@@ -177,7 +180,8 @@ TEST_F(Streams, EventSemantics) {
   // Elapsed time covers the work between the records (a 20 ms delay per operation here).
   cudaEmuSetStreamDelayUs(20'000);
   EMU_CHECK(cudaEventRecord(timed_a, nonblocking_));
-  EMU_CHECK(cudaLaunchHostFunc(nonblocking_, [](void*) {}, nullptr));
+  EMU_CHECK(cudaLaunchHostFunc(
+      nonblocking_, [](void*) {}, nullptr));
   EMU_CHECK(cudaEventRecord(timed_b, nonblocking_));
   EXPECT_EQ(cudaErrorNotReady, cudaEventElapsedTime(&ms, timed_a, timed_b));
   (void)cudaGetLastError();
@@ -207,12 +211,15 @@ TEST_F(Streams, HostFunctionsRunOnTheWorkerAndMayNotCallCuda) {
     std::thread::id thread;
     cudaError_t call = cudaSuccess;
   } probe;
-  EMU_CHECK(cudaLaunchHostFunc(nonblocking_, [](void* p) {
-    auto* pr = static_cast<Probe*>(p);
-    pr->thread = std::this_thread::get_id();
-    int n = 0;
-    pr->call = cudaGetDeviceCount(&n);  // CUDA forbids CUDA calls in a host function
-  }, &probe));
+  EMU_CHECK(cudaLaunchHostFunc(
+      nonblocking_,
+      [](void* p) {
+        auto* pr = static_cast<Probe*>(p);
+        pr->thread = std::this_thread::get_id();
+        int n = 0;
+        pr->call = cudaGetDeviceCount(&n);  // CUDA forbids CUDA calls in a host function
+      },
+      &probe));
   EMU_CHECK(cudaStreamSynchronize(nonblocking_));
   EXPECT_NE(probe.thread, std::this_thread::get_id());
   EXPECT_EQ(probe.call, cudaErrorNotPermitted);

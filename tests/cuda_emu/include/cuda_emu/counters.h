@@ -25,16 +25,16 @@ struct cudaEmuCounters {
   uint64_t h2d_pinned_bytes;
   uint64_t d2h_pageable_bytes; /* device to host copies */
   uint64_t d2h_pinned_bytes;
-  uint64_t d2d_bytes;          /* device to device copies */
-  uint64_t h2h_bytes;          /* host to host copies through the CUDA API */
-  uint64_t memset_bytes;       /* cudaMemset / cudaMemsetAsync */
-  uint64_t device_allocations; /* cudaMalloc + cudaMallocAsync */
-  uint64_t pinned_allocations; /* cudaMallocHost + cudaHostAlloc */
-  uint64_t device_frees;       /* cudaFree + cudaFreeAsync */
-  uint64_t pinned_frees;       /* cudaFreeHost */
+  uint64_t d2d_bytes;           /* device to device copies */
+  uint64_t h2h_bytes;           /* host to host copies through the CUDA API */
+  uint64_t memset_bytes;        /* cudaMemset / cudaMemsetAsync */
+  uint64_t device_allocations;  /* cudaMalloc + cudaMallocAsync */
+  uint64_t pinned_allocations;  /* cudaMallocHost + cudaHostAlloc */
+  uint64_t device_frees;        /* cudaFree + cudaFreeAsync */
+  uint64_t pinned_frees;        /* cudaFreeHost */
   uint64_t device_bytes_in_use; /* device memory allocated now, all devices (not reset) */
-  uint64_t fiber_blocks;       /* blocks run with one fiber per thread */
-  uint64_t plain_blocks;       /* blocks of kernels that never synchronise, run as plain calls */
+  uint64_t fiber_blocks;        /* blocks run with one fiber per thread */
+  uint64_t plain_blocks;        /* blocks of kernels that never synchronise, run as plain calls */
 };
 
 void cudaEmuGetCounters(struct cudaEmuCounters* out);

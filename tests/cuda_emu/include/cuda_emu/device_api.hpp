@@ -36,7 +36,7 @@ class KernelBody {
 // A pointer argument of a launch: checked against the allocation registry (a host pointer handed to
 // a kernel would fault on a GPU).
 struct PointerArg {
-  unsigned index;     // position in the kernel's parameter list
+  unsigned index;  // position in the kernel's parameter list
   const void* value;
 };
 

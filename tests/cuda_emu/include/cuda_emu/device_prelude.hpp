@@ -67,7 +67,8 @@ T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = warpSize) {
 }
 template <typename T>
 T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = warpSize) {
-  return ::cuda_emu::device::shuffle(::cuda_emu::device::WarpOp::ShuffleDown, mask, var, static_cast<int>(delta), width);
+  return ::cuda_emu::device::shuffle(::cuda_emu::device::WarpOp::ShuffleDown, mask, var, static_cast<int>(delta),
+                                     width);
 }
 template <typename T>
 T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = warpSize) {
@@ -117,8 +118,8 @@ class Launcher<Kernel, void(P...)> {
     std::size_t count = 0;
     unsigned index = 0;
     (note_pointer(pointers, count, index++, args), ...);
-    const LaunchRequest request{&BoundKernel<Kernel, P...>::kId, name_, grid_, block_, shared_bytes_, stream_,
-                                pointers, count};
+    const LaunchRequest request{
+        &BoundKernel<Kernel, P...>::kId, name_, grid_, block_, shared_bytes_, stream_, pointers, count};
     launch(request, std::make_unique<BoundKernel<Kernel, P...>>(args...));
   }
 

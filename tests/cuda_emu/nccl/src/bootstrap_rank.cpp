@@ -37,10 +37,9 @@ Status check_duplicate_gpus(const std::vector<PeerInfo>& peers) {
     for (std::size_t j = i + 1; j < peers.size(); ++j) {
       const PeerInfo &a = peers[i], &b = peers[j];
       if (a.host_hash != b.host_hash || std::memcmp(a.uuid, b.uuid, sizeof a.uuid) != 0) continue;
-      return fail(ncclInvalidUsage,
-                  cat("Duplicate GPU detected: rank ", i, " and rank ", j, " both on CUDA device ", a.device, " (",
-                      uuid_string(a.uuid), ") of host ", a.host_name, " (pids ", a.pid, " and ", b.pid,
-                      "); NCCL needs one GPU per rank of a communicator"));
+      return fail(ncclInvalidUsage, cat("Duplicate GPU detected: rank ", i, " and rank ", j, " both on CUDA device ",
+                                        a.device, " (", uuid_string(a.uuid), ") of host ", a.host_name, " (pids ",
+                                        a.pid, " and ", b.pid, "); NCCL needs one GPU per rank of a communicator"));
     }
   }
   return success();
@@ -84,10 +83,12 @@ Status exchange_with_root(const UniqueIdContents& id, int nranks, const PeerInfo
   if (reply.magic != kBootstrapMagic) return fail(ncclSystemError, cat(who, ": unexpected reply from the root"));
   if (reply.status != ncclSuccess) {
     std::string message(std::min(reply.message_bytes, kMaxRootMessage), '\0');
-    if (Status st = read_exact(root.get(), message.data(), message.size(), reply_deadline, waiting); !st.ok()) return st;
+    if (Status st = read_exact(root.get(), message.data(), message.size(), reply_deadline, waiting); !st.ok())
+      return st;
     return fail(static_cast<ncclResult_t>(reply.status), cat("rank ", me.rank, ": ", message));
   }
-  if (reply.nranks != nranks) return fail(ncclInternalError, cat(who, ": the root answered for ", reply.nranks, " ranks"));
+  if (reply.nranks != nranks)
+    return fail(ncclInternalError, cat(who, ": the root answered for ", reply.nranks, " ranks"));
   peers.resize(static_cast<std::size_t>(nranks));
   if (Status st = read_exact(root.get(), peers.data(), peers.size() * sizeof(PeerInfo), reply_deadline, waiting);
       !st.ok()) {
@@ -162,8 +163,9 @@ Status bootstrap_rank(const ncclUniqueId& id, int nranks, int rank, int device, 
   if (Status st = bootstrap_timeout(timeout); !st.ok()) return st;
   UniqueIdContents contents;
   if (!decode_unique_id(id, contents)) {
-    return fail(ncclInvalidArgument,
-                "ncclCommInitRank: the unique id was not made by this library's ncclGetUniqueId (or was corrupted in transit)");
+    return fail(
+        ncclInvalidArgument,
+        "ncclCommInitRank: the unique id was not made by this library's ncclGetUniqueId (or was corrupted in transit)");
   }
   std::uint32_t ip = 0;
   std::string interface_name;

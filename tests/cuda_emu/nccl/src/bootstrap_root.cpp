@@ -78,8 +78,8 @@ class Root {
         if (joined_ > 0) {
           fail_all(ncclSystemError,
                    cat("bootstrap: only ", joined_, " of ", nranks_, " ranks called ncclCommInitRank within ",
-                       std::chrono::duration<double>(timeout_).count(), " s of the first one; missing rank(s): ", missing_ranks(by_rank_),
-                       " (NCCL_EMU_BOOTSTRAP_TIMEOUT_S)"));
+                       std::chrono::duration<double>(timeout_).count(), " s of the first one; missing rank(s): ",
+                       missing_ranks(by_rank_), " (NCCL_EMU_BOOTSTRAP_TIMEOUT_S)"));
         }
         return;
       }
@@ -119,7 +119,8 @@ class Root {
       return false;
     }
     if (h.nranks < 1 || h.rank < 0 || h.rank >= h.nranks) {
-      send_reply(in.fd.get(), ncclInvalidUsage, cat("bootstrap: a rank announced rank ", h.rank, " of ", h.nranks), nullptr);
+      send_reply(in.fd.get(), ncclInvalidUsage, cat("bootstrap: a rank announced rank ", h.rank, " of ", h.nranks),
+                 nullptr);
       return false;
     }
     if (nranks_ == 0) {
@@ -131,15 +132,17 @@ class Root {
     const auto r = static_cast<std::size_t>(h.rank);
     if (h.nranks != nranks_) {
       const std::size_t other = first_joined();
-      fail_all(ncclInvalidUsage, cat("bootstrap: ranks disagree on the communicator size: rank ", h.rank, " (pid ",
-                                     h.info.pid, ") called ncclCommInitRank with nranks=", h.nranks, ", rank ", other,
-                                     " (pid ", infos_[other].pid, ") with nranks=", nranks_),
+      fail_all(ncclInvalidUsage,
+               cat("bootstrap: ranks disagree on the communicator size: rank ", h.rank, " (pid ", h.info.pid,
+                   ") called ncclCommInitRank with nranks=", h.nranks, ", rank ", other, " (pid ", infos_[other].pid,
+                   ") with nranks=", nranks_),
                &in.fd);
       return false;
     }
     if (by_rank_[r].valid()) {
-      fail_all(ncclInvalidUsage, cat("bootstrap: two processes called ncclCommInitRank as rank ", h.rank, " (pids ",
-                                     infos_[r].pid, " and ", h.info.pid, ")"),
+      fail_all(ncclInvalidUsage,
+               cat("bootstrap: two processes called ncclCommInitRank as rank ", h.rank, " (pids ", infos_[r].pid,
+                   " and ", h.info.pid, ")"),
                &in.fd);
       return false;
     }

@@ -31,13 +31,19 @@ Block even_block(std::size_t count, int n, int b) {
 
 OpKind kind_of(CallType t) {
   switch (t) {
-    case CallType::AllReduce: return OpKind::AllReduce;
-    case CallType::ReduceScatter: return OpKind::ReduceScatter;
-    case CallType::AllGather: return OpKind::AllGather;
-    case CallType::Broadcast: return OpKind::Broadcast;
-    case CallType::Reduce: return OpKind::Reduce;
+    case CallType::AllReduce:
+      return OpKind::AllReduce;
+    case CallType::ReduceScatter:
+      return OpKind::ReduceScatter;
+    case CallType::AllGather:
+      return OpKind::AllGather;
+    case CallType::Broadcast:
+      return OpKind::Broadcast;
+    case CallType::Reduce:
+      return OpKind::Reduce;
     case CallType::Send:
-    case CallType::Recv: break;
+    case CallType::Recv:
+      break;
   }
   return OpKind::P2P;
 }
@@ -218,13 +224,20 @@ Status point_to_point(Comm& comm, const std::vector<Call>& calls) {
 
 const char* call_name(CallType type) {
   switch (type) {
-    case CallType::AllReduce: return "ncclAllReduce";
-    case CallType::ReduceScatter: return "ncclReduceScatter";
-    case CallType::AllGather: return "ncclAllGather";
-    case CallType::Broadcast: return "ncclBroadcast";
-    case CallType::Reduce: return "ncclReduce";
-    case CallType::Send: return "ncclSend";
-    case CallType::Recv: return "ncclRecv";
+    case CallType::AllReduce:
+      return "ncclAllReduce";
+    case CallType::ReduceScatter:
+      return "ncclReduceScatter";
+    case CallType::AllGather:
+      return "ncclAllGather";
+    case CallType::Broadcast:
+      return "ncclBroadcast";
+    case CallType::Reduce:
+      return "ncclReduce";
+    case CallType::Send:
+      return "ncclSend";
+    case CallType::Recv:
+      return "ncclRecv";
   }
   return "nccl?";
 }
@@ -235,13 +248,24 @@ Status execute(Comm& comm, const std::vector<Call>& calls) {
   for (const Call& c : calls) {
     Status st;
     switch (c.type) {
-      case CallType::AllReduce: st = all_reduce(comm, c); break;
-      case CallType::ReduceScatter: st = reduce_scatter(comm, c); break;
-      case CallType::AllGather: st = all_gather(comm, c); break;
-      case CallType::Broadcast: st = broadcast(comm, c); break;
-      case CallType::Reduce: st = reduce(comm, c); break;
+      case CallType::AllReduce:
+        st = all_reduce(comm, c);
+        break;
+      case CallType::ReduceScatter:
+        st = reduce_scatter(comm, c);
+        break;
+      case CallType::AllGather:
+        st = all_gather(comm, c);
+        break;
+      case CallType::Broadcast:
+        st = broadcast(comm, c);
+        break;
+      case CallType::Reduce:
+        st = reduce(comm, c);
+        break;
       case CallType::Send:
-      case CallType::Recv: continue;  // below, all together
+      case CallType::Recv:
+        continue;  // below, all together
     }
     if (!st.ok()) return st;
   }

@@ -82,12 +82,12 @@ class Comm {
 
   mutable std::mutex m_;
   std::condition_variable cv_;
-  std::uint64_t next_ticket_ = 0;   // issue side
-  std::uint64_t next_to_run_ = 0;   // the ticket whose turn it is
-  std::uint64_t pending_ = 0;       // issued, not yet run or skipped
-  bool running_ = false;            // a body is executing
+  std::uint64_t next_ticket_ = 0;  // issue side
+  std::uint64_t next_to_run_ = 0;  // the ticket whose turn it is
+  std::uint64_t pending_ = 0;      // issued, not yet run or skipped
+  bool running_ = false;           // a body is executing
   bool closed_ = false;
-  Status error_;                    // first failure
+  Status error_;  // first failure
   std::atomic<bool> aborted_{false};
   std::vector<std::byte> scratch_;
 };

@@ -31,11 +31,11 @@ inline std::uint16_t float_to_half(float f) {
   if (ax > 0x7F800000u) return static_cast<std::uint16_t>(sign | 0x7E00u | ((ax >> 13) & 0x3FFu));  // NaN, quiet
   // 65520 = 65504 (largest fp16) + half an ulp: from there on, round to nearest even gives infinity.
   if (ax >= 0x477FF000u) return static_cast<std::uint16_t>(sign | 0x7C00u);
-  if (ax < 0x38800000u) {  // below 2^-14: an fp16 subnormal (units of 2^-24) or zero
+  if (ax < 0x38800000u) {                // below 2^-14: an fp16 subnormal (units of 2^-24) or zero
     if (ax <= 0x33000000u) return sign;  // <= 2^-25, half the smallest subnormal: ties to even -> 0
     const std::uint32_t e = ax >> 23;
     const std::uint32_t m = (ax & 0x7FFFFFu) | 0x800000u;  // value = m * 2^(e - 150)
-    const std::uint32_t shift = 126 - e;                     // k = m * 2^(e - 126), in [14, 24]
+    const std::uint32_t shift = 126 - e;                   // k = m * 2^(e - 126), in [14, 24]
     std::uint32_t k = m >> shift;
     const std::uint32_t rem = m & ((1u << shift) - 1), halfway = 1u << (shift - 1);
     if (rem > halfway || (rem == halfway && (k & 1u) != 0)) ++k;

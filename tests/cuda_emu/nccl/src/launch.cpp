@@ -54,14 +54,14 @@ Status check_launchable(const Comm& comm, const std::vector<Call>& calls) {
   const std::size_t pairs = std::min(sends.size(), recvs.size());
   for (std::size_t i = 0; i < pairs; ++i) {
     if (sends[i]->count != recvs[i]->count || sends[i]->dtype != recvs[i]->dtype) {
-      return fail(ncclInvalidUsage, cat("rank ", comm.rank(), ": ncclSend to itself #", i, " (count ", sends[i]->count, ", ",
-                                        dtype_name(sends[i]->dtype), ") does not match ncclRecv from itself #", i,
+      return fail(ncclInvalidUsage, cat("rank ", comm.rank(), ": ncclSend to itself #", i, " (count ", sends[i]->count,
+                                        ", ", dtype_name(sends[i]->dtype), ") does not match ncclRecv from itself #", i,
                                         " (count ", recvs[i]->count, ", ", dtype_name(recvs[i]->dtype), ")"));
     }
   }
   if (sends.size() != recvs.size()) {
-    return fail(ncclInvalidUsage, cat("rank ", comm.rank(), ": ", sends.size(), " ncclSend(s) to itself but ", recvs.size(),
-                                      " ncclRecv(s) from itself; they must pair up within one group"));
+    return fail(ncclInvalidUsage, cat("rank ", comm.rank(), ": ", sends.size(), " ncclSend(s) to itself but ",
+                                      recvs.size(), " ncclRecv(s) from itself; they must pair up within one group"));
   }
   return success();
 }

@@ -93,7 +93,8 @@ Status check_op(ncclRedOp_t op, const char* fn) {
 
 Status check_rank_arg(int value, int nranks, const char* fn, const char* what) {
   if (value < 0 || value >= nranks) {
-    return fail(ncclInvalidArgument, cat(fn, ": ", what, " ", value, " is out of range for a communicator of ", nranks, " ranks"));
+    return fail(ncclInvalidArgument,
+                cat(fn, ": ", what, " ", value, " is out of range for a communicator of ", nranks, " ranks"));
   }
   return success();
 }
@@ -110,24 +111,28 @@ bool buffer_bytes(std::size_t count, std::size_t factor, ncclDataType_t t, std::
 
 const char* memory_kind_name(MemoryKind k) {
   switch (k) {
-    case MemoryKind::Device: return "device memory";
-    case MemoryKind::PinnedHost: return "pinned host memory";
-    case MemoryKind::Unregistered: return "not allocated by the CUDA runtime: a host pointer?";
+    case MemoryKind::Device:
+      return "device memory";
+    case MemoryKind::PinnedHost:
+      return "pinned host memory";
+    case MemoryKind::Unregistered:
+      return "not allocated by the CUDA runtime: a host pointer?";
   }
   return "unknown memory";
 }
 
 // `count * factor` elements at p must be device memory of the communicator's device.
-Status check_buffer(const Comm& c, const void* p, std::size_t count, std::size_t factor, ncclDataType_t t, const char* fn,
-                    const char* which) {
+Status check_buffer(const Comm& c, const void* p, std::size_t count, std::size_t factor, ncclDataType_t t,
+                    const char* fn, const char* which) {
   std::size_t bytes = 0;
   if (!buffer_bytes(count, factor, t, bytes)) return fail(ncclInvalidArgument, cat(fn, ": ", which, " size overflows"));
   if (bytes == 0) return success();
   if (p == nullptr) return fail(ncclInvalidArgument, cat(fn, ": ", which, " is NULL with count ", count));
   const PointerInfo info = lookup_pointer(p);
   if (info.kind != MemoryKind::Device) {
-    return fail(ncclInvalidArgument, cat(fn, ": ", which, " ", p, " is not device memory (", memory_kind_name(info.kind),
-                                         "); NCCL buffers must be memory of the communicator's device ", c.device()));
+    return fail(ncclInvalidArgument,
+                cat(fn, ": ", which, " ", p, " is not device memory (", memory_kind_name(info.kind),
+                    "); NCCL buffers must be memory of the communicator's device ", c.device()));
   }
   if (info.device != c.device()) {
     return fail(ncclInvalidArgument, cat(fn, ": ", which, " ", p, " is memory of device ", info.device,
@@ -156,11 +161,11 @@ ncclResult_t refuse(const Status& st) {
   return report(st);
 }
 
-#define EMU_CHECK(expr)                          \
-  do {                                           \
+#define EMU_CHECK(expr)                           \
+  do {                                            \
     if (Status emu_st_ = (expr); !emu_st_.ok()) { \
       return refuse(emu_st_);                     \
-    }                                            \
+    }                                             \
   } while (0)
 
 }  // namespace
@@ -188,8 +193,9 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int
     if (comm == nullptr) return report(fail(ncclInvalidArgument, "ncclCommInitRank: comm is NULL"));
     *comm = nullptr;
     if (t_group.depth > 0) {
-      return report(fail(ncclInvalidUsage, "ncclCommInitRank inside ncclGroupStart/ncclGroupEnd is not supported by the "
-                                           "emulated NCCL (one rank per call, from its own thread or process)"));
+      return report(fail(ncclInvalidUsage,
+                         "ncclCommInitRank inside ncclGroupStart/ncclGroupEnd is not supported by the "
+                         "emulated NCCL (one rank per call, from its own thread or process)"));
     }
     if (nranks < 1) return report(fail(ncclInvalidArgument, cat("ncclCommInitRank: nranks ", nranks, " < 1")));
     if (Status st = check_rank_arg(rank, nranks, "ncclCommInitRank", "rank"); !st.ok()) return report(st);
@@ -227,7 +233,8 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* async_error) {
 }
 
 ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
-  if (comm == nullptr || !comm->impl || count == nullptr) return report(fail(ncclInvalidArgument, "ncclCommCount: NULL argument"));
+  if (comm == nullptr || !comm->impl || count == nullptr)
+    return report(fail(ncclInvalidArgument, "ncclCommCount: NULL argument"));
   *count = comm->impl->size();
   return ncclSuccess;
 }
@@ -250,15 +257,24 @@ ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
 
 const char* ncclGetErrorString(ncclResult_t result) {
   switch (result) {
-    case ncclSuccess: return "no error";
-    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=WARN for details)";
-    case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=WARN for details)";
-    case ncclInternalError: return "internal error (run with NCCL_DEBUG=WARN for details)";
-    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
-    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
-    case ncclRemoteError: return "remote process exited or there was a network error";
-    case ncclInProgress: return "NCCL operation in progress";
-    default: return "unknown result code";
+    case ncclSuccess:
+      return "no error";
+    case ncclUnhandledCudaError:
+      return "unhandled cuda error (run with NCCL_DEBUG=WARN for details)";
+    case ncclSystemError:
+      return "unhandled system error (run with NCCL_DEBUG=WARN for details)";
+    case ncclInternalError:
+      return "internal error (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidArgument:
+      return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage:
+      return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case ncclRemoteError:
+      return "remote process exited or there was a network error";
+    case ncclInProgress:
+      return "NCCL operation in progress";
+    default:
+      return "unknown result code";
   }
 }
 
@@ -282,7 +298,8 @@ ncclResult_t ncclGroupEnd() {
     const Status error = std::move(t_group.error);
     t_group = GroupState{};
     if (!error.ok()) {
-      return report(fail(error.code, cat("ncclGroupEnd: nothing launched, a call in the group failed: ", error.message)));
+      return report(
+          fail(error.code, cat("ncclGroupEnd: nothing launched, a call in the group failed: ", error.message)));
     }
     // One fused operation per communicator, in the order the communicators first appear.
     std::vector<std::pair<std::shared_ptr<Comm>, std::vector<Call>>> per_comm;

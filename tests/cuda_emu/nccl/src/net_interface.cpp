@@ -78,7 +78,8 @@ Status select_listen_address(std::uint32_t& ip, std::string& interface_name) {
     const auto i = choose_interface(interfaces, &filter);
     if (!i) {
       std::string names;
-      for (const InterfaceAddress& a : interfaces) names += cat(names.empty() ? "" : ", ", a.name, a.up ? "" : " (down)");
+      for (const InterfaceAddress& a : interfaces)
+        names += cat(names.empty() ? "" : ", ", a.name, a.up ? "" : " (down)");
       return fail(ncclSystemError, cat("NCCL_SOCKET_IFNAME=", spec, " matches no up IPv4 interface (this host has: ",
                                        names.empty() ? "none" : names, ")"));
     }

@@ -46,17 +46,25 @@ Acc combine(ncclRedOp_t op, Acc a, Acc b) {
   if constexpr (std::is_integral_v<Acc>) {
     using U = std::make_unsigned_t<Acc>;  // wrap-around arithmetic without signed overflow
     switch (op) {
-      case ncclProd: return static_cast<Acc>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
-      case ncclMax: return std::max(a, b);
-      case ncclMin: return std::min(a, b);
-      default: return static_cast<Acc>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));  // Sum, Avg
+      case ncclProd:
+        return static_cast<Acc>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+      case ncclMax:
+        return std::max(a, b);
+      case ncclMin:
+        return std::min(a, b);
+      default:
+        return static_cast<Acc>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));  // Sum, Avg
     }
   } else {
     switch (op) {
-      case ncclProd: return a * b;
-      case ncclMax: return std::fmax(a, b);
-      case ncclMin: return std::fmin(a, b);
-      default: return a + b;  // Sum, Avg
+      case ncclProd:
+        return a * b;
+      case ncclMax:
+        return std::fmax(a, b);
+      case ncclMin:
+        return std::fmin(a, b);
+      default:
+        return a + b;  // Sum, Avg
     }
   }
 }
@@ -88,12 +96,18 @@ void reduce_typed(void* out, const void* const* inputs, int k, std::size_t count
 template <typename Traits>
 void reduce_op(void* out, const void* const* inputs, int k, std::size_t count, ncclRedOp_t op) {
   switch (op) {
-    case ncclSum: return reduce_typed<Traits, ncclSum>(out, inputs, k, count);
-    case ncclProd: return reduce_typed<Traits, ncclProd>(out, inputs, k, count);
-    case ncclMax: return reduce_typed<Traits, ncclMax>(out, inputs, k, count);
-    case ncclMin: return reduce_typed<Traits, ncclMin>(out, inputs, k, count);
-    case ncclAvg: return reduce_typed<Traits, ncclAvg>(out, inputs, k, count);
-    default: return;  // refused at the API (op_supported)
+    case ncclSum:
+      return reduce_typed<Traits, ncclSum>(out, inputs, k, count);
+    case ncclProd:
+      return reduce_typed<Traits, ncclProd>(out, inputs, k, count);
+    case ncclMax:
+      return reduce_typed<Traits, ncclMax>(out, inputs, k, count);
+    case ncclMin:
+      return reduce_typed<Traits, ncclMin>(out, inputs, k, count);
+    case ncclAvg:
+      return reduce_typed<Traits, ncclAvg>(out, inputs, k, count);
+    default:
+      return;  // refused at the API (op_supported)
   }
 }
 
@@ -103,17 +117,28 @@ void reduce_in_order(void* out, const void* const* inputs, int k, std::size_t co
                      ncclRedOp_t op) {
   if (count == 0 || k <= 0) return;
   switch (dtype) {
-    case ncclInt8: return reduce_op<Native<std::int8_t>>(out, inputs, k, count, op);
-    case ncclUint8: return reduce_op<Native<std::uint8_t>>(out, inputs, k, count, op);
-    case ncclInt32: return reduce_op<Native<std::int32_t>>(out, inputs, k, count, op);
-    case ncclUint32: return reduce_op<Native<std::uint32_t>>(out, inputs, k, count, op);
-    case ncclInt64: return reduce_op<Native<std::int64_t>>(out, inputs, k, count, op);
-    case ncclUint64: return reduce_op<Native<std::uint64_t>>(out, inputs, k, count, op);
-    case ncclFloat16: return reduce_op<Half>(out, inputs, k, count, op);
-    case ncclBfloat16: return reduce_op<Bf16>(out, inputs, k, count, op);
-    case ncclFloat32: return reduce_op<Native<float>>(out, inputs, k, count, op);
-    case ncclFloat64: return reduce_op<Native<double>>(out, inputs, k, count, op);
-    default: return;  // refused at the API (dtype_bytes == 0)
+    case ncclInt8:
+      return reduce_op<Native<std::int8_t>>(out, inputs, k, count, op);
+    case ncclUint8:
+      return reduce_op<Native<std::uint8_t>>(out, inputs, k, count, op);
+    case ncclInt32:
+      return reduce_op<Native<std::int32_t>>(out, inputs, k, count, op);
+    case ncclUint32:
+      return reduce_op<Native<std::uint32_t>>(out, inputs, k, count, op);
+    case ncclInt64:
+      return reduce_op<Native<std::int64_t>>(out, inputs, k, count, op);
+    case ncclUint64:
+      return reduce_op<Native<std::uint64_t>>(out, inputs, k, count, op);
+    case ncclFloat16:
+      return reduce_op<Half>(out, inputs, k, count, op);
+    case ncclBfloat16:
+      return reduce_op<Bf16>(out, inputs, k, count, op);
+    case ncclFloat32:
+      return reduce_op<Native<float>>(out, inputs, k, count, op);
+    case ncclFloat64:
+      return reduce_op<Native<double>>(out, inputs, k, count, op);
+    default:
+      return;  // refused at the API (dtype_bytes == 0)
   }
 }
 

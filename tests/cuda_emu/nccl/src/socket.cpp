@@ -122,8 +122,8 @@ Status connect_to(const Endpoint& to, Deadline deadline, Fd& out, const std::str
     }
     std::this_thread::sleep_for(kConnectRetryPause);
   }
-  return fail(ncclSystemError, cat(what, ": could not connect to ", to.str(), " before the bootstrap timeout (last error: ",
-                                   std::strerror(last_err), ")"));
+  return fail(ncclSystemError, cat(what, ": could not connect to ", to.str(),
+                                   " before the bootstrap timeout (last error: ", std::strerror(last_err), ")"));
 }
 
 Status accept_one(int listen_fd, Deadline deadline, Fd& out, const std::string& what) {

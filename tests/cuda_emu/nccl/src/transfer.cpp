@@ -38,8 +38,8 @@ Status peer_failed(const Comm& c, int peer, int err, const char* doing, const He
   const bool closed = err == 0 || err == ECONNRESET || err == EPIPE || err == ECONNABORTED;
   const std::string reason = err == 0 ? "closed by the other side" : std::strerror(err);
   return fail(closed ? ncclRemoteError : ncclSystemError,
-              cat("rank ", c.rank(), ": connection to ", describe_peer(c.peer(peer)), " failed (", reason, ") while ", doing,
-                  " ", describe(h), closed ? ": that rank died, aborted its communicator, or failed" : ""));
+              cat("rank ", c.rank(), ": connection to ", describe_peer(c.peer(peer)), " failed (", reason, ") while ",
+                  doing, " ", describe(h), closed ? ": that rank died, aborted its communicator, or failed" : ""));
 }
 
 Status progress_send(const Comm& c, int peer, PeerProgress& p) {
@@ -131,8 +131,10 @@ Status run_step(Comm& comm, const std::vector<SendMessage>& sends, const std::ve
   std::vector<PeerProgress> peers(static_cast<std::size_t>(comm.size()));
   std::vector<const SendMessage*> self_sends;
   std::vector<const RecvMessage*> self_recvs;
-  for (const SendMessage& s : sends) (s.peer == me ? self_sends : peers[static_cast<std::size_t>(s.peer)].sends).push_back(&s);
-  for (const RecvMessage& r : recvs) (r.peer == me ? self_recvs : peers[static_cast<std::size_t>(r.peer)].recvs).push_back(&r);
+  for (const SendMessage& s : sends)
+    (s.peer == me ? self_sends : peers[static_cast<std::size_t>(s.peer)].sends).push_back(&s);
+  for (const RecvMessage& r : recvs)
+    (r.peer == me ? self_recvs : peers[static_cast<std::size_t>(r.peer)].recvs).push_back(&r);
 
   // Messages to self: matched in order (the launch checked that they pair up), copied first.
   if (self_sends.size() != self_recvs.size()) {

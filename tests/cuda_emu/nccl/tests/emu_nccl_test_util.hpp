@@ -22,11 +22,11 @@
 namespace emu_test {
 
 #define EMU_CUDA_OK(expr) ASSERT_EQ((expr), cudaSuccess) << #expr
-#define EMU_NCCL_OK(expr)                                                                                     \
-  do {                                                                                                        \
-    const ncclResult_t emu_rc_ = (expr);                                                                      \
-    ASSERT_EQ(emu_rc_, ncclSuccess) << #expr << ": " << ncclGetErrorString(emu_rc_) << " — "                  \
-                                    << ncclGetLastError(nullptr);                                             \
+#define EMU_NCCL_OK(expr)                                                                      \
+  do {                                                                                         \
+    const ncclResult_t emu_rc_ = (expr);                                                       \
+    ASSERT_EQ(emu_rc_, ncclSuccess) << #expr << ": " << ncclGetErrorString(emu_rc_) << " — " \
+                                    << ncclGetLastError(nullptr);                              \
   } while (0)
 
 // cudaMalloc'd memory of the current device (at least one byte, so even count 0 has an address).
@@ -75,7 +75,8 @@ class Stream {
 inline void stream_sleep(cudaStream_t stream, int ms) {
   static_assert(sizeof(void*) >= sizeof(std::intptr_t));
   (void)cudaLaunchHostFunc(
-      stream, [](void* p) { std::this_thread::sleep_for(std::chrono::milliseconds(reinterpret_cast<std::intptr_t>(p))); },
+      stream,
+      [](void* p) { std::this_thread::sleep_for(std::chrono::milliseconds(reinterpret_cast<std::intptr_t>(p))); },
       reinterpret_cast<void*>(static_cast<std::intptr_t>(ms)));
 }
 
@@ -116,13 +117,17 @@ inline double seconds_since(std::chrono::steady_clock::time_point t) {
 inline std::size_t element_bytes(ncclDataType_t t) {
   switch (t) {
     case ncclInt8:
-    case ncclUint8: return 1;
+    case ncclUint8:
+      return 1;
     case ncclFloat16:
-    case ncclBfloat16: return 2;
+    case ncclBfloat16:
+      return 2;
     case ncclInt32:
     case ncclUint32:
-    case ncclFloat32: return 4;
-    default: return 8;
+    case ncclFloat32:
+      return 4;
+    default:
+      return 8;
   }
 }
 
@@ -168,46 +173,81 @@ inline void put_element(ncclDataType_t t, void* out, std::size_t i, double v) {
   char* p = static_cast<char*>(out) + i * element_bytes(t);
   auto put = [p](auto x) { std::memcpy(p, &x, sizeof x); };
   switch (t) {
-    case ncclInt8: put(static_cast<std::int8_t>(v)); break;
-    case ncclUint8: put(static_cast<std::uint8_t>(v)); break;
-    case ncclInt32: put(static_cast<std::int32_t>(v)); break;
-    case ncclUint32: put(static_cast<std::uint32_t>(v)); break;
-    case ncclInt64: put(static_cast<std::int64_t>(v)); break;
-    case ncclUint64: put(static_cast<std::uint64_t>(v)); break;
-    case ncclFloat16: put(ref_half(static_cast<float>(v))); break;
-    case ncclBfloat16: put(ref_bf16(static_cast<float>(v))); break;
-    case ncclFloat32: put(static_cast<float>(v)); break;
-    default: put(v); break;
+    case ncclInt8:
+      put(static_cast<std::int8_t>(v));
+      break;
+    case ncclUint8:
+      put(static_cast<std::uint8_t>(v));
+      break;
+    case ncclInt32:
+      put(static_cast<std::int32_t>(v));
+      break;
+    case ncclUint32:
+      put(static_cast<std::uint32_t>(v));
+      break;
+    case ncclInt64:
+      put(static_cast<std::int64_t>(v));
+      break;
+    case ncclUint64:
+      put(static_cast<std::uint64_t>(v));
+      break;
+    case ncclFloat16:
+      put(ref_half(static_cast<float>(v)));
+      break;
+    case ncclBfloat16:
+      put(ref_bf16(static_cast<float>(v)));
+      break;
+    case ncclFloat32:
+      put(static_cast<float>(v));
+      break;
+    default:
+      put(v);
+      break;
   }
 }
 
 inline const char* type_name(ncclDataType_t t) {
   switch (t) {
-    case ncclInt8: return "int8";
-    case ncclUint8: return "uint8";
-    case ncclInt32: return "int32";
-    case ncclUint32: return "uint32";
-    case ncclInt64: return "int64";
-    case ncclUint64: return "uint64";
-    case ncclFloat16: return "float16";
-    case ncclBfloat16: return "bfloat16";
-    case ncclFloat32: return "float32";
-    default: return "float64";
+    case ncclInt8:
+      return "int8";
+    case ncclUint8:
+      return "uint8";
+    case ncclInt32:
+      return "int32";
+    case ncclUint32:
+      return "uint32";
+    case ncclInt64:
+      return "int64";
+    case ncclUint64:
+      return "uint64";
+    case ncclFloat16:
+      return "float16";
+    case ncclBfloat16:
+      return "bfloat16";
+    case ncclFloat32:
+      return "float32";
+    default:
+      return "float64";
   }
 }
 
 inline const char* op_label(ncclRedOp_t op) {
   switch (op) {
-    case ncclSum: return "sum";
-    case ncclProd: return "prod";
-    case ncclMax: return "max";
-    case ncclMin: return "min";
-    default: return "avg";
+    case ncclSum:
+      return "sum";
+    case ncclProd:
+      return "prod";
+    case ncclMax:
+      return "max";
+    case ncclMin:
+      return "min";
+    default:
+      return "avg";
   }
 }
 
-inline constexpr ncclDataType_t kAllTypes[] = {ncclInt8,    ncclUint8,    ncclInt32,   ncclUint32,  ncclInt64,
-                                               ncclUint64,  ncclFloat16,  ncclBfloat16, ncclFloat32, ncclFloat64};
+inline constexpr ncclDataType_t kAllTypes[] = {ncclInt8,   ncclUint8,   ncclInt32,    ncclUint32,  ncclInt64,
+                                               ncclUint64, ncclFloat16, ncclBfloat16, ncclFloat32, ncclFloat64};
 inline constexpr ncclRedOp_t kAllOps[] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
 
 }  // namespace emu_test

@@ -45,7 +45,8 @@ int main(int argc, char** argv) {
   if (cudaMalloc(&buf, count * sizeof(float)) != cudaSuccess || cudaStreamCreate(&stream) != cudaSuccess) {
     return report('x', "cudaMalloc / cudaStreamCreate");
   }
-  if (ncclAllReduce(buf, buf, count, ncclFloat32, ncclSum, comm, stream) != ncclSuccess) return report('x', "ncclAllReduce");
+  if (ncclAllReduce(buf, buf, count, ncclFloat32, ncclSum, comm, stream) != ncclSuccess)
+    return report('x', "ncclAllReduce");
   report('r', nullptr);
   for (;;) pause();
 }

@@ -38,8 +38,10 @@ double input_value(ncclRedOp_t op, ncclDataType_t t, int r, std::size_t i) {
       return u ? 1.0 + static_cast<double>((i * 5 + ri * 3) % 3) : kSigned[(i * 5 + ri * 3) % 4];
     }
     case ncclMax:
-    case ncclMin: return static_cast<double>((i * 13 + ri * 5) % 21) - (u ? 0 : 10);
-    default: return static_cast<double>((i * 7 + ri * 3) % 11) - (u ? 0 : 5);
+    case ncclMin:
+      return static_cast<double>((i * 13 + ri * 5) % 21) - (u ? 0 : 10);
+    default:
+      return static_cast<double>((i * 7 + ri * 3) % 11) - (u ? 0 : 5);
   }
 }
 
@@ -51,10 +53,18 @@ double exact_reduce(ncclRedOp_t op, ncclDataType_t t, int n, ValueOf value_of) {
   for (int q = 1; q < n; ++q) {
     const double v = value_of(q);
     switch (op) {
-      case ncclProd: acc *= v; break;
-      case ncclMax: acc = std::max(acc, v); break;
-      case ncclMin: acc = std::min(acc, v); break;
-      default: acc += v; break;
+      case ncclProd:
+        acc *= v;
+        break;
+      case ncclMax:
+        acc = std::max(acc, v);
+        break;
+      case ncclMin:
+        acc = std::min(acc, v);
+        break;
+      default:
+        acc += v;
+        break;
     }
   }
   if (op != ncclAvg) return acc;
@@ -122,9 +132,9 @@ class EmuNccl : public ::testing::Test {
 ncclComm_t EmuNccl::comm_ = nullptr;
 Stream* EmuNccl::stream_ = nullptr;
 
-#define EXPECT_SAME_BYTES(got, want, element, what)                                          \
-  do {                                                                                       \
-    const long long emu_at_ = first_difference((got), (want), (element));                    \
+#define EXPECT_SAME_BYTES(got, want, element, what)                                                         \
+  do {                                                                                                      \
+    const long long emu_at_ = first_difference((got), (want), (element));                                   \
     EXPECT_EQ(emu_at_, -1) << (what) << ": first wrong element " << emu_at_ << " on rank " << world_rank(); \
   } while (0)
 
@@ -135,9 +145,8 @@ void check_all_reduce(ncclComm_t comm, cudaStream_t stream, ncclDataType_t t, nc
   const int n = world_size(), r = world_rank();
   const std::size_t es = element_bytes(t);
   const auto input = encode(t, count, [&](std::size_t i) { return input_value(op, t, r, i); });
-  const auto want = encode(t, count, [&](std::size_t i) {
-    return exact_reduce(op, t, n, [&](int q) { return input_value(op, t, q, i); });
-  });
+  const auto want = encode(
+      t, count, [&](std::size_t i) { return exact_reduce(op, t, n, [&](int q) { return input_value(op, t, q, i); }); });
   DeviceBuffer send(count * es), recv(count * es);
   send.upload(input.data(), input.size());
   const DeviceBuffer& out = in_place ? send : recv;
@@ -176,10 +185,14 @@ TEST_F(EmuNccl, AllReduceSumsInRankOrderBitwise) {
     auto stored = [&](int q, std::size_t i) {  // the input as the type holds it
       const double v = arbitrary_value(q, i);
       switch (t) {
-        case ncclFloat16: return static_cast<double>(ref_half_to_float(ref_half(static_cast<float>(v))));
-        case ncclBfloat16: return static_cast<double>(ref_bf16_to_float(ref_bf16(static_cast<float>(v))));
-        case ncclFloat32: return static_cast<double>(static_cast<float>(v));
-        default: return v;
+        case ncclFloat16:
+          return static_cast<double>(ref_half_to_float(ref_half(static_cast<float>(v))));
+        case ncclBfloat16:
+          return static_cast<double>(ref_bf16_to_float(ref_bf16(static_cast<float>(v))));
+        case ncclFloat32:
+          return static_cast<double>(static_cast<float>(v));
+        default:
+          return v;
       }
     };
     const auto input = encode(t, kCount, [&](std::size_t i) { return stored(me(), i); });
@@ -254,7 +267,8 @@ TEST_F(EmuNccl, AllGatherExact) {
         const std::size_t total = sc * static_cast<std::size_t>(n());
         const auto mine = encode(t, sc, [&](std::size_t j) { return input_value(ncclSum, t, me(), j); });
         const auto want = encode(t, total, [&](std::size_t i) {
-          return input_value(ncclSum, t, static_cast<int>(i / std::max<std::size_t>(sc, 1)), i % std::max<std::size_t>(sc, 1));
+          return input_value(ncclSum, t, static_cast<int>(i / std::max<std::size_t>(sc, 1)),
+                             i % std::max<std::size_t>(sc, 1));
         });
         DeviceBuffer send(sc * es), recv(total * es);
         // NCCL's in-place all-gather: sendbuff == recvbuff + rank * sendcount.
@@ -302,7 +316,8 @@ TEST_F(EmuNccl, BroadcastFromEveryRoot) {
   stream_->sync();
   if (me() != n() - 1) {
     // Non-roots compare with the root's data, which they can compute.
-    const auto want = encode(ncclFloat32, kLarge, [&](std::size_t i) { return input_value(ncclSum, ncclFloat32, 0, i); });
+    const auto want =
+        encode(ncclFloat32, kLarge, [&](std::size_t i) { return input_value(ncclSum, ncclFloat32, 0, i); });
     EXPECT_SAME_BYTES(buf.download_all(), want, 4, "large broadcast");
   }
 }
@@ -324,7 +339,8 @@ TEST_F(EmuNccl, ReduceToEveryRoot) {
             recv.upload(sentinel.data(), sentinel.size());
             // Off the root recvbuff may be NULL; the out-of-place variant passes a buffer that must stay untouched.
             void* out = in_place ? send.get() : recv.get();
-            EMU_NCCL_OK(ncclReduce(send.get(), me() == root || !in_place ? out : nullptr, count, t, op, root, comm_, *stream_));
+            EMU_NCCL_OK(
+                ncclReduce(send.get(), me() == root || !in_place ? out : nullptr, count, t, op, root, comm_, *stream_));
             stream_->sync();
             const std::string what = std::string("reduce root ") + std::to_string(root) + " " + type_name(t) + " " +
                                      op_label(op) + " count " + std::to_string(count) + (in_place ? " in place" : "");
@@ -444,7 +460,8 @@ TEST_F(EmuNccl, GatherFromGroupAgainstSingleSends) {
     std::size_t bad = 0;
     for (int q = 0; q < n(); ++q) {
       if (q == root) continue;
-      for (std::size_t i = 0; i < kCount; ++i) bad += got[static_cast<std::size_t>(q) * kCount + i] != pattern(q, root, i);
+      for (std::size_t i = 0; i < kCount; ++i)
+        bad += got[static_cast<std::size_t>(q) * kCount + i] != pattern(q, root, i);
     }
     EXPECT_EQ(bad, 0u);
   }

@@ -88,7 +88,8 @@ TEST(EmuNcclFaults, AbortUnblocksACollectiveWaitingForAnAbsentRank) {
     const auto t0 = std::chrono::steady_clock::now();
     EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
     EXPECT_LT(seconds_since(t0), 2.0) << "ncclCommAbort took too long";
-    EXPECT_TRUE(eventually([&] { return cudaStreamQuery(s) == cudaSuccess; }, 2.0)) << "abort did not unblock the stream";
+    EXPECT_TRUE(eventually([&] { return cudaStreamQuery(s) == cudaSuccess; }, 2.0))
+        << "abort did not unblock the stream";
   }
   MPI_Barrier(MPI_COMM_WORLD);
   if (me == absent) {

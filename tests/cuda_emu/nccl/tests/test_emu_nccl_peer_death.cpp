@@ -54,9 +54,11 @@ pid_t spawn_victim(const ncclUniqueId& id, int rank, int nranks, int device, int
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, out_fd, STDOUT_FILENO);
-  std::string args[] = {EMU_NCCL_VICTIM_PATH, hex(id), std::to_string(rank), std::to_string(nranks),
+  std::string args[] = {EMU_NCCL_VICTIM_PATH,   hex(id),
+                        std::to_string(rank),   std::to_string(nranks),
                         std::to_string(device), std::to_string(kCount)};
-  char* argv[] = {args[0].data(), args[1].data(), args[2].data(), args[3].data(), args[4].data(), args[5].data(), nullptr};
+  char* argv[] = {args[0].data(), args[1].data(), args[2].data(), args[3].data(),
+                  args[4].data(), args[5].data(), nullptr};
   pid_t pid = -1;
   const int rc = posix_spawn(&pid, args[0].c_str(), &actions, nullptr, argv, environ);
   posix_spawn_file_actions_destroy(&actions);

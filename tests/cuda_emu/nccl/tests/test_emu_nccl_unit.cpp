@@ -59,7 +59,8 @@ TEST(HalfFloat, FloatToHalfRoundsLikeTheCompiler) {
   }
   for (std::uint32_t u = 0; u < 0x7C00; ++u) {
     const double mid = (static_cast<double>(ref_half_to_float(static_cast<std::uint16_t>(u))) +
-                        ref_half_to_float(static_cast<std::uint16_t>(u + 1))) / 2;
+                        ref_half_to_float(static_cast<std::uint16_t>(u + 1))) /
+                       2;
     const auto f = static_cast<float>(mid);  // exact: a half's halfway point fits in a float
     ASSERT_EQ(impl::float_to_half(f), ref_half(f)) << std::hex << u;
     ASSERT_EQ(impl::float_to_half(-f), ref_half(-f)) << std::hex << u;
@@ -202,13 +203,14 @@ TEST(Interfaces, FilterSyntaxAsNccl) {
 }
 
 TEST(Interfaces, DefaultSkipsLoopbackAndDownInterfaces) {
-  const std::vector<impl::InterfaceAddress> list = {
-      {"lo", htonl(0x7F000001u), true, true}, {"eth0", htonl(0x0A000001u), false, false}, {"veth3", htonl(0x0A000002u), true, false}};
+  const std::vector<impl::InterfaceAddress> list = {{"lo", htonl(0x7F000001u), true, true},
+                                                    {"eth0", htonl(0x0A000001u), false, false},
+                                                    {"veth3", htonl(0x0A000002u), true, false}};
   EXPECT_EQ(impl::choose_interface(list, nullptr), 2u);
   const impl::IfnameFilter lo = impl::parse_ifname_filter("lo");
   EXPECT_EQ(impl::choose_interface(list, &lo), 0u);
   const impl::IfnameFilter eth = impl::parse_ifname_filter("eth");
-  EXPECT_FALSE(impl::choose_interface(list, &eth).has_value());  // eth0 is down
+  EXPECT_FALSE(impl::choose_interface(list, &eth).has_value());          // eth0 is down
   EXPECT_FALSE(impl::choose_interface({list[0]}, nullptr).has_value());  // caller falls back to 127.0.0.1
 }
 
@@ -235,7 +237,8 @@ class ScopedEnv {
 };
 
 // ncclCommInitRank for ranks 0..n-1 on threads, rank r on device devices[r].
-std::vector<ncclResult_t> init_threads(const ncclUniqueId& id, const std::vector<int>& devices, std::vector<ncclComm_t>& comms) {
+std::vector<ncclResult_t> init_threads(const ncclUniqueId& id, const std::vector<int>& devices,
+                                       std::vector<ncclComm_t>& comms) {
   const int n = static_cast<int>(devices.size());
   comms.assign(devices.size(), nullptr);
   std::vector<ncclResult_t> rc(devices.size(), ncclInternalError);
@@ -485,7 +488,8 @@ TEST(InProcess, DestroyWaitsForPendingOperations) {
   }
   (void)cudaSetDevice(0);
   stream_sleep(*streams[0], 300);
-  for (int r = 0; r < 2; ++r) EMU_NCCL_OK(ncclAllReduce(bufs[r]->get(), bufs[r]->get(), 1, ncclInt32, ncclSum, comms[r], *streams[r]));
+  for (int r = 0; r < 2; ++r)
+    EMU_NCCL_OK(ncclAllReduce(bufs[r]->get(), bufs[r]->get(), 1, ncclInt32, ncclSum, comms[r], *streams[r]));
   const auto t0 = std::chrono::steady_clock::now();
   for (int r = 0; r < 2; ++r) EMU_NCCL_OK(ncclCommDestroy(comms[r]));
   EXPECT_GE(seconds_since(t0), 0.25);
@@ -527,7 +531,8 @@ TEST(InProcess, SixtyFourRanks) {
       const std::int64_t mine[3] = {r, 1, 2 * r};
       std::int64_t out[3] = {};
       (void)cudaMemcpyAsync(buf.get(), mine, sizeof mine, cudaMemcpyHostToDevice, s);
-      EXPECT_EQ(ncclAllReduce(buf.get(), buf.get(), 3, ncclInt64, ncclSum, comms[static_cast<std::size_t>(r)], s), ncclSuccess);
+      EXPECT_EQ(ncclAllReduce(buf.get(), buf.get(), 3, ncclInt64, ncclSum, comms[static_cast<std::size_t>(r)], s),
+                ncclSuccess);
       (void)cudaMemcpyAsync(out, buf.get(), sizeof out, cudaMemcpyDeviceToHost, s);
       s.sync();
       got[static_cast<std::size_t>(r)] = out[0] + out[1] + out[2];
