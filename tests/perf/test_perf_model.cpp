@@ -17,6 +17,7 @@
 #include "perf/analysis_report.hpp"
 #include "perf/bench_rows.hpp"
 #include "perf/comm_model_io.hpp"
+#include "perf/link_classes.hpp"
 #include "perf/peer_arrival.hpp"
 #include "perf/step_model.hpp"
 
@@ -549,13 +550,13 @@ TEST(Analysis, JsonKeepsItsFieldsAndTheReportItsNumbers) {
   using Keys = std::set<std::string>;
   EXPECT_EQ(keys(j), (Keys{"type", "source", "model_source", "config", "comm_model", "warnings", "strategies",
                            "max_abs_error_pct", "breakdown", "bottleneck", "predicted_strategies", "bucket_sweep",
-                           "best_bucket", "scaling"}));
+                           "best_bucket", "scaling", "model_warning"}));
   EXPECT_EQ(j.at("type"), "microddp_analysis");
   EXPECT_EQ(keys(j.at("config")), (Keys{"in_dim", "width", "depth", "classes", "global_batch", "ranks", "threads",
                                         "ranks_per_node", "cores_per_node", "comm", "optimizer"}));
   EXPECT_EQ(keys(j.at("comm_model")[0]),
             (Keys{"backend", "collective", "algorithm", "alpha_us", "beta_ns_per_byte", "r2", "max_rel_residual",
-                  "line_rms_rel_residual", "rms_rel_residual", "regimes"}));
+                  "line_rms_rel_residual", "rms_rel_residual", "regimes", "warning"}));
   const Keys breakdown{"step_ms",      "data_ms",      "forward_ms",        "backward_ms",  "exposed_comm_ms",
                        "loss_sync_ms", "optimizer_ms", "untimed_ms",        "phase_sum_ms", "comm_total_ms",
                        "collectives",  "comm_bytes",   "comm_overhead_pct", "overlap_pct"};
@@ -569,19 +570,25 @@ TEST(Analysis, JsonKeepsItsFieldsAndTheReportItsNumbers) {
             (Keys{"strategy", "bucket_mb", "steps", "measured", "peer_lag_ms", "predicted", "error_pct"}));
   EXPECT_EQ(keys(j.at("strategies")[0].at("measured")), breakdown);
   EXPECT_EQ(keys(j.at("strategies")[0].at("predicted")),
-            (Keys{"step_ms", "exposed_comm_ms", "comm_total_ms", "collectives", "overlap_pct"}));
+            (Keys{"step_ms", "exposed_comm_ms", "comm_total_ms", "collectives", "overlap_pct", "model_warning"}));
   EXPECT_EQ(keys(j.at("bottleneck")),
             (Keys{"verdict", "compute_pct", "communication_pct", "memory_pct", "gemm_gflops", "peak_gflops",
                   "optimizer_gbytes_s", "memory_reference_gbytes_s", "comm_algbw_gbytes_s", "reason"}));
   ASSERT_EQ(j.at("predicted_strategies").size(), ddp::kStrategies.size());
   for (std::size_t i = 0; i < ddp::kStrategies.size(); ++i) {
     EXPECT_EQ(j.at("predicted_strategies")[i].at("strategy"), ddp::strategy_name(ddp::kStrategies[i]));
-    EXPECT_EQ(keys(j.at("predicted_strategies")[i]), (Keys{"strategy", "step_ms", "exposed_comm_ms", "collectives"}));
+    EXPECT_EQ(keys(j.at("predicted_strategies")[i]),
+              (Keys{"strategy", "step_ms", "exposed_comm_ms", "collectives", "model_warning"}));
   }
   EXPECT_EQ(keys(j.at("bucket_sweep")[0]), (Keys{"bucket_mb", "step_ms", "exposed_comm_ms", "collectives"}));
-  EXPECT_EQ(keys(j.at("best_bucket")), (Keys{"bucket_mb", "step_ms", "exposed_comm_ms", "collectives"}));
-  EXPECT_EQ(keys(j.at("scaling")),
-            (Keys{"network", "reduce_gbytes_s", "strategy", "global_batch", "rows_per_rank_weak", "strong", "weak"}));
+  EXPECT_EQ(keys(j.at("best_bucket")),
+            (Keys{"bucket_mb", "step_ms", "exposed_comm_ms", "collectives", "model_warning"}));
+  EXPECT_EQ(keys(j.at("scaling")), (Keys{"network", "reduce_gbytes_s", "strategy", "global_batch", "rows_per_rank_weak",
+                                         "strong", "weak", "model_warning"}));
+  // The hand-made model's fit carries no quality numbers (R2 0): it is flagged next to every
+  // prediction made from it (perf/link_classes.hpp fit_warning), in the JSON and the report.
+  EXPECT_EQ(j.at("model_warning"), fit_warning(m.entries[0].fit));
+  EXPECT_EQ(j.at("best_bucket").at("model_warning"), j.at("model_warning"));
   EXPECT_EQ(keys(j.at("scaling").at("strong")[0]),
             (Keys{"ranks", "rows_per_rank", "step_ms", "exposed_comm_ms", "efficiency", "samples_per_s"}));
   // The report prints what the JSON holds.
