@@ -40,7 +40,7 @@ StepProfile profile_of(const RunRecord& rec, const StrategyRun& run) {
   p.peer_lag_s = run.peer_lag_ms * 1e-3;
   p.time_sliced = rec.time_sliced();
   if (m.compress_ms > 0) {  // a compressed run: its measured wire bytes relative to fp32 and encode cost
-    const double fp32_bytes = static_cast<double>(model::flat_count(p.params)) * 4.0;
+    const double fp32_bytes = static_cast<double>(model::flat_count(p.params) * model::kParamElementBytes);
     p.wire_ratio =
         fp32_bytes > 0 && m.comm_bytes > 0 ? std::min(1.0, static_cast<double>(m.comm_bytes) / fp32_bytes) : 1.0;
     p.compress_s = m.compress_ms * 1e-3;
