@@ -43,8 +43,9 @@ std::string zero_forecast(const ddp::TrainConfig& cfg, double bucket_mb, const p
     << " MiB) and predicted step time (strong scaling)";
   if (memory_limit_mib > 0) o << "; --memory-limit " << memory_limit_mib << " MiB";
   o << "\n";
-  std::snprintf(buf, sizeof buf, "  %6s %-10s %10s %10s %10s %10s %10s %10s %9s %s\n", "ranks", "shard", "params_MiB",
-                "grads_MiB", "optim_MiB", "acts_MiB", "total_MiB", "vs_none", "step_ms", "fits");
+  std::snprintf(buf, sizeof buf, "  %6s %-10s %10s %10s %10s %10s %10s %10s %10s %9s %s\n", "ranks", "shard",
+                "params_MiB", "grads_MiB", "optim_MiB", "pool_MiB", "acts_MiB", "total_MiB", "vs_none", "step_ms",
+                "fits");
   o << buf;
   for (int n = 1; n <= max_ranks; n *= 2) {
     const std::int64_t rows = (cfg.global_batch + n - 1) / n;
@@ -52,8 +53,10 @@ std::string zero_forecast(const ddp::TrainConfig& cfg, double bucket_mb, const p
     for (const auto mode :
          {ddp::zero::ShardMode::None, ddp::zero::ShardMode::Optimizer, ddp::zero::ShardMode::Gradients}) {
       const ddp::zero::ShardPlan plan = ddp::zero::plan_for_strategy(ddp::Strategy::Bucketed, so, params, flat, n, 0);
-      const ddp::zero::MemoryReport m =
-          ddp::zero::predict_memory(flat, plan.state_count(), state_buffers, mode, activation_bytes(cfg.model, rows));
+      // ZeRO-2 without accumulation: backward's gradients in the sync's bucket pool (zero_sync.hpp).
+      const std::int64_t pool = cfg.accum_steps == 1 ? ddp::zero::ZeroSync::pool_count(plan) : 0;
+      const ddp::zero::MemoryReport m = ddp::zero::predict_memory(flat, plan.state_count(), state_buffers, mode,
+                                                                  activation_bytes(cfg.model, rows), pool);
       const double total = static_cast<double>(m.total()) * mib;
       if (mode == ddp::zero::ShardMode::None) ddp_total = total;
       double step_ms = -1;
@@ -65,11 +68,11 @@ std::string zero_forecast(const ddp::TrainConfig& cfg, double bucket_mb, const p
       const char* fits = memory_limit_mib <= 0 ? "-" : (total <= memory_limit_mib ? "yes" : "no");
       char step[32] = "-";
       if (step_ms >= 0) std::snprintf(step, sizeof step, "%.3f", step_ms);
-      std::snprintf(buf, sizeof buf, "  %6d %-10s %10.2f %10.2f %10.2f %10.2f %10.2f %9.0f%% %9s %s\n", n,
+      std::snprintf(buf, sizeof buf, "  %6d %-10s %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %9.0f%% %9s %s\n", n,
                     std::string(ddp::zero::shard_mode_name(mode)).c_str(), static_cast<double>(m.parameters) * mib,
                     static_cast<double>(m.gradients + m.reduced_gradients) * mib,
-                    static_cast<double>(m.optimizer_state) * mib, static_cast<double>(m.activations) * mib, total,
-                    100.0 * total / ddp_total, step, fits);
+                    static_cast<double>(m.optimizer_state) * mib, static_cast<double>(m.comm_buffers) * mib,
+                    static_cast<double>(m.activations) * mib, total, 100.0 * total / ddp_total, step, fits);
       o << buf;
     }
   }

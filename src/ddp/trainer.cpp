@@ -122,6 +122,8 @@ void Trainer::build_host_state() {
 
 void Trainer::build_sync() {
   zero_ = nullptr;
+  sync_.reset();
+  model_.set_grad_placement(nullptr);  // the flat gradient buffer back, if a gradient pool had it
   if (config_.shard == zero::ShardMode::None) {
     sync_ = make_grad_sync(config_.strategy, comm_, model_.params(), model_.grad_view(), events_, config_.sync_options,
                            config_.compression, ops_, config_.seed);
@@ -132,12 +134,17 @@ void Trainer::build_sync() {
   MDDP_USAGE_CHECK(config_.compression.mode == "none",
                    "--shard " << zero::shard_mode_name(config_.shard) << " with --grad-compression "
                               << config_.compression.mode << " is not supported (use one or the other)");
+  // ZeRO-2 without gradient accumulation: backward writes into the sync's bucket pool and the flat
+  // gradient buffer is freed. With accumulation the micro-steps sum into the flat buffer (a pool
+  // would need a reduce-scatter per micro-step: docs/zero.md, "Gradient accumulation").
+  const bool pool = config_.shard == zero::ShardMode::Gradients && config_.accum_steps == 1;
   auto z = zero::make_zero_sync(config_.shard, config_.strategy, config_.sync_options, comm_, model_.params(),
-                                model_.grad_view(), model_.param_view(), ops_, events_);
+                                model_.grad_view(), model_.param_view(), ops_, events_, pool);
   MDDP_CHECK(
       z->plan().state_count() == optimizer_->state_count(),
       "shard plan of " << z->plan().state_count() << " elements for optimizer state of " << optimizer_->state_count());
   zero_ = z.get();
+  if (pool) model_.set_grad_placement(zero_);
   sync_ = std::move(z);
 }
 
@@ -197,9 +204,12 @@ zero::MemoryReport Trainer::memory_report() const {
   constexpr std::int64_t kF = sizeof(float);
   zero::MemoryReport m;
   m.parameters = model_.param_buffer().count() * kF;
-  m.gradients = model_.flat_count() * kF;
+  m.gradients = model_.grad_buffer().count() * kF;  // 0 when a ZeRO-2 gradient pool replaced it
   for (const auto& b : device_state_) m.optimizer_state += b.count * kF;
-  if (zero_ != nullptr) m.reduced_gradients = zero_->reduced_grad_bytes();
+  if (zero_ != nullptr) {
+    m.reduced_gradients = zero_->reduced_grad_bytes();
+    m.comm_buffers = zero_->pool_bytes();
+  }
   m.activations = model_.activation_bytes();
   m.host_staging = (host_mirror_.count() + full_state_mirror_.count()) * kF;
   return m;

@@ -60,6 +60,15 @@ void FullMLP::init(std::uint64_t seed) {
 
 void FullMLP::zero_grad() { ops_.zero(grads_.data(), grads_.count()); }
 
+void FullMLP::set_grad_placement(GradPlacement* placement) {
+  placement_ = placement;
+  if (placement != nullptr) {
+    grads_ = kernels::OpsBuffer<float>();  // the memory ZeRO-2 saves
+  } else if (grads_.count() != params_.count()) {
+    grads_ = kernels::OpsBuffer<float>(ops_, params_.count());  // zero-filled: padding stays zero
+  }
+}
+
 const float* FullMLP::forward(const float* x, std::int64_t rows, const LayerHookFn& hook) {
   MDDP_CHECK(rows >= 0 && rows <= max_rows_, "forward with " << rows << " rows, model sized for " << max_rows_);
   rows_ = rows;
@@ -91,6 +100,8 @@ double FullMLP::backward(const std::int32_t* labels, float scale, const GradRead
 
 void FullMLP::backward_into(const std::int32_t* labels, float scale, float* loss_out, const GradReadyFn& on_ready,
                             const LayerHookFn& hook, bool accumulate) {
+  MDDP_CHECK(placement_ == nullptr || !accumulate,
+             "backward cannot accumulate gradients through a gradient placement (it overwrites)");
   const std::int64_t rows = rows_;
   float* dy = dy_a_.data();
   float* dx = dy_b_.data();
@@ -103,11 +114,12 @@ void FullMLP::backward_into(const std::int32_t* labels, float scale, float* loss
     const ParamInfo& b = bias(static_cast<int>(layer));
     const float* in = acts_[static_cast<std::size_t>(layer)].data();
     // dy is the gradient w.r.t. this layer's output (after the ReLU mask was applied below).
-    if (!accumulate) ops_.zero(grads_.data() + b.offset, b.count);  // bias_grad accumulates
-    ops_.bias_grad(grads_.data() + b.offset, dy, rows, w.rows);
+    float* db = grad_target(b);
+    if (!accumulate) ops_.zero(db, b.count);  // bias_grad accumulates
+    ops_.bias_grad(db, dy, rows, w.rows);
     if (on_ready) on_ready(b);
     // dW(out, in) (+)= dy(rows, out)^T * in(rows, in)
-    ops_.gemm(true, false, w.rows, w.cols, rows, 1.0f, dy, in, accumulate ? 1.0f : 0.0f, grads_.data() + w.offset);
+    ops_.gemm(true, false, w.rows, w.cols, rows, 1.0f, dy, in, accumulate ? 1.0f : 0.0f, grad_target(w));
     if (on_ready) on_ready(w);
     if (layer > 0) {
       // dx(rows, in) = dy(rows, out) * W(out, in); then mask by the previous layer's ReLU.

@@ -14,6 +14,8 @@
 //     with CpuOps, GPU memory with CudaOps. Pointers from param_data(), grad_data(), input() are
 //     device pointers; the host reaches the values only through the buffers' to_host()/from_host().
 //   * backward() ACCUMULATES into the gradient buffer (gradient accumulation); zero_grad() clears.
+//   * A GradPlacement may take the gradients elsewhere (ZeRO-2's bucket pool): the flat gradient
+//     buffer is then freed and backward overwrites wherever the placement says.
 //   * Initialisation is a pure function of (seed, parameter index, element index).
 #pragma once
 
@@ -33,6 +35,17 @@ namespace microddp::model {
 using GradReadyFn = std::function<void(const ParamInfo&)>;
 // Called around each layer's forward/backward compute (for per-layer trace events).
 using LayerHookFn = std::function<void(int layer, bool begin)>;
+
+// Where backward writes parameter gradients instead of the flat gradient buffer. acquire() is called
+// right before backward first writes a parameter's gradient (in gradient-ready order, after the
+// previous parameter's GradReadyFn) and returns param.count floats of device() memory, which
+// backward then OVERWRITES. It may block or order the compute stream until that memory is free:
+// this is how ZeRO-2 recycles a few bucket-sized buffers through one backward (zero/grad_pool.hpp).
+class GradPlacement {
+ public:
+  virtual ~GradPlacement() = default;
+  virtual float* acquire(const ParamInfo& param) = 0;
+};
 
 class FullMLP {
  public:
@@ -61,10 +74,17 @@ class FullMLP {
   kernels::OpsBuffer<float>& param_buffer() { return params_; }
   const kernels::OpsBuffer<float>& param_buffer() const { return params_; }
   kernels::OpsBuffer<float>& grad_buffer() { return grads_; }
+  const kernels::OpsBuffer<float>& grad_buffer() const { return grads_; }
 
   // He (Kaiming-normal) initialisation for ReLU layers, LeCun for the output layer; biases 0.
   void init(std::uint64_t seed);
   void zero_grad();
+  // nullptr (the default): gradients live in the flat gradient buffer. Otherwise the flat gradient
+  // buffer is FREED (grad_data() is null, grad_view() empty) and every backward must overwrite
+  // (accumulate == false): accumulating would need the memory the placement exists to save. Setting
+  // nullptr again re-allocates a zeroed flat gradient buffer. The placement must outlive its use.
+  void set_grad_placement(GradPlacement* placement);
+  GradPlacement* grad_placement() const { return placement_; }
 
   // The model's input buffer (max_rows, in_dim) on device(): on the CPU data loaders write here to
   // skip a copy; on a GPU the trainer uploads into it.
@@ -95,6 +115,10 @@ class FullMLP {
   std::int64_t activation_bytes() const;
 
  private:
+  // Where backward writes `p`'s gradient: the flat gradient buffer, or the placement's memory.
+  float* grad_target(const ParamInfo& p) {
+    return placement_ != nullptr ? placement_->acquire(p) : grads_.data() + p.offset;
+  }
   std::int64_t in_features(std::int64_t layer) const { return layer == 0 ? config_.in_dim : config_.width; }
   std::int64_t out_features(std::int64_t layer) const {
     return layer == config_.depth ? config_.classes : config_.width;
@@ -107,6 +131,7 @@ class FullMLP {
   std::int64_t parameter_count_ = 0;
   kernels::OpsBuffer<float> params_;
   kernels::OpsBuffer<float> grads_;
+  GradPlacement* placement_ = nullptr;
   // acts_[l] is the input of layer l, (rows, in_features(l)); acts_[L+1] are the logits.
   std::vector<kernels::OpsBuffer<float>> acts_;
   kernels::OpsBuffer<float> dy_a_, dy_b_;  // ping-pong upstream gradients, (rows, max features)

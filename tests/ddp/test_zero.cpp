@@ -10,11 +10,13 @@
 //     normalised update keeps that at that level. The test also REPORTS whether the run is bitwise
 //     equal to DDP's (it must be at 1 and 2 ranks: a sum of two floats does not depend on order).
 //   * With gradient accumulation, clipping that bites (global norm from the shards) and the NaN
-//     policy (skip): the same.
+//     policy (skip): the same, with one micro-step (ZeRO-2's gradient pool, whose recycled slots
+//     must have their alignment padding re-zeroed or the full-buffer comparison fails) and three.
 //   * State moves between layouts: 5 sharded steps, the full state through the host view (what a
 //     checkpoint stores), 5 more steps in another shard mode, equal to 10 uninterrupted steps;
 //     bitwise when the mode is the same.
-//   * Memory: the optimizer state per rank is the plan's shard (measured from the allocations).
+//   * Memory: the optimizer state per rank is the plan's shard (measured from the allocations); under
+//     ZeRO-2 the flat gradient buffer is gone and backward's gradients sit in the two-slot pool.
 // The small model has 739 parameters in 8 tensors (8 -> 16 x 3 -> 3), so no bucket divides
 // evenly by 3; the batch sizes 7 and 13 split unevenly too.
 //
@@ -171,40 +173,43 @@ TEST(Zero, MatchesDdpOverFiftyAdamSteps) {
 }
 
 TEST(Zero, AccumulationClippingAndNanSkipMatchDdp) {
-  const auto& rt = microddp::testing::runtime();
-  auto comm = comm::make_communicator(g_backend, rt);
-  TrainConfig base = small_config(7, ShardMode::None);
-  base.steps = 12;
-  base.accum_steps = 3;
-  base.clip_grad_norm = 0.05f;  // below the gradient norm of this model (~0.3): clipping bites
-  base.on_nan = NanPolicy::Skip;
-  base.faults.arm({std::string(trainer_fault_point::kNanGradient), rt.size() - 1, 4, ""});  // step 4, last rank
-  auto train = [&](const TrainConfig& cfg) {
-    auto ops = kernels::make_cpu_ops(1);
-    Trainer t(cfg, *comm, *ops);
-    t.setup();
-    RunResult r;
-    for (std::int64_t s = 0; s < cfg.steps; ++s) {
-      const StepRecord rec = t.step();
-      EXPECT_EQ(rec.skipped, s == 3) << "step " << s;
-      if (!rec.skipped) {
-        EXPECT_GT(rec.grad_norm, 0.05) << "clipping must bite for the test to mean anything";
+  for (const std::int64_t accum : {1, 3}) {  // 1: ZeRO-2 through the gradient pool; 3: the flat buffer
+    SCOPED_TRACE("--accum-steps " + std::to_string(accum));
+    const auto& rt = microddp::testing::runtime();
+    auto comm = comm::make_communicator(g_backend, rt);
+    TrainConfig base = small_config(7, ShardMode::None);
+    base.steps = 12;
+    base.accum_steps = accum;
+    base.clip_grad_norm = 0.05f;  // below the gradient norm of this model (~0.3): clipping bites
+    base.on_nan = NanPolicy::Skip;
+    base.faults.arm({std::string(trainer_fault_point::kNanGradient), rt.size() - 1, 4, ""});  // step 4, last rank
+    auto train = [&](const TrainConfig& cfg) {
+      auto ops = kernels::make_cpu_ops(1);
+      Trainer t(cfg, *comm, *ops);
+      t.setup();
+      RunResult r;
+      for (std::int64_t s = 0; s < cfg.steps; ++s) {
+        const StepRecord rec = t.step();
+        EXPECT_EQ(rec.skipped, s == 3) << "step " << s;
+        if (!rec.skipped) {
+          EXPECT_GT(rec.grad_norm, 0.05) << "clipping must bite for the test to mean anything";
+        }
+        r.losses.push_back(rec.loss);
       }
-      r.losses.push_back(rec.loss);
+      EXPECT_EQ(t.skipped_steps(), 1);
+      EXPECT_EQ(t.optimizer().steps_taken(), cfg.steps - 1);
+      t.check_divergence();
+      r.params.assign(t.model().param_data(), t.model().param_data() + t.model().flat_count());
+      return r;
+    };
+    const RunResult ddp = train(base);
+    for (const ShardMode mode : {ShardMode::Optimizer, ShardMode::Gradients}) {
+      SCOPED_TRACE(std::string(zero::shard_mode_name(mode)));
+      TrainConfig cfg = base;
+      cfg.shard = mode;
+      const RunResult z = train(cfg);
+      EXPECT_LE(max_rel_diff(z.params, ddp.params), 1e-6);
     }
-    EXPECT_EQ(t.skipped_steps(), 1);
-    EXPECT_EQ(t.optimizer().steps_taken(), cfg.steps - 1);
-    t.check_divergence();
-    r.params.assign(t.model().param_data(), t.model().param_data() + t.model().flat_count());
-    return r;
-  };
-  const RunResult ddp = train(base);
-  for (const ShardMode mode : {ShardMode::Optimizer, ShardMode::Gradients}) {
-    SCOPED_TRACE(std::string(zero::shard_mode_name(mode)));
-    TrainConfig cfg = base;
-    cfg.shard = mode;
-    const RunResult z = train(cfg);
-    EXPECT_LE(max_rel_diff(z.params, ddp.params), 1e-6);
   }
 }
 
@@ -285,13 +290,20 @@ TEST(Zero, OptimizerStateIsTheShardMeasured) {
                                                          t.model().flat_count(), rt.size(), rt.rank());
     EXPECT_EQ(m.optimizer_state, 2 * 4 * plan.state_count());
     EXPECT_EQ(m.reduced_gradients, mode == ShardMode::Gradients ? 4 * plan.state_count() : 0);
+    // ZeRO-2 (one micro-step): the model's flat gradient buffer is freed; backward's gradients live
+    // in at most two bucket-sized pool slots (communication buffers).
+    const std::int64_t pool = zero::ZeroSync::pool_count(plan);
+    EXPECT_EQ(t.model().grad_buffer().count(), mode == ShardMode::Gradients ? 0 : t.model().flat_count());
+    EXPECT_EQ(m.gradients, mode == ShardMode::Gradients ? 0 : full.gradients);
+    EXPECT_EQ(m.comm_buffers, mode == ShardMode::Gradients ? 4 * pool : 0);
     // The formula predicts the measurement exactly.
     const zero::MemoryReport f =
-        zero::predict_memory(t.model().flat_count(), plan.state_count(), 2, mode, t.model().activation_bytes());
+        zero::predict_memory(t.model().flat_count(), plan.state_count(), 2, mode, t.model().activation_bytes(), pool);
     EXPECT_EQ(f.optimizer_state, m.optimizer_state);
     EXPECT_EQ(f.reduced_gradients, m.reduced_gradients);
     EXPECT_EQ(f.parameters, m.parameters);
     EXPECT_EQ(f.gradients, m.gradients);
+    EXPECT_EQ(f.comm_buffers, m.comm_buffers);
     // A shard is at most 1/world of the buffer plus a tail of < world elements per bucket.
     EXPECT_LE(plan.state_count(),
               t.model().flat_count() / rt.size() + static_cast<std::int64_t>(plan.buckets.size()) * rt.size());

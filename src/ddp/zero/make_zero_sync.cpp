@@ -34,9 +34,10 @@ ShardPlan plan_for_strategy(Strategy strategy, const GradSyncOptions& options,
 std::unique_ptr<ZeroSync> make_zero_sync(ShardMode mode, Strategy strategy, const GradSyncOptions& options,
                                          comm::Communicator& comm, const std::vector<model::ParamInfo>& params,
                                          core::TensorView grads, core::TensorView param_view, kernels::Ops& ops,
-                                         core::EventLog& events) {
+                                         core::EventLog& events, bool grad_pool) {
   ShardPlan plan = plan_for_strategy(strategy, options, params, grads.count, comm.size(), comm.rank());
-  return std::make_unique<ZeroSync>(mode, strategy, std::move(plan), comm, params, grads, param_view, ops, events);
+  return std::make_unique<ZeroSync>(mode, strategy, std::move(plan), comm, params, grads, param_view, ops, events,
+                                    grad_pool);
 }
 
 }  // namespace microddp::ddp::zero

@@ -20,6 +20,6 @@ ShardPlan plan_for_strategy(Strategy strategy, const GradSyncOptions& options,
 std::unique_ptr<ZeroSync> make_zero_sync(ShardMode mode, Strategy strategy, const GradSyncOptions& options,
                                          comm::Communicator& comm, const std::vector<model::ParamInfo>& params,
                                          core::TensorView grads, core::TensorView param_view, kernels::Ops& ops,
-                                         core::EventLog& events);
+                                         core::EventLog& events, bool grad_pool = false);
 
 }  // namespace microddp::ddp::zero

@@ -6,11 +6,13 @@
 namespace microddp::ddp::zero {
 
 MemoryReport predict_memory(std::int64_t flat_count, std::int64_t shard_state_count, int state_buffers, ShardMode mode,
-                            std::int64_t activation_bytes) {
+                            std::int64_t activation_bytes, std::int64_t grad_pool_count) {
   constexpr std::int64_t kF = sizeof(float);
   MemoryReport m;
   m.parameters = kF * flat_count;
-  m.gradients = kF * flat_count;
+  const bool pooled = mode == ShardMode::Gradients && grad_pool_count > 0;
+  m.gradients = pooled ? 0 : kF * flat_count;
+  m.comm_buffers = pooled ? kF * grad_pool_count : 0;
   const std::int64_t covered = mode == ShardMode::None ? flat_count : shard_state_count;
   m.optimizer_state = kF * state_buffers * covered;
   if (mode == ShardMode::Gradients) m.reduced_gradients = kF * shard_state_count;

@@ -1,6 +1,7 @@
 // zero_sync.cpp — per-bucket reduce-scatter from grad-ready, per-bucket all-gather after the update.
 #include "ddp/zero/zero_sync.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 
@@ -10,8 +11,9 @@ namespace microddp::ddp::zero {
 
 ZeroSync::ZeroSync(ShardMode mode, Strategy base_strategy, ShardPlan plan, comm::Communicator& comm,
                    const std::vector<model::ParamInfo>& params, core::TensorView grads, core::TensorView param_view,
-                   kernels::Ops& ops, core::EventLog& events)
+                   kernels::Ops& ops, core::EventLog& events, bool grad_pool)
     : GradSync(comm, params, grads, events),
+      ops_(ops),
       mode_(mode),
       base_strategy_(base_strategy),
       name_(std::string(strategy_name(base_strategy)) + "+shard=" + std::string(shard_mode_name(mode))),
@@ -29,7 +31,24 @@ ZeroSync::ZeroSync(ShardMode mode, Strategy base_strategy, ShardPlan plan, comm:
                  param_view.count == grads.count,
              "shard plan for rank " << plan_.rank << " of " << plan_.world << " over " << plan_.flat_count
                                     << " elements does not fit this communicator / model");
+  MDDP_CHECK(!grad_pool || mode == ShardMode::Gradients, "a gradient pool needs --shard gradients");
   if (mode == ShardMode::Gradients) store_ = kernels::OpsBuffer<float>(ops, plan_.state_count());
+  if (grad_pool) {
+    pool_slots_ = pool_slots(plan_);
+    slot_count_ = pool_count(plan_) / pool_slots_;
+    pool_ = kernels::OpsBuffer<float>(ops, pool_count(plan_));
+    grads_.data = nullptr;  // the model frees its flat gradient buffer: a stray use must fail loudly
+    for (const ShardBucket& s : plan_.buckets) {
+      auto& gaps = padding_.emplace_back();
+      std::int64_t at = s.offset;  // parameters are in flat-buffer order within a bucket
+      for (int p = s.bucket.first_param; p < s.bucket.end_param; ++p) {
+        const model::ParamInfo& info = params[static_cast<std::size_t>(p)];
+        if (info.offset > at) gaps.emplace_back(at - s.offset, info.offset - s.offset);
+        at = info.offset + info.count;
+      }
+      if (s.offset + s.count > at) gaps.emplace_back(at - s.offset, s.count);
+    }
+  }
   float* full = static_cast<float*>(grads.data);
   float* shard = store_.data();
   seg_begin_.push_back(0);
@@ -51,6 +70,50 @@ ZeroSync::ZeroSync(ShardMode mode, Strategy base_strategy, ShardPlan plan, comm:
   for (std::size_t p = 0; p < bucket_of_.size(); ++p) {
     MDDP_CHECK(bucket_of_[p] >= 0, "shard plan does not cover parameter " << params_[p].name);
   }
+}
+
+int ZeroSync::pool_slots(const ShardPlan& plan) {
+  return static_cast<int>(std::min<std::size_t>(kPoolSlots, std::max<std::size_t>(1, plan.buckets.size())));
+}
+
+std::int64_t ZeroSync::pool_count(const ShardPlan& plan) {
+  std::int64_t largest = 0;
+  for (const ShardBucket& s : plan.buckets) largest = std::max(largest, s.count);
+  return pool_slots(plan) * largest;
+}
+
+core::TensorView ZeroSync::bucket_grads(std::size_t b) const {
+  const ShardBucket& s = plan_.buckets[b];
+  if (pool_.count() == 0) return grad_slice(s.offset, s.count);
+  return core::TensorView::of(const_cast<float*>(pool_.data()) +
+                                  static_cast<std::int64_t>(b % static_cast<std::size_t>(pool_slots_)) * slot_count_,
+                              s.count, grads_.device);
+}
+
+void ZeroSync::wait_bucket(std::size_t b) {
+  const ShardBucket& s = plan_.buckets[b];
+  if (stream_ordered()) {  // one FIFO communication stream: the bucket's last collective orders both
+    const comm::Work& last = s.tail > 0 ? tail_work_[b] : rs_work_[b];
+    if (s.tail > 0 || s.chunk > 0) comm_.order_compute_after(last);
+    return;
+  }
+  const std::int64_t begin = core::now_ns();
+  rs_work_[b].wait();
+  tail_work_[b].wait();
+  events_.record(core::EventKind::CommWait, step_, static_cast<std::int32_t>(b), begin, core::now_ns());
+}
+
+float* ZeroSync::acquire(const model::ParamInfo& param) {
+  MDDP_CHECK(pool_.count() > 0, name_ << ": acquire() without a gradient pool");
+  const auto b = static_cast<std::size_t>(bucket_of_[static_cast<std::size_t>(param.index)]);
+  const ShardBucket& s = plan_.buckets[b];
+  float* slot = static_cast<float*>(bucket_grads(b).data);
+  if (param.index == s.bucket.first_param) {  // bucket b takes over its slot
+    const auto slots = static_cast<std::size_t>(pool_slots_);
+    if (b >= slots) wait_bucket(b - slots);
+    for (const auto& [begin, end] : padding_[b]) ops_.zero(slot + begin, end - begin);
+  }
+  return slot + (param.offset - s.offset);
 }
 
 std::int64_t ZeroSync::collectives_per_step() const {
@@ -82,14 +145,15 @@ void ZeroSync::launch(std::size_t b) {
   const ShardBucket& s = plan_.buckets[b];
   rs_launch_ns_[b] = core::now_ns();
   // Every rank skips the same empty collectives (the plan is identical everywhere).
+  const core::TensorView grads = bucket_grads(b);  // the widened slice, in the flat buffer or a pool slot
   if (s.chunk > 0) {
-    const core::TensorView send = grad_slice(s.offset, s.chunk * plan_.world);
+    const core::TensorView send = grads.slice(0, s.chunk * plan_.world);
     const core::TensorView recv =
-        mode_ == ShardMode::Gradients ? store_.view().slice(s.chunk_state, s.chunk) : grad_slice(s.offset, s.chunk);
+        mode_ == ShardMode::Gradients ? store_.view().slice(s.chunk_state, s.chunk) : grads.slice(0, s.chunk);
     rs_work_[b] = comm_.reduce_scatter(send, recv, comm::ReduceOp::Sum, comm::Mode::Async);
   }
   if (s.tail > 0) {
-    const core::TensorView send = grad_slice(s.tail_offset(plan_.world), s.tail);
+    const core::TensorView send = grads.slice(s.chunk * plan_.world, s.tail);
     const core::TensorView recv = mode_ == ShardMode::Gradients ? store_.view().slice(s.tail_state, s.tail) : send;
     tail_work_[b] = comm_.all_reduce(send, recv, comm::ReduceOp::Sum, comm::Mode::Async);
   }

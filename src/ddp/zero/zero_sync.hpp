@@ -18,8 +18,14 @@
 //                       the tail in place too. No gradient memory beyond DDP's.
 //   gradients (ZeRO-2)  out of place, into a shard-sized reduced-gradient buffer laid out like the
 //                       optimizer state; the optimizer, clipping and the NaN checks read only that.
-//                       (Backward itself still writes the full flat gradient buffer: see
-//                       docs/zero.md, "What is not sharded yet".)
+//                       With a gradient pool (one micro-step per step), backward never sees the flat
+//                       gradient buffer at all: the model is given this ZeroSync as its
+//                       GradPlacement and writes each bucket's gradients into one of kPoolSlots
+//                       bucket-sized slots; a slot is reused by bucket b + kPoolSlots once bucket
+//                       b's reduce-scatter has completed (acquire() waits for that, or orders the
+//                       compute stream after it). Gradient memory per rank is then the shard plus
+//                       kPoolSlots buckets, whatever the model size. With gradient accumulation the
+//                       micro-steps accumulate into the flat buffer (see docs/zero.md for why).
 // Contract: every rank issues the same collectives in the same order (fixed plan, bucket order);
 // launching allocates nothing; buffers stay untouched until the Works complete (finish() and
 // wait_gather() wait, or order the compute stream after them on a stream-ordered communicator).
@@ -31,6 +37,7 @@
 #include "ddp/grad_sync.hpp"
 #include "ddp/zero/shard_plan.hpp"
 #include "kernels/ops_buffer.hpp"
+#include "model/mlp.hpp"
 
 namespace microddp::ddp::zero {
 
@@ -46,12 +53,27 @@ struct ShardSegment {
   bool in_norm = true;
 };
 
-class ZeroSync final : public GradSync {
+class ZeroSync final : public GradSync, public model::GradPlacement {
  public:
-  // grads / params: the model's whole flat gradient and parameter buffers.
+  // Bucket slots of the gradient pool: two, so backward fills one while the other's reduce-scatter
+  // runs (one would serialise backward behind every reduce-scatter).
+  static constexpr int kPoolSlots = 2;
+  // grads / params: the model's whole flat gradient and parameter buffers. grad_pool (gradients mode
+  // only): backward writes through this object's acquire() (set it as the model's GradPlacement),
+  // and `grads` is used for its device and size only (the model frees it).
   ZeroSync(ShardMode mode, Strategy base_strategy, ShardPlan plan, comm::Communicator& comm,
            const std::vector<model::ParamInfo>& params, core::TensorView grads, core::TensorView param_view,
-           kernels::Ops& ops, core::EventLog& events);
+           kernels::Ops& ops, core::EventLog& events, bool grad_pool = false);
+  // GradPlacement (grad_pool only): where backward writes `param`'s gradient. The first parameter
+  // of bucket b takes slot b % pool_slots, first waiting for the reduce-scatter of the bucket that
+  // used it before and zeroing the slot's alignment padding (backward never writes it, and the
+  // reduce-scatter sums it).
+  float* acquire(const model::ParamInfo& param) override;
+  bool grad_pool() const { return pool_.count() > 0; }
+  // Elements of the gradient pool for `plan`: min(kPoolSlots, buckets) slots of the largest bucket's
+  // widened slice (with a single bucket, one slot: it is never recycled).
+  static int pool_slots(const ShardPlan& plan);
+  static std::int64_t pool_count(const ShardPlan& plan);
   // The strategy whose buckets the shards follow.
   Strategy strategy() const override { return base_strategy_; }
   std::string_view name() const override { return name_; }
@@ -81,12 +103,19 @@ class ZeroSync final : public GradSync {
   // Bytes per step: into the reduce-scatters and tail all-reduces (counted like an all-reduce's
   // input, GradSync::bytes_per_step), and gathered by the all-gathers (the output count).
   std::int64_t gather_bytes_per_step() const;
-  // Bytes of buffers this strategy allocated (the ZeRO-2 reduced-gradient buffer).
+  // Bytes of buffers this strategy allocated: the ZeRO-2 reduced-gradient shard, and the gradient
+  // pool's slots (communication buffers: backward's gradients wait there for their reduce-scatter).
   std::int64_t reduced_grad_bytes() const { return store_.count() * static_cast<std::int64_t>(sizeof(float)); }
+  std::int64_t pool_bytes() const { return pool_.count() * static_cast<std::int64_t>(sizeof(float)); }
 
  private:
   void launch(std::size_t b);
+  // Where bucket b's widened slice sits: in its pool slot, or in the flat gradient buffer.
+  core::TensorView bucket_grads(std::size_t b) const;
+  // Waits (host) or orders the compute stream (stream-ordered) until bucket b's collectives are done.
+  void wait_bucket(std::size_t b);
 
+  kernels::Ops& ops_;
   ShardMode mode_;
   Strategy base_strategy_;
   std::string name_;
@@ -101,6 +130,12 @@ class ZeroSync final : public GradSync {
   std::vector<std::int64_t> rs_launch_ns_, ag_launch_ns_;
   std::size_t next_launch_ = 0;
   std::size_t gathers_launched_ = 0;
+  // Gradient pool: pool_slots_ slots of slot_count_ elements; per bucket, the [begin, end) ranges of
+  // its widened slice that no parameter covers (alignment padding), relative to the slice.
+  kernels::OpsBuffer<float> pool_;
+  int pool_slots_ = 0;
+  std::int64_t slot_count_ = 0;
+  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> padding_;
 };
 
 }  // namespace microddp::ddp::zero
