@@ -91,10 +91,47 @@ Trainer::Trainer(const TrainConfig& config, comm::Communicator& comm, kernels::O
   build_sync();
   // Hooks are built once here: constructing std::function objects inside step() could allocate.
   grad_ready_hook_ = [this](const model::ParamInfo& p) { sync_->on_grad_ready(p); };
-  if (config.layer_events) {
-    fwd_hook_ = [this](int layer, bool begin) { layer_event(core::EventKind::LayerForward, layer, begin); };
+  build_layer_hooks();
+}
+
+Trainer::~Trainer() {
+  try {
+    finish_param_gather();
+  } catch (const std::exception& e) {  // a communicator error: already reported where it happened
+    MDDP_WARN("trainer destroyed with a failed parameter all-gather: " << e.what());
+  }
+}
+
+void Trainer::build_layer_hooks() {
+  fwd_hook_ = nullptr;
+  bwd_hook_ = nullptr;
+  const bool layer_events = config_.layer_events;
+  if (layer_events) {
     bwd_hook_ = [this](int layer, bool begin) { layer_event(core::EventKind::LayerBackward, layer, begin); };
   }
+  if (zero_ != nullptr || layer_events) {
+    fwd_hook_ = [this, layer_events](int layer, bool begin) {
+      if (begin && zero_ != nullptr) zero_->await_layer(layer, current_step_);  // before the event starts
+      if (layer_events) layer_event(core::EventKind::LayerForward, layer, begin);
+    };
+  }
+}
+
+void Trainer::finish_param_gather() const {
+  if (zero_ != nullptr && zero_->gather_pending()) zero_->wait_gather(current_step_);
+}
+
+void Trainer::record_forward(std::int64_t step, std::int64_t begin_ns, std::int64_t end_ns) {
+  std::int64_t at = begin_ns;
+  if (zero_ != nullptr) {
+    for (const auto& [wb, we] : zero_->forward_waits()) {
+      if (wb < at || we > end_ns) continue;
+      events_.record(core::EventKind::Forward, step, -1, at, wb);
+      at = we;
+    }
+    zero_->clear_forward_waits();
+  }
+  events_.record(core::EventKind::Forward, step, -1, at, end_ns);
 }
 
 void Trainer::build_host_state() {
@@ -121,12 +158,14 @@ void Trainer::build_host_state() {
 }
 
 void Trainer::build_sync() {
+  finish_param_gather();
   zero_ = nullptr;
   sync_.reset();
   model_.set_grad_placement(nullptr);  // the flat gradient buffer back, if a gradient pool had it
   if (config_.shard == zero::ShardMode::None) {
     sync_ = make_grad_sync(config_.strategy, comm_, model_.params(), model_.grad_view(), events_, config_.sync_options,
                            config_.compression, ops_, config_.seed);
+    build_layer_hooks();
     return;
   }
   // The sharded sync reduce-scatters fp32 buckets; compressing them (16-bit reduce-scatter, PowerSGD
@@ -146,6 +185,7 @@ void Trainer::build_sync() {
   zero_ = z.get();
   if (pool) model_.set_grad_placement(zero_);
   sync_ = std::move(z);
+  build_layer_hooks();
 }
 
 void Trainer::set_strategy(Strategy strategy, const GradSyncOptions& options) {
@@ -163,6 +203,7 @@ void Trainer::set_strategy(Strategy strategy, const GradSyncOptions& options,
 
 void Trainer::set_strategy(Strategy strategy, const GradSyncOptions& options, zero::ShardMode shard,
                            const GradCompressionConfig& compression) {
+  finish_param_gather();
   comm_.synchronize();
   TrainConfig next = config_;
   next.strategy = strategy;
@@ -266,10 +307,12 @@ void Trainer::verify_config_across_ranks() {
 }
 
 void Trainer::params_to_host() const {
+  finish_param_gather();
   if (!on_host_) model_.param_buffer().to_host(host_state_.params, 0, model_.flat_count());
 }
 
 const Trainer::HostState& Trainer::host_state() const {
+  finish_param_gather();  // a loader writes the parameters through this view
   if (config_.shard == zero::ShardMode::None) return host_state_;
   if (sharded_host_state_.params == nullptr) {  // first use: the full-size host staging
     const std::int64_t n = model_.flat_count();
@@ -319,6 +362,7 @@ void Trainer::state_to_host() const {
 }
 
 void Trainer::state_from_host() {
+  finish_param_gather();
   if (!on_host_) model_.param_buffer().from_host(host_state_.params, 0, model_.flat_count());
   if (zero_ == nullptr) {
     for (std::size_t i = 0; !on_host_ && i < device_state_.size(); ++i) {
@@ -429,6 +473,7 @@ void Trainer::handle_nonfinite(std::int64_t step, bool loss_bad, bool grad_bad) 
 }
 
 void Trainer::flip_parameter_bit(const std::string& name) {
+  finish_param_gather();
   for (const auto& p : model_.params()) {
     if (p.name != name) continue;
     float x = 0.0f;  // one element through explicit copies: works on every device
@@ -527,9 +572,7 @@ void Trainer::micro_step(std::int64_t step, std::int64_t k, float loss_scale) {
     model_.forward(model_.input(), rows, fwd_hook_);
     if (timed) marks.forward_end = ops_.mark();
     // CPU marks are host times, known now (GPU: recorded after the synchronisation).
-    if (on_host_)
-      events_.record(core::EventKind::Forward, step, -1, ops_.mark_ns(marks.forward_begin),
-                     ops_.mark_ns(marks.forward_end));
+    if (on_host_) record_forward(step, ops_.mark_ns(marks.forward_begin), ops_.mark_ns(marks.forward_end));
   }
   // Only the last micro-step synchronises: the others just accumulate local gradients (no
   // grad_ready hook, so no collectives at all).
@@ -596,8 +639,9 @@ void Trainer::update_sharded(double grad_norm) {
     }
   }
   optimizer_->begin_step();
-  // Bucket by bucket: update the shard, then start its all-gather while the next bucket updates.
-  for (std::size_t b = 0; b < zero_->plan().buckets.size(); ++b) {
+  // Bucket by bucket, last bucket first (it holds layer 0, which the next forward needs first):
+  // update the shard, then start its all-gather while the next bucket updates.
+  for (std::size_t b = zero_->plan().buckets.size(); b-- > 0;) {
     const auto [first, end] = zero_->segments_of(b);
     for (std::size_t i = first; i < end; ++i) {
       const zero::ShardSegment& seg = zero_->segments()[i];
@@ -605,7 +649,8 @@ void Trainer::update_sharded(double grad_norm) {
     }
     zero_->launch_gather(b);
   }
-  zero_->wait_gather();
+  // No wait: the next forward waits layer by layer (ZeroSync::await_layer), anything else that
+  // reads the parameters first (finish_param_gather).
 }
 
 void Trainer::update(double grad_norm) {

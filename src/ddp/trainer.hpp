@@ -121,6 +121,10 @@ struct StepRecord {
 class Trainer {
  public:
   Trainer(const TrainConfig& config, comm::Communicator& comm, kernels::Ops& ops);
+  // Waits for a sharded run's in-flight parameter all-gathers: they write into the model.
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
 
   // Verify configuration across ranks, initialise, broadcast and verify parameters.
   void setup();
@@ -128,8 +132,16 @@ class Trainer {
 
   std::int64_t steps_done() const { return steps_done_; }
   const TrainConfig& config() const { return config_; }
-  model::FullMLP& model() { return model_; }
-  const model::FullMLP& model() const { return model_; }
+  // The model, its parameters those of the last step (a sharded run's in-flight all-gathers are
+  // waited for first; see finish_param_gather()).
+  model::FullMLP& model() {
+    finish_param_gather();
+    return model_;
+  }
+  const model::FullMLP& model() const {
+    finish_param_gather();
+    return model_;
+  }
   GradSync& sync() { return *sync_; }
   const GradSync& sync() const { return *sync_; }
   // Replaces the strategy between steps (benchmarks compare strategies on one model). Collective
@@ -192,6 +204,13 @@ class Trainer {
   void build_sync();
   // (Re)builds host_state_, device_state_ and the divergence check over the current optimizer.
   void build_host_state();
+  // Sharded: a step ends with the parameter all-gathers in flight (the next forward waits layer by
+  // layer, zero_sync.hpp); every other reader of the parameters calls this first.
+  void finish_param_gather() const;
+  // (Re)builds the forward/backward layer hooks for the current strategy and settings.
+  void build_layer_hooks();
+  // Forward's host interval as Forward events, minus the all-gather waits inside it (CommWait).
+  void record_forward(std::int64_t step, std::int64_t begin_ns, std::int64_t end_ns);
   // Parameters only to the host view (GPU; no-op on the CPU). Not collective.
   void params_to_host() const;
   void update_sharded(double grad_norm);

@@ -15,6 +15,7 @@
 //   * State moves between layouts: 5 sharded steps, the full state through the host view (what a
 //     checkpoint stores), 5 more steps in another shard mode, equal to 10 uninterrupted steps;
 //     bitwise when the mode is the same.
+//   * The parameter all-gathers cross the step boundary (waited for in the next forward, layer by layer).
 //   * Memory: the optimizer state per rank is the plan's shard (measured from the allocations); under
 //     ZeRO-2 the flat gradient buffer is gone and backward's gradients sit in the two-slot pool.
 // The small model has 739 parameters in 8 tensors (8 -> 16 x 3 -> 3), so no bucket divides
@@ -271,6 +272,51 @@ TEST(Zero, SetStrategyMovesTheStateExactly) {
   t.set_strategy(cfg.strategy, cfg.sync_options, ShardMode::Optimizer);       // and back
   for (int s = 4; s < 8; ++s) t.step();
   EXPECT_EQ(std::memcmp(t.model().param_data(), whole.params.data(), whole.params.size() * sizeof(float)), 0);
+}
+
+// The parameter all-gathers of step s are launched during its update (last bucket first) and
+// waited for layer by layer in the forward of step s + 1: their Collective events are recorded in
+// step s + 1 with a launch time before that step began, and the forward's waits are CommWait
+// events inside step s + 1, cut out of its Forward events. (With a wait at the end of the update, as
+// before, every gather would be recorded in its own step.)
+TEST(Zero, AllGathersOverlapTheNextForward) {
+  const auto& rt = microddp::testing::runtime();
+  if (rt.size() < 2) GTEST_SKIP() << "one rank has nothing to gather";
+  auto comm = comm::make_communicator(g_backend, rt);
+  auto ops = kernels::make_cpu_ops(1);
+  TrainConfig cfg = small_config(8, ShardMode::Optimizer);
+  cfg.keep_events = true;
+  Trainer t(cfg, *comm, *ops);
+  t.setup();
+  // The plan's size before stepping: model() would wait for the last step's gathers (recording them).
+  const auto nb = static_cast<std::int32_t>(zero::plan_for_strategy(cfg.strategy, cfg.sync_options, t.model().params(),
+                                                                    t.model().flat_count(), rt.size(), rt.rank())
+                                                .buckets.size());
+  for (int s = 0; s < 3; ++s) t.step();
+  ASSERT_GE(nb, 2);
+  for (std::int64_t step = 0; step < 3; ++step) {
+    std::int64_t step_begin = -1, forward_ns = 0, gathers_before = 0, gathers = 0;
+    for (const core::Event& e : t.events().events()) {
+      if (e.step != step) continue;
+      if (e.kind == core::EventKind::Step) step_begin = e.begin_ns;
+      if (e.kind == core::EventKind::Forward) forward_ns += e.end_ns - e.begin_ns;
+    }
+    ASSERT_GE(step_begin, 0);
+    for (const core::Event& e : t.events().events()) {
+      if (e.step != step || e.kind != core::EventKind::Collective || e.id < nb) continue;
+      ++gathers;
+      if (e.begin_ns < step_begin) ++gathers_before;
+    }
+    if (step == 0) {
+      EXPECT_EQ(gathers, 0) << "step 0's forward has no gathers to wait for";
+    } else {
+      EXPECT_GT(gathers, 0) << "step " << step << " waited for the previous update's gathers";
+      EXPECT_EQ(gathers_before, gathers) << "every gather waited in step " << step << " was launched before it";
+    }
+    EXPECT_GT(forward_ns, 0);
+  }
+  // Readers of the parameters see the last update: check_divergence() and model() wait.
+  t.check_divergence();
 }
 
 TEST(Zero, OptimizerStateIsTheShardMeasured) {

@@ -69,7 +69,14 @@ ZeroSync::ZeroSync(ShardMode mode, Strategy base_strategy, ShardPlan plan, comm:
   }
   for (std::size_t p = 0; p < bucket_of_.size(); ++p) {
     MDDP_CHECK(bucket_of_[p] >= 0, "shard plan does not cover parameter " << params_[p].name);
+    const auto layer = static_cast<std::size_t>(params[p].layer);
+    if (layer_buckets_.size() <= layer) layer_buckets_.resize(layer + 1);
+    auto& lb = layer_buckets_[layer];
+    const auto b = static_cast<std::size_t>(bucket_of_[p]);
+    if (std::find(lb.begin(), lb.end(), b) == lb.end()) lb.push_back(b);
   }
+  gathered_.assign(plan_.buckets.size(), 1);
+  forward_waits_.reserve(plan_.buckets.size());
 }
 
 int ZeroSync::pool_slots(const ShardPlan& plan) {
@@ -132,7 +139,6 @@ void ZeroSync::on_backward_begin(std::int64_t step) {
   GradSync::on_backward_begin(step);
   for (const ShardBucket& s : plan_.buckets) pending_[static_cast<std::size_t>(s.bucket.index)] = s.bucket.num_params();
   next_launch_ = 0;
-  gathers_launched_ = 0;
 }
 
 void ZeroSync::on_grad_ready(const model::ParamInfo& param) {
@@ -188,8 +194,13 @@ void ZeroSync::finish() {
 }
 
 void ZeroSync::launch_gather(std::size_t b) {
-  MDDP_CHECK(b == gathers_launched_, name_ << ": all-gather of bucket " << b << " launched out of order");
+  const std::size_t nb = plan_.buckets.size();
+  MDDP_CHECK(gathers_launched_ < nb && b == nb - 1 - gathers_launched_,
+             name_ << ": all-gather of bucket " << b << " launched out of order");
+  MDDP_CHECK(gathers_launched_ > 0 || !gather_pending_, name_ << ": new gathers before the last ones were waited for");
   ++gathers_launched_;
+  gather_pending_ = true;
+  gathered_[b] = 0;
   const ShardBucket& s = plan_.buckets[b];
   ag_launch_ns_[b] = core::now_ns();
   if (s.chunk == 0) {
@@ -201,29 +212,47 @@ void ZeroSync::launch_gather(std::size_t b) {
   ag_work_[b] = comm_.all_gather(all.slice(plan_.rank * s.chunk, s.chunk), all, comm::Mode::Async);
 }
 
-void ZeroSync::wait_gather() {
-  MDDP_CHECK(gathers_launched_ == plan_.buckets.size(),
-             name_ << ": only " << gathers_launched_ << " of " << plan_.buckets.size() << " all-gathers launched");
+void ZeroSync::wait_gather_of(std::size_t b, std::int64_t step, bool in_forward) {
+  if (gathered_[b] != 0) return;
+  gathered_[b] = 1;
+  const ShardBucket& s = plan_.buckets[b];
+  const auto id = static_cast<std::int32_t>(plan_.buckets.size() + b);
   if (stream_ordered()) {
-    for (std::size_t b = plan_.buckets.size(); b-- > 0;) {
-      if (plan_.buckets[b].chunk > 0) {  // one FIFO communication stream: the last one orders all
-        comm_.order_compute_after(ag_work_[b]);
-        break;
-      }
-    }
+    if (s.chunk > 0) comm_.order_compute_after(ag_work_[b]);
     return;
   }
   const std::int64_t wait_begin = core::now_ns();
-  for (const comm::Work& w : ag_work_) w.wait();
+  ag_work_[b].wait();
   const std::int64_t wait_end = core::now_ns();
-  events_.record(core::EventKind::CommWait, step_, -1, wait_begin, wait_end);
-  const auto nb = static_cast<std::int32_t>(plan_.buckets.size());
-  for (std::size_t b = 0; b < plan_.buckets.size(); ++b) {
-    std::int64_t done = ag_work_[b].completion_ns();
-    if (done == 0) done = wait_end;
-    events_.record(core::EventKind::Collective, step_, nb + static_cast<std::int32_t>(b), ag_launch_ns_[b], done,
-                   plan_.buckets[b].chunk * plan_.world * static_cast<std::int64_t>(sizeof(float)));
+  events_.record(core::EventKind::CommWait, step, id, wait_begin, wait_end);
+  if (in_forward) forward_waits_.emplace_back(wait_begin, wait_end);
+  std::int64_t done = ag_work_[b].completion_ns();
+  if (done == 0) done = wait_end;
+  events_.record(core::EventKind::Collective, step, id, ag_launch_ns_[b], done,
+                 s.chunk * plan_.world * static_cast<std::int64_t>(sizeof(float)));
+}
+
+void ZeroSync::await_layer(int layer, std::int64_t step) {
+  if (!gather_pending_) return;
+  MDDP_CHECK(gathers_launched_ == plan_.buckets.size(),
+             name_ << ": only " << gathers_launched_ << " of " << plan_.buckets.size() << " all-gathers launched");
+  if (layer >= 0 && static_cast<std::size_t>(layer) < layer_buckets_.size()) {
+    for (const std::size_t b : layer_buckets_[static_cast<std::size_t>(layer)]) wait_gather_of(b, step, true);
   }
+  if (std::all_of(gathered_.begin(), gathered_.end(), [](char g) { return g != 0; })) {
+    gather_pending_ = false;
+    gathers_launched_ = 0;
+  }
+}
+
+void ZeroSync::wait_gather(std::int64_t step) {
+  if (!gather_pending_) return;
+  MDDP_CHECK(gathers_launched_ == plan_.buckets.size(),
+             name_ << ": only " << gathers_launched_ << " of " << plan_.buckets.size() << " all-gathers launched");
+  // Launch order (reverse bucket order): on a stream-ordered communicator the last one orders all.
+  for (std::size_t i = plan_.buckets.size(); i-- > 0;) wait_gather_of(i, step, false);
+  gather_pending_ = false;
+  gathers_launched_ = 0;
 }
 
 void ZeroSync::end_step(kernels::Ops& ops) {

@@ -6,9 +6,13 @@
 //                the bucket has a tail, an async all-reduce of the tail;
 //   finish()     waits for them: rank r now holds the summed gradient of its chunks (and every tail);
 //   update       the trainer steps the optimizer over segments() only (this rank's chunks + tails)
-//                and, bucket by bucket, launch_gather(b) starts the ALL-GATHER of the updated
-//                chunks while the optimizer computes the next bucket; wait_gather() ends the step
-//                with the full parameters on every rank.
+//                and, bucket by bucket in REVERSE bucket order (the last bucket holds layer 0,
+//                which the next forward needs first), launch_gather(b) starts the ALL-GATHER of the
+//                updated chunks while the optimizer computes the next bucket;
+//   next forward the step ends with the gathers in flight: before each layer's forward,
+//                await_layer() waits for the gathers of that layer's buckets only, so layer l's
+//                forward runs while the gathers of layers > l are still moving. Anything else
+//                that reads the parameters first calls wait_gather() (the trainer does).
 // Reduce-scatter + all-gather move exactly what one all-reduce moves (a ring all-reduce IS a
 // reduce-scatter followed by an all-gather), so sharding costs no extra communication volume.
 //
@@ -91,10 +95,20 @@ class ZeroSync final : public GradSync, public model::GradPlacement {
   // This rank's segments, bucket by bucket (segments_of(b) = [first, end) indices).
   const std::vector<ShardSegment>& segments() const { return segments_; }
   std::pair<std::size_t, std::size_t> segments_of(std::size_t b) const { return {seg_begin_[b], seg_begin_[b + 1]}; }
-  // Starts the all-gather of bucket b's updated chunks (call in bucket order after updating them).
+  // Starts the all-gather of bucket b's updated chunks (call in REVERSE bucket order, last bucket
+  // first, each after updating its segments).
   void launch_gather(std::size_t b);
-  // Waits for every all-gather (host), or orders the compute stream after them (stream-ordered).
-  void wait_gather();
+  // True from the first launch_gather() of an update until every gather was waited for.
+  bool gather_pending() const { return gather_pending_; }
+  // Before layer `layer`'s forward: waits (host) or orders the compute stream (stream-ordered) for
+  // the gathers of the buckets holding that layer's parameters. Host waits are recorded as
+  // CommWait events of `step` and kept in forward_waits() (the trainer cuts them out of Forward).
+  void await_layer(int layer, std::int64_t step);
+  // Every gather not waited for yet (events recorded under `step`).
+  void wait_gather(std::int64_t step);
+  // Host intervals [begin, end) await_layer() waited in since the last clear_forward_waits().
+  const std::vector<std::pair<std::int64_t, std::int64_t>>& forward_waits() const { return forward_waits_; }
+  void clear_forward_waits() { forward_waits_.clear(); }
   // End of every step, updated or skipped (optimizer mode only; otherwise nothing): zeroes the
   // in-place reduce-scatter's results. They may have landed on the alignment padding between
   // parameters, which backward never writes and which must stay zero (param_layout.hpp), or the
@@ -110,6 +124,8 @@ class ZeroSync final : public GradSync, public model::GradPlacement {
 
  private:
   void launch(std::size_t b);
+  // Waits for (or orders the compute stream after) bucket b's gather; records its events.
+  void wait_gather_of(std::size_t b, std::int64_t step, bool in_forward);
   // Where bucket b's widened slice sits: in its pool slot, or in the flat gradient buffer.
   core::TensorView bucket_grads(std::size_t b) const;
   // Waits (host) or orders the compute stream (stream-ordered) until bucket b's collectives are done.
@@ -132,6 +148,11 @@ class ZeroSync final : public GradSync, public model::GradPlacement {
   std::size_t gathers_launched_ = 0;
   // Gradient pool: pool_slots_ slots of slot_count_ elements; per bucket, the [begin, end) ranges of
   // its widened slice that no parameter covers (alignment padding), relative to the slice.
+  // Gathers: which buckets hold each layer's parameters; which gathers were waited for.
+  std::vector<std::vector<std::size_t>> layer_buckets_;
+  std::vector<char> gathered_;
+  bool gather_pending_ = false;
+  std::vector<std::pair<std::int64_t, std::int64_t>> forward_waits_;
   kernels::OpsBuffer<float> pool_;
   int pool_slots_ = 0;
   std::int64_t slot_count_ = 0;
