@@ -118,8 +118,12 @@ void ZeroSync::finish() {
   for (std::size_t b = 0; b < nb; ++b) {
     std::int64_t done = std::max(rs_work_[b].completion_ns(), tail_work_[b].completion_ns());
     if (done == 0) done = wait_end;
-    events_.record(core::EventKind::Collective, step_, static_cast<std::int32_t>(b), rs_launch_ns_[b], done,
-                   plan_.buckets[b].count * static_cast<std::int64_t>(sizeof(float)));
+    // The bucket's reduce-scatter and tail all-reduce run one after the other: it starts with the first.
+    const std::int64_t rs_start = rs_work_[b].start_ns(), tail_start = tail_work_[b].start_ns();
+    const std::int64_t start =
+        rs_start == 0 ? tail_start : (tail_start == 0 ? rs_start : std::min(rs_start, tail_start));
+    record_collective(static_cast<std::int32_t>(b), rs_launch_ns_[b], start, done,
+                      plan_.buckets[b].count * static_cast<std::int64_t>(sizeof(float)));
   }
 }
 
@@ -157,8 +161,8 @@ void ZeroSync::wait_gather() {
   for (std::size_t b = 0; b < plan_.buckets.size(); ++b) {
     std::int64_t done = ag_work_[b].completion_ns();
     if (done == 0) done = wait_end;
-    events_.record(core::EventKind::Collective, step_, nb + static_cast<std::int32_t>(b), ag_launch_ns_[b], done,
-                   plan_.buckets[b].chunk * plan_.world * static_cast<std::int64_t>(sizeof(float)));
+    record_collective(nb + static_cast<std::int32_t>(b), ag_launch_ns_[b], ag_work_[b].start_ns(), done,
+                      plan_.buckets[b].chunk * plan_.world * static_cast<std::int64_t>(sizeof(float)));
   }
 }
 
