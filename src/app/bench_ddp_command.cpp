@@ -9,11 +9,16 @@
 //
 // Columns (means over all timed steps, from rank 0's event log — the one source of timing truth):
 //   step_ms      optimizer step wall time
-//   comm_ms      total gradient communication: sum over collectives of launch -> completion
+//   busy_ms      gradient communication actually executing: the union of the collectives'
+//                [start of execution, completion] intervals (perf/comm_busy.hpp); <= step_ms
+//   queued_ms    sum over collectives of start of execution - launch (waiting behind earlier ones;
+//                summed, so it can exceed the step)
 //   exposed_ms   time blocked in GradSync::finish() waiting for communication
 //   ops/step     gradient collectives per step
 //   comm_ovh%    exposed_ms / step_ms
-//   overlap%     1 - exposed_ms / comm_ms (communication hidden behind backward)
+//   overlap%     1 - exposed_ms / busy_ms (communication hidden behind backward)
+// (The former comm_ms column, Σ launch -> completion, counted queueing as communication; JSON keeps
+// it as launch_to_done_ms.)
 //   speedup      naive step_ms / this step_ms
 //   #wrong       ranks whose parameters differ from rank 0's after the variant's steps (must be 0)
 #include <algorithm>
@@ -215,17 +220,19 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
     if (v.strategy == ddp::Strategy::Naive) naive_ms = mean_of(v.stats, &perf::StepStats::step_ms);
   }
   nlohmann::json rows = nlohmann::json::array();
-  std::printf("# %-27s %9s %9s %10s %8s %9s %9s %9s %9s %8s %6s %9s %9s %9s\n", "variant", "step_ms", "comm_ms",
-              "exposed_ms", "ops/step", "MiB/step", "comp_ms", "comm_ovh%", "overlap%", "speedup", "#wrong", "coll_MiB",
-              "ring_MiB", "opt_MiB");
+  std::printf("# %-27s %9s %9s %9s %10s %8s %9s %9s %9s %9s %8s %6s %9s %9s %9s\n", "variant", "step_ms", "busy_ms",
+              "queued_ms", "exposed_ms", "ops/step", "MiB/step", "comp_ms", "comm_ovh%", "overlap%", "speedup",
+              "#wrong", "coll_MiB", "ring_MiB", "opt_MiB");
   bool ok = true;
   for (const auto& v : variants) {
     const double step = mean_of(v.stats, &perf::StepStats::step_ms);
     const double total = mean_of(v.stats, &perf::StepStats::comm_total_ms);
+    const double busy = mean_of(v.stats, &perf::StepStats::comm_busy_ms);
+    const double queued = mean_of(v.stats, &perf::StepStats::comm_queued_ms);
     const double exposed = mean_of(v.stats, &perf::StepStats::comm_exposed_ms);
     const std::int64_t ops_per_step = v.stats.empty() ? 0 : v.stats.back().collectives;
     const double ovh = step > 0 ? 100.0 * exposed / step : 0;
-    const double overlap = total > 0 ? std::max(0.0, 100.0 * (1.0 - exposed / total)) : 0;
+    const double overlap = 100.0 * perf::overlap_fraction(exposed, busy);  // of the means, like the other columns
     const double speedup = naive_ms > 0 && step > 0 ? naive_ms / step : 0;
     const double mib = v.stats.empty() ? 0.0 : static_cast<double>(v.stats.back().comm_bytes) / (1 << 20);
     const double comp_ms = mean_of(v.stats, &perf::StepStats::compress_ms);
@@ -239,11 +246,9 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
     // coll_MiB: the bytes of the step's collectives from the event log (the byte counters): an
     // all-reduce counts its buffer, a reduce-scatter its input and an all-gather its output.
     const double coll_mib = v.stats.empty() ? 0.0 : static_cast<double>(v.stats.back().comm_bytes) / (1 << 20);
-    std::printf("  %-27s %9.2f %9.2f %10.2f %8" PRId64 " %9.3f %9.3f %9.1f %9.1f %8s %6d %9.2f %9.2f %9.2f\n",
-                v.label.c_str(), step, total, exposed, ops_per_step, mib, comp_ms, ovh, overlap, sp, v.wrong, coll_mib,
-                v.ring_mib, v.opt_state_mib);
-    std::printf("  %-27s %9.2f %9.2f %10.2f %8" PRId64 " %9.3f %9.3f %9.1f %9.1f %8s %6d\n", v.label.c_str(), step,
-                total, exposed, ops_per_step, mib, comp_ms, ovh, overlap, sp, v.wrong);
+    std::printf("  %-27s %9.2f %9.2f %9.2f %10.2f %8" PRId64 " %9.3f %9.3f %9.1f %9.1f %8s %6d %9.2f %9.2f %9.2f\n",
+                v.label.c_str(), step, busy, queued, exposed, ops_per_step, mib, comp_ms, ovh, overlap, sp, v.wrong,
+                coll_mib, v.ring_mib, v.opt_state_mib);
     rows.push_back({{"variant", v.label},
                     {"strategy", ddp::strategy_name(v.strategy)},
                     {"bucket_mb", v.bucket_mb},
@@ -251,7 +256,9 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
                     {"comm_mib_per_step", mib},
                     {"compress_ms", comp_ms},
                     {"step_ms", step},
-                    {"comm_ms", total},
+                    {"busy_ms", busy},
+                    {"queued_ms", queued},
+                    {"launch_to_done_ms", total},
                     {"exposed_ms", exposed},
                     {"ops_per_step", ops_per_step},
                     {"comm_overhead_pct", ovh},
@@ -271,14 +278,13 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
   if (!csv_path_.empty()) {
     std::ofstream f(csv_path_);
     MDDP_CHECK(f.good(), "cannot write " << csv_path_);
-    f << "variant,strategy,bucket_mb,step_ms,comm_ms,exposed_ms,ops_per_step,comm_overhead_pct,overlap_pct,speedup_vs_"
-         "naive,"
-         "wrong,forward_ms,backward_ms,optimizer_ms\n";
+    f << "variant,strategy,bucket_mb,step_ms,busy_ms,queued_ms,exposed_ms,ops_per_step,comm_overhead_pct,overlap_pct,"
+         "speedup_vs_naive,wrong,forward_ms,backward_ms,optimizer_ms\n";
     for (const auto& r : rows) {
       f << r["variant"].get<std::string>() << ',' << r["strategy"].get<std::string>() << ',' << r["bucket_mb"] << ','
-        << r["step_ms"] << ',' << r["comm_ms"] << ',' << r["exposed_ms"] << ',' << r["ops_per_step"] << ','
-        << r["comm_overhead_pct"] << ',' << r["overlap_pct"] << ',' << r["speedup_vs_naive"] << ',' << r["wrong"] << ','
-        << r["forward_ms"] << ',' << r["backward_ms"] << ',' << r["optimizer_ms"] << '\n';
+        << r["step_ms"] << ',' << r["busy_ms"] << ',' << r["queued_ms"] << ',' << r["exposed_ms"] << ','
+        << r["ops_per_step"] << ',' << r["comm_overhead_pct"] << ',' << r["overlap_pct"] << ',' << r["speedup_vs_naive"]
+        << ',' << r["wrong"] << ',' << r["forward_ms"] << ',' << r["backward_ms"] << ',' << r["optimizer_ms"] << '\n';
     }
   }
   if (!json_path_.empty()) {

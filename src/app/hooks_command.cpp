@@ -2,7 +2,7 @@
 //
 // Trains a few steps and prints, per step on rank 0, every grad_ready event (the backward pass
 // reports gradients in REVERSE layer order: output layer first) and each gradient collective's
-// launch and completion, in time order, in milliseconds from the start of backward. With
+// launch, start of execution and completion, in time order, in milliseconds from the start of backward. With
 // `overlap` or `bucketed`, collectives launch and often complete while backward still runs; with
 // `naive` or `flat` they all come after backward ends. Everything printed is read from the event
 // log (the same events as the step statistics and the trace).
@@ -92,6 +92,9 @@ int HooksCommand::run(const comm::MpiRuntime& mpi) {
                         label + " (" + std::to_string((e.end_ns - e.begin_ns) / 1000) + " us after launch)"});
         ++colls;
         early += e.begin_ns < bwd_end ? 1 : 0;
+      } else if (e.kind == core::EventKind::CollectiveExec) {
+        // Launch -> start is queueing behind earlier collectives; start -> complete is execution.
+        rows.push_back({e.begin_ns, 1, "start", trainer.sync().collective_label(e.id) + " starts executing"});
       } else if (e.kind == core::EventKind::CommWait) {
         rows.push_back({e.begin_ns, 0, "finish", "waits for outstanding collectives"});
         rows.push_back(
@@ -107,8 +110,9 @@ int HooksCommand::run(const comm::MpiRuntime& mpi) {
                   r.detail.c_str());
     }
     std::printf(
-        "# %d of %d collectives launched before backward ended; comm total %.3f ms, exposed %.3f ms, overlap %.1f%%\n",
-        early, colls, st.comm_total_ms, st.comm_exposed_ms, 100.0 * st.overlap());
+        "# %d of %d collectives launched before backward ended; comm busy %.3f ms (queued %.3f ms), exposed %.3f ms, "
+        "overlap %.1f%% (1 - exposed / busy)\n",
+        early, colls, st.comm_busy_ms, st.comm_queued_ms, st.comm_exposed_ms, 100.0 * st.overlap());
   }
   return 0;
 }

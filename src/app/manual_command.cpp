@@ -5,7 +5,18 @@
 // replicas' per-sample mean gradients, weighted by their shares — exact even for odd batches).
 // The run checks after every step that the replicas hold bitwise identical parameters: this is
 // what data parallelism must preserve, before any network is involved.
+//
+// --no-sync skips the combination: each replica steps on its own half-batch gradient, the way DDP
+// would if the all-reduce were left out. Nothing then holds the replicas together; every logged
+// step prints the largest parameter difference and both checksums, so the drift is visible.
+//
+// The summed gradient g_A + g_B is exactly what `train -np 2` all-reduces (a sum of two floats is
+// the same in either order), so the final checksum matches `train -np 2` bit for bit; `baseline`
+// sums all B rows inside one GEMM, a different summation order, so its checksum differs in the
+// last bits (docs/baseline.md).
+#include <algorithm>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
@@ -26,6 +37,13 @@ namespace {
 
 constexpr int kReplicas = 2;
 
+// Largest |a[i] - b[i]| over n elements (the replicas' drift).
+double max_abs_diff(const float* a, const float* b, std::int64_t n) {
+  double d = 0.0;
+  for (std::int64_t i = 0; i < n; ++i) d = std::max(d, std::fabs(static_cast<double>(a[i]) - b[i]));
+  return d;
+}
+
 class ManualCommand final : public Command {
  public:
   explicit ManualCommand(CLI::App* sub) {
@@ -35,6 +53,8 @@ class ManualCommand final : public Command {
     add_optimizer_options(sub, opts_);
     add_threads_option(sub, opts_);
     add_log_every_option(sub, opts_);
+    sub->add_flag("--no-sync", no_sync_,
+                  "Skip combining the gradients: each replica steps on its own half; watch them drift apart");
   }
   void validate() override {
     validate_train_options(opts_);
@@ -58,9 +78,15 @@ class ManualCommand final : public Command {
     }
     core::HostBuffer<std::int32_t> labels(max_rows);
     const std::int64_t n = replicas[0]->flat_count();
-    std::printf("# microddp manual: %d replicas in one process, rows per replica %" PRId64 " + %" PRId64 "\n",
-                kReplicas, samplers[0].local_count(), samplers[1].local_count());
-    std::printf("# %8s %12s %12s %12s %10s\n", "step", "loss", "loss_A", "loss_B", "identical");
+    std::printf("# microddp manual: %d replicas in one process, rows per replica %" PRId64 " + %" PRId64 "; %s\n",
+                kReplicas, samplers[0].local_count(), samplers[1].local_count(),
+                no_sync_ ? "--no-sync: gradients NOT combined, each replica steps on its own half"
+                         : "gradients combined by hand (g = g_A + g_B)");
+    // max|A-B|: largest parameter difference between the replicas; checksums: FNV-1a of each
+    // replica's parameter bytes (equal exactly when the replicas are bitwise identical).
+    std::printf("# %8s %12s %12s %12s %10s %12s %16s %16s\n", "step", "loss", "loss_A", "loss_B", "identical",
+                "max|A-B|", "checksum_A", "checksum_B");
+    bool same = true;
     for (std::int64_t s = 0; s < cfg.steps; ++s) {
       double losses[kReplicas];
       for (int r = 0; r < kReplicas; ++r) {
@@ -71,30 +97,45 @@ class ManualCommand final : public Command {
         m.forward(m.input(), smp.local_count());
         losses[r] = m.backward(labels.data(), 1.0f / static_cast<float>(cfg.global_batch), nullptr);
       }
-      // The hand-written all-reduce: g = g_A + g_B, copied back to both replicas.
+      // The hand-written all-reduce: g = g_A + g_B, copied back to both replicas (unless --no-sync).
       float* ga = replicas[0]->grad_data();
       float* gb = replicas[1]->grad_data();
-      for (std::int64_t i = 0; i < n; ++i) ga[i] = gb[i] = ga[i] + gb[i];
+      if (!no_sync_) {
+        for (std::int64_t i = 0; i < n; ++i) ga[i] = gb[i] = ga[i] + gb[i];
+      }
       for (int r = 0; r < kReplicas; ++r) {
         optimizers[static_cast<std::size_t>(r)]->step(replicas[static_cast<std::size_t>(r)]->param_data(),
                                                       replicas[static_cast<std::size_t>(r)]->grad_data());
       }
-      const bool same = std::memcmp(replicas[0]->param_data(), replicas[1]->param_data(),
-                                    static_cast<std::size_t>(n) * sizeof(float)) == 0;
-      MDDP_CHECK(same, "replicas diverged at step " << s);
+      const float* pa = replicas[0]->param_data();
+      const float* pb = replicas[1]->param_data();
+      same = std::memcmp(pa, pb, static_cast<std::size_t>(n) * sizeof(float)) == 0;
+      MDDP_CHECK(same || no_sync_, "replicas diverged at step " << s);
       if ((s + 1) % opts_.log_every == 0 || s == 0 || s + 1 == cfg.steps) {
-        std::printf("  %8" PRId64 " %12.6f %12.6f %12.6f %10s\n", s + 1, losses[0] + losses[1], losses[0], losses[1],
-                    same ? "yes" : "NO");
+        std::printf("  %8" PRId64 " %12.6f %12.6f %12.6f %10s %12.4e %016" PRIx64 " %016" PRIx64 "\n", s + 1,
+                    losses[0] + losses[1], losses[0], losses[1], same ? "yes" : "NO", max_abs_diff(pa, pb, n),
+                    checksum_of(*replicas[0]), checksum_of(*replicas[1]));
       }
     }
-    const auto checksum = core::fnv1a64(replicas[0]->param_data(), static_cast<std::size_t>(n) * sizeof(float));
-    std::printf("# summary: replicas identical after %" PRId64 " steps; parameter checksum %016" PRIx64 "\n", cfg.steps,
-                checksum);
+    if (same) {
+      std::printf("# summary: replicas identical after %" PRId64 " steps; parameter checksum %016" PRIx64 "\n",
+                  cfg.steps, checksum_of(*replicas[0]));
+    } else {
+      std::printf("# summary: replicas DIFFER after %" PRId64 " steps (--no-sync): max|A-B| %.4e; checksums %016" PRIx64
+                  " %016" PRIx64 "\n",
+                  cfg.steps, max_abs_diff(replicas[0]->param_data(), replicas[1]->param_data(), n),
+                  checksum_of(*replicas[0]), checksum_of(*replicas[1]));
+    }
     return 0;
   }
 
  private:
+  static std::uint64_t checksum_of(const model::FullMLP& m) {
+    return core::fnv1a64(m.param_data(), static_cast<std::size_t>(m.flat_count()) * sizeof(float));
+  }
+
   TrainOptions opts_;
+  bool no_sync_ = false;
 };
 
 }  // namespace

@@ -169,8 +169,9 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
       std::snprintf(every, sizeof every, "every %" PRId64 " steps and at the end", cfg.check_every);
     std::printf("#   checks     : divergence %s; on NaN/Inf: %s; grad clipping %s\n", every,
                 std::string(ddp::nan_policy_name(cfg.on_nan)).c_str(), clip);
-    std::printf("# %8s %12s %10s %12s %10s %10s %8s %9s\n", "step", "loss", "step_ms", "samples/s", "comm_ms",
-                "exposed_ms", "overlap", "eta_s");
+    // busy_ms: union of the collectives' execution intervals; overlap = 1 - exposed / busy (comm_busy.hpp).
+    std::printf("# %8s %12s %10s %12s %10s %10s %10s %8s %9s\n", "step", "loss", "step_ms", "samples/s", "busy_ms",
+                "queued_ms", "exposed_ms", "overlap", "eta_s");
     std::fflush(stdout);
   }
 
@@ -192,9 +193,9 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     if (root && ((s + 1) % opts_.log_every == 0 || s == start || s + 1 == cfg.steps)) {
       const double elapsed = wall.elapsed_s();
       const double eta = elapsed / static_cast<double>(s + 1 - start) * static_cast<double>(cfg.steps - s - 1);
-      std::printf("  %8" PRId64 " %12.6f %10.3f %12.0f %10.3f %10.3f %7.1f%% %9.1f\n", rec.step + 1, rec.loss,
+      std::printf("  %8" PRId64 " %12.6f %10.3f %12.0f %10.3f %10.3f %10.3f %7.1f%% %9.1f\n", rec.step + 1, rec.loss,
                   st.step_ms, static_cast<double>(cfg.global_batch * cfg.accum_steps) / (st.step_ms * 1e-3),
-                  st.comm_total_ms, st.comm_exposed_ms, 100.0 * st.overlap(), eta);
+                  st.comm_busy_ms, st.comm_queued_ms, st.comm_exposed_ms, 100.0 * st.overlap(), eta);
       std::fflush(stdout);
     }
     if (control.after_step(trainer, comm)) break;  // agreed signal: checkpointed, stop
@@ -212,12 +213,12 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     std::printf("# summary: %" PRId64 " steps in %.2f s; loss %.6f -> %.6f\n", cfg.steps, total_s, first_loss,
                 last_loss);
     std::printf(
-        "#   median step %.3f ms (%.0f samples/s): data %.3f, forward %.3f, backward %.3f, comm %.3f "
-        "(exposed %.3f), optimizer %.3f, loss sync %.3f ms\n",
+        "#   median step %.3f ms (%.0f samples/s): data %.3f, forward %.3f, backward %.3f, comm busy %.3f "
+        "(exposed %.3f; queued %.3f), optimizer %.3f, loss sync %.3f ms\n",
         m.step_ms, static_cast<double>(cfg.global_batch) / (m.step_ms * 1e-3), m.data_ms, m.forward_ms, m.backward_ms,
-        m.comm_total_ms, m.comm_exposed_ms, m.optimizer_ms, m.loss_sync_ms);
+        m.comm_busy_ms, m.comm_exposed_ms, m.comm_queued_ms, m.optimizer_ms, m.loss_sync_ms);
     std::printf("#   communication: %" PRId64
-                " collectives, %.2f MiB per step; overlap %.1f%% (1 - exposed/total); "
+                " collectives, %.2f MiB per step; overlap %.1f%% (1 - exposed/busy); "
                 "overhead %.1f%% of the step\n",
                 m.collectives, static_cast<double>(m.comm_bytes) / (1 << 20), 100.0 * m.overlap(),
                 m.step_ms > 0 ? 100.0 * m.comm_exposed_ms / m.step_ms : 0.0);

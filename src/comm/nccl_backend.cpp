@@ -9,6 +9,12 @@
 //      The event is a timing event: Work::completion_ns() is its time on the host clock
 //      (kernels::DeviceClock, anchored whenever the stream is known idle), so completion times cost
 //      no host callback (a cudaLaunchHostFunc per collective would cost a host round trip each).
+//      Before the NCCL call (after the wait of step 1) a second timing event, started[seq % kSlots],
+//      is recorded: Work::start_ns() is its host time, the moment the communication stream REACHED
+//      the collective (earlier collectives done and the gradients it reads finished). That is the
+//      best start of execution a stream-ordered library exposes without a host callback: the kernel
+//      may still wait on the GPU for its peers, which counts as execution, as the MPI thread's
+//      blocking call does on the host backends.
 //   order_compute_after(work): cudaStreamWaitEvent(compute stream, done[work]): the compute stream,
 //   not the host, waits for the collective (a GPU step then synchronises once, docs/gpu.md).
 // The communication stream has the highest stream priority, so NCCL's kernels are scheduled ahead of
@@ -118,7 +124,8 @@ struct NcclBackend::State {
   cudaStream_t compute = nullptr;  // set_compute_stream(); nullptr = legacy default stream
   cudaEvent_t compute_ready = nullptr;
   std::vector<cudaEvent_t> done = std::vector<cudaEvent_t>(kSlots, nullptr);
-  std::vector<std::uint64_t> slot_seq = std::vector<std::uint64_t>(kSlots, 0);  // 0: slot never used
+  std::vector<cudaEvent_t> started = std::vector<cudaEvent_t>(kSlots, nullptr);  // start of execution (timing)
+  std::vector<std::uint64_t> slot_seq = std::vector<std::uint64_t>(kSlots, 0);   // 0: slot never used
   std::vector<CollectiveKind> slot_kind = std::vector<CollectiveKind>(kSlots, CollectiveKind::Barrier);
   std::unique_ptr<kernels::DeviceClock> clock;  // done events -> host times (after cudaSetDevice)
   std::uint64_t launched = 0;                   // last seq enqueued
@@ -141,8 +148,10 @@ struct NcclBackend::State {
       if (b->p != nullptr) (void)cudaFree(b->p);
     }
     if (barrier_word != nullptr) (void)cudaFree(barrier_word);
-    for (cudaEvent_t e : done) {
-      if (e != nullptr) (void)cudaEventDestroy(e);
+    for (const auto* events : {&done, &started}) {
+      for (cudaEvent_t e : *events) {
+        if (e != nullptr) (void)cudaEventDestroy(e);
+      }
     }
     if (compute_ready != nullptr) (void)cudaEventDestroy(compute_ready);
     clock.reset();
@@ -176,8 +185,9 @@ NcclBackend::NcclBackend(MPI_Comm parent, int device, double timeout_s)
   MDDP_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   MDDP_CUDA_CHECK(cudaStreamCreateWithPriority(&s.stream, cudaStreamNonBlocking, greatest));
   MDDP_CUDA_CHECK(cudaEventCreateWithFlags(&s.compute_ready, cudaEventDisableTiming));
-  // With timing: completion_ns() converts them to host times.
+  // With timing: completion_ns() and start_ns() convert them to host times.
   for (cudaEvent_t& e : s.done) MDDP_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDefault));
+  for (cudaEvent_t& e : s.started) MDDP_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDefault));
   s.clock = std::make_unique<kernels::DeviceClock>();
   MDDP_CUDA_CHECK(cudaMalloc(&s.barrier_word, sizeof(int)));
   MDDP_CUDA_CHECK(cudaMemset(s.barrier_word, 0, sizeof(int)));
@@ -308,6 +318,15 @@ std::int64_t NcclBackend::completion_ns(std::uint64_t seq) {
   return s.clock->host_ns(s.done[slot]);
 }
 
+std::int64_t NcclBackend::start_ns(std::uint64_t seq) {
+  State& s = *s_;
+  const std::size_t slot = seq % kSlots;
+  // Known once the collective completed (its start event then has completed too: same stream, earlier).
+  if (s.slot_seq[slot] != seq || !is_complete(seq) || (s.failed && seq >= s.failed_seq)) return 0;
+  DeviceGuard guard(s.device);
+  return s.clock->host_ns(s.started[slot]);
+}
+
 void NcclBackend::wait_launched() {
   if (s_->launched > 0) wait_for(s_->launched);
   if (s_->failed) throw core::Error(s_->error);
@@ -346,6 +365,7 @@ Work NcclBackend::launch(const CollectiveCall& call, Mode mode) {
   try {
     MDDP_CUDA_CHECK(cudaEventRecord(s.compute_ready, s.compute));
     MDDP_CUDA_CHECK(cudaStreamWaitEvent(s.stream, s.compute_ready, 0));
+    MDDP_CUDA_CHECK(cudaEventRecord(s.started[slot], s.stream));  // start of execution (see the top)
     if (host) {
       char* dev_base[2] = {nullptr, nullptr};
       for (int i = 0; i < plan.region_count; ++i) {

@@ -82,6 +82,7 @@ class NcclBackend : public StreamBackend, private WorkSource {
   bool is_complete(std::uint64_t seq) override;
   void wait_for(std::uint64_t seq) override;
   std::int64_t completion_ns(std::uint64_t seq) override;
+  std::int64_t start_ns(std::uint64_t seq) override;
 
   void enqueue_device(const CollectiveCall& call);  // every pointer it uses is device memory
   void check_device_pointers(const CollectiveCall& call) const;

@@ -7,7 +7,11 @@
 namespace microddp::comm {
 
 ProgressEngine::ProgressEngine(Executor executor, std::size_t capacity)
-    : executor_(std::move(executor)), ring_(capacity), done_seq_(capacity, 0), done_ns_(capacity, 0) {
+    : executor_(std::move(executor)),
+      ring_(capacity),
+      done_seq_(capacity, 0),
+      start_ns_(capacity, 0),
+      done_ns_(capacity, 0) {
   MDDP_CHECK(capacity > 0, "progress engine needs a queue capacity > 0");
   thread_ = std::thread([this] { thread_main(); });
 }
@@ -56,6 +60,8 @@ Work ProgressEngine::submit(CollectiveCall call, Mode mode) {
 void ProgressEngine::run_one(const CollectiveCall& call) {
   std::string error;
   bool skip = false;
+  // Taken here, after the hand-off: launch -> start_ns is queueing, start_ns -> done_ns execution.
+  const std::int64_t start_ns = core::now_ns();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     skip = failed_seq_ != 0;  // after a failure nothing else is executed
@@ -73,8 +79,10 @@ void ProgressEngine::run_one(const CollectiveCall& call) {
   const std::int64_t done_ns = core::now_ns();
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    done_seq_[call.seq % done_seq_.size()] = call.seq;
-    done_ns_[call.seq % done_ns_.size()] = done_ns;
+    const std::size_t slot = call.seq % done_seq_.size();
+    done_seq_[slot] = call.seq;
+    start_ns_[slot] = start_ns;
+    done_ns_[slot] = done_ns;
     if (!error.empty() && failed_seq_ == 0) {
       failed_seq_ = call.seq;
       error_ = std::string(collective_name(call.kind)) + " #" + std::to_string(call.seq) + " failed: " + error;
@@ -112,6 +120,12 @@ std::int64_t ProgressEngine::completion_ns(std::uint64_t seq) {
   std::lock_guard<std::mutex> lock(mutex_);
   const std::size_t slot = seq % done_seq_.size();
   return done_seq_[slot] == seq ? done_ns_[slot] : 0;
+}
+
+std::int64_t ProgressEngine::start_ns(std::uint64_t seq) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::size_t slot = seq % done_seq_.size();
+  return done_seq_[slot] == seq ? start_ns_[slot] : 0;
 }
 
 void ProgressEngine::wait_all() {

@@ -52,6 +52,9 @@ class ProgressEngine final : public WorkSource {
   // core::now_ns() when `seq` completed, taken on the thread that ran it just before the completion
   // was published; 0 if `seq` has not completed or is older than the last `capacity` completions.
   std::int64_t completion_ns(std::uint64_t seq) override;
+  // core::now_ns() when `seq` left the queue and began executing (the thread that ran it, right
+  // before the executor); same availability as completion_ns().
+  std::int64_t start_ns(std::uint64_t seq) override;
 
   // Watch every collective executed from now on (nullptr: stop watching). Not owned.
   void set_watchdog(CollectiveWatchdog* watchdog) { watchdog_.store(watchdog); }
@@ -73,8 +76,9 @@ class ProgressEngine final : public WorkSource {
   bool stop_ = false;
   std::atomic<std::uint64_t> completed_seq_{0};
   std::uint64_t failed_seq_ = 0;  // 0: no failure
-  // Completion timestamps, slot seq % capacity, tagged with their seq (guarded by mutex_).
+  // Start and completion timestamps, slot seq % capacity, tagged with their seq (guarded by mutex_).
   std::vector<std::uint64_t> done_seq_;
+  std::vector<std::int64_t> start_ns_;
   std::vector<std::int64_t> done_ns_;
   std::string error_;
   std::mutex mutex_;

@@ -20,6 +20,11 @@ class WorkSource {
   // core::now_ns() at which collective `seq` completed, measured where it ran (the communication
   // thread); 0 when unknown (not complete yet, or too old: only the most recent completions are kept).
   virtual std::int64_t completion_ns(std::uint64_t /*seq*/) { return 0; }
+  // core::now_ns() at which collective `seq` STARTED EXECUTING (left the queue: the communication
+  // thread picked it up; a stream backend: the stream reached it), with the same availability as
+  // completion_ns(). Launch -> start is time spent queued behind earlier collectives; start ->
+  // completion is time the collective was actually being worked on (perf/comm_busy.hpp).
+  virtual std::int64_t start_ns(std::uint64_t /*seq*/) { return 0; }
 };
 
 class Work {
@@ -35,6 +40,8 @@ class Work {
   // When the collective completed (core::now_ns() clock), 0 if unknown. A default-constructed
   // (synchronous) Work has no timestamp: the caller's own clock after the call is the completion.
   std::int64_t completion_ns() const { return source_ != nullptr ? source_->completion_ns(seq_) : 0; }
+  // When the collective started executing (same clock and availability as completion_ns()).
+  std::int64_t start_ns() const { return source_ != nullptr ? source_->start_ns(seq_) : 0; }
 
  private:
   WorkSource* source_ = nullptr;

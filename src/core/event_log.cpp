@@ -19,6 +19,8 @@ std::string_view event_kind_name(EventKind kind) {
       return "layer_backward";
     case EventKind::Collective:
       return "collective";
+    case EventKind::CollectiveExec:
+      return "collective_exec";
     case EventKind::CommWait:
       return "comm_wait";
     case EventKind::LossSync:

@@ -1,7 +1,7 @@
 // event_log.hpp — the one source of timing truth: begin/end events of phases and collectives.
 //
 // Every timed thing in microddp (a step's phases, each layer's forward/backward, each collective
-// from launch to completion, the time the trainer waits for communication) is recorded here as an
+// from launch to completion and from start of execution to completion, the time the trainer waits for communication) is recorded here as an
 // Event. The step table, the Chrome/Perfetto trace and the analysis (src/perf/) all read these
 // events; nothing keeps a separate stopwatch.
 //
@@ -28,8 +28,13 @@ enum class EventKind : std::uint8_t {
   LayerForward,
   LayerBackward,
   Collective,  // one gradient collective, launch -> completion (id = parameter/bucket index)
-  CommWait,    // time the trainer blocked waiting for gradient communication (exposed comm)
-  LossSync,    // the all-reduce of the scalar loss for reporting
+  // The same collective from the moment it STARTED EXECUTING to its completion (same step, id and
+  // bytes; the byte and collective counters read Collective only). Launch -> start is queueing
+  // behind earlier collectives; the union of these intervals is the step's busy communication time
+  // (perf/comm_busy.hpp), the denominator of overlap.
+  CollectiveExec,
+  CommWait,  // time the trainer blocked waiting for gradient communication (exposed comm)
+  LossSync,  // the all-reduce of the scalar loss for reporting
   Optimizer,
   GradReady,  // instant: a parameter's gradient became ready (id = parameter index)
   Compress,   // gradient compression's encode/decode work of the step (ddp/compression): its TOTAL

@@ -72,8 +72,8 @@ void BucketedSync::finish() {
   for (std::size_t b = 0; b < plan_.size(); ++b) {
     std::int64_t done = work_[b].completion_ns();
     if (done == 0) done = wait_end;  // timestamp unavailable (synchronous fallback): bound it by the wait
-    events_.record(core::EventKind::Collective, step_, static_cast<std::int32_t>(b), launch_ns_[b], done,
-                   unit_bytes(static_cast<int>(b)));
+    record_collective(static_cast<std::int32_t>(b), launch_ns_[b], work_[b].start_ns(), done,
+                      unit_bytes(static_cast<int>(b)));
   }
 }
 

@@ -12,7 +12,8 @@
 // sequence. Launching allocates nothing (Work handles and timestamps are preallocated). finish()
 // waits for every bucket; the time it blocks is the exposed communication (CommWait). Each bucket's
 // Collective event runs from its launch to the completion time measured on the communication
-// thread (Work::completion_ns()).
+// thread (Work::completion_ns()), its CollectiveExec event from the moment that thread picked it up
+// (Work::start_ns()): with many small buckets most of launch -> completion is queueing.
 #pragma once
 
 #include <string>

@@ -15,7 +15,7 @@ void FlatSync::finish() {
   launch_unit(0, comm::Mode::Sync);
   complete_unit(0);
   const std::int64_t t1 = core::now_ns();
-  events_.record(core::EventKind::Collective, step_, 0, t0, t1, unit_bytes(0));
+  record_collective(0, t0, 0, t1, unit_bytes(0));  // synchronous: started at t0
   events_.record(core::EventKind::CommWait, step_, -1, t0, t1);
 }
 

@@ -41,12 +41,20 @@ void GradSync::complete(std::int64_t backward_end_ns) {
   for (const Deferred& d : deferred_) {
     std::int64_t done = d.work.completion_ns();
     if (done == 0) done = core::now_ns();  // untimed: bounded by now (the stream has been synchronised)
-    events_.record(core::EventKind::Collective, step_, d.id, d.launch_ns, done, d.bytes);
+    record_collective(d.id, d.launch_ns, d.work.start_ns(), done, d.bytes);
     last = std::max(last, done);
   }
   events_.record(core::EventKind::CommWait, step_, -1, backward_end_ns, last);
   for (const Deferred& d : deferred_) d.work.wait();
   deferred_.clear();
+}
+
+void GradSync::record_collective(std::int32_t id, std::int64_t launch_ns, std::int64_t start_ns, std::int64_t done_ns,
+                                 std::int64_t bytes, std::int64_t step) {
+  const std::int64_t start = std::clamp(start_ns == 0 ? launch_ns : start_ns, launch_ns, std::max(launch_ns, done_ns));
+  const std::int64_t at = step >= 0 ? step : step_;
+  events_.record(core::EventKind::Collective, at, id, launch_ns, done_ns, bytes);
+  events_.record(core::EventKind::CollectiveExec, at, id, start, done_ns, bytes);
 }
 
 void GradSync::attach_compressor(std::unique_ptr<GradCompressor> c) {

@@ -14,8 +14,9 @@
 // Contract: every rank issues the same collectives in the same order (they are driven by the
 // fixed gradient-ready order); a parameter that never reported ready is detected in finish() and
 // reported as an error instead of leaving other ranks hanging. Each collective is recorded in the
-// event log (kind Collective, launch -> completion, bytes), and the time finish() blocks is
-// recorded as CommWait, so step statistics and traces come from the same events.
+// event log twice (record_collective): kind Collective, launch -> completion, bytes; and kind
+// CollectiveExec, start of execution -> completion. The time finish() blocks is recorded as
+// CommWait, so step statistics and traces come from the same events.
 #pragma once
 
 #include <cstdint>
@@ -93,6 +94,14 @@ class GradSync {
   // Stream-ordered case: the compute stream waits (on the device) for every deferred collective.
   void order_compute_after_deferred();
   core::TensorView grad_slice(std::int64_t offset, std::int64_t count) const;
+  // Records collective `id` of this step: Collective [launch, done] and CollectiveExec [start, done].
+  // start_ns 0 (unknown: a synchronous call returns a Work without timestamps) counts as the launch:
+  // a synchronous call with nothing queued runs at once on the caller's thread (progress_engine.hpp),
+  // and every strategy that issues synchronous calls has nothing queued. start is clamped into
+  // [launch, done] (a stream backend's device-clock conversion can be off by microseconds).
+  // step >= 0: record under that step instead of this sync's (ZeRO's gathers, waited in the next step).
+  void record_collective(std::int32_t id, std::int64_t launch_ns, std::int64_t start_ns, std::int64_t done_ns,
+                         std::int64_t bytes, std::int64_t step = -1);
   // Unit u (index into units()): its all-reduce, or the compressor's first phase; complete_unit()
   // after that Work completed (the compressor's second phase and decode; nothing without one).
   comm::Work launch_unit(int u, comm::Mode mode);

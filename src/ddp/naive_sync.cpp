@@ -24,7 +24,7 @@ void NaiveSync::finish() {
     const std::int64_t t0 = core::now_ns();
     launch_unit(p.index, comm::Mode::Sync);
     complete_unit(p.index);
-    events_.record(core::EventKind::Collective, step_, p.index, t0, core::now_ns(), unit_bytes(p.index));
+    record_collective(p.index, t0, 0, core::now_ns(), unit_bytes(p.index));  // synchronous: started at t0
   }
   events_.record(core::EventKind::CommWait, step_, -1, wait_begin, core::now_ns());
 }

@@ -43,12 +43,14 @@ constexpr std::int64_t kTimedMicroSteps = 200;
 static_assert(4 * (kTimedMicroSteps + 1) + 2 <= kernels::Ops::kMarkSlots, "marks of one step must fit the ring");
 
 // Events one step records: step, data, forward, backward, optimizer, loss sync, comm wait, plus per
-// parameter a grad-ready instant and up to one collective, plus per-layer events when enabled.
+// parameter a grad-ready instant and up to one collective (two events: Collective and
+// CollectiveExec), plus per-layer events when enabled.
 // With K micro-steps, data/forward/backward (and layer events) repeat K times.
 std::size_t events_per_step(const model::FullMLP& model, bool layer_events, std::int64_t micro_steps) {
   const std::size_t per_micro = 3 + (layer_events ? 2 * static_cast<std::size_t>(model.num_layers()) : 0);
-  // (+1 per parameter: a sharded step also all-gathers, at most one per parameter.)
-  return 16 + 3 * model.params().size() + static_cast<std::size_t>(micro_steps) * per_micro;
+  // Sharded, per bucket (at most one per parameter): reduce-scatter (2), a gradient-pool wait (1),
+  // all-gather (2), its wait in the next forward (1) and the Forward piece after that wait (1).
+  return 16 + 8 * model.params().size() + static_cast<std::size_t>(micro_steps) * per_micro;
 }
 // Elements of each optimizer state buffer: the flat buffers, or this rank's shard (shard_plan.hpp).
 std::int64_t optimizer_state_count(const TrainConfig& c, const comm::Communicator& comm, const model::FullMLP& m) {

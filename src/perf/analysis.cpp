@@ -20,6 +20,8 @@ Breakdown breakdown_of(const StepStats& m) {
   b.loss_sync_ms = m.loss_sync_ms;
   b.optimizer_ms = m.optimizer_ms;
   b.comm_total_ms = m.comm_total_ms;
+  b.comm_busy_ms = m.comm_busy_ms;
+  b.comm_queued_ms = m.comm_queued_ms;
   b.collectives = m.collectives;
   b.comm_bytes = m.comm_bytes;
   b.other_ms = m.step_ms - b.phase_sum_ms();
@@ -71,7 +73,8 @@ Verdict bottleneck(const RunRecord& rec, const Breakdown& b, double peak_gflops_
   const double opt_bytes = (rec.optimizer == "sgd" ? 16.0 : 28.0) * total;
   v.optimizer_gbytes_s = b.optimizer_ms > 0 ? opt_bytes / (b.optimizer_ms * 1e-3) * 1e-9 : 0;
   v.memory_gbytes_s = mem_gbytes_s;
-  v.comm_gbytes_s = b.comm_total_ms > 0 ? static_cast<double>(b.comm_bytes) / (b.comm_total_ms * 1e-3) * 1e-9 : 0;
+  // Over busy time: launch -> completion includes queueing, which would understate the rate.
+  v.comm_gbytes_s = b.comm_busy_ms > 0 ? static_cast<double>(b.comm_bytes) / (b.comm_busy_ms * 1e-3) * 1e-9 : 0;
   const double step = std::max(b.step_ms, 1e-12);
   v.compute_pct = 100.0 * compute_ms / step;
   v.communication_pct = 100.0 * (b.exposed_ms + b.loss_sync_ms) / step;

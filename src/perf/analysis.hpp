@@ -2,7 +2,7 @@
 // as typed values (analysis_report.hpp prints them as text and as JSON).
 //
 // The analysis: step breakdown (means, so the phases add up: step = Σ phases + untimed rest),
-// communication overhead % (exposed / step), overlap % (1 - exposed / total comm), predicted vs
+// communication overhead % (exposed / step), overlap % (1 - exposed / busy comm, comm_busy.hpp), predicted vs
 // measured step time per strategy with the relative error, every strategy predicted from one run's
 // compute, the bucket-size sweep and its optimum, the bottleneck verdict with its numbers, and
 // predicted strong/weak scaling for 1..max_ranks ranks.
@@ -24,12 +24,13 @@ namespace microddp::perf {
 struct Breakdown {
   double step_ms = 0, data_ms = 0, forward_ms = 0, backward_ms = 0, exposed_ms = 0, loss_sync_ms = 0, optimizer_ms = 0,
          other_ms = 0, comm_total_ms = 0;
+  // comm_total_ms: Σ launch -> completion (queueing included); busy: union of the execution
+  // intervals; queued: Σ start - launch (perf/comm_busy.hpp).
+  double comm_busy_ms = 0, comm_queued_ms = 0;
   std::int64_t collectives = 0, comm_bytes = 0;
   double comm_overhead_pct() const { return step_ms > 0 ? 100.0 * (exposed_ms + loss_sync_ms) / step_ms : 0.0; }
-  // Clamped at 0: CommWait also covers the loop around the waits, so exposed can exceed total by µs.
-  double overlap_pct() const {
-    return comm_total_ms > 0 ? 100.0 * std::max(0.0, 1.0 - exposed_ms / comm_total_ms) : 0.0;
-  }
+  // 1 - exposed / busy, clamped to [0, 100] (overlap_fraction).
+  double overlap_pct() const { return 100.0 * overlap_fraction(exposed_ms, comm_busy_ms); }
   double phase_sum_ms() const { return data_ms + forward_ms + backward_ms + exposed_ms + loss_sync_ms + optimizer_ms; }
 };
 Breakdown breakdown_of(const StepStats& mean);

@@ -33,6 +33,8 @@ nlohmann::json breakdown_json(const Breakdown& b) {
           {"untimed_ms", b.other_ms},
           {"phase_sum_ms", b.phase_sum_ms()},
           {"comm_total_ms", b.comm_total_ms},
+          {"comm_busy_ms", b.comm_busy_ms},
+          {"comm_queued_ms", b.comm_queued_ms},
           {"collectives", b.collectives},
           {"comm_bytes", b.comm_bytes},
           {"comm_overhead_pct", b.comm_overhead_pct()},
@@ -200,8 +202,10 @@ std::string format_report(const Analysis& a) {
       "sum of phases", b.phase_sum_ms(), "untimed", b.other_ms, "step", b.step_ms);
   o << buf;
   std::snprintf(buf, sizeof buf,
-                "  communication overhead %.1f%% of the step; overlap %.1f%% (total comm %.3f ms, %lld collectives)\n",
-                b.comm_overhead_pct(), b.overlap_pct(), b.comm_total_ms, static_cast<long long>(b.collectives));
+                "  communication overhead %.1f%% of the step; overlap %.1f%% (1 - exposed / busy: busy %.3f ms, "
+                "queued %.3f ms, %lld collectives)\n",
+                b.comm_overhead_pct(), b.overlap_pct(), b.comm_busy_ms, b.comm_queued_ms,
+                static_cast<long long>(b.collectives));
   o << buf;
   std::snprintf(buf, sizeof buf,
                 "  the slowest rank finishes backward %.3f ms later (mean per step; 0 if not recorded)\n",

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <fstream>
 #include <limits>
+#include <map>
+#include <utility>
 
 #include "core/error.hpp"
 #include "core/timer.hpp"
@@ -80,17 +82,21 @@ nlohmann::json chrome_trace(const std::vector<RankEvents>& ranks, const TraceLab
         {{"ph", "M"}, {"pid", r.rank}, {"tid", kComputeTid}, {"name", "thread_name"}, {"args", {{"name", "compute"}}}});
     out.push_back(
         {{"ph", "M"}, {"pid", r.rank}, {"tid", kCommTid}, {"name", "thread_name"}, {"args", {{"name", "comm"}}}});
-    // Collectives run FIFO on the communication thread: a collective starts executing at its
-    // launch or when the previous one completed, whichever is later.
+    // Measured starts of execution, by (step, id). Without one (an event log from elsewhere), the
+    // FIFO inference: a collective starts at its launch or when the previous one completed.
     std::vector<const core::Event*> colls;
+    std::map<std::pair<std::int64_t, std::int32_t>, std::int64_t> started;
     for (const auto& e : r.events) {
       if (e.kind == core::EventKind::Collective) colls.push_back(&e);
+      if (e.kind == core::EventKind::CollectiveExec) started[{e.step, e.id}] = e.begin_ns;
     }
     std::stable_sort(colls.begin(), colls.end(),
                      [](const core::Event* a, const core::Event* b) { return a->begin_ns < b->begin_ns; });
     std::int64_t prev_done = std::numeric_limits<std::int64_t>::min();
+    std::int64_t queued_id = 0;  // async slice ids, unique per rank
     for (const core::Event* c : colls) {
-      const std::int64_t start = std::max(c->begin_ns, prev_done);
+      const auto measured = started.find({c->step, c->id});
+      const std::int64_t start = measured != started.end() ? measured->second : std::max(c->begin_ns, prev_done);
       prev_done = std::max(prev_done, c->end_ns);
       const std::string label = labels.collective ? labels.collective(c->id) : "collective " + std::to_string(c->id);
       json args = {{"step", c->step},
@@ -107,6 +113,20 @@ nlohmann::json chrome_trace(const std::vector<RankEvents>& ranks, const TraceLab
                      {"cat", "launch"},
                      {"ts", us(c->begin_ns)},
                      {"args", {{"step", c->step}, {"id", c->id}}}});
+      if (start > c->begin_ns) {
+        const json qargs = {{"step", c->step}, {"id", c->id}};
+        const std::int64_t qid = static_cast<std::int64_t>(r.rank) * 1000000000 + queued_id++;
+        for (const auto& [ph, t] : {std::pair{"b", c->begin_ns}, std::pair{"e", start}}) {
+          out.push_back({{"ph", ph},
+                         {"pid", r.rank},
+                         {"tid", kCommTid},
+                         {"id", qid},
+                         {"name", "queued " + label},
+                         {"cat", "queued"},
+                         {"ts", us(t)},
+                         {"args", qargs}});
+        }
+      }
       out.push_back({{"ph", "X"},
                      {"pid", r.rank},
                      {"tid", kCommTid},
@@ -117,7 +137,7 @@ nlohmann::json chrome_trace(const std::vector<RankEvents>& ranks, const TraceLab
                      {"args", args}});
     }
     for (const auto& e : r.events) {
-      if (e.kind == core::EventKind::Collective) continue;
+      if (e.kind == core::EventKind::Collective || e.kind == core::EventKind::CollectiveExec) continue;
       const std::string kind(core::event_kind_name(e.kind));
       if (e.kind == core::EventKind::GradReady) {
         const std::string p = labels.param ? labels.param(e.id) : std::to_string(e.id);

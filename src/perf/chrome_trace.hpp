@@ -5,9 +5,13 @@
 //   compute  step > data / forward / backward (> per-layer events) / comm_wait / loss_sync /
 //            optimizer, plus an instant per grad_ready
 //   comm     one slice per gradient collective (parameter or bucket), from the moment it started
-//            executing (its launch, or the previous collective's completion: the communication
+//            executing (its CollectiveExec event, measured where it ran; for events without one,
+//            inferred: its launch or the previous collective's completion, the communication
 //            thread runs them FIFO) to its completion, plus an instant at its launch; args carry
 //            bytes, launch time and time queued.
+//   queued   (async slices, cat "queued") launch -> start of execution of every collective that
+//            waited behind others: drawn apart from execution, since many wait at once and so
+//            cannot nest on one track.
 // Timestamps are microseconds from the earliest event of the run.
 //
 // Clock alignment: gather_events() puts every rank through a barrier and then reads its clock;

@@ -15,6 +15,8 @@ nlohmann::json to_json(const StepStats& s) {
                         {"forward_ms", s.forward_ms},
                         {"backward_ms", s.backward_ms},
                         {"comm_total_ms", s.comm_total_ms},
+                        {"comm_busy_ms", s.comm_busy_ms},
+                        {"comm_queued_ms", s.comm_queued_ms},
                         {"comm_exposed_ms", s.comm_exposed_ms},
                         {"loss_sync_ms", s.loss_sync_ms},
                         {"optimizer_ms", s.optimizer_ms},

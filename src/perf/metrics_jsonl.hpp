@@ -1,8 +1,10 @@
 // metrics_jsonl.hpp — the machine-readable record of a run: one JSON object per step, then a
 // summary object (JSON Lines). Later tools (analysis, sweeps) read this format.
 //   {"type":"step","step":0,"loss":0.69,"step_ms":..,"data_ms":..,"forward_ms":..,"backward_ms":..,
-//    "comm_total_ms":..,"comm_exposed_ms":..,"loss_sync_ms":..,"optimizer_ms":..,"collectives":34,
-//    "comm_bytes":..}
+//    "comm_total_ms":..,"comm_busy_ms":..,"comm_queued_ms":..,"comm_exposed_ms":..,"loss_sync_ms":..,
+//    "optimizer_ms":..,"overlap":..,"collectives":34,"comm_bytes":..}
+//   (step_stats.hpp defines them: comm_total_ms is launch -> completion summed, queueing included;
+//   overlap is 1 - exposed / busy.)
 //   {"type":"summary", "config":{...}, "median":{...}, "mean":{...}, "final_loss":.., ...}
 #pragma once
 

@@ -24,6 +24,8 @@ StepStats mean_of(const std::vector<StepStats>& v) {
     m.loss_sync_ms += s.loss_sync_ms;
     m.comm_total_ms += s.comm_total_ms;
     m.comm_exposed_ms += s.comm_exposed_ms;
+    m.comm_busy_ms += s.comm_busy_ms;
+    m.comm_queued_ms += s.comm_queued_ms;
     m.compress_ms += s.compress_ms;
   }
   const double n = static_cast<double>(v.size());
@@ -35,6 +37,8 @@ StepStats mean_of(const std::vector<StepStats>& v) {
   m.loss_sync_ms /= n;
   m.comm_total_ms /= n;
   m.comm_exposed_ms /= n;
+  m.comm_busy_ms /= n;
+  m.comm_queued_ms /= n;
   m.compress_ms /= n;
   m.collectives = v.back().collectives;
   m.comm_bytes = v.back().comm_bytes;
@@ -52,6 +56,11 @@ StepStats stats_from_json(const nlohmann::json& j) {
   s.loss_sync_ms = j.value("loss_sync_ms", 0.0);
   s.comm_total_ms = j.value("comm_total_ms", 0.0);
   s.comm_exposed_ms = j.value("comm_exposed_ms", 0.0);
+  // Records written before start-of-execution timestamps existed have no busy time: the
+  // launch -> completion sum stands in (an upper bound, so their overlap reads too high) and
+  // queueing is unknown (0).
+  s.comm_busy_ms = j.value("comm_busy_ms", s.comm_total_ms);
+  s.comm_queued_ms = j.value("comm_queued_ms", 0.0);
   s.collectives = j.value("collectives", std::int64_t{0});
   s.comm_bytes = j.value("comm_bytes", std::int64_t{0});
   s.compress_ms = j.value("compress_ms", 0.0);
@@ -165,7 +174,7 @@ void check_record(const RunRecord& r, const std::string& where) {
                      where << ": peer_lag_ms " << run.peer_lag_ms << " (must be finite and >= 0)");
     for (const auto& s : run.steps) {
       for (double v : {s.step_ms, s.data_ms, s.forward_ms, s.backward_ms, s.optimizer_ms, s.loss_sync_ms,
-                       s.comm_total_ms, s.comm_exposed_ms}) {
+                       s.comm_total_ms, s.comm_exposed_ms, s.comm_busy_ms, s.comm_queued_ms}) {
         MDDP_USAGE_CHECK(std::isfinite(v) && v >= 0, where << ": step " << s.step << " has a time of " << v << " ms");
       }
     }

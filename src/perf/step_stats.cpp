@@ -2,12 +2,15 @@
 #include "perf/step_stats.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace microddp::perf {
 
 StepStats step_stats(const std::vector<core::Event>& events, std::int64_t step) {
   StepStats s;
   s.step = step;
+  std::vector<Interval> executing;  // this step's CollectiveExec intervals (their union is busy time)
+  double exec_sum_ms = 0;
   for (const core::Event& e : events) {
     if (e.step != step) continue;
     const double ms = static_cast<double>(e.end_ns - e.begin_ns) * 1e-6;
@@ -41,10 +44,17 @@ StepStats step_stats(const std::vector<core::Event>& events, std::int64_t step) 
         s.collectives += 1;
         s.comm_bytes += e.bytes;
         break;
+      case core::EventKind::CollectiveExec:
+        executing.push_back({e.begin_ns, e.end_ns});
+        exec_sum_ms += ms;
+        break;
       default:
         break;
     }
   }
+  s.comm_busy_ms = static_cast<double>(union_length_ns(std::move(executing))) * 1e-6;
+  // Each CollectiveExec ends where its Collective ends, so Σ(start - launch) = Σ(total) - Σ(exec).
+  s.comm_queued_ms = std::max(0.0, s.comm_total_ms - exec_sum_ms);
   return s;
 }
 
@@ -81,6 +91,8 @@ RunSummary summarize(const std::vector<StepStats>& steps) {
   MDDP_FIELD(loss_sync_ms)
   MDDP_FIELD(comm_total_ms)
   MDDP_FIELD(comm_exposed_ms)
+  MDDP_FIELD(comm_busy_ms)
+  MDDP_FIELD(comm_queued_ms)
   MDDP_FIELD(compress_ms)
 #undef MDDP_FIELD
   if (!steps.empty()) {

@@ -14,6 +14,7 @@
 
 #include "comm/progress_engine.hpp"
 #include "core/error.hpp"
+#include "core/timer.hpp"
 
 namespace microddp::comm {
 namespace {
@@ -167,6 +168,35 @@ TEST(ProgressEngine, DestructorDrainsQueue) {
     for (int i = 0; i < 100; ++i) engine.submit(call_with_tag(i), Mode::Async);
   }
   EXPECT_EQ(executed.load(), 100);
+}
+
+// Start of execution (Work::start_ns) is when the thread picked the collective up: a collective
+// queued behind a blocked one starts only after that one completed, and the executor itself runs
+// inside [start, completion]. The order of clock reads, not their values, is asserted.
+TEST(ProgressEngine, StartOfExecutionFollowsThePreviousCompletion) {
+  std::atomic<bool> release{false};
+  std::vector<std::int64_t> ran_at(3, 0);  // the executor's own clock read, per seq - 1
+  ProgressEngine engine([&](const CollectiveCall& c) {
+    if (c.seq == 1) spin_until(release);
+    ran_at[c.seq - 1] = core::now_ns();
+  });
+  const std::int64_t submitted_at = core::now_ns();
+  std::vector<Work> works;
+  for (int i = 0; i < 3; ++i) works.push_back(engine.submit(call_with_tag(i), Mode::Async));
+  release = true;
+  engine.wait_all();
+  for (std::size_t i = 0; i < works.size(); ++i) {
+    SCOPED_TRACE("seq " + std::to_string(works[i].seq()));
+    const std::int64_t start = works[i].start_ns(), done = works[i].completion_ns();
+    ASSERT_GT(start, 0);
+    EXPECT_GE(start, submitted_at);
+    EXPECT_LE(start, ran_at[i]);
+    EXPECT_LE(ran_at[i], done);
+    if (i > 0) {
+      EXPECT_GE(start, works[i - 1].completion_ns());  // FIFO: queued until the previous one completed
+    }
+  }
+  EXPECT_EQ(Work().start_ns(), 0);  // synchronous (default) Work: no timestamps
 }
 
 TEST(ProgressEngine, RejectsZeroCapacity) {

@@ -416,6 +416,7 @@ TEST(Analysis, PhasesSumToStepAndReportIsConsistent) {
     s.backward_ms = 2.0;
     s.comm_exposed_ms = 0.3;
     s.comm_total_ms = 0.3;
+    s.comm_busy_ms = 0.3;  // one blocking collective: nothing queued
     s.loss_sync_ms = 0.05;
     s.optimizer_ms = 0.2;
     s.step_ms = s.data_ms + s.forward_ms + s.backward_ms + s.comm_exposed_ms + s.loss_sync_ms + s.optimizer_ms + 0.01;
@@ -527,6 +528,8 @@ TEST(Analysis, JsonKeepsItsFieldsAndTheReportItsNumbers) {
     st.forward_ms = 1.0;
     st.backward_ms = 2.0;
     st.comm_total_ms = 0.5;
+    st.comm_busy_ms = 0.4;
+    st.comm_queued_ms = 0.1;
     st.comm_exposed_ms = 0.25;
     st.collectives = 3;
     st.comm_bytes = 4096;
@@ -557,9 +560,11 @@ TEST(Analysis, JsonKeepsItsFieldsAndTheReportItsNumbers) {
   EXPECT_EQ(keys(j.at("comm_model")[0]),
             (Keys{"backend", "collective", "algorithm", "alpha_us", "beta_ns_per_byte", "r2", "max_rel_residual",
                   "line_rms_rel_residual", "rms_rel_residual", "regimes", "warning"}));
-  const Keys breakdown{"step_ms",      "data_ms",      "forward_ms",        "backward_ms",  "exposed_comm_ms",
-                       "loss_sync_ms", "optimizer_ms", "untimed_ms",        "phase_sum_ms", "comm_total_ms",
-                       "collectives",  "comm_bytes",   "comm_overhead_pct", "overlap_pct"};
+  // comm_busy_ms / comm_queued_ms: the overlap metric's denominator and the queueing beside it.
+  const Keys breakdown{"step_ms",         "data_ms",       "forward_ms",        "backward_ms",
+                       "exposed_comm_ms", "loss_sync_ms",  "optimizer_ms",      "untimed_ms",
+                       "phase_sum_ms",    "comm_total_ms", "comm_busy_ms",      "comm_queued_ms",
+                       "collectives",     "comm_bytes",    "comm_overhead_pct", "overlap_pct"};
   Keys reference_breakdown = breakdown;
   reference_breakdown.insert({"strategy", "peer_lag_ms"});
   EXPECT_EQ(keys(j.at("breakdown")), reference_breakdown);

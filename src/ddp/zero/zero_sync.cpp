@@ -188,8 +188,12 @@ void ZeroSync::finish() {
   for (std::size_t b = 0; b < nb; ++b) {
     std::int64_t done = std::max(rs_work_[b].completion_ns(), tail_work_[b].completion_ns());
     if (done == 0) done = wait_end;
-    events_.record(core::EventKind::Collective, step_, static_cast<std::int32_t>(b), rs_launch_ns_[b], done,
-                   plan_.buckets[b].count * static_cast<std::int64_t>(sizeof(float)));
+    // The bucket's reduce-scatter and tail all-reduce run one after the other: it starts with the first.
+    const std::int64_t rs_start = rs_work_[b].start_ns(), tail_start = tail_work_[b].start_ns();
+    const std::int64_t start =
+        rs_start == 0 ? tail_start : (tail_start == 0 ? rs_start : std::min(rs_start, tail_start));
+    record_collective(static_cast<std::int32_t>(b), rs_launch_ns_[b], start, done,
+                      plan_.buckets[b].count * static_cast<std::int64_t>(sizeof(float)));
   }
 }
 
@@ -228,8 +232,8 @@ void ZeroSync::wait_gather_of(std::size_t b, std::int64_t step, bool in_forward)
   if (in_forward) forward_waits_.emplace_back(wait_begin, wait_end);
   std::int64_t done = ag_work_[b].completion_ns();
   if (done == 0) done = wait_end;
-  events_.record(core::EventKind::Collective, step, id, ag_launch_ns_[b], done,
-                 s.chunk * plan_.world * static_cast<std::int64_t>(sizeof(float)));
+  record_collective(id, ag_launch_ns_[b], ag_work_[b].start_ns(), done,
+                    s.chunk * plan_.world * static_cast<std::int64_t>(sizeof(float)), step);
 }
 
 void ZeroSync::await_layer(int layer, std::int64_t step) {
