@@ -1,0 +1,52 @@
+#!/bin/bash
+# measure_compression.sh MICRODDP OUTDIR — the speed measurements behind docs/compression.md
+# ("Speed on a slow link"): gradient compression side by side, on a shaped link between two emulated
+# hosts and on shared memory, with the model's predictions for both. Not a test: it writes CSV/JSON
+# files and analyze reports into OUTDIR and prints what it ran.
+#
+#   1. 2 hosts x 1 rank, every link at RATE: `bench collectives` of the mpi all-reduce (the fit the
+#      predictions use), then `bench ddp --grad-compression none,bf16,fp16,powersgd`
+#   2. the same `bench ddp` with the 2 ranks on one host (shared memory, no shaping)
+#   3. `analyze` on the same 2 x 1 placement for each mode: in-process compute and compression cost,
+#      the inter-host fit from 1 (--bench), so its step prediction can be held against 1; and on
+#      the 2 ranks of one host with its in-process fit (shared memory), to hold against 2
+# One rank per host keeps the two ranks' compute from time-slicing one core against each other
+# more than the 2-core machine forces anyway (the ranks still share the machine's 2 cores).
+# Settings (environment): RATE [1gbit], WIDTH [1024], DEPTH [4], BATCH [64], ROUNDS [3], STEPS [3],
+# ITERS [5] (of each bench collectives size),
+# MDDP_CLUSTER_TBF_BURST [1mb: docs/cluster.md, a loaded machine needs it].
+# Uses an instance of its own (MDDP_CLUSTER=compmeas-<pid>), torn down on exit. Exit 77 where the
+# cluster cannot run.
+set -euo pipefail
+bin=$(readlink -f "${1:?usage: measure_compression.sh MICRODDP OUTDIR}")
+out=${2:?usage: measure_compression.sh MICRODDP OUTDIR}
+mkdir -p "$out"
+out=$(readlink -f "$out")
+# shellcheck source=cluster_lib.sh
+source "$(dirname "$0")/cluster_lib.sh"
+cluster_test_begin compmeas
+C=$CLUSTER
+export MDDP_CLUSTER_TBF_BURST=${MDDP_CLUSTER_TBF_BURST:-1mb}
+RATE=${RATE:-1gbit}
+M=(--width "${WIDTH:-1024}" --depth "${DEPTH:-4}" --global-batch "${BATCH:-64}" --threads 1)
+D=(bench ddp "${M[@]}" --strategies bucketed --bucket-mb 4 --grad-compression none,bf16,fp16,powersgd
+   --rounds "${ROUNDS:-3}" --steps "${STEPS:-3}")
+run() { echo "+ $*" >&2; "$@"; }
+"$C" up 2 2>/dev/null
+"$C" shape "$RATE" 2>/dev/null
+{
+  echo "# $(date -Is) $(uname -r), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $(mpirun --version | head -1)"
+  echo "# commit $(git -C "$(dirname "$0")" rev-parse --short HEAD 2>/dev/null || echo unknown); links $RATE, tbf burst $MDDP_CLUSTER_TBF_BURST"
+} | tee "$out/provenance.txt"
+
+run "$C" mpirun --slots 1 -np 2 "$bin" bench collectives --ops allreduce --backends mpi --min-bytes 4096 \
+  --max-bytes 33554432 --factor 4 --iters "${ITERS:-5}" --warmup 1 --csv "$out/inter.csv"
+run "$C" mpirun --slots 1 -np 2 "$bin" "${D[@]}" --json "$out/ddp_2hosts.json" | tee "$out/ddp_2hosts.txt"
+run "$C" mpirun --slots 2 -np 2 "$bin" "${D[@]}" --json "$out/ddp_1host.json" | tee "$out/ddp_1host.txt"
+for m in none bf16 fp16 powersgd; do
+  run "$C" mpirun --slots 1 -np 2 "$bin" analyze "${M[@]}" --strategies bucketed --bucket-mb 4 --steps 3 \
+    --grad-compression "$m" --bench "$out/inter.csv" --json "$out/analyze_$m.json" >"$out/analyze_$m.txt"
+  run "$C" mpirun --slots 2 -np 2 "$bin" analyze "${M[@]}" --strategies bucketed --bucket-mb 4 --steps 3 \
+    --grad-compression "$m" --json "$out/analyze_1host_$m.json" >"$out/analyze_1host_$m.txt"
+done
+echo "# done; load $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/provenance.txt"
