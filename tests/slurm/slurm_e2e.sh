@@ -63,8 +63,10 @@ intra=$(grep "^transfer same_host=1 " <<<"$out"); inter=$(grep "^transfer same_h
 echo "ok   srun 2 nodes x 2 tasks: grouping ok, shared memory inside a node, $(field "$inter" gbit_per_s) Gbit/s over the 1 Gbit/s link"
 
 # All independent jobs at once (4 CPUs over 2 nodes; each job asks for 1 CPU per rank).
-multi=$(submit multi "${small[@]}" CKPT_EVERY=3 RESULTS_DIR="$work/multi" -- --nodes=2 --ntasks-per-node=1 "$repo/jobs/train_multi_node.sbatch")
-single=$(submit single "${small[@]}" RESULTS_DIR="$work/single" -- --nodes=1 --ntasks-per-node=2 "$repo/jobs/train_single_node.sbatch")
+# (The multi-node job shards the optimizer state and the single-node job compresses its gradients:
+# the scripts' SHARD and GRAD_COMPRESSION settings must reach train.)
+multi=$(submit multi "${small[@]}" CKPT_EVERY=3 SHARD=optimizer RESULTS_DIR="$work/multi" -- --nodes=2 --ntasks-per-node=1 "$repo/jobs/train_multi_node.sbatch")
+single=$(submit single "${small[@]}" GRAD_COMPRESSION=bf16 RESULTS_DIR="$work/single" -- --nodes=1 --ntasks-per-node=2 "$repo/jobs/train_single_node.sbatch")
 bench=$(submit bench MIN_BYTES=4 MAX_BYTES=262144 ITERS=5 BACKENDS=mpi,ring RESULTS_DIR="$work/bench" -- "$repo/jobs/bench_collectives.sbatch")
 wait_ok "$multi"; wait_ok "$single"; wait_ok "$bench"
 
@@ -74,6 +76,8 @@ grep -q "2 (1 on this node)" "$work"/multi-"$multi".out || fail "multi-node run 
 ls "$work"/multi/checkpoints/*.h5 >/dev/null || fail "no checkpoint written"
 grep -q "^# summary: 6 steps" "$work"/single-"$single".out || fail "single-node training did not finish"
 grep -q '"type":"summary"' "$work"/single/train_"$single".jsonl || fail "single-node results JSON missing"
+grep -q "^#   memory     : --shard optimizer" "$work"/multi-"$multi".out || fail "SHARD=optimizer did not reach train"
+grep -q "^#   compression: bf16" "$work"/single-"$single".out || fail "GRAD_COMPRESSION=bf16 did not reach train"
 grep -q '"entries"' "$work"/bench/model.json || fail "no fitted model from the collectives benchmark"
 
 # Automatic resume: same checkpoint directory, 9 steps -> continues at step 6.
