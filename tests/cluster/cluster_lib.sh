@@ -12,6 +12,10 @@
 #     shell's pid>, and traps EXIT, INT, TERM and HUP: every instance named by cluster_track is torn
 #     down and WORK is removed, whatever the exit path. SIGKILL cannot be trapped (ctest's timeout kill): then the
 #     recorded owner is gone, and the next `cluster.sh up` or `gc` anywhere removes the instance.
+#   cluster_measure_begin TAG SCRIPT MICRODDP OUTDIR
+#     For the measure_*.sh scripts: cluster_test_begin TAG, then sets bin (MICRODDP, absolute), out
+#     (OUTDIR, created, absolute) and C (cluster.sh), and exports MDDP_CLUSTER_TBF_BURST [1mb: a
+#     loaded machine needs it, docs/cluster.md]. A missing argument is a usage error naming SCRIPT.
 #   cluster_track NAME   also tear down instance NAME at exit (for tests that make more than one)
 #   cluster_on_exit CMD...  run CMD at exit, before the instances are torn down (e.g. stop daemons,
 #                        print logs); CLUSTER_EXIT_RC holds the exit code meanwhile
@@ -60,6 +64,17 @@ _cluster_cleanup() {
   for n in "${_cluster_instances[@]}"; do MDDP_CLUSTER=$n "$CLUSTER" down 2>/dev/null || true; done
   [ -z "${WORK:-}" ] || rm -rf "$WORK"
   exit "$rc"
+}
+
+cluster_measure_begin() {
+  local tag=$1 script=$2
+  [ $# -ge 4 ] || { echo "usage: $script MICRODDP OUTDIR" >&2; exit 2; }
+  bin=$(readlink -f "$3")
+  mkdir -p "$4"
+  out=$(readlink -f "$4")
+  cluster_test_begin "$tag"
+  C=$CLUSTER
+  export MDDP_CLUSTER_TBF_BURST=${MDDP_CLUSTER_TBF_BURST:-1mb}
 }
 
 cluster_test_begin() {

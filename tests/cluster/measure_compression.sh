@@ -18,15 +18,9 @@
 # Uses an instance of its own (MDDP_CLUSTER=compmeas-<pid>), torn down on exit. Exit 77 where the
 # cluster cannot run.
 set -euo pipefail
-bin=$(readlink -f "${1:?usage: measure_compression.sh MICRODDP OUTDIR}")
-out=${2:?usage: measure_compression.sh MICRODDP OUTDIR}
-mkdir -p "$out"
-out=$(readlink -f "$out")
 # shellcheck source=cluster_lib.sh
 source "$(dirname "$0")/cluster_lib.sh"
-cluster_test_begin compmeas
-C=$CLUSTER
-export MDDP_CLUSTER_TBF_BURST=${MDDP_CLUSTER_TBF_BURST:-1mb}
+cluster_measure_begin compmeas measure_compression.sh "$@"
 RATE=${RATE:-1gbit}
 M=(--width "${WIDTH:-1024}" --depth "${DEPTH:-4}" --global-batch "${BATCH:-64}" --threads 1)
 D=(bench ddp "${M[@]}" --strategies bucketed --bucket-mb 4 --grad-compression none,bf16,fp16,powersgd

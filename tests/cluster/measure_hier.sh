@@ -18,15 +18,9 @@
 # Uses an instance of its own (MDDP_CLUSTER=hiermeas-<pid>), torn down on exit. Exit 77 where the
 # cluster cannot run.
 set -euo pipefail
-bin=$(readlink -f "${1:?usage: measure_hier.sh MICRODDP OUTDIR}")
-out=${2:?usage: measure_hier.sh MICRODDP OUTDIR}
-mkdir -p "$out"
-out=$(readlink -f "$out")
 # shellcheck source=cluster_lib.sh
 source "$(dirname "$0")/cluster_lib.sh"
-cluster_test_begin hiermeas
-C=$CLUSTER
-export MDDP_CLUSTER_TBF_BURST=${MDDP_CLUSTER_TBF_BURST:-1mb}
+cluster_measure_begin hiermeas measure_hier.sh "$@"
 RATE=${RATE:-1gbit} SLOW_RATE=${SLOW_RATE:-100mbit}
 B=(bench collectives --ops allreduce --min-bytes "${MIN_BYTES:-4096}" --max-bytes "${MAX_BYTES:-67108864}" --factor 4
    --iters "${ITERS:-5}" --warmup "${WARMUP:-1}")
