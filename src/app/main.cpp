@@ -17,6 +17,7 @@
 #include "app/comm_settings.hpp"
 #include "comm/mpi_runtime.hpp"
 #include "core/error.hpp"
+#include "labs/lab_backend.hpp"
 
 namespace {
 
@@ -28,6 +29,7 @@ bool probably_rank0() { return microddp::comm::MpiRuntime::launcher_rank().value
 
 int main(int argc, char** argv) {
   using namespace microddp;
+  comm::set_lab_backend_maker(&labs::make_lab_backend);  // --comm lab-naive | lab-ring (docs/labs)
   auto cl = app::build_command_line();
   const bool print = probably_rank0();
   const app::ParseOutcome parsed = app::parse_command_line(*cl, argc, argv);

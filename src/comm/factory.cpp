@@ -45,7 +45,13 @@ constexpr Row kBackends[] = {
     // GPU backends: one GPU per rank; host buffers are staged (nccl_backend.hpp).
     {"nccl", BackendKind::Stream, true, kHaveNccl, A::Library, A::Library, false},
     {"nccl-ring", BackendKind::Stream, true, kHaveNccl, A::Ring, A::Ring, false},
+    // The course's labs (docs/labs): a student's fp32 all-reduce inside the real program; built
+    // outside this library (src/labs), so the program installs their maker (factory.hpp).
+    {"lab-naive", BackendKind::Host, false, true, A::Naive, A::Naive, false},
+    {"lab-ring", BackendKind::Host, false, true, A::Ring, A::Ring, false},
 };
+
+LabBackendMaker g_lab_backend_maker = nullptr;
 
 BackendDescription describe(const Row& row, const CommConfig& config) {
   BackendDescription d;
@@ -66,6 +72,11 @@ std::unique_ptr<Communicator> make_backend(const BackendDescription& d, const Mp
   if (d.name == "nccl") return std::make_unique<Communicator>(make_nccl_backend(runtime, config), faults);
   if (d.name == "nccl-ring") return std::make_unique<Communicator>(make_gpu_ring_backend(runtime, config), faults);
 #endif
+  if (d.name.rfind("lab-", 0) == 0) {
+    MDDP_USAGE_CHECK(g_lab_backend_maker != nullptr,
+                     "--comm " << d.name << ": this program was built without the course's labs (docs/labs)");
+    return std::make_unique<Communicator>(g_lab_backend_maker(runtime.world(), d, config), faults);
+  }
   if (d.name == "hier")
     return std::make_unique<Communicator>(std::make_unique<HierBackend>(runtime.world(), config), faults);
   // naive, ring, rd, auto: the description names the all-reduce they run.
@@ -73,6 +84,8 @@ std::unique_ptr<Communicator> make_backend(const BackendDescription& d, const Mp
 }
 
 }  // namespace
+
+void set_lab_backend_maker(LabBackendMaker maker) { g_lab_backend_maker = maker; }
 
 std::vector<std::string> available_backends() {
   std::vector<std::string> names;

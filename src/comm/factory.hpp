@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "comm/backend.hpp"
 #include "comm/backend_description.hpp"
 #include "comm/comm_config.hpp"
 #include "comm/communicator.hpp"
@@ -32,6 +33,13 @@ std::vector<std::string> available_backends();
 // Throws core::UsageError naming this build's backends unless `name` is one of them: what
 // make_communicator checks first, for commands to check before MPI starts (exit 2, no abort).
 void check_backend_available(std::string_view name);
+
+// The course's lab backends (`lab-naive`, `lab-ring`: src/labs/lab_backend.hpp) run a student's
+// code, which this library does not contain: the program installs their maker once at start-up
+// (app/main.cpp). Without it, make_communicator refuses them with a message.
+using LabBackendMaker = std::unique_ptr<HostBackend> (*)(MPI_Comm parent, const BackendDescription& description,
+                                                         const CommConfig& config);
+void set_lab_backend_maker(LabBackendMaker maker);
 
 std::optional<BackendDescription> find_backend(std::string_view name, const CommConfig& config = {});
 BackendDescription describe_backend(std::string_view name, const CommConfig& config = {});  // UsageError if unknown
