@@ -11,12 +11,14 @@ StepStats step_stats(const std::vector<core::Event>& events, std::int64_t step) 
   s.step = step;
   std::vector<Interval> executing;  // this step's CollectiveExec intervals (their union is busy time)
   double exec_sum_ms = 0;
+  Interval window{0, 0};  // the step's own interval, when its Step event is there
   for (const core::Event& e : events) {
     if (e.step != step) continue;
     const double ms = static_cast<double>(e.end_ns - e.begin_ns) * 1e-6;
     switch (e.kind) {
       case core::EventKind::Step:
         s.step_ms += ms;
+        window = {e.begin_ns, e.end_ns};
         break;
       case core::EventKind::Data:
         s.data_ms += ms;
@@ -50,6 +52,15 @@ StepStats step_stats(const std::vector<core::Event>& events, std::int64_t step) 
         break;
       default:
         break;
+    }
+  }
+  // Busy time of THIS step: a collective recorded here may have started executing before the step
+  // began (ZeRO's parameter all-gathers run from the previous update into this step's forward, which
+  // waits for them; zero_sync.hpp), and the part before the step is not this step's.
+  if (window.end_ns > window.begin_ns) {
+    for (Interval& iv : executing) {
+      iv.begin_ns = std::max(iv.begin_ns, window.begin_ns);
+      iv.end_ns = std::min(iv.end_ns, window.end_ns);
     }
   }
   s.comm_busy_ms = static_cast<double>(union_length_ns(std::move(executing))) * 1e-6;

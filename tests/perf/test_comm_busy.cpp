@@ -103,6 +103,16 @@ TEST(StepStatsOverlap, BusyNeverExceedsTheStep) {
   EXPECT_NEAR(s.overlap(), 1.0 - 10.0 / 60.0, 1e-12);
 }
 
+// ZeRO's parameter all-gathers start in the previous step's update and are waited for (and recorded)
+// in this step's forward: only the part inside this step is this step's busy time.
+TEST(StepStatsOverlap, BusyClippedToTheStep) {
+  const auto ev = step_events(0, 100, 30, 80, {{-40, -30, 20}, {-35, 20, 25}, {40, 40, 70}}, 10, 25);
+  const StepStats s = step_stats(ev, 0);
+  EXPECT_NEAR(s.comm_busy_ms, 25.0 + 30.0, kTol);  // 0 .. 25 and 40 .. 70; not -30 .. 0
+  EXPECT_LE(s.comm_busy_ms, s.step_ms);
+  EXPECT_NEAR(s.overlap(), 1.0 - 15.0 / 55.0, 1e-12);
+}
+
 // Only the asked step's events count, and the summary carries the new fields.
 TEST(StepStatsOverlap, OtherStepsIgnoredAndSummarized) {
   auto ev = step_events(0, 100, 10, 60, {{60, 60, 100}}, 60, 100);
