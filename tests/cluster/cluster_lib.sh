@@ -16,6 +16,10 @@
 #     For the measure_*.sh scripts: cluster_test_begin TAG, then sets bin (MICRODDP, absolute), out
 #     (OUTDIR, created, absolute) and C (cluster.sh), and exports MDDP_CLUSTER_TBF_BURST [1mb: a
 #     loaded machine needs it, docs/cluster.md]. A missing argument is a usage error naming SCRIPT.
+#   cluster_measure_provenance LINKS
+#     Writes what a measurement ran on (date, kernel, cores, load, Open MPI, commit, LINKS, tbf burst)
+#     to $out/provenance.txt and stdout.
+#   measure_run CMD...   prints "+ CMD" to stderr, then runs it
 #   cluster_track NAME   also tear down instance NAME at exit (for tests that make more than one)
 #   cluster_on_exit CMD...  run CMD at exit, before the instances are torn down (e.g. stop daemons,
 #                        print logs); CLUSTER_EXIT_RC holds the exit code meanwhile
@@ -75,6 +79,18 @@ cluster_measure_begin() {
   cluster_test_begin "$tag"
   C=$CLUSTER
   export MDDP_CLUSTER_TBF_BURST=${MDDP_CLUSTER_TBF_BURST:-1mb}
+}
+
+cluster_measure_provenance() {
+  {
+    echo "# $(date -Is) $(uname -r), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $(mpirun --version | head -1)"
+    echo "# commit $(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --short HEAD 2>/dev/null || echo unknown); links $1, tbf burst $MDDP_CLUSTER_TBF_BURST"
+  } | tee "$out/provenance.txt"
+}
+
+measure_run() {
+  echo "+ $*" >&2
+  "$@"
 }
 
 cluster_test_begin() {

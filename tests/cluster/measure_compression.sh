@@ -25,22 +25,18 @@ RATE=${RATE:-1gbit}
 M=(--width "${WIDTH:-1024}" --depth "${DEPTH:-4}" --global-batch "${BATCH:-64}" --threads 1)
 D=(bench ddp "${M[@]}" --strategies bucketed --bucket-mb 4 --grad-compression none,bf16,fp16,powersgd
    --rounds "${ROUNDS:-3}" --steps "${STEPS:-3}")
-run() { echo "+ $*" >&2; "$@"; }
 "$C" up 2 2>/dev/null
 "$C" shape "$RATE" 2>/dev/null
-{
-  echo "# $(date -Is) $(uname -r), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $(mpirun --version | head -1)"
-  echo "# commit $(git -C "$(dirname "$0")" rev-parse --short HEAD 2>/dev/null || echo unknown); links $RATE, tbf burst $MDDP_CLUSTER_TBF_BURST"
-} | tee "$out/provenance.txt"
+cluster_measure_provenance "$RATE"
 
-run "$C" mpirun --slots 1 -np 2 "$bin" bench collectives --ops allreduce --backends mpi --min-bytes 4096 \
+measure_run "$C" mpirun --slots 1 -np 2 "$bin" bench collectives --ops allreduce --backends mpi --min-bytes 4096 \
   --max-bytes 33554432 --factor 4 --iters "${ITERS:-5}" --warmup 1 --csv "$out/inter.csv"
-run "$C" mpirun --slots 1 -np 2 "$bin" "${D[@]}" --json "$out/ddp_2hosts.json" | tee "$out/ddp_2hosts.txt"
-run "$C" mpirun --slots 2 -np 2 "$bin" "${D[@]}" --json "$out/ddp_1host.json" | tee "$out/ddp_1host.txt"
+measure_run "$C" mpirun --slots 1 -np 2 "$bin" "${D[@]}" --json "$out/ddp_2hosts.json" | tee "$out/ddp_2hosts.txt"
+measure_run "$C" mpirun --slots 2 -np 2 "$bin" "${D[@]}" --json "$out/ddp_1host.json" | tee "$out/ddp_1host.txt"
 for m in none bf16 fp16 powersgd; do
-  run "$C" mpirun --slots 1 -np 2 "$bin" analyze "${M[@]}" --strategies bucketed --bucket-mb 4 --steps 3 \
+  measure_run "$C" mpirun --slots 1 -np 2 "$bin" analyze "${M[@]}" --strategies bucketed --bucket-mb 4 --steps 3 \
     --grad-compression "$m" --bench "$out/inter.csv" --json "$out/analyze_$m.json" >"$out/analyze_$m.txt"
-  run "$C" mpirun --slots 2 -np 2 "$bin" analyze "${M[@]}" --strategies bucketed --bucket-mb 4 --steps 3 \
+  measure_run "$C" mpirun --slots 2 -np 2 "$bin" analyze "${M[@]}" --strategies bucketed --bucket-mb 4 --steps 3 \
     --grad-compression "$m" --json "$out/analyze_1host_$m.json" >"$out/analyze_1host_$m.txt"
 done
 echo "# done; load $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/provenance.txt"

@@ -24,18 +24,14 @@ cluster_measure_begin hiermeas measure_hier.sh "$@"
 RATE=${RATE:-1gbit} SLOW_RATE=${SLOW_RATE:-100mbit}
 B=(bench collectives --ops allreduce --min-bytes "${MIN_BYTES:-4096}" --max-bytes "${MAX_BYTES:-67108864}" --factor 4
    --iters "${ITERS:-5}" --warmup "${WARMUP:-1}")
-run() { echo "+ $*" >&2; "$@"; }
 "$C" up 2 2>/dev/null
 "$C" shape "$RATE" 2>/dev/null
-{
-  echo "# $(date -Is) $(uname -r), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $(mpirun --version | head -1)"
-  echo "# commit $(git -C "$(dirname "$0")" rev-parse --short HEAD 2>/dev/null || echo unknown); links $RATE, tbf burst $MDDP_CLUSTER_TBF_BURST"
-} | tee "$out/provenance.txt"
+cluster_measure_provenance "$RATE"
 
-run "$C" mpirun --slots 2 -np 4 "$bin" "${B[@]}" --backends mpi,ring,rd,hier --csv "$out/2x2.csv"
-run "$C" mpirun --slots 1 -np 2 "$bin" "${B[@]}" --backends ring --csv "$out/inter.csv"
-run "$C" mpirun --slots 2 -np 2 "$bin" "${B[@]}" --backends ring --csv "$out/intra.csv"
-run "$bin" analyze --bench-intra "$out/intra.csv" --bench-inter "$out/inter.csv" --bench "$out/2x2.csv" \
+measure_run "$C" mpirun --slots 2 -np 4 "$bin" "${B[@]}" --backends mpi,ring,rd,hier --csv "$out/2x2.csv"
+measure_run "$C" mpirun --slots 1 -np 2 "$bin" "${B[@]}" --backends ring --csv "$out/inter.csv"
+measure_run "$C" mpirun --slots 2 -np 2 "$bin" "${B[@]}" --backends ring --csv "$out/intra.csv"
+measure_run "$bin" analyze --bench-intra "$out/intra.csv" --bench-inter "$out/inter.csv" --bench "$out/2x2.csv" \
   --nodes 2 --ranks-per-node 2 --json "$out/analyze_2x2.json" | tee "$out/analyze_2x2.txt"
 
 [ "${HETEROGENEOUS:-1}" = 1 ] || exit 0
@@ -43,20 +39,20 @@ run "$bin" analyze --bench-intra "$out/intra.csv" --bench-inter "$out/inter.csv"
 echo "# heterogeneous: h1 at $RATE, h2 at $SLOW_RATE; load $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/provenance.txt"
 H=(bench collectives --ops allreduce --min-bytes 1048576 --max-bytes "${HET_MAX_BYTES:-16777216}" --factor 4
    --iters "${ITERS:-5}" --warmup "${WARMUP:-1}")
-run "$C" mpirun --slots 2 -np 4 "$bin" "${H[@]}" --backends ring,hier --csv "$out/2x2_slow_h2.csv"
+measure_run "$C" mpirun --slots 2 -np 4 "$bin" "${H[@]}" --backends ring,hier --csv "$out/2x2_slow_h2.csv"
 
 "$C" down 2>/dev/null
 "$C" up 3 2>/dev/null
 "$C" shape "$RATE" 2>/dev/null
 T=(bench collectives --ops allreduce --min-bytes 16777216 --max-bytes 16777216 --iters 3 --warmup 1)
 echo "# 3 hosts at $RATE; load $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/provenance.txt"
-run "$C" mpirun --slots 1 -np 3 "$bin" "${T[@]}" --backends ring --csv "$out/3x1.csv"
+measure_run "$C" mpirun --slots 1 -np 3 "$bin" "${T[@]}" --backends ring --csv "$out/3x1.csv"
 "$C" shape "$SLOW_RATE" h2 2>/dev/null
 echo "# 3 hosts, h2 at $SLOW_RATE; load $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/provenance.txt"
-run "$C" mpirun --slots 1 -np 3 "$bin" "${T[@]}" --backends ring --csv "$out/3x1_slow_h2.csv"
-run "$C" mpirun --slots 2 -np 6 "$bin" "${T[@]}" --backends ring,hier --csv "$out/3x2_slow_h2.csv"
+measure_run "$C" mpirun --slots 1 -np 3 "$bin" "${T[@]}" --backends ring --csv "$out/3x1_slow_h2.csv"
+measure_run "$C" mpirun --slots 2 -np 6 "$bin" "${T[@]}" --backends ring,hier --csv "$out/3x2_slow_h2.csv"
 "$C" shape "$SLOW_RATE" 2>/dev/null
 echo "# every link at $SLOW_RATE; load $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/provenance.txt"
-run "$C" mpirun --slots 1 -np 3 "$bin" "${T[@]}" --backends ring --csv "$out/3x1_all_slow.csv"
-run "$C" mpirun --slots 1 -np 2 "$bin" "${T[@]}" --backends ring --csv "$out/2x1_all_slow.csv"
+measure_run "$C" mpirun --slots 1 -np 3 "$bin" "${T[@]}" --backends ring --csv "$out/3x1_all_slow.csv"
+measure_run "$C" mpirun --slots 1 -np 2 "$bin" "${T[@]}" --backends ring --csv "$out/2x1_all_slow.csv"
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/provenance.txt"
