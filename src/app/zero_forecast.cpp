@@ -54,7 +54,8 @@ std::string zero_forecast(const ddp::TrainConfig& cfg, double bucket_mb, const p
          {ddp::zero::ShardMode::None, ddp::zero::ShardMode::Optimizer, ddp::zero::ShardMode::Gradients}) {
       const ddp::zero::ShardPlan plan = ddp::zero::plan_for_strategy(ddp::Strategy::Bucketed, so, params, flat, n, 0);
       // ZeRO-2 without accumulation: backward's gradients in the sync's bucket pool (zero_sync.hpp).
-      const std::int64_t pool = cfg.accum_steps == 1 ? ddp::zero::ZeroSync::pool_count(plan) : 0;
+      const std::int64_t pool =
+          ddp::zero::uses_grad_pool(mode, cfg.accum_steps) ? ddp::zero::ZeroSync::pool_count(plan) : 0;
       const ddp::zero::MemoryReport m = ddp::zero::predict_memory(flat, plan.state_count(), state_buffers, mode,
                                                                   activation_bytes(cfg.model, rows), pool);
       const double total = static_cast<double>(m.total()) * mib;

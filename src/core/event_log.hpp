@@ -1,8 +1,8 @@
 // event_log.hpp — the one source of timing truth: begin/end events of phases and collectives.
 //
 // Every timed thing in microddp (a step's phases, each layer's forward/backward, each collective
-// from launch to completion and from start of execution to completion, the time the trainer waits for communication) is recorded here as an
-// Event. The step table, the Chrome/Perfetto trace and the analysis (src/perf/) all read these
+// from launch to completion and from start of execution to completion, the time the trainer waits
+// for communication) is recorded here as an Event. The step table, the Chrome/Perfetto trace and the analysis (src/perf/) all read these
 // events; nothing keeps a separate stopwatch.
 //
 // Contract: capacity is reserved up front; record() never allocates. When the log is full, further

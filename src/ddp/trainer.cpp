@@ -90,10 +90,10 @@ Trainer::Trainer(const TrainConfig& config, comm::Communicator& comm, kernels::O
   build_host_state();
   const std::size_t per_step = events_per_step(model_, config.layer_events, config.accum_steps);
   events_.reserve(config.keep_events ? per_step * static_cast<std::size_t>(config.steps + 1) : per_step);
-  build_sync();
-  // Hooks are built once here: constructing std::function objects inside step() could allocate.
+  build_sync();  // also builds the layer hooks (they depend on the strategy)
+  // Hooks are built here and in build_sync: constructing std::function objects inside step() could
+  // allocate.
   grad_ready_hook_ = [this](const model::ParamInfo& p) { sync_->on_grad_ready(p); };
-  build_layer_hooks();
 }
 
 Trainer::~Trainer() {
@@ -175,10 +175,9 @@ void Trainer::build_sync() {
   MDDP_USAGE_CHECK(config_.compression.mode == "none",
                    "--shard " << zero::shard_mode_name(config_.shard) << " with --grad-compression "
                               << config_.compression.mode << " is not supported (use one or the other)");
-  // ZeRO-2 without gradient accumulation: backward writes into the sync's bucket pool and the flat
-  // gradient buffer is freed. With accumulation the micro-steps sum into the flat buffer (a pool
-  // would need a reduce-scatter per micro-step: docs/zero.md, "Gradient accumulation").
-  const bool pool = config_.shard == zero::ShardMode::Gradients && config_.accum_steps == 1;
+  // With a gradient pool backward writes into the sync's bucket slots and the flat gradient buffer
+  // is freed.
+  const bool pool = zero::uses_grad_pool(config_.shard, config_.accum_steps);
   auto z = zero::make_zero_sync(config_.shard, config_.strategy, config_.sync_options, comm_, model_.params(),
                                 model_.grad_view(), model_.param_view(), ops_, events_, pool);
   MDDP_CHECK(

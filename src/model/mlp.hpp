@@ -40,7 +40,7 @@ using LayerHookFn = std::function<void(int layer, bool begin)>;
 // right before backward first writes a parameter's gradient (in gradient-ready order, after the
 // previous parameter's GradReadyFn) and returns param.count floats of device() memory, which
 // backward then OVERWRITES. It may block or order the compute stream until that memory is free:
-// this is how ZeRO-2 recycles a few bucket-sized buffers through one backward (zero/grad_pool.hpp).
+// this is how ZeRO-2 recycles a few bucket-sized buffers through one backward (ddp/zero/zero_sync.hpp).
 class GradPlacement {
  public:
   virtual ~GradPlacement() = default;

@@ -89,12 +89,11 @@ std::int64_t ZeroSync::pool_count(const ShardPlan& plan) {
   return pool_slots(plan) * largest;
 }
 
-core::TensorView ZeroSync::bucket_grads(std::size_t b) const {
+core::TensorView ZeroSync::bucket_grads(std::size_t b) {
   const ShardBucket& s = plan_.buckets[b];
   if (pool_.count() == 0) return grad_slice(s.offset, s.count);
-  return core::TensorView::of(const_cast<float*>(pool_.data()) +
-                                  static_cast<std::int64_t>(b % static_cast<std::size_t>(pool_slots_)) * slot_count_,
-                              s.count, grads_.device);
+  const auto slot = static_cast<std::int64_t>(b % static_cast<std::size_t>(pool_slots_));
+  return pool_.view().slice(slot * slot_count_, s.count);
 }
 
 void ZeroSync::wait_bucket(std::size_t b) {
@@ -201,9 +200,7 @@ void ZeroSync::launch_gather(std::size_t b) {
   const std::size_t nb = plan_.buckets.size();
   MDDP_CHECK(gathers_launched_ < nb && b == nb - 1 - gathers_launched_,
              name_ << ": all-gather of bucket " << b << " launched out of order");
-  MDDP_CHECK(gathers_launched_ > 0 || !gather_pending_, name_ << ": new gathers before the last ones were waited for");
-  ++gathers_launched_;
-  gather_pending_ = true;
+  ++gathers_launched_;  // (a new update before the last one's gathers were waited for fails the check above)
   gathered_[b] = 0;
   const ShardBucket& s = plan_.buckets[b];
   ag_launch_ns_[b] = core::now_ns();
@@ -219,6 +216,7 @@ void ZeroSync::launch_gather(std::size_t b) {
 void ZeroSync::wait_gather_of(std::size_t b, std::int64_t step, bool in_forward) {
   if (gathered_[b] != 0) return;
   gathered_[b] = 1;
+  if (++gathers_waited_ == plan_.buckets.size()) gathers_launched_ = gathers_waited_ = 0;  // the update's last
   const ShardBucket& s = plan_.buckets[b];
   const auto id = static_cast<std::int32_t>(plan_.buckets.size() + b);
   if (stream_ordered()) {
@@ -237,26 +235,19 @@ void ZeroSync::wait_gather_of(std::size_t b, std::int64_t step, bool in_forward)
 }
 
 void ZeroSync::await_layer(int layer, std::int64_t step) {
-  if (!gather_pending_) return;
+  if (!gather_pending()) return;
   MDDP_CHECK(gathers_launched_ == plan_.buckets.size(),
              name_ << ": only " << gathers_launched_ << " of " << plan_.buckets.size() << " all-gathers launched");
   if (layer >= 0 && static_cast<std::size_t>(layer) < layer_buckets_.size()) {
     for (const std::size_t b : layer_buckets_[static_cast<std::size_t>(layer)]) wait_gather_of(b, step, true);
   }
-  if (std::all_of(gathered_.begin(), gathered_.end(), [](char g) { return g != 0; })) {
-    gather_pending_ = false;
-    gathers_launched_ = 0;
-  }
 }
 
 void ZeroSync::wait_gather(std::int64_t step) {
-  if (!gather_pending_) return;
+  if (!gather_pending()) return;
   MDDP_CHECK(gathers_launched_ == plan_.buckets.size(),
              name_ << ": only " << gathers_launched_ << " of " << plan_.buckets.size() << " all-gathers launched");
-  // Launch order (reverse bucket order): on a stream-ordered communicator the last one orders all.
-  for (std::size_t i = plan_.buckets.size(); i-- > 0;) wait_gather_of(i, step, false);
-  gather_pending_ = false;
-  gathers_launched_ = 0;
+  for (std::size_t i = plan_.buckets.size(); i-- > 0;) wait_gather_of(i, step, false);  // in launch order
 }
 
 void ZeroSync::end_step(kernels::Ops& ops) {

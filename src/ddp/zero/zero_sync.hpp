@@ -99,7 +99,7 @@ class ZeroSync final : public GradSync, public model::GradPlacement {
   // first, each after updating its segments).
   void launch_gather(std::size_t b);
   // True from the first launch_gather() of an update until every gather was waited for.
-  bool gather_pending() const { return gather_pending_; }
+  bool gather_pending() const { return gathers_waited_ < gathers_launched_; }
   // Before layer `layer`'s forward: waits (host) or orders the compute stream (stream-ordered) for
   // the gathers of the buckets holding that layer's parameters. Host waits are recorded as
   // CommWait events of `step` and kept in forward_waits() (the trainer cuts them out of Forward).
@@ -127,7 +127,7 @@ class ZeroSync final : public GradSync, public model::GradPlacement {
   // Waits for (or orders the compute stream after) bucket b's gather; records its events.
   void wait_gather_of(std::size_t b, std::int64_t step, bool in_forward);
   // Where bucket b's widened slice sits: in its pool slot, or in the flat gradient buffer.
-  core::TensorView bucket_grads(std::size_t b) const;
+  core::TensorView bucket_grads(std::size_t b);
   // Waits (host) or orders the compute stream (stream-ordered) until bucket b's collectives are done.
   void wait_bucket(std::size_t b);
 
@@ -150,8 +150,8 @@ class ZeroSync final : public GradSync, public model::GradPlacement {
   // its widened slice that no parameter covers (alignment padding), relative to the slice.
   // Gathers: which buckets hold each layer's parameters; which gathers were waited for.
   std::vector<std::vector<std::size_t>> layer_buckets_;
-  std::vector<char> gathered_;
-  bool gather_pending_ = false;
+  std::vector<char> gathered_;      // per bucket: this update's gather waited for (or none launched)
+  std::size_t gathers_waited_ = 0;  // of this update's gathers_launched_; both 0 again once all are waited
   std::vector<std::pair<std::int64_t, std::int64_t>> forward_waits_;
   kernels::OpsBuffer<float> pool_;
   int pool_slots_ = 0;
