@@ -88,6 +88,7 @@ std::unique_ptr<CommandLine> build_command_line() {
   add(register_hooks, app);
   add(register_analyze, app);
   add(register_devices, app);
+  add(register_ring_schedule, app);
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks (print tables; targets live here, not in tests)");
   bench->require_subcommand(1);
   add(register_bench_compute, *bench);
