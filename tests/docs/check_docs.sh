@@ -1,7 +1,8 @@
 #!/bin/bash
 # check_docs.sh — the course is self-contained: every relative Markdown link in README.md,
-# docs/*.md and docs/labs/** points to a file or folder that exists in the repository, and none of
-# those files mentions a path outside it (`../shared`, an absolute path under /work).
+# docs/*.md and docs/labs/** points to a file or folder that exists in the repository, none of
+# those files mentions a path outside it (`../shared`, an absolute path under /work), and every
+# source line range they quote as `path:A-B` exists (the file has at least B lines).
 #
 # Usage: tests/docs/check_docs.sh [REPO_ROOT]   (default: the repository holding this script)
 # Exit 0 when clean; 1 with one line per problem (file:line: what) otherwise. Cheap: grep and awk
@@ -89,9 +90,24 @@ for f in "${text_files[@]}"; do
   done < <(grep -n -E '\.\./shared|(^|[^A-Za-z0-9_.~-])/work(/|[^A-Za-z0-9_-]|$)' "$f" || true)
 done
 
+# (c) source line ranges quoted as `path:A-B` or `path:A` (repository-relative, e.g. the reading
+# path): the file exists and has line B (a range past the end means the code moved).
+for f in "${md_files[@]}"; do
+  while IFS=: read -r line ref; do
+    ref=${ref#\`}; ref=${ref%\`}
+    file=${ref%:*}; range=${ref##*:}
+    first=${range%-*}; last=${range#*-}
+    if [ ! -f "$file" ]; then
+      report "$f:$line: line reference '$ref' names a file that does not exist"
+    elif [ "$first" -gt "$last" ] || [ "$last" -gt "$(wc -l < "$file")" ]; then
+      report "$f:$line: line reference '$ref' is past the end of $file ($(wc -l < "$file") lines)"
+    fi
+  done < <(grep -n -o -E '`[A-Za-z0-9_./-]+\.[A-Za-z0-9]+:[0-9]+(-[0-9]+)?`' "$f" || true)
+done
+
 checked=${#md_files[@]}
 if [ "$problems" -ne 0 ]; then
   echo "check_docs: $problems problem(s) in $checked Markdown file(s) (+ $((${#text_files[@]} - checked)) other lab file(s))"
   exit 1
 fi
-echo "check_docs: OK ($checked Markdown file(s), $((${#text_files[@]} - checked)) other lab file(s); relative links resolve, no path outside the repository)"
+echo "check_docs: OK ($checked Markdown file(s), $((${#text_files[@]} - checked)) other lab file(s); relative links resolve, line ranges exist, no path outside the repository)"
