@@ -2,7 +2,8 @@
 # check_docs.sh — the course is self-contained: every relative Markdown link in README.md,
 # docs/*.md and docs/labs/** points to a file or folder that exists in the repository, none of
 # those files mentions a path outside it (`../shared`, an absolute path under /work), and every
-# source line range they quote as `path:A-B` exists (the file has at least B lines).
+# source line range they quote as `path:A-B` exists (the file has at least B lines); docs/index.md
+# links every page of docs/.
 #
 # Usage: tests/docs/check_docs.sh [REPO_ROOT]   (default: the repository holding this script)
 # Exit 0 when clean; 1 with one line per problem (file:line: what) otherwise. Cheap: grep and awk
@@ -105,9 +106,16 @@ for f in "${md_files[@]}"; do
   done < <(grep -n -o -E '`[A-Za-z0-9_./-]+\.[A-Za-z0-9]+:[0-9]+(-[0-9]+)?`' "$f" || true)
 done
 
+# (d) docs/index.md lists every page of docs/ (a chapter or manual page nobody can find is lost).
+for page in docs/*.md; do
+  name=$(basename "$page")
+  [ "$name" = index.md ] && continue
+  grep -q -E "\]\(${name//./\\.}(#[^)]*)?\)" docs/index.md || report "docs/index.md: does not link $page"
+done
+
 checked=${#md_files[@]}
 if [ "$problems" -ne 0 ]; then
   echo "check_docs: $problems problem(s) in $checked Markdown file(s) (+ $((${#text_files[@]} - checked)) other lab file(s))"
   exit 1
 fi
-echo "check_docs: OK ($checked Markdown file(s), $((${#text_files[@]} - checked)) other lab file(s); relative links resolve, line ranges exist, no path outside the repository)"
+echo "check_docs: OK ($checked Markdown file(s), $((${#text_files[@]} - checked)) other lab file(s); relative links resolve, line ranges exist, index complete, no path outside the repository)"
