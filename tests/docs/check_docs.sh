@@ -14,7 +14,10 @@ set -euo pipefail
 
 root=${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 cd "$root"
-[ -f README.md ] && [ -d docs ] || { echo "check_docs: $root is not the repository root" >&2; exit 2; }
+if [ ! -f README.md ] || [ ! -d docs ]; then
+  echo "check_docs: $root is not the repository root" >&2
+  exit 2
+fi
 
 # The files checked: README.md, docs/*.md, every Markdown file under docs/labs (link check), and
 # every text file under docs/labs (path check: starters and graders' notes too).
@@ -91,6 +94,8 @@ for f in "${text_files[@]}"; do
   done < <(grep -n -E '\.\./shared|(^|[^A-Za-z0-9_.~-])/work(/|[^A-Za-z0-9_-]|$)' "$f" || true)
 done
 
+# shellcheck disable=SC2016  # the backquotes are literal: Markdown inline code
+line_ref_re='`[A-Za-z0-9_./-]+\.[A-Za-z0-9]+:[0-9]+(-[0-9]+)?`'
 # (c) source line ranges quoted as `path:A-B` or `path:A` (repository-relative, e.g. the reading
 # path): the file exists and has line B (a range past the end means the code moved).
 for f in "${md_files[@]}"; do
@@ -103,7 +108,7 @@ for f in "${md_files[@]}"; do
     elif [ "$first" -gt "$last" ] || [ "$last" -gt "$(wc -l < "$file")" ]; then
       report "$f:$line: line reference '$ref' is past the end of $file ($(wc -l < "$file") lines)"
     fi
-  done < <(grep -n -o -E '`[A-Za-z0-9_./-]+\.[A-Za-z0-9]+:[0-9]+(-[0-9]+)?`' "$f" || true)
+  done < <(grep -n -o -E "$line_ref_re" "$f" || true)
 done
 
 # (d) docs/index.md lists every page of docs/ (a chapter or manual page nobody can find is lost).
