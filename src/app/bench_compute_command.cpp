@@ -1,6 +1,6 @@
 // bench_compute_command.cpp — `microddp bench compute`: how close the CPU step is to the hardware.
 //
-// Side by side in one run (STYLE.md: compare variants in one run, quote medians and ratios):
+// Side by side in one run (house style: compare variants in one run, quote medians and ratios):
 //   sgemm only     exactly the GEMMs of one forward+backward (same shapes, transposes and
 //                  accumulation flags) called back to back on the compute backend: the ceiling
 //   fwd+bwd        the model's real forward + softmax-xent + backward (GEMMs + element-wise ops)

@@ -4,7 +4,7 @@
 // Variants: the --strategies list; `bucketed` expands into one variant per --bucket-mb value (the
 // bucket-size sweep). One Trainer (one model, one optimizer) switches strategy between blocks of
 // steps; rounds are interleaved (round 1: every variant, round 2: every variant, ...) so drift on
-// a shared machine hits all variants alike (STYLE.md). Each block starts with untimed warm-up
+// a shared machine hits all variants alike (house style). Each block starts with untimed warm-up
 // steps (fresh strategy: first-touch of its state, Work handles, ...).
 //
 // Columns (means over all timed steps, from rank 0's event log — the one source of timing truth):

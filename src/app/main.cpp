@@ -1,6 +1,6 @@
 // main.cpp — the `microddp` command: parse, validate, bring MPI up, run one subcommand.
 //
-// Error policy (STYLE.md): library code throws; here every error becomes one clear message and a
+// Error policy (docs/design.md): library code throws; here every error becomes one clear message and a
 // non-zero exit, never a hang. Bad options are found before MPI starts and end every rank with
 // exit code 2. Errors after MPI is up: a UsageError that all ranks raise identically shuts MPI
 // down cleanly with exit code 2; an AgreedError (every rank stopped the run at the same point,

@@ -5,7 +5,7 @@
 //     collective finished; Mode::Async returns at once and the collective progresses (on the
 //     communication thread for host backends, on the device for stream backends) while the caller
 //     computes.
-//   * All ranks must issue the same collectives in the same order (DESIGN.md invariant); every
+//   * All ranks must issue the same collectives in the same order (docs/design.md, invariants); every
 //     collective gets a sequence number, identical on all ranks.
 //   * Buffer conventions (counts, roots, in-place) are documented on CollectiveCall (types.hpp).
 //     Arguments are validated here, once, before any backend sees them; a bad call throws.

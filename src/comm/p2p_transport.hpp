@@ -14,7 +14,7 @@
 //     messages on both sides, which is what makes the matching deterministic.
 //   * scratch(bytes) returns a buffer of at least `bytes`, grown (never shrunk) only when a larger
 //     request arrives. A training step repeats the same sizes, so after the first step the hand-rolled
-//     backends allocate nothing (DESIGN.md: the step allocates nothing). Request pools likewise.
+//     backends allocate nothing (docs/design.md: the step allocates nothing). Request pools likewise.
 //   * Not thread-safe: one collective at a time (the progress engine guarantees it).
 #pragma once
 

@@ -3,7 +3,7 @@
 // Why a thread: MPI (and our hand-rolled algorithms over MPI point-to-point) only progress while
 // some thread is inside the library. A dedicated communication thread that owns all of a
 // communicator's MPI traffic makes an async all-reduce advance while the main thread computes
-// backward (DESIGN.md: "async progress is real"), the way Horovod's background thread does.
+// backward (docs/design.md: "async progress is real"), the way Horovod's background thread does.
 //
 // Contract:
 //   * Collectives execute strictly in submission order (FIFO), one at a time, so every rank

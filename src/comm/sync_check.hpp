@@ -1,7 +1,7 @@
 // sync_check.hpp — desync detection: a fingerprint of every collective, a running hash over all of
 // them, and their comparison across ranks.
 //
-// Why: every rank must issue the same collectives in the same order (DESIGN.md). When one does not
+// Why: every rank must issue the same collectives in the same order (docs/design.md). When one does not
 // (a skipped collective, a different count, another root), the watchdog only helps if something
 // hangs; with point-to-point backends a mismatched collective can instead complete with wrong data
 // (tags repeat with seq mod 32768, and a barrier's messages can be taken for an all-reduce's). The

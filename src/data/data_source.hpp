@@ -2,7 +2,7 @@
 //
 // Contract: fill(first, count, x, y) writes the global samples [first, first + count) — x as
 // (count, in_dim) float32 row-major, y as count int32 labels in [0, classes) — and is a pure function
-// of the sample index (DESIGN.md: data is a pure function of (seed, global sample index)), so
+// of the sample index (docs/design.md: data is a pure function of (seed, global sample index)), so
 // any world size sees the same global batches and a resumed run continues where it stopped.
 // A finite source (an HDF5 file of N rows) maps sample i to row i mod N (epochs wrap).
 // Implementations: data::SyntheticDataset (here), io::Hdf5DataSource (src/io).

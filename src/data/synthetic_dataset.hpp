@@ -1,6 +1,6 @@
 // synthetic_dataset.hpp — a learnable synthetic classification set and the per-rank sampler.
 //
-// Sample i is a pure function of (seed, i) (DESIGN.md invariant): its features are standard
+// Sample i is a pure function of (seed, i) (docs/design.md, invariants): its features are standard
 // normals from the counter-based RNG, its label is the arg-max of a fixed random linear
 // "teacher" W_t x (W_t itself a pure function of the seed). The same global batch is therefore
 // produced at any world size, so N-rank training can be compared with 1-rank training exactly.

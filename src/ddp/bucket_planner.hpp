@@ -14,7 +14,7 @@
 // bucket starts communication as early as possible in backward.
 //
 // Every rank computes the same plan from the same parameters and caps, so buckets match up across
-// ranks without negotiation (DESIGN.md invariant).
+// ranks without negotiation (docs/design.md, invariants).
 #pragma once
 
 #include <cstdint>

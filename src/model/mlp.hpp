@@ -4,7 +4,7 @@
 // followed by ReLU; layer `depth` is Linear(width, classes) producing logits. Weights are stored
 // PyTorch-style, W: (out, in) row-major, so y = x W^T + b.
 //
-// Memory contract (DESIGN.md):
+// Memory contract (docs/design.md):
 //   * All parameters live in ONE flat buffer and all gradients in ONE flat gradient buffer with
 //     the same layout; each parameter is a (offset, count) view into them.
 //   * The layout is model::param_layout (param_layout.hpp): gradient-ready order b_L, W_L, ...,

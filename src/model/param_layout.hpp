@@ -1,7 +1,7 @@
 // param_layout.hpp — where every parameter of FullMLP lives in the flat buffers: the one definition
 // used by the model, checkpoints (io), the performance model (perf) and the bucket planner (ddp).
 //
-// Order (DESIGN.md): gradient-ready order, b_L, W_L, b_{L-1}, W_{L-1}, ..., b_0, W_0 — backward
+// Order (docs/design.md): gradient-ready order, b_L, W_L, b_{L-1}, W_{L-1}, ..., b_0, W_0 — backward
 // finishes the last layer first and, inside a layer, the bias gradient before the weight gradient,
 // so consecutive ready gradients are one contiguous slice (buckets need no packing).
 //

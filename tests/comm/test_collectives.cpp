@@ -96,7 +96,7 @@ TEST_F(Collectives, EnvironmentSettingsReachTheBackend) {
   }
 }
 
-// Every rank issued the same collectives, so the sequence numbers agree (DESIGN.md invariant).
+// Every rank issued the same collectives, so the sequence numbers agree (docs/design.md, "Invariants").
 TEST_F(Collectives, SequenceAgrees) {
   comm_->barrier();
   const auto mine = static_cast<std::int64_t>(comm_->collectives_issued());

@@ -21,7 +21,7 @@
 // [all its chunks, bucket by bucket | all tails, bucket by bucket]: contiguous, so one pass covers it.
 //
 // Every rank computes the same plan from the same layout, caps and world size, so the collectives
-// match without negotiation (DESIGN.md invariant).
+// match without negotiation (docs/design.md, invariants).
 #pragma once
 
 #include <cstdint>
