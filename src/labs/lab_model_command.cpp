@@ -125,12 +125,13 @@ class LabModelCommand final : public app::Command {
       std::printf("# give --metrics (a 1-rank `train --metrics` record) for the gradient's all-reduce and the break-even\n");
       return 0;
     }
-    predict_training(mine, regimes, algo);
+    predict_training(mine, line, regimes, algo);
     return 0;
   }
 
  private:
-  void predict_training(const LabAlphaBeta& mine, const perf::FitResult& regimes, perf::Algorithm algo) const {
+  void predict_training(const LabAlphaBeta& mine, const perf::FitResult& line, const perf::FitResult& regimes,
+                        perf::Algorithm algo) const {
     const perf::RunRecord rec = perf::run_record_from_metrics(metrics_path_);
     MDDP_USAGE_CHECK(rec.ranks == 1 && !rec.runs.empty() && !rec.runs.front().steps.empty(),
                      "lab-model: --metrics must be a 1-rank `train --metrics` record with steps ("
@@ -145,22 +146,31 @@ class LabModelCommand final : public app::Command {
     std::printf("# %s: %" PRId64 " rows per step on 1 rank; data+forward+backward %.3f ms = %.2f us per row; "
                 "gradient %.3f MiB\n",
                 metrics_path_.c_str(), prof.rows_per_rank, c * rows * 1e3, c * 1e6, grad_bytes / kMiB);
-    std::printf("# %5s %14s %14s %12s %14s %16s\n", "ranks", "yours_ar_ms", "src/perf_ar_ms", "yours_b*",
-                "src/perf_flat", "src/perf_bucketed");
+    std::printf("# %5s %11s %11s %11s %9s %9s %9s %9s\n", "ranks", "yours_ms", "line_ms", "regimes_ms", "yours_b*",
+                "line_b*", "flat_b*", "bucket_b*");
+    constexpr std::int64_t kLimit = std::int64_t{1} << 24;
     for (int n : ranks_) {
-      const perf::AllReduceTime ar = [&](double bytes) {
-        return regimes.model_for(bytes).time_s(perf::cost_coefficients(perf::Collective::AllReduce, algo, n, bytes));
+      auto model_ar = [&](const perf::FitResult& f) -> perf::AllReduceTime {
+        return [&f, n, algo](double bytes) {
+          return f.model_for(bytes).time_s(perf::cost_coefficients(perf::Collective::AllReduce, algo, n, bytes));
+        };
       };
+      const perf::AllReduceTime with_line = model_ar(line), with_regimes = model_ar(regimes);
       const std::int64_t b = break_even_rows_per_rank(mine, n, grad_bytes, c);
-      constexpr std::int64_t kLimit = std::int64_t{1} << 24;
-      const std::int64_t flat = src_perf_break_even(prof, ddp::Strategy::Flat, n, ar, kLimit);
-      const std::int64_t bucketed = src_perf_break_even(prof, ddp::Strategy::Bucketed, n, ar, kLimit);
-      std::printf("  %5d %14.3f %14.3f %12" PRId64 " %14" PRId64 " %16" PRId64 "\n", n,
-                  ring_all_reduce_time(mine, n, grad_bytes) * 1e3, ar(grad_bytes) * 1e3, b, flat, bucketed);
+      std::printf("  %5d %11.3f %11.3f %11.3f %9" PRId64 " %9" PRId64 " %9" PRId64 " %9" PRId64 "\n", n,
+                  ring_all_reduce_time(mine, n, grad_bytes) * 1e3, with_line(grad_bytes) * 1e3,
+                  with_regimes(grad_bytes) * 1e3, b,
+                  src_perf_break_even(prof, ddp::Strategy::Flat, n, with_line, kLimit),
+                  src_perf_break_even(prof, ddp::Strategy::Flat, n, with_regimes, kLimit),
+                  src_perf_break_even(prof, ddp::Strategy::Bucketed, n, with_regimes, kLimit));
     }
-    std::printf("# b*: the smallest rows per rank at which n ranks finish a step of n*b* rows sooner than one rank.\n"
-                "# yours: your fit and formula; src/perf: its fit (with regimes) in its step model, searched\n"
-                "# (flat: the all-reduce after backward, as in the lab; bucketed: backward hides part of it).\n");
+    std::printf(
+        "# *_ms: the gradient's all-reduce: your fit and formula, src/perf's one line, src/perf's size regimes.\n"
+        "# b*: the smallest rows per rank at which n ranks finish a step of n*b* rows sooner than one rank (0: none\n"
+        "# below %" PRId64 "). yours_b*: your formula; the others search src/perf's step model (predict_step):\n"
+        "# line_b* with its one-line fit and flat (the lab's question: equal to yours up to ties), flat_b* with\n"
+        "# the size regimes, bucket_b* with the regimes and bucketed (backward hides part of the all-reduce).\n",
+        kLimit);
   }
 
   std::string bench_path_, backend_ = "ring", metrics_path_;
