@@ -1,6 +1,7 @@
 // lab_api.hpp — the functions the course's labs ask for (docs/labs/README.md), and what their code
 // may use. A lab's starter file (docs/labs/NN-name/*.cpp) defines one of these functions; the
-// program calls it through a seam (lab_backend.hpp: `--comm lab-naive`, `--comm lab-ring`), and the
+// program calls it through a seam (lab_backend.hpp: `--comm lab-naive`, `--comm lab-ring`,
+// `--comm lab-sync`; lab_model_command.hpp: `microddp lab-model`), and the
 // lab's grader (tests/labs) checks it. Reference solutions: tests/labs/solutions (read them after).
 #pragma once
 
