@@ -88,10 +88,10 @@ class LabModelCommand final : public app::Command {
     }
     std::string have;
     for (const auto& b : backends) have += (have.empty() ? "" : ", ") + b;
-    MDDP_USAGE_CHECK(points.size() >= 2, "lab-model: " << bench_path_ << " has " << points.size()
-                                                       << " all-reduce rows of backend '" << backend_
-                                                       << "' at >= 2 ranks (all-reduce rows of: "
-                                                       << (have.empty() ? "none" : have) << ")");
+    MDDP_USAGE_CHECK(points.size() >= 2,
+                     "lab-model: " << bench_path_ << " has " << points.size() << " all-reduce rows of backend '"
+                                   << backend_
+                                   << "' at >= 2 ranks (all-reduce rows of: " << (have.empty() ? "none" : have) << ")");
     const LabAlphaBeta mine = fit_ring_all_reduce(points);
     const perf::FitResult line = perf::fit_alpha_beta(perf::Collective::AllReduce, algo, samples);
     const perf::FitResult regimes = perf::fit_alpha_beta_regimes(perf::Collective::AllReduce, algo, samples);
@@ -109,7 +109,8 @@ class LabModelCommand final : public app::Command {
                 100 * line.rms_rel_residual, std::max<std::size_t>(1, regimes.regimes.size()),
                 100 * regimes.rms_rel_residual);
     if (pl.alpha_s == 0 || pl.beta_s_per_byte == 0)
-      std::printf("# note: src/perf clamped a negative parameter to 0 and refitted the other; yours is unconstrained\n");
+      std::printf(
+          "# note: src/perf clamped a negative parameter to 0 and refitted the other; yours is unconstrained\n");
 
     std::printf("# %5s %14s %12s %12s %12s %12s %8s\n", "ranks", "bytes", "measured_us", "yours_us", "line_us",
                 "regimes_us", "err_%");
@@ -122,7 +123,8 @@ class LabModelCommand final : public app::Command {
                   l * 1e6, g * 1e6, 100 * (y - p.seconds) / p.seconds);
     }
     if (metrics_path_.empty()) {
-      std::printf("# give --metrics (a 1-rank `train --metrics` record) for the gradient's all-reduce and the break-even\n");
+      std::printf(
+          "# give --metrics (a 1-rank `train --metrics` record) for the gradient's all-reduce and the break-even\n");
       return 0;
     }
     predict_training(mine, line, regimes, algo);
@@ -141,9 +143,9 @@ class LabModelCommand final : public app::Command {
     prof.time_sliced = false;
     const double rows = static_cast<double>(prof.rows_per_rank);
     const double c = (prof.data_s + prof.forward_s + prof.backward_s) / rows;
-    const double grad_bytes =
-        static_cast<double>(model::flat_count(prof.params) * model::kParamElementBytes);
-    std::printf("# %s: %" PRId64 " rows per step on 1 rank; data+forward+backward %.3f ms = %.2f us per row; "
+    const double grad_bytes = static_cast<double>(model::flat_count(prof.params) * model::kParamElementBytes);
+    std::printf("# %s: %" PRId64
+                " rows per step on 1 rank; data+forward+backward %.3f ms = %.2f us per row; "
                 "gradient %.3f MiB\n",
                 metrics_path_.c_str(), prof.rows_per_rank, c * rows * 1e3, c * 1e6, grad_bytes / kMiB);
     std::printf("# %5s %11s %11s %11s %9s %9s %9s %9s\n", "ranks", "yours_ms", "line_ms", "regimes_ms", "yours_b*",
@@ -167,7 +169,8 @@ class LabModelCommand final : public app::Command {
     std::printf(
         "# *_ms: the gradient's all-reduce: your fit and formula, src/perf's one line, src/perf's size regimes.\n"
         "# b*: the smallest rows per rank at which n ranks finish a step of n*b* rows sooner than one rank (0: none\n"
-        "# below %" PRId64 "). yours_b*: your formula; the others search src/perf's step model (predict_step):\n"
+        "# below %" PRId64
+        "). yours_b*: your formula; the others search src/perf's step model (predict_step):\n"
         "# line_b* with its one-line fit and flat (the lab's question: equal to yours up to ties), flat_b* with\n"
         "# the size regimes, bucket_b* with the regimes and bucketed (backward hides part of the all-reduce).\n",
         kLimit);

@@ -82,19 +82,19 @@ void grade_time() {
       const double want = closed_form(alpha, beta, n, bytes), prod = production(alpha, beta, n, bytes);
       if (rel(want, prod) > kTimeTol) fail(fmt("grader bug: closed form %.17g vs src/perf %.17g", want, prod));
       if (!(rel(got, want) <= kTimeTol)) {
-        fail(fmt("ring_all_reduce_time(alpha %g s, beta %g s/B, n %d, %.0f bytes): expected %.9g s "
-                 "(2(n-1)·alpha = %.9g plus 2(n-1)/n·bytes·beta = %.9g), got %.9g s. Hint: %s",
-                 alpha, beta, n, bytes, want, n <= 1 ? 0.0 : 2.0 * (n - 1) * alpha, want - (n <= 1 ? 0.0 : 2.0 * (n - 1) * alpha),
-                 got,
-                 n == 1 ? "one rank sends nothing: 0" : "each of the 2(n-1) steps sends one message of bytes/n"));
+        fail(
+            fmt("ring_all_reduce_time(alpha %g s, beta %g s/B, n %d, %.0f bytes): expected %.9g s "
+                "(2(n-1)·alpha = %.9g plus 2(n-1)/n·bytes·beta = %.9g), got %.9g s. Hint: %s",
+                alpha, beta, n, bytes, want, n <= 1 ? 0.0 : 2.0 * (n - 1) * alpha,
+                want - (n <= 1 ? 0.0 : 2.0 * (n - 1) * alpha), got,
+                n == 1 ? "one rank sends nothing: 0" : "each of the 2(n-1) steps sends one message of bytes/n"));
         return;
       }
     }
   }
 }
 
-void check_fit(const char* what, const std::vector<labs::LabTiming>& pts, double alpha, double beta,
-               const char* hint) {
+void check_fit(const char* what, const std::vector<labs::LabTiming>& pts, double alpha, double beta, const char* hint) {
   labs::LabAlphaBeta got;
   try {
     got = labs::fit_ring_all_reduce(pts);
@@ -103,10 +103,11 @@ void check_fit(const char* what, const std::vector<labs::LabTiming>& pts, double
     return;
   }
   if (!(rel(got.alpha_s, alpha) <= kFitTol && rel(got.beta_s_per_byte, beta) <= kFitTol)) {
-    fail(fmt("fit_ring_all_reduce on %s (%zu points): expected alpha %.12g s, beta %.12g s/B; got alpha %.12g, "
-             "beta %.12g (relative errors %.2g, %.2g; allowed %.0g). Hint: %s",
-             what, pts.size(), alpha, beta, got.alpha_s, got.beta_s_per_byte, rel(got.alpha_s, alpha),
-             rel(got.beta_s_per_byte, beta), kFitTol, hint));
+    fail(
+        fmt("fit_ring_all_reduce on %s (%zu points): expected alpha %.12g s, beta %.12g s/B; got alpha %.12g, "
+            "beta %.12g (relative errors %.2g, %.2g; allowed %.0g). Hint: %s",
+            what, pts.size(), alpha, beta, got.alpha_s, got.beta_s_per_byte, rel(got.alpha_s, alpha),
+            rel(got.beta_s_per_byte, beta), kFitTol, hint));
   }
 }
 
@@ -149,23 +150,27 @@ void grade_fit() {
     fail(fmt("fit_ring_all_reduce on a noisy sweep threw: %s", e.what()));
     return;
   }
-  if (!(rel(got.alpha_s, prod.model.alpha_s) <= kFitTol && rel(got.beta_s_per_byte, prod.model.beta_s_per_byte) <= kFitTol)) {
-    const bool looks_unweighted = rel(got.alpha_s, uw.alpha_s) < 1e-6 && rel(got.beta_s_per_byte, uw.beta_s_per_byte) < 1e-6;
-    fail(fmt("fit_ring_all_reduce on a sweep with ±5%% noise (n = 2, 4; 4 B .. 64 MiB): src/perf's "
-             "perf::fit_alpha_beta gives alpha %.12g s, beta %.12g s/B; yours alpha %.12g, beta %.12g. Hint: %s",
-             prod.model.alpha_s, prod.model.beta_s_per_byte, got.alpha_s, got.beta_s_per_byte,
-             looks_unweighted ? "that is the UNWEIGHTED least-squares answer: weight every point by w = 1/t^2, or "
-                                "the 64 MiB points decide alpha and the small sizes are ignored"
-                              : "minimise the relative error: weights w = 1/t^2 in every sum"));
+  if (!(rel(got.alpha_s, prod.model.alpha_s) <= kFitTol &&
+        rel(got.beta_s_per_byte, prod.model.beta_s_per_byte) <= kFitTol)) {
+    const bool looks_unweighted =
+        rel(got.alpha_s, uw.alpha_s) < 1e-6 && rel(got.beta_s_per_byte, uw.beta_s_per_byte) < 1e-6;
+    fail(
+        fmt("fit_ring_all_reduce on a sweep with ±5%% noise (n = 2, 4; 4 B .. 64 MiB): src/perf's "
+            "perf::fit_alpha_beta gives alpha %.12g s, beta %.12g s/B; yours alpha %.12g, beta %.12g. Hint: %s",
+            prod.model.alpha_s, prod.model.beta_s_per_byte, got.alpha_s, got.beta_s_per_byte,
+            looks_unweighted ? "that is the UNWEIGHTED least-squares answer: weight every point by w = 1/t^2, or "
+                               "the 64 MiB points decide alpha and the small sizes are ignored"
+                             : "minimise the relative error: weights w = 1/t^2 in every sum"));
     return;
   }
   // One size at one rank count: a·α + b·β = t has a line of solutions.
   std::vector<labs::LabTiming> one(5, labs::LabTiming{4, 65536, 1e-4});
   try {
     const labs::LabAlphaBeta r = labs::fit_ring_all_reduce(one);
-    fail(fmt("fit_ring_all_reduce on 5 points of the same size and rank count returned alpha %g, beta %g: expected "
-             "std::invalid_argument (any alpha, beta on a line fit them). Hint: throw when det <= 1e-12·Saa·Sbb",
-             r.alpha_s, r.beta_s_per_byte));
+    fail(
+        fmt("fit_ring_all_reduce on 5 points of the same size and rank count returned alpha %g, beta %g: expected "
+            "std::invalid_argument (any alpha, beta on a line fit them). Hint: throw when det <= 1e-12·Saa·Sbb",
+            r.alpha_s, r.beta_s_per_byte));
   } catch (const std::invalid_argument&) {
   } catch (const std::exception& e) {
     fail(fmt("fit_ring_all_reduce on points of one size threw, but not std::invalid_argument: %s", e.what()));
@@ -177,7 +182,8 @@ bool ddp_sooner_in_src_perf(const perf::StepProfile& at_one_row, int n, std::int
   const perf::AllReduceTime ar_n = [&](double bytes) { return production(alpha, beta, n, bytes); };
   const perf::AllReduceTime ar_1 = [](double) { return 0.0; };
   const double tn = perf::predict_step(perf::rescale_rows(at_one_row, b), microddp::ddp::Strategy::Flat, ar_n).step_s;
-  const double t1 = perf::predict_step(perf::rescale_rows(at_one_row, n * b), microddp::ddp::Strategy::Flat, ar_1).step_s;
+  const double t1 =
+      perf::predict_step(perf::rescale_rows(at_one_row, n * b), microddp::ddp::Strategy::Flat, ar_1).step_s;
   return tn < t1;
 }
 
@@ -225,15 +231,16 @@ void grade_break_even() {
       perf::fill_layer_times_from_params(prof);
       if (!ddp_sooner_in_src_perf(prof, k.n, want, k.alpha, k.beta) ||
           (want > 1 && ddp_sooner_in_src_perf(prof, k.n, want - 1, k.alpha, k.beta)))
-        fail(fmt("grader bug: src/perf's step model disagrees with b = %lld (%s)", static_cast<long long>(want), k.note));
+        fail(fmt("grader bug: src/perf's step model disagrees with b = %lld (%s)", static_cast<long long>(want),
+                 k.note));
     }
     if (got != want) {
-      fail(fmt("break_even_rows_per_rank(alpha %g s, beta %g s/B, n %d, gradient %.0f bytes, %g s per row) [%s]: "
-               "expected %lld rows per rank (T = %.6g s; T / (c(n-1)) = %.6g), got %lld. Hint: %s",
-               k.alpha, k.beta, k.n, k.bytes, k.c, k.note, static_cast<long long>(want), t, x,
-               static_cast<long long>(got),
-               got == want - 1 ? "'sooner' is strict: at b = T/(c(n-1)) both take the same time"
-                               : "solve c·b + T < c·n·b for b: b > T / (c·(n-1)), the smallest whole such b, at least 1"));
+      fail(fmt(
+          "break_even_rows_per_rank(alpha %g s, beta %g s/B, n %d, gradient %.0f bytes, %g s per row) [%s]: "
+          "expected %lld rows per rank (T = %.6g s; T / (c(n-1)) = %.6g), got %lld. Hint: %s",
+          k.alpha, k.beta, k.n, k.bytes, k.c, k.note, static_cast<long long>(want), t, x, static_cast<long long>(got),
+          got == want - 1 ? "'sooner' is strict: at b = T/(c(n-1)) both take the same time"
+                          : "solve c·b + T < c·n·b for b: b > T / (c·(n-1)), the smallest whole such b, at least 1"));
       return;
     }
   }
@@ -251,7 +258,8 @@ int main() {
     fail(std::string("a lab function threw: ") + e.what());
   }
   if (failures) return 1;
-  std::printf("PASS: lab 08-performance-model: ring time (30 cases), fits (exact, noisy vs src/perf, singular), "
-              "break-even (6 cases, checked with src/perf's step model)\n");
+  std::printf(
+      "PASS: lab 08-performance-model: ring time (30 cases), fits (exact, noisy vs src/perf, singular), "
+      "break-even (6 cases, checked with src/perf's step model)\n");
   return 0;
 }

@@ -93,17 +93,20 @@ std::string grade_broadcast(LabComm& comm, int root, std::int64_t count) {
     }
   }
   for (std::int64_t g = 0; g < kGuard; ++g) {
-    if (buf[static_cast<std::size_t>(g)] != kGuardValue || buf[static_cast<std::size_t>(kGuard + count + g)] != kGuardValue)
-      return where + ": wrote outside the buffer (" + (buf[static_cast<std::size_t>(g)] != kGuardValue ? "before" : "after") + " it)";
+    if (buf[static_cast<std::size_t>(g)] != kGuardValue ||
+        buf[static_cast<std::size_t>(kGuard + count + g)] != kGuardValue)
+      return where + ": wrote outside the buffer (" +
+             (buf[static_cast<std::size_t>(g)] != kGuardValue ? "before" : "after") + " it)";
   }
   const int v = (r - root + n) % n;
   const std::int64_t want = tree_children(v, n) * count, sent = comm.floats_sent() - sent_before;
   if (sent != want) {
-    return fmt("%s: sent %lld floats, the binomial tree sends %lld from this rank (virtual rank %d has %d "
-               "child(ren), count floats each). Hint: %s",
-               where.c_str(), ll(sent), ll(want), v, tree_children(v, n),
-               sent > want ? "a rank sends only to v + m for m < lowbit(v) (the root: m < n), not to every rank"
-                           : "every rank forwards the buffer to its own children after receiving it");
+    return fmt(
+        "%s: sent %lld floats, the binomial tree sends %lld from this rank (virtual rank %d has %d "
+        "child(ren), count floats each). Hint: %s",
+        where.c_str(), ll(sent), ll(want), v, tree_children(v, n),
+        sent > want ? "a rank sends only to v + m for m < lowbit(v) (the root: m < n), not to every rank"
+                    : "every rank forwards the buffer to its own children after receiving it");
   }
   return "";
 }
@@ -126,7 +129,8 @@ std::string grade_gather(LabComm& comm, int root, std::int64_t count, bool in_pl
     src = recv + root * count;
   }
   const std::int64_t sent_before = comm.floats_sent(), msgs_before = comm.messages_sent();
-  const std::string where = fmt("gather%s, root %d, count %lld", in_place ? " (in place at the root)" : "", root, ll(count));
+  const std::string where =
+      fmt("gather%s, root %d, count %lld", in_place ? " (in place at the root)" : "", root, ll(count));
   try {
     microddp::labs::linear_gather(comm, src, count, recv, root);
   } catch (const std::exception& e) {
@@ -142,10 +146,11 @@ std::string grade_gather(LabComm& comm, int root, std::int64_t count, bool in_pl
         if (got != kGuardValue && got >= static_cast<float>(kStride) && static_cast<float>(code) == got &&
             code / kStride <= n && code % kStride < count)
           what = fmt("rank %lld's element %lld", ll(code / kStride - 1), ll(code % kStride));
-        return fmt("%s, block of rank %d, element %lld (recv[%lld]): expected %.1f (rank %d's element %lld), got "
-                   "%.1f (%s). Hint: rank i's block starts at recv + i*count",
-                   where.c_str(), from, ll(i), ll(from * count + i), static_cast<double>(gather_value(from, i)),
-                   from, ll(i), static_cast<double>(got), what.c_str());
+        return fmt(
+            "%s, block of rank %d, element %lld (recv[%lld]): expected %.1f (rank %d's element %lld), got "
+            "%.1f (%s). Hint: rank i's block starts at recv + i*count",
+            where.c_str(), from, ll(i), ll(from * count + i), static_cast<double>(gather_value(from, i)), from, ll(i),
+            static_cast<double>(got), what.c_str());
       }
     }
     for (std::int64_t g = 0; g < kGuard; ++g) {
@@ -160,11 +165,12 @@ std::string grade_gather(LabComm& comm, int root, std::int64_t count, bool in_pl
   const std::int64_t sent = comm.floats_sent() - sent_before, msgs = comm.messages_sent() - msgs_before;
   const std::int64_t want_floats = is_root || count == 0 ? 0 : count, want_msgs = is_root || count == 0 ? 0 : 1;
   if (sent != want_floats || msgs != want_msgs) {
-    return fmt("%s: sent %lld message(s) with %lld floats; %s. Hint: only the non-roots send, each its own "
-               "block, straight to the root",
-               where.c_str(), ll(msgs), ll(sent),
-               is_root ? "the root sends nothing in a gather"
-                       : (count == 0 ? "a count of 0 moves nothing" : "a non-root sends one message of count floats"));
+    return fmt(
+        "%s: sent %lld message(s) with %lld floats; %s. Hint: only the non-roots send, each its own "
+        "block, straight to the root",
+        where.c_str(), ll(msgs), ll(sent),
+        is_root ? "the root sends nothing in a gather"
+                : (count == 0 ? "a count of 0 moves nothing" : "a non-root sends one message of count floats"));
   }
   return "";
 }
@@ -194,10 +200,11 @@ std::string grade_barrier(LabComm& comm, int late) {
   MPI_Allreduce(MPI_IN_PLACE, &late_enter, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
   if (!threw.empty()) return where + ": the lab function threw: " + threw;
   if (leave < late_enter) {
-    return fmt("%s: rank %d left the barrier %.3f ms BEFORE rank %d entered it. Hint: a rank may leave only "
-               "after it has heard, directly or through others, from every rank: after round k it has heard from "
-               "the 2^(k+1) - 1 ranks before it, so it needs ceil(log2 n) = %d rounds",
-               where.c_str(), r, static_cast<double>(late_enter - leave) * 1e-6, late, ceil_log2(n));
+    return fmt(
+        "%s: rank %d left the barrier %.3f ms BEFORE rank %d entered it. Hint: a rank may leave only "
+        "after it has heard, directly or through others, from every rank: after round k it has heard from "
+        "the 2^(k+1) - 1 ranks before it, so it needs ceil(log2 n) = %d rounds",
+        where.c_str(), r, static_cast<double>(late_enter - leave) * 1e-6, late, ceil_log2(n));
   }
   const std::int64_t msgs = comm.messages_sent() - msgs_before;
   if (msgs != ceil_log2(n)) {
@@ -224,7 +231,8 @@ int main(int argc, char** argv) {
     if (n - 1 != 0) roots.push_back(n - 1);
     if (n / 2 != 0 && n / 2 != n - 1) roots.push_back(n / 2);
     std::vector<std::int64_t> counts = {0, 1, 2, 3, 5, 1000, 4099};
-    for (const std::int64_t c : {std::int64_t{n} - 1, std::int64_t{n} + 1, 2 * std::int64_t{n} + 1}) counts.push_back(c);
+    for (const std::int64_t c : {std::int64_t{n} - 1, std::int64_t{n} + 1, 2 * std::int64_t{n} + 1})
+      counts.push_back(c);
     std::vector<std::function<std::string()>> cases;
     for (int root : roots)
       for (std::int64_t c : counts) cases.emplace_back([&comm, root, c] { return grade_broadcast(comm, root, c); });
@@ -248,8 +256,9 @@ int main(int argc, char** argv) {
       }
     }
     if (r == 0 && rc == 0)
-      std::printf("PASS: lab 07-sync-primitives, %zu cases (broadcast, gather, barrier), every element exact on every rank\n",
-                  cases.size());
+      std::printf(
+          "PASS: lab 07-sync-primitives, %zu cases (broadcast, gather, barrier), every element exact on every rank\n",
+          cases.size());
   }
   MPI_Finalize();
   return rc;

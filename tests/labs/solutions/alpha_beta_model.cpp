@@ -30,7 +30,8 @@ LabAlphaBeta fit_ring_all_reduce(const std::vector<LabTiming>& points) {
   }
   const double det = saa * sbb - sab * sab;
   if (!(det > 1e-12 * saa * sbb))
-    throw std::invalid_argument("alpha-beta fit: the points cannot separate alpha from beta (one size per rank count?)");
+    throw std::invalid_argument(
+        "alpha-beta fit: the points cannot separate alpha from beta (one size per rank count?)");
   return {(sat * sbb - sbt * sab) / det, (sbt * saa - sat * sab) / det};
 }
 
