@@ -34,11 +34,13 @@ namespace perf = microddp::perf;
 
 // Same formula, other association orders: a few ulps (1 ulp = 1.1e-16 relative).
 constexpr double kTimeTol = 1e-12;
-// Exact synthetic points carry only their rounding (1e-16 relative). In the weighted normal
-// equations every row is (u, 1 - u) in units of α and β, u = the latency share of that point, spread
-// over [0, 1] by a 4 B .. 64 MiB sweep, so the system is well conditioned (condition number < 1e3 after
-// that scaling) and squaring it in the normal equations leaves ~1e-10: 1e-9 has a margin, and a
-// wrong formula is off by percent. The same holds for two solvers of the same noisy system.
+// Exact synthetic points carry only their rounding (1e-16 relative). In the weighted least squares
+// every row is (u, 1 - u) in units of α and β, u = the latency share of that point, spread over
+// [0, 1] by a 4 B .. 64 MiB sweep: the condition number of that scaled design is 1.13-1.16 for the
+// sweeps below (n = {2}, {4}, {2, 4}, {2, 3, 4, 8}), 1.3 squared in the normal equations, so sums
+// of ~50 terms and a 2x2 solve leave ~1e-14. 1e-9 leaves room for any sound solver (Cramer's rule,
+// elimination, QR); a wrong formula is off by percent. The same holds for two solvers of the same
+// noisy system.
 constexpr double kFitTol = 1e-9;
 
 int failures = 0;
