@@ -18,6 +18,7 @@
 #include "comm/mpi_runtime.hpp"
 #include "core/error.hpp"
 #include "labs/lab_backend.hpp"
+#include "labs/lab_model_command.hpp"
 
 namespace {
 
@@ -29,8 +30,9 @@ bool probably_rank0() { return microddp::comm::MpiRuntime::launcher_rank().value
 
 int main(int argc, char** argv) {
   using namespace microddp;
-  comm::set_lab_backend_maker(&labs::make_lab_backend);  // --comm lab-naive | lab-ring (docs/labs)
+  comm::set_lab_backend_maker(&labs::make_lab_backend);  // --comm lab-naive | lab-ring | lab-sync (docs/labs)
   auto cl = app::build_command_line();
+  labs::register_lab_commands(*cl);  // `microddp lab-model` (docs/labs/08-performance-model)
   const bool print = probably_rank0();
   const app::ParseOutcome parsed = app::parse_command_line(*cl, argc, argv);
   if (parsed.help) {

@@ -49,6 +49,8 @@ constexpr Row kBackends[] = {
     // outside this library (src/labs), so the program installs their maker (factory.hpp).
     {"lab-naive", BackendKind::Host, false, true, A::Naive, A::Naive, false},
     {"lab-ring", BackendKind::Host, false, true, A::Ring, A::Ring, false},
+    // Lab 07: the student's broadcast, gather and barrier; all-reduces run the production ring.
+    {"lab-sync", BackendKind::Host, false, true, A::Ring, A::Ring, false},
 };
 
 LabBackendMaker g_lab_backend_maker = nullptr;

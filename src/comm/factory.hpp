@@ -34,7 +34,7 @@ std::vector<std::string> available_backends();
 // make_communicator checks first, for commands to check before MPI starts (exit 2, no abort).
 void check_backend_available(std::string_view name);
 
-// The course's lab backends (`lab-naive`, `lab-ring`: src/labs/lab_backend.hpp) run a student's
+// The course's lab backends (`lab-naive`, `lab-ring`, `lab-sync`: src/labs/lab_backend.hpp) run a student's
 // code, which this library does not contain: the program installs their maker once at start-up
 // (app/main.cpp). Without it, make_communicator refuses them with a message.
 using LabBackendMaker = std::unique_ptr<HostBackend> (*)(MPI_Comm parent, const BackendDescription& description,

@@ -1,11 +1,13 @@
 // lab_api.hpp — the functions the course's labs ask for (docs/labs/README.md), and what their code
 // may use. A lab's starter file (docs/labs/NN-name/*.cpp) defines one of these functions; the
-// program calls it through a seam (lab_backend.hpp: `--comm lab-naive`, `--comm lab-ring`), and the
+// program calls it through a seam (lab_backend.hpp: `--comm lab-naive`, `--comm lab-ring`,
+// `--comm lab-sync`; lab_model_command.hpp: `microddp lab-model`), and the
 // lab's grader (tests/labs) checks it. Reference solutions: tests/labs/solutions (read them after).
 #pragma once
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "labs/lab_comm.hpp"
 
@@ -17,6 +19,42 @@ void naive_all_reduce(LabComm& comm, float* data, std::int64_t count);
 
 // Lab 03: the same sum with the ring algorithm (reduce-scatter, then all-gather, around a ring).
 void ring_all_reduce(LabComm& comm, float* data, std::int64_t count);
+
+// Lab 07 (docs/labs/07-sync-primitives): the primitives the trainer uses around training; they run
+// inside the program with `--comm lab-sync` (lab_backend.hpp). Buffer conventions are those of
+// comm::CollectiveCall (comm/types.hpp) with floats.
+// Copies root's `count` floats in `data` to every rank's `data` along a binomial tree: with virtual
+// rank v = (rank - root) mod n, v receives from v - lowbit(v) and sends to v + m for every power of
+// two m < lowbit(v) (the root: every m < n) with v + m < n.
+void binomial_broadcast(LabComm& comm, float* data, std::int64_t count, int root);
+// Every rank's `count` floats in `send` to `root`, which stores rank i's at recv[i*count, (i+1)*count).
+// recv: n*count floats on the root, nullptr on every other rank. In place on the root when
+// send == recv + root*count (its own block is already where it belongs).
+void linear_gather(LabComm& comm, const float* send, std::int64_t count, float* recv, int root);
+// No rank returns before every rank has called it: ceil(log2 n) rounds; in round k rank r sends an
+// empty message to r + 2^k and receives one from r - 2^k (mod n).
+void dissemination_barrier(LabComm& comm);
+
+// Lab 08 (docs/labs/08-performance-model): the alpha-beta model of the ring all-reduce, fitted to
+// measurements; `microddp lab-model` prints it next to src/perf's on real measurements.
+struct LabAlphaBeta {
+  double alpha_s = 0;          // latency per message (s)
+  double beta_s_per_byte = 0;  // inverse bandwidth (s/byte)
+};
+struct LabTiming {  // one measured all-reduce
+  int ranks = 0;
+  double bytes = 0;
+  double seconds = 0;  // > 0
+};
+// T = 2(n-1)·α + 2(n-1)/n·bytes·β; 0 for one rank.
+double ring_all_reduce_time(const LabAlphaBeta& m, int ranks, double bytes);
+// α, β minimising Σ ((T_model - seconds) / seconds)² over the points (least squares of the relative
+// error); points with ranks < 2 carry no information about α or β and are skipped.
+LabAlphaBeta fit_ring_all_reduce(const std::vector<LabTiming>& points);
+// The smallest rows per rank b >= 1 at which `ranks` ranks (>= 2), each computing b rows and then
+// all-reducing grad_bytes with the ring, finish a step of n·b rows sooner than one rank computing all
+// of them: compute_s_per_row·b + T(ranks, grad_bytes) < compute_s_per_row·n·b.
+std::int64_t break_even_rows_per_rank(const LabAlphaBeta& m, int ranks, double grad_bytes, double compute_s_per_row);
 
 // What an untouched starter calls: throws a usage error "lab <lab> is not done yet: write
 // <function> in <file>" (the program and the grader print it).

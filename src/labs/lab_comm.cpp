@@ -23,6 +23,7 @@ void LabComm::send(const float* data, std::int64_t count, int to) {
   MDDP_USAGE_CHECK(count >= 0, "lab: send of a negative count " << count);
   transport_.send(data, count * kFloat, to);
   floats_sent_ += count;
+  ++messages_sent_;
 }
 
 void LabComm::recv(float* data, std::int64_t count, int from) {
@@ -39,6 +40,7 @@ void LabComm::sendrecv(const float* send_data, std::int64_t send_count, int to, 
                    "lab: sendrecv of a negative count " << send_count << " / " << recv_count);
   transport_.sendrecv(send_data, send_count * kFloat, to, recv_data, recv_count * kFloat, from);
   floats_sent_ += send_count;
+  ++messages_sent_;
 }
 
 }  // namespace microddp::labs

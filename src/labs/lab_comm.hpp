@@ -4,7 +4,8 @@
 // It runs on a private duplicate of the given communicator (the lab's messages never match anyone
 // else's) through the transport the production backends use (comm/p2p_transport.hpp). Every call
 // blocks until its buffer may be reused. It counts the floats this rank sent, which is how a
-// grader tells a ring (2(n-1)/n of the buffer per rank) from everything-through-rank-0.
+// grader tells a ring (2(n-1)/n of the buffer per rank) from everything-through-rank-0, and the
+// messages it sent (a barrier that sends nothing cannot work).
 #pragma once
 
 #include <mpi.h>
@@ -34,6 +35,9 @@ class LabComm {
 
   // Floats this rank has sent since construction (graders compare before and after a call).
   std::int64_t floats_sent() const { return floats_sent_; }
+  // Messages this rank has sent since construction, empty ones included (a barrier's messages carry
+  // no floats: lab 07's grader counts them this way).
+  std::int64_t messages_sent() const { return messages_sent_; }
   // Used by the lab backend: gives the messages of collective number `seq` their own tag, as the
   // production backends do, so two collectives can never exchange each other's messages.
   void begin(std::uint64_t seq) { transport_.begin(seq); }
@@ -42,6 +46,7 @@ class LabComm {
   void check_peer(int peer, const char* what) const;
   comm::P2pTransport transport_;
   std::int64_t floats_sent_ = 0;
+  std::int64_t messages_sent_ = 0;
 };
 
 }  // namespace microddp::labs
