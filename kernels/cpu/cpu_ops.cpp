@@ -20,6 +20,7 @@
 
 #include "core/aligned_alloc.hpp"
 #include "core/error.hpp"
+#include "kernels/cpu/f16_arrays.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/host_reduce.hpp"
 #include "kernels/ops.hpp"
@@ -159,10 +160,12 @@ class CpuOps final : public Ops {
   // One loop per format and residual choice, so each is a branch-free loop the compiler can vectorise.
   void encode_wire16(Wire16 f, const float* src, std::uint16_t* dst, float* residual, std::int64_t n) override {
     MDDP_CHECK(n >= 0, "encode_wire16: negative count " << n);
+    if (f == Wire16::F16) {
+      f16_encode_array(src, dst, residual, n);  // F16C where the processor has it: the scalar fp16
+      return;                                   // rounding has branches no compiler vectorises
+    }
     if (residual != nullptr) {
       for (std::int64_t i = 0; i < n; ++i) residual[i] = wire16_encode_residual(f, src[i], dst + i);
-    } else if (f == Wire16::F16) {
-      for (std::int64_t i = 0; i < n; ++i) dst[i] = float_to_f16_bits(src[i]);
     } else {
       for (std::int64_t i = 0; i < n; ++i) dst[i] = float_to_bf16_bits(src[i]);
     }
@@ -171,7 +174,7 @@ class CpuOps final : public Ops {
   void decode_wire16(Wire16 f, const std::uint16_t* __restrict src, float* __restrict dst, std::int64_t n) override {
     MDDP_CHECK(n >= 0, "decode_wire16: negative count " << n);
     if (f == Wire16::F16) {
-      for (std::int64_t i = 0; i < n; ++i) dst[i] = f16_bits_to_float(src[i]);
+      f16_decode_array(src, dst, n);
     } else {
       for (std::int64_t i = 0; i < n; ++i) dst[i] = bf16_bits_to_float(src[i]);
     }

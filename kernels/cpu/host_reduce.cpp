@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "core/error.hpp"
+#include "kernels/cpu/f16_arrays.hpp"
 #include "kernels/elementwise.hpp"
 
 namespace microddp::kernels {
@@ -31,7 +32,11 @@ void dispatch_op(core::ReduceOp op, F&& f) {
 // One loop per format and op so each is branch-free.
 template <Wire16 F, core::ReduceOp Op>
 void reduce_wire16_typed(std::uint16_t* dst, const std::uint16_t* a, const std::uint16_t* b, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) dst[i] = wire16_reduce_pair(F, Op, a[i], b[i]);
+  if constexpr (F == Wire16::F16 && Op == core::ReduceOp::Sum) {
+    f16_sum_array(dst, a, b, n);  // F16C where the processor has it (f16_arrays.hpp); bit-identical
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) dst[i] = wire16_reduce_pair(F, Op, a[i], b[i]);
+  }
 }
 template <Wire16 F>
 void reduce_wire16(std::uint16_t* dst, const std::uint16_t* a, const std::uint16_t* b, std::int64_t n,

@@ -6,11 +6,15 @@
 //   fwd+bwd        the model's real forward + softmax-xent + backward (GEMMs + element-wise ops)
 //   optimizer      one fused Adam pass over the flat buffers, in GB/s (28 bytes per parameter:
 //                  read p, g, m, v; write p, m, v) against memcpy moving the same number of bytes
+//   16-bit wire    the gradient compression's conversions over the gradient (--grad-compression
+//                  fp16/bf16; with error feedback, the residual written in the same pass), fp16 both
+//                  ways: the scalar code and F16C (kernels/cpu/f16_arrays.hpp), in values per ns
 // The target (issue: foundation) is fwd+bwd >= 85% of sgemm-only GFLOP/s.
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include "app/command.hpp"
@@ -18,6 +22,8 @@
 #include "core/host_buffer.hpp"
 #include "core/rng.hpp"
 #include "core/timer.hpp"
+#include "kernels/cpu/f16_arrays.hpp"
+#include "kernels/elementwise.hpp"
 #include "kernels/ops.hpp"
 #include "model/mlp.hpp"
 #include "model/optimizer.hpp"
@@ -121,6 +127,30 @@ int BenchComputeCommand::run(const comm::MpiRuntime& mpi) {
     c.push_back(time_ms(copy_step));
   }
   const double gemm_ms = median(g), model_ms = median(m), opt_ms = median(o), copy_ms = median(c);
+
+  // 16-bit wire conversions over one gradient, side by side (interleaved like the rows above).
+  core::HostBuffer<std::uint16_t> h16(n), h16b(n);
+  core::HostBuffer<float> residual(n), decoded(n);
+  const float* grad = net.grad_data();
+  const bool simd = kernels::f16_simd_supported();
+  struct WireRow {
+    const char* name;
+    std::function<void()> fn;
+    std::vector<double> ms;
+  };
+  std::vector<WireRow> wire = {
+      {"bf16 encode+ef", [&] { ops->encode_wire16(kernels::Wire16::BF16, grad, h16.data(), residual.data(), n); }, {}},
+      {"fp16 encode+ef scalar", [&] { kernels::f16_encode_array_scalar(grad, h16.data(), residual.data(), n); }, {}},
+      {"fp16 decode scalar", [&] { kernels::f16_decode_array_scalar(h16.data(), decoded.data(), n); }, {}},
+      {"fp16 sum scalar", [&] { kernels::f16_sum_array_scalar(h16b.data(), h16.data(), h16.data(), n); }, {}}};
+  if (simd) {
+    wire.push_back({"fp16 encode+ef f16c", [&] { kernels::f16_encode_array_simd(grad, h16.data(), residual.data(), n); }, {}});
+    wire.push_back({"fp16 decode f16c", [&] { kernels::f16_decode_array_simd(h16.data(), decoded.data(), n); }, {}});
+    wire.push_back({"fp16 sum f16c", [&] { kernels::f16_sum_array_simd(h16b.data(), h16.data(), h16.data(), n); }, {}});
+  }
+  for (int rep = 0; rep < 3; ++rep) {
+    for (WireRow& r : wire) r.ms.push_back(time_ms(r.fn));
+  }
   const double flops = net.flops_per_step(batch_);
   const double bytes = 28.0 * static_cast<double>(n);
   if (mpi.rank() == 0) {
@@ -137,6 +167,13 @@ int BenchComputeCommand::run(const comm::MpiRuntime& mpi) {
     std::printf("  %-16s %12.3f %9.2f GB/s %10.3f\n", "adam (fused)", opt_ms, bytes / (opt_ms * 1e6), copy_ms / opt_ms);
     std::printf("# fwd+bwd reaches %.1f%% of sgemm-only throughput (target >= 85%%): %s\n", 100.0 * gemm_ms / model_ms,
                 gemm_ms / model_ms >= 0.85 ? "OK" : "BELOW TARGET");
+    std::printf("# 16-bit wire conversions of one gradient (%" PRId64 " values; ratio: time of bf16 encode+ef / time)%s\n",
+                n, simd ? "" : "; no F16C on this processor: scalar fp16 only");
+    const double bf16_ms = median(wire[0].ms);
+    for (const WireRow& r : wire) {
+      const double ms = median(r.ms);
+      std::printf("  %-22s %6.3f %9.2f values/ns %7.3f\n", r.name, ms, static_cast<double>(n) / (ms * 1e6), bf16_ms / ms);
+    }
   }
   return 0;
 }

@@ -6,6 +6,7 @@
 
 #include "comm/mpi_check.hpp"
 #include "core/error.hpp"
+#include "kernels/cpu/f16_arrays.hpp"
 #include "kernels/elementwise.hpp"
 
 namespace microddp::comm {
@@ -16,7 +17,11 @@ template <kernels::Wire16 F, core::ReduceOp Op>
 void combine(void* in, void* inout, int* len, MPI_Datatype*) {
   const auto* a = static_cast<const std::uint16_t*>(in);
   auto* b = static_cast<std::uint16_t*>(inout);
-  for (int i = 0; i < *len; ++i) b[i] = kernels::wire16_reduce_pair(F, Op, a[i], b[i]);
+  if constexpr (F == kernels::Wire16::F16 && Op == core::ReduceOp::Sum) {
+    kernels::f16_sum_array(b, a, b, *len);  // F16C where the processor has it; bit-identical
+  } else {
+    for (int i = 0; i < *len; ++i) b[i] = kernels::wire16_reduce_pair(F, Op, a[i], b[i]);
+  }
 }
 
 struct Ops {
