@@ -51,8 +51,9 @@ class ManualCommand final : public Command {
     add_optimizer_options(sub, opts_);
     add_threads_option(sub, opts_);
     add_log_every_option(sub, opts_);
-    auto* no_sync = sub->add_flag("--no-sync", no_sync_,
-                                  "Skip combining the gradients: each replica steps on its own half; watch them drift apart");
+    auto* no_sync =
+        sub->add_flag("--no-sync", no_sync_,
+                      "Skip combining the gradients: each replica steps on its own half; watch them drift apart");
     sub->add_option("--average", average_,
                     "Who combines the replicas' gradients: ours, or lab (YOUR function of lab 01, "
                     "docs/labs/01-manual-averaging)")
@@ -72,20 +73,23 @@ class ManualCommand final : public Command {
     ReplicaCombiner combine = &sum_replica_gradients;
     if (average_ == "lab") {
       combine = lab_replica_combiner();
-      MDDP_USAGE_CHECK(combine != nullptr, "--average lab: this program was built without the course's labs (docs/labs)");
+      MDDP_USAGE_CHECK(combine != nullptr,
+                       "--average lab: this program was built without the course's labs (docs/labs)");
     }
     if (no_sync_) combine = nullptr;
     ManualReplicas reps(cfg, kReplicas, opts_.threads > 0 ? opts_.threads : default_blas_threads(mpi));
     const std::int64_t n = reps.param_count();
     std::printf("# microddp manual: %d replicas in one process, rows per replica %" PRId64 " + %" PRId64 "; %s\n",
                 kReplicas, reps.sampler(0).local_count(), reps.sampler(1).local_count(),
-                no_sync_          ? "--no-sync: gradients NOT combined, each replica steps on its own half"
+                no_sync_            ? "--no-sync: gradients NOT combined, each replica steps on its own half"
                 : average_ == "lab" ? "gradients combined by lab 01's function (--average lab)"
                                     : "gradients combined by hand (g = g_A + g_B)");
     // max|A-B|: largest parameter difference between the replicas; checksums: FNV-1a of each
     // replica's parameter bytes (equal exactly when the replicas are bitwise identical).
     std::printf("# %8s %12s %12s %12s %10s %12s %16s %16s\n", "step", "loss", "loss_A", "loss_B", "identical",
                 "max|A-B|", "checksum_A", "checksum_B");
+    const char* why_diverged =
+        average_ == "lab" ? " (--average lab: lab 01's function left the replicas' gradients different)" : "";
     bool same = true;
     for (std::int64_t s = 0; s < cfg.steps; ++s) {
       double losses[kReplicas];
@@ -93,10 +97,7 @@ class ManualCommand final : public Command {
       const float* pa = reps.replica(0).param_data();
       const float* pb = reps.replica(1).param_data();
       same = std::memcmp(pa, pb, static_cast<std::size_t>(n) * sizeof(float)) == 0;
-      MDDP_CHECK(same || no_sync_, "replicas diverged at step " << s + 1
-                                                                << (average_ == "lab" ? " (--average lab: lab 01's function "
-                                                                                        "left the replicas' gradients different)"
-                                                                                      : ""));
+      MDDP_CHECK(same || no_sync_, "replicas diverged at step " << s + 1 << why_diverged);
       if ((s + 1) % opts_.log_every == 0 || s == 0 || s + 1 == cfg.steps) {
         std::printf("  %8" PRId64 " %12.6f %12.6f %12.6f %10s %12.4e %016" PRIx64 " %016" PRIx64 "\n", s + 1,
                     losses[0] + losses[1], losses[0], losses[1], same ? "yes" : "NO", max_abs_diff(pa, pb, n),

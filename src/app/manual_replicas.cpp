@@ -40,7 +40,8 @@ ManualReplicas::ManualReplicas(const ddp::TrainConfig& config, int replicas, int
 }
 
 void ManualReplicas::step(std::int64_t step, ReplicaCombiner combine, std::span<double> losses) {
-  MDDP_CHECK(losses.size() == models_.size(), "losses for " << losses.size() << " of " << models_.size() << " replicas");
+  MDDP_CHECK(losses.size() == models_.size(),
+             "losses for " << losses.size() << " of " << models_.size() << " replicas");
   for (std::size_t r = 0; r < models_.size(); ++r) {
     model::FullMLP& m = *models_[r];
     const data::Sampler& smp = samplers_[r];
@@ -51,7 +52,8 @@ void ManualReplicas::step(std::int64_t step, ReplicaCombiner combine, std::span<
   }
   // The hand-written all-reduce (unless --no-sync): every replica ends with the combined gradient.
   if (combine != nullptr) combine(grads_, param_count());
-  for (std::size_t r = 0; r < models_.size(); ++r) optimizers_[r]->step(models_[r]->param_data(), models_[r]->grad_data());
+  for (std::size_t r = 0; r < models_.size(); ++r)
+    optimizers_[r]->step(models_[r]->param_data(), models_[r]->grad_data());
 }
 
 std::uint64_t ManualReplicas::checksum(int r) const {

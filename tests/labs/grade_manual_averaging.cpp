@@ -92,17 +92,18 @@ std::string check(Replicas& reps, const std::vector<float>& want, const std::vec
       const float got = reps.ptr[static_cast<std::size_t>(r)][i], w = want[static_cast<std::size_t>(i)];
       if (got != w) {
         const bool first_right = reps.ptr[0][i] == w;
-        std::snprintf(msg, sizeof msg, "%s, %d replica(s), count %lld: replica %d element %lld: expected %.9g, got %.9g%s",
-                      what, n, static_cast<long long>(count), r, static_cast<long long>(i), static_cast<double>(w),
-                      static_cast<double>(got),
-                      hint(got, w, input[static_cast<std::size_t>(r)][static_cast<std::size_t>(i)], n, first_right)
-                          .c_str());
+        std::snprintf(
+            msg, sizeof msg, "%s, %d replica(s), count %lld: replica %d element %lld: expected %.9g, got %.9g%s", what,
+            n, static_cast<long long>(count), r, static_cast<long long>(i), static_cast<double>(w),
+            static_cast<double>(got),
+            hint(got, w, input[static_cast<std::size_t>(r)][static_cast<std::size_t>(i)], n, first_right).c_str());
         return msg;
       }
     }
     const auto& b = reps.buf[static_cast<std::size_t>(r)];
     for (std::int64_t g = 0; g < kGuard; ++g) {
-      if (b[static_cast<std::size_t>(g)] != kGuardValue || b[static_cast<std::size_t>(kGuard + count + g)] != kGuardValue) {
+      if (b[static_cast<std::size_t>(g)] != kGuardValue ||
+          b[static_cast<std::size_t>(kGuard + count + g)] != kGuardValue) {
         std::snprintf(msg, sizeof msg, "%s, %d replica(s), count %lld: replica %d: wrote outside its buffer", what, n,
                       static_cast<long long>(count), r);
         return msg;
@@ -215,9 +216,10 @@ int main(int argc, char** argv) {
       f = e.what();
     }
     if (f.empty()) {
-      std::printf("PASS: lab %s: exact sums for 1-4 replicas, bitwise equal to ours in replica order, and manual's "
-                  "replicas train bitwise identically to `microddp manual`\n",
-                  kLab);
+      std::printf(
+          "PASS: lab %s: exact sums for 1-4 replicas, bitwise equal to ours in replica order, and manual's "
+          "replicas train bitwise identically to `microddp manual`\n",
+          kLab);
     } else {
       std::printf("FAIL: %s\n", f.c_str());
       bad = 1;

@@ -41,15 +41,17 @@ namespace {
 using namespace microddp;
 
 constexpr const char* kLab = "04-naive-dp (naive_data_parallel_sync)";
-constexpr std::int64_t kBatch = 8;        // global batch of part 1: a power of two, so 1/B is exact
-constexpr float kPadding = -7777.0f;      // what the padding between gradients holds
+constexpr std::int64_t kBatch = 8;    // global batch of part 1: a power of two, so 1/B is exact
+constexpr float kPadding = -7777.0f;  // what the padding between gradients holds
 // "Off by rounding" for the hints: scaling by 1/n and back, or another order of a few additions,
 // moves a value by a handful of units in the last place; a real mistake by far more.
 constexpr std::int64_t kFewUlps = 16;
 const std::vector<std::int64_t> kCounts = {3, 1, 1000, 17, 64};  // part 1's "parameters", in ready order
 
 // Sample j's gradient of element i of parameter p: a small integer in [-6, 6].
-float sample_grad(std::int64_t j, int p, std::int64_t i) { return static_cast<float>((j * 5 + i * 3 + p * 7) % 13 - 6); }
+float sample_grad(std::int64_t j, int p, std::int64_t i) {
+  return static_cast<float>((j * 5 + i * 3 + p * 7) % 13 - 6);
+}
 
 // Distance in units in the last place (adjacent floats: 1).
 std::int64_t ulps(float a, float b) {
@@ -124,12 +126,12 @@ std::string closed_form(comm::Communicator& comm) {
   const auto& calls = sync.context().calls();
   const auto& g = sync.context().grads();
   if (sync.context().calls_made() != static_cast<std::int64_t>(g.size())) {
-    std::snprintf(msg, sizeof msg,
-                  "all_reduce_sum was called %lld times for %zu gradients; naive DP makes exactly one blocking "
-                  "all-reduce per gradient%s",
-                  static_cast<long long>(sync.context().calls_made()), g.size(),
-                  sync.context().calls_made() == 1 ? " (one call for everything is the `flat` strategy, another lesson)"
-                                                   : "");
+    std::snprintf(
+        msg, sizeof msg,
+        "all_reduce_sum was called %lld times for %zu gradients; naive DP makes exactly one blocking "
+        "all-reduce per gradient%s",
+        static_cast<long long>(sync.context().calls_made()), g.size(),
+        sync.context().calls_made() == 1 ? " (one call for everything is the `flat` strategy, another lesson)" : "");
     return msg;
   }
   for (std::size_t k = 0; k < g.size(); ++k) {
@@ -208,9 +210,10 @@ std::string in_the_trainer(comm::Communicator& comm) {
                       "after %zu Adam steps, parameter %s element %lld: --strategy naive gives %.9g, yours %.9g%s",
                       ours.losses.size(), p.name.c_str(), static_cast<long long>(i), static_cast<double>(want),
                       static_cast<double>(got),
-                      ulps(got, want) <= kFewUlps ? " (a few ulp off: same maths, other rounding — do no arithmetic of your "
-                                             "own on the gradients; the all-reduced sum is the result)"
-                                           : "");
+                      ulps(got, want) <= kFewUlps
+                          ? " (a few ulp off: same maths, other rounding — do no arithmetic of your "
+                            "own on the gradients; the all-reduced sum is the result)"
+                          : "");
         return msg;
       }
     }
@@ -255,9 +258,10 @@ int main(int argc, char** argv) {
     if (ok) ok = agree(in_the_trainer(*comm), "in the trainer vs --strategy naive (part 2)", r, n);
     rc = ok ? 0 : 1;
     if (r == 0 && ok)
-      std::printf("PASS: lab %s: global-batch means exact on every rank, one all-reduce per gradient in order; "
-                  "6 training steps bitwise identical to --strategy naive\n",
-                  kLab);
+      std::printf(
+          "PASS: lab %s: global-batch means exact on every rank, one all-reduce per gradient in order; "
+          "6 training steps bitwise identical to --strategy naive\n",
+          kLab);
   } catch (const std::exception& e) {
     std::printf("FAIL: %s\n", e.what());
     return 1;
