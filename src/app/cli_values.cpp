@@ -134,7 +134,8 @@ std::string strategies_help() {
     help += (help.empty() ? "" : "; ") + std::string(ddp::strategy_name(s)) + ": " +
             std::string(ddp::strategy_description(s));
   }
-  return help;
+  return help + "; " + std::string(ddp::strategy_name(ddp::Strategy::Lab)) + ": " +
+         std::string(ddp::strategy_description(ddp::Strategy::Lab));
 }
 
 }  // namespace

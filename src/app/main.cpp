@@ -15,10 +15,13 @@
 
 #include "app/cli.hpp"
 #include "app/comm_settings.hpp"
+#include "app/manual_replicas.hpp"
 #include "comm/mpi_runtime.hpp"
 #include "core/error.hpp"
+#include "labs/lab_api.hpp"
 #include "labs/lab_backend.hpp"
 #include "labs/lab_model_command.hpp"
+#include "labs/lab_sync.hpp"
 
 namespace {
 
@@ -30,7 +33,10 @@ bool probably_rank0() { return microddp::comm::MpiRuntime::launcher_rank().value
 
 int main(int argc, char** argv) {
   using namespace microddp;
-  comm::set_lab_backend_maker(&labs::make_lab_backend);  // --comm lab-naive | lab-ring | lab-sync (docs/labs)
+  // The course's labs (docs/labs) plug into the product here, so its libraries do not depend on them.
+  app::set_lab_replica_combiner(&labs::combine_replica_gradients);  // manual --average lab (lab 01)
+  comm::set_lab_backend_maker(&labs::make_lab_backend);             // --comm lab-naive | lab-ring | lab-sync (02, 03, 07)
+  ddp::set_lab_sync_maker(&labs::make_lab_sync);                    // --strategy lab (lab 04)
   auto cl = app::build_command_line();
   labs::register_lab_commands(*cl);  // `microddp lab-model` (docs/labs/08-performance-model)
   const bool print = probably_rank0();

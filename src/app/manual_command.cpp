@@ -14,22 +14,20 @@
 // the same in either order), so the final checksum matches `train -np 2` bit for bit; `baseline`
 // sums all B rows inside one GEMM, a different summation order, so its checksum differs in the
 // last bits (docs/baseline.md).
+//
+// --average lab combines them with lab 01's function instead of ours (docs/labs/01-manual-averaging):
+// done right, the run ends with exactly the checksum of the default `--average ours`.
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
-#include "core/hash.hpp"
 #include "app/command.hpp"
+#include "app/manual_replicas.hpp"
 #include "app/train_options.hpp"
 #include "core/error.hpp"
-#include "core/host_buffer.hpp"
-#include "data/synthetic_dataset.hpp"
-#include "ddp/trainer.hpp"
-#include "kernels/ops.hpp"
-#include "model/mlp.hpp"
-#include "model/optimizer.hpp"
 
 namespace microddp::app {
 
@@ -53,8 +51,16 @@ class ManualCommand final : public Command {
     add_optimizer_options(sub, opts_);
     add_threads_option(sub, opts_);
     add_log_every_option(sub, opts_);
-    sub->add_flag("--no-sync", no_sync_,
-                  "Skip combining the gradients: each replica steps on its own half; watch them drift apart");
+    auto* no_sync =
+        sub->add_flag("--no-sync", no_sync_,
+                      "Skip combining the gradients: each replica steps on its own half; watch them drift apart");
+    sub->add_option("--average", average_,
+                    "Who combines the replicas' gradients: ours, or lab (YOUR function of lab 01, "
+                    "docs/labs/01-manual-averaging)")
+        ->check(CLI::IsMember({"ours", "lab"}))
+        ->type_name("WHO")
+        ->default_str("ours")
+        ->excludes(no_sync);
   }
   void validate() override {
     validate_train_options(opts_);
@@ -64,78 +70,56 @@ class ManualCommand final : public Command {
   int run(const comm::MpiRuntime& mpi) override {
     MDDP_AGREED_USAGE_CHECK(mpi.size() == 1, "manual runs its replicas inside one process; start it without mpirun");
     const auto& cfg = opts_.config;
-    auto ops = kernels::make_cpu_ops(opts_.threads > 0 ? opts_.threads : default_blas_threads(mpi));
-    data::SyntheticDataset dataset(cfg.seed, cfg.model.in_dim, cfg.model.classes);
-    const std::int64_t max_rows = data::Sampler::max_local_count(cfg.global_batch, kReplicas);
-    std::vector<std::unique_ptr<model::FullMLP>> replicas;
-    std::vector<std::unique_ptr<model::Optimizer>> optimizers;
-    std::vector<data::Sampler> samplers;
-    for (int r = 0; r < kReplicas; ++r) {
-      replicas.push_back(std::make_unique<model::FullMLP>(cfg.model, max_rows, *ops));
-      optimizers.push_back(model::make_optimizer(cfg.optimizer, replicas.back()->flat_count(), *ops));
-      samplers.emplace_back(cfg.global_batch, r, kReplicas);
-      replicas.back()->init(cfg.seed);
+    ReplicaCombiner combine = &sum_replica_gradients;
+    if (average_ == "lab") {
+      combine = lab_replica_combiner();
+      MDDP_USAGE_CHECK(combine != nullptr,
+                       "--average lab: this program was built without the course's labs (docs/labs)");
     }
-    core::HostBuffer<std::int32_t> labels(max_rows);
-    const std::int64_t n = replicas[0]->flat_count();
+    if (no_sync_) combine = nullptr;
+    ManualReplicas reps(cfg, kReplicas, opts_.threads > 0 ? opts_.threads : default_blas_threads(mpi));
+    const std::int64_t n = reps.param_count();
     std::printf("# microddp manual: %d replicas in one process, rows per replica %" PRId64 " + %" PRId64 "; %s\n",
-                kReplicas, samplers[0].local_count(), samplers[1].local_count(),
-                no_sync_ ? "--no-sync: gradients NOT combined, each replica steps on its own half"
-                         : "gradients combined by hand (g = g_A + g_B)");
+                kReplicas, reps.sampler(0).local_count(), reps.sampler(1).local_count(),
+                no_sync_            ? "--no-sync: gradients NOT combined, each replica steps on its own half"
+                : average_ == "lab" ? "gradients combined by lab 01's function (--average lab)"
+                                    : "gradients combined by hand (g = g_A + g_B)");
     // max|A-B|: largest parameter difference between the replicas; checksums: FNV-1a of each
     // replica's parameter bytes (equal exactly when the replicas are bitwise identical).
     std::printf("# %8s %12s %12s %12s %10s %12s %16s %16s\n", "step", "loss", "loss_A", "loss_B", "identical",
                 "max|A-B|", "checksum_A", "checksum_B");
+    const char* why_diverged =
+        average_ == "lab" ? " (--average lab: lab 01's function left the replicas' gradients different)" : "";
     bool same = true;
     for (std::int64_t s = 0; s < cfg.steps; ++s) {
       double losses[kReplicas];
-      for (int r = 0; r < kReplicas; ++r) {
-        auto& m = *replicas[static_cast<std::size_t>(r)];
-        const auto& smp = samplers[static_cast<std::size_t>(r)];
-        dataset.fill(smp.first_sample(s), smp.local_count(), m.input(), labels.data());
-        m.zero_grad();
-        m.forward(m.input(), smp.local_count());
-        losses[r] = m.backward(labels.data(), 1.0f / static_cast<float>(cfg.global_batch), nullptr);
-      }
-      // The hand-written all-reduce: g = g_A + g_B, copied back to both replicas (unless --no-sync).
-      float* ga = replicas[0]->grad_data();
-      float* gb = replicas[1]->grad_data();
-      if (!no_sync_) {
-        for (std::int64_t i = 0; i < n; ++i) ga[i] = gb[i] = ga[i] + gb[i];
-      }
-      for (int r = 0; r < kReplicas; ++r) {
-        optimizers[static_cast<std::size_t>(r)]->step(replicas[static_cast<std::size_t>(r)]->param_data(),
-                                                      replicas[static_cast<std::size_t>(r)]->grad_data());
-      }
-      const float* pa = replicas[0]->param_data();
-      const float* pb = replicas[1]->param_data();
+      reps.step(s, combine, losses);
+      const float* pa = reps.replica(0).param_data();
+      const float* pb = reps.replica(1).param_data();
       same = std::memcmp(pa, pb, static_cast<std::size_t>(n) * sizeof(float)) == 0;
-      MDDP_CHECK(same || no_sync_, "replicas diverged at step " << s);
+      MDDP_CHECK(same || no_sync_, "replicas diverged at step " << s + 1 << why_diverged);
       if ((s + 1) % opts_.log_every == 0 || s == 0 || s + 1 == cfg.steps) {
         std::printf("  %8" PRId64 " %12.6f %12.6f %12.6f %10s %12.4e %016" PRIx64 " %016" PRIx64 "\n", s + 1,
                     losses[0] + losses[1], losses[0], losses[1], same ? "yes" : "NO", max_abs_diff(pa, pb, n),
-                    checksum_of(*replicas[0]), checksum_of(*replicas[1]));
+                    reps.checksum(0), reps.checksum(1));
       }
     }
     if (same) {
       std::printf("# summary: replicas identical after %" PRId64 " steps; parameter checksum %016" PRIx64 "\n",
-                  cfg.steps, checksum_of(*replicas[0]));
+                  cfg.steps, reps.checksum(0));
     } else {
       std::printf("# summary: replicas DIFFER after %" PRId64 " steps (--no-sync): max|A-B| %.4e; checksums %016" PRIx64
                   " %016" PRIx64 "\n",
-                  cfg.steps, max_abs_diff(replicas[0]->param_data(), replicas[1]->param_data(), n),
-                  checksum_of(*replicas[0]), checksum_of(*replicas[1]));
+                  cfg.steps, max_abs_diff(reps.replica(0).param_data(), reps.replica(1).param_data(), n),
+                  reps.checksum(0), reps.checksum(1));
     }
     return 0;
   }
 
  private:
-  static std::uint64_t checksum_of(const model::FullMLP& m) {
-    return core::fnv1a64(m.param_data(), static_cast<std::size_t>(m.flat_count()) * sizeof(float));
-  }
-
   TrainOptions opts_;
   bool no_sync_ = false;
+  std::string average_ = "ours";
 };
 
 }  // namespace

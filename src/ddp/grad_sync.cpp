@@ -12,6 +12,12 @@
 
 namespace microddp::ddp {
 
+namespace {
+LabSyncMaker g_lab_sync_maker = nullptr;
+}  // namespace
+
+void set_lab_sync_maker(LabSyncMaker maker) { g_lab_sync_maker = maker; }
+
 GradSync::GradSync(comm::Communicator& comm, const std::vector<model::ParamInfo>& params, core::TensorView grads,
                    core::EventLog& events)
     : comm_(comm), params_(params), grads_(grads), events_(events), ready_(params.size(), 0) {
@@ -126,6 +132,10 @@ std::unique_ptr<GradSync> make_grad_sync(Strategy strategy, comm::Communicator& 
                                          core::EventLog& events, const GradSyncOptions& options,
                                          const GradCompressionConfig& compression, kernels::Ops& ops,
                                          std::uint64_t seed) {
+  // The lab strategy hands the student plain fp32 all-reduces; encode/decode would bypass their code.
+  MDDP_USAGE_CHECK(
+      strategy != Strategy::Lab || compression.mode == "none",
+      "--strategy lab (lab 04) with --grad-compression " << compression.mode << " is not supported: leave it at none");
   auto sync = make_grad_sync(strategy, comm, params, grads, events, options);
   sync->attach_compressor(make_grad_compressor(compression, seed, comm, ops, params, grads));
   return sync;
@@ -148,6 +158,10 @@ std::unique_ptr<GradSync> make_grad_sync(Strategy strategy, comm::Communicator& 
           plan_buckets(params, std::max<std::int64_t>(1, mib_to_bytes(options.bucket_mb)),
                        mib_to_bytes(options.first_bucket_mb)),
           comm, params, grads, events);
+    case Strategy::Lab:
+      MDDP_USAGE_CHECK(g_lab_sync_maker != nullptr,
+                       "--strategy lab: this program was built without the course's labs (docs/labs)");
+      return g_lab_sync_maker(comm, params, grads, events);
   }
   MDDP_CHECK(false, "strategy " << static_cast<int>(strategy) << " has no synchroniser");
   return nullptr;

@@ -134,6 +134,13 @@ class GradSync {
 std::unique_ptr<GradSync> make_grad_sync(Strategy strategy, comm::Communicator& comm,
                                          const std::vector<model::ParamInfo>& params, core::TensorView grads,
                                          core::EventLog& events, const GradSyncOptions& options = {});
+// The course's lab 04 strategy (`--strategy lab`, src/labs/lab_sync.hpp) runs a student's code,
+// which this library does not contain: the program installs its maker once at start-up
+// (app/main.cpp), as it does comm's lab backends. Without it, make_grad_sync refuses `lab`.
+using LabSyncMaker = std::unique_ptr<GradSync> (*)(comm::Communicator& comm,
+                                                   const std::vector<model::ParamInfo>& params, core::TensorView grads,
+                                                   core::EventLog& events);
+void set_lab_sync_maker(LabSyncMaker maker);
 // The same with gradient compression (`ops`: the gradients' device; `seed`: PowerSGD's initial Q).
 std::unique_ptr<GradSync> make_grad_sync(Strategy strategy, comm::Communicator& comm,
                                          const std::vector<model::ParamInfo>& params, core::TensorView grads,

@@ -15,6 +15,8 @@ std::string_view strategy_name(Strategy s) {
       return "overlap";
     case Strategy::Bucketed:
       return "bucketed";
+    case Strategy::Lab:
+      return "lab";
   }
   return "?";
 }
@@ -29,16 +31,21 @@ std::string_view strategy_description(Strategy s) {
       return "one async all-reduce per parameter, launched during backward";
     case Strategy::Bucketed:
       return "one async all-reduce per bucket (--bucket-mb), launched during backward";
+    case Strategy::Lab:
+      return "YOUR naive data parallelism, lab 04 (docs/labs/04-naive-dp)";
   }
   return "?";
 }
 
 bool is_async(Strategy s) { return s == Strategy::Overlap || s == Strategy::Bucketed; }
 
+Strategy modelled_as(Strategy s) { return s == Strategy::Lab ? Strategy::Naive : s; }
+
 Strategy parse_strategy(std::string_view name, std::string_view what) {
   for (Strategy s : kStrategies) {
     if (strategy_name(s) == name) return s;
   }
+  if (name == strategy_name(Strategy::Lab)) return Strategy::Lab;
   MDDP_USAGE_CHECK(false, "unknown " << what << " '" << name << "' (choose " << strategy_choices() << ")");
   return Strategy::Naive;  // not reached
 }
@@ -46,7 +53,7 @@ Strategy parse_strategy(std::string_view name, std::string_view what) {
 std::string strategy_choices() {
   std::string list;
   for (Strategy s : kStrategies) list += (list.empty() ? "" : ", ") + std::string(strategy_name(s));
-  return list;
+  return list + ", " + std::string(strategy_name(Strategy::Lab));
 }
 
 }  // namespace microddp::ddp

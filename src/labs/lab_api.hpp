@@ -1,17 +1,24 @@
 // lab_api.hpp — the functions the course's labs ask for (docs/labs/README.md), and what their code
 // may use. A lab's starter file (docs/labs/NN-name/*.cpp) defines one of these functions; the
-// program calls it through a seam (lab_backend.hpp: `--comm lab-naive`, `--comm lab-ring`,
-// `--comm lab-sync`; lab_model_command.hpp: `microddp lab-model`), and the
-// lab's grader (tests/labs) checks it. Reference solutions: tests/labs/solutions (read them after).
+// program calls it through a seam (`manual --average lab`, `--comm lab-naive`, `--comm lab-ring`,
+// `--strategy lab`, `--comm lab-sync`, `microddp lab-model`), and the lab's grader (tests/labs)
+// checks it. Reference solutions: tests/labs/solutions (read them after).
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
 #include "labs/lab_comm.hpp"
 
 namespace microddp::labs {
+
+// Lab 01: combine the gradients of the model replicas of `microddp manual` by hand. replicas[r]
+// points to replica r's flat gradient buffer (count floats), computed with the loss divided by the
+// GLOBAL batch size. Afterwards every replica's buffer holds the combined gradient, element by
+// element the sum over replicas added in replica order: ((g_0 + g_1) + g_2) + ...
+void combine_replica_gradients(std::span<float* const> replicas, std::int64_t count);
 
 // Lab 02: sum `data` (count floats on every rank) over all ranks, in place, by gathering every
 // rank's buffer on rank 0, adding, and sending the sum back to every rank.
@@ -55,6 +62,52 @@ LabAlphaBeta fit_ring_all_reduce(const std::vector<LabTiming>& points);
 // all-reducing grad_bytes with the ring, finish a step of n·b rows sooner than one rank computing all
 // of them: compute_s_per_row·b + T(ranks, grad_bytes) < compute_s_per_row·n·b.
 std::int64_t break_even_rows_per_rank(const LabAlphaBeta& m, int ranks, double grad_bytes, double compute_s_per_row);
+
+// Lab 04: one parameter's gradient, a slice of the flat gradient buffer.
+struct LabGrad {
+  std::string_view name;  // "layer_03.weight"
+  float* data = nullptr;
+  std::int64_t count = 0;  // floats
+};
+
+class LabSync;
+
+// Lab 04: what naive_data_parallel_sync may use — this rank's gradients, who it is, and one
+// blocking all-reduce of the program's real communicator (--comm). Nothing else.
+class GradSyncContext {
+ public:
+  // Every parameter's gradient on this rank, in gradient-ready order (the order backward finished
+  // them: the last layer first). Every rank has the same list.
+  std::span<const LabGrad> grads() const { return grads_; }
+  int rank() const { return rank_; }
+  int world_size() const { return world_size_; }
+  // Sums `count` floats at `data` over all ranks, in place; returns when done (blocking). Every
+  // rank must make the same calls in the same order (each call is one collective). `data` must lie
+  // inside the gradients (a UsageError otherwise).
+  void all_reduce_sum(float* data, std::int64_t count);
+
+  // For the grader: the all_reduce_sum calls of the last sync, in call order (capacity: a few per
+  // gradient; calls_made() counts them all).
+  struct Call {
+    const float* data = nullptr;
+    std::int64_t count = 0;
+  };
+  const std::vector<Call>& calls() const { return calls_; }
+  std::int64_t calls_made() const { return calls_made_; }
+
+ private:
+  friend class LabSync;
+  explicit GradSyncContext(LabSync& owner) : owner_(owner) {}
+  LabSync& owner_;
+  std::vector<LabGrad> grads_;
+  int rank_ = 0, world_size_ = 1;
+  std::vector<Call> calls_;
+  std::int64_t calls_made_ = 0;
+};
+
+// Lab 04: naive data parallelism. Called after backward on every rank (`--strategy lab`); returns
+// when every gradient in ctx.grads() holds what the production `naive` strategy leaves there.
+void naive_data_parallel_sync(GradSyncContext& ctx);
 
 // What an untouched starter calls: throws a usage error "lab <lab> is not done yet: write
 // <function> in <file>" (the program and the grader print it).

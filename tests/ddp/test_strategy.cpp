@@ -19,7 +19,13 @@ TEST(Strategy, NamesRoundTripInTheListedOrder) {
     EXPECT_EQ(parse_strategy(name), s);
     EXPECT_FALSE(strategy_description(s).empty()) << name;
   }
-  EXPECT_EQ(strategy_choices(), "naive, flat, overlap, bucketed");
+  EXPECT_EQ(strategy_choices(), "naive, flat, overlap, bucketed, lab");
+  // lab 04's strategy: parsed and named, in no default list, modelled as naive.
+  EXPECT_EQ(parse_strategy("lab"), Strategy::Lab);
+  EXPECT_EQ(strategy_name(Strategy::Lab), "lab");
+  EXPECT_EQ(modelled_as(Strategy::Lab), Strategy::Naive);
+  EXPECT_EQ(modelled_as(Strategy::Bucketed), Strategy::Bucketed);
+  EXPECT_FALSE(is_async(Strategy::Lab));
 }
 
 TEST(Strategy, UnknownNameNamesItsSourceAndTheChoices) {

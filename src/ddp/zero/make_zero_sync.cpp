@@ -21,6 +21,8 @@ std::vector<Bucket> buckets_for_strategy(Strategy strategy, const GradSyncOption
       MDDP_USAGE_CHECK(options.bucket_mb > 0, "--bucket-mb must be > 0, got " << options.bucket_mb);
       return plan_buckets(params, std::max<std::int64_t>(1, mib_to_bytes(options.bucket_mb)),
                           mib_to_bytes(options.first_bucket_mb));
+    case Strategy::Lab:
+      MDDP_USAGE_CHECK(false, "--strategy lab (lab 04) does not shard: leave --shard at none");
   }
   MDDP_USAGE_CHECK(false, "--shard: unknown strategy " << static_cast<int>(strategy));
   return {};
