@@ -134,6 +134,9 @@ std::string strategies_help() {
     help += (help.empty() ? "" : "; ") + std::string(ddp::strategy_name(s)) + ": " +
             std::string(ddp::strategy_description(s));
   }
+  for (const ddp::Strategy s : ddp::kLabStrategies) {  // the course's labs (docs/labs)
+    help += "; " + std::string(ddp::strategy_name(s)) + ": " + std::string(ddp::strategy_description(s));
+  }
   return help;
 }
 

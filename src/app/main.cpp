@@ -18,6 +18,7 @@
 #include "comm/mpi_runtime.hpp"
 #include "core/error.hpp"
 #include "labs/lab_backend.hpp"
+#include "labs/lab_strategies.hpp"
 
 namespace {
 
@@ -29,7 +30,9 @@ bool probably_rank0() { return microddp::comm::MpiRuntime::launcher_rank().value
 
 int main(int argc, char** argv) {
   using namespace microddp;
-  comm::set_lab_backend_maker(&labs::make_lab_backend);  // --comm lab-naive | lab-ring (docs/labs)
+  // The course's labs (docs/labs) plug into the product here, so its libraries do not depend on them.
+  comm::set_lab_backend_maker(&labs::make_lab_backend);  // --comm lab-naive | lab-ring (labs 02, 03)
+  ddp::set_lab_sync_maker(&labs::make_lab_strategy);     // --strategy lab-overlap | lab-bucketed (05, 06)
   auto cl = app::build_command_line();
   const bool print = probably_rank0();
   const app::ParseOutcome parsed = app::parse_command_line(*cl, argc, argv);

@@ -15,6 +15,10 @@ std::string_view strategy_name(Strategy s) {
       return "overlap";
     case Strategy::Bucketed:
       return "bucketed";
+    case Strategy::LabOverlap:
+      return "lab-overlap";
+    case Strategy::LabBucketed:
+      return "lab-bucketed";
   }
   return "?";
 }
@@ -29,14 +33,37 @@ std::string_view strategy_description(Strategy s) {
       return "one async all-reduce per parameter, launched during backward";
     case Strategy::Bucketed:
       return "one async all-reduce per bucket (--bucket-mb), launched during backward";
+    case Strategy::LabOverlap:
+      return "overlap with YOUR hooks, lab 05 (docs/labs/05-hooks-overlap)";
+    case Strategy::LabBucketed:
+      return "bucketed with YOUR bucket planner, lab 06 (docs/labs/06-bucketing)";
   }
   return "?";
 }
 
-bool is_async(Strategy s) { return s == Strategy::Overlap || s == Strategy::Bucketed; }
+bool is_async(Strategy s) {
+  s = modelled_as(s);
+  return s == Strategy::Overlap || s == Strategy::Bucketed;
+}
+
+Strategy modelled_as(Strategy s) {
+  switch (s) {
+    case Strategy::LabOverlap:
+      return Strategy::Overlap;
+    case Strategy::LabBucketed:
+      return Strategy::Bucketed;
+    default:
+      return s;
+  }
+}
+
+bool is_lab(Strategy s) { return modelled_as(s) != s; }
 
 Strategy parse_strategy(std::string_view name, std::string_view what) {
   for (Strategy s : kStrategies) {
+    if (strategy_name(s) == name) return s;
+  }
+  for (Strategy s : kLabStrategies) {
     if (strategy_name(s) == name) return s;
   }
   MDDP_USAGE_CHECK(false, "unknown " << what << " '" << name << "' (choose " << strategy_choices() << ")");
@@ -46,6 +73,7 @@ Strategy parse_strategy(std::string_view name, std::string_view what) {
 std::string strategy_choices() {
   std::string list;
   for (Strategy s : kStrategies) list += (list.empty() ? "" : ", ") + std::string(strategy_name(s));
+  for (Strategy s : kLabStrategies) list += ", " + std::string(strategy_name(s));
   return list;
 }
 

@@ -93,7 +93,9 @@ StepPrediction predict_step(const StepProfile& prof, ddp::Strategy strategy, con
   // Compression: the strategy's fp32 collectives carry wire_ratio times the bytes.
   const AllReduceTime allreduce = [&](double bytes) { return fp32_allreduce(bytes * prof.wire_ratio); };
   StepPrediction r;
-  switch (strategy) {
+  switch (ddp::modelled_as(strategy)) {  // a lab strategy issues its production strategy's collectives
+    case ddp::Strategy::LabOverlap:       // (not reached: modelled as overlap and bucketed)
+    case ddp::Strategy::LabBucketed:
     case ddp::Strategy::Naive:
       for (const auto& p : prof.params) r.comm_total_s += allreduce(bytes_of(p.count));
       r.collectives = static_cast<std::int64_t>(prof.params.size());
