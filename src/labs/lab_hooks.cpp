@@ -118,12 +118,13 @@ std::string HookRecorder::overlap_violation() const {
     const std::string& name = grad_name(r.grad);
     if (r.waited && (r.wait_phase == HookPhase::Hook || r.wait_phase == HookPhase::BackwardBegin)) {
       os << "the all-reduce of " << name << " was waited for in " << where(r.wait_phase, r.wait_hook_grad);
-      if (r.wait_phase == HookPhase::Hook && r.wait_hook_grad == r.grad && r.hook_grad == r.grad) {
-        os << ", right after it was launched";
-      }
-      os << ": communication is serialised with backward. While a hook waits, backward cannot compute the next "
-            "layer, so each all-reduce runs alone and nothing overlaps (the `naive` strategy with extra steps). Keep "
-            "the LabWork and wait for all of them in backward_end()";
+      const bool at_once = r.wait_phase == HookPhase::Hook && r.wait_hook_grad == r.grad && r.hook_grad == r.grad;
+      os << (at_once ? ", right after it was launched" : "")
+         << ": communication is serialised with backward. While a hook waits, backward cannot compute the next "
+            "layer until that all-reduce is done, "
+         << (at_once ? "so each all-reduce runs alone and nothing overlaps (the `naive` strategy with extra steps)"
+                     : "so communication and backward take turns instead of running together")
+         << ". Keep the LabWork and wait for all of them in backward_end()";
       return os.str();
     }
     if (r.phase == HookPhase::BackwardEnd || r.phase == HookPhase::Outside) {
