@@ -240,7 +240,7 @@ perf::RunRecord AnalyzeCommand::fresh_run(TrainingSession& session, const comm::
     if (k > 0) trainer.set_strategy(s, cfg.sync_options);
     perf::StrategyRun run;
     run.strategy = s;
-    run.bucket_mb = s == ddp::Strategy::Bucketed ? cfg.sync_options.bucket_mb : 0.0;
+    run.bucket_mb = ddp::modelled_as(s) == ddp::Strategy::Bucketed ? cfg.sync_options.bucket_mb : 0.0;
     perf::LayerTimesMean layers;
     perf::PeerArrival arrival;
     for (std::int64_t i = 0; i < warmup_ + opts_.config.steps; ++i) {

@@ -131,10 +131,11 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
       if (shard != ddp::zero::ShardMode::None && c != "none") continue;
       const std::string suffix = shard_suffix + (compressions_.size() > 1 || c != "none" ? " " + c : "");
       for (const ddp::Strategy s : strategies_) {
-        if (s == ddp::Strategy::Bucketed) {
+        if (shard != ddp::zero::ShardMode::None && ddp::is_lab(s)) continue;  // the labs do not shard
+        if (ddp::modelled_as(s) == ddp::Strategy::Bucketed) {  // bucketed and lab-bucketed: the sweep
           for (double mb : bucket_mbs_) {
             char label[64];
-            std::snprintf(label, sizeof label, "bucketed %gMiB", mb);
+            std::snprintf(label, sizeof label, "%s %gMiB", std::string(ddp::strategy_name(s)).c_str(), mb);
             variants.push_back({s, mb, shard, c, std::string(label) + suffix, 0, 0, {}, {}, 0});
           }
         } else {

@@ -134,8 +134,10 @@ std::string strategies_help() {
     help += (help.empty() ? "" : "; ") + std::string(ddp::strategy_name(s)) + ": " +
             std::string(ddp::strategy_description(s));
   }
-  return help + "; " + std::string(ddp::strategy_name(ddp::Strategy::Lab)) + ": " +
-         std::string(ddp::strategy_description(ddp::Strategy::Lab));
+  for (const ddp::Strategy s : ddp::kLabStrategies) {  // the course's labs (docs/labs)
+    help += "; " + std::string(ddp::strategy_name(s)) + ": " + std::string(ddp::strategy_description(s));
+  }
+  return help;
 }
 
 }  // namespace

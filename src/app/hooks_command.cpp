@@ -61,7 +61,7 @@ int HooksCommand::run(const comm::MpiRuntime& mpi) {
   if (root) {
     std::printf("# microddp hooks: strategy %s over %s, %d ranks; model width %" PRId64 " depth %" PRId64
                 " (%zu parameters in gradient-ready order, %" PRId64 " collectives per step)\n",
-                std::string(ddp::strategy_name(cfg.strategy)).c_str(), opts_.comm.c_str(), mpi.size(), cfg.model.width,
+                std::string(trainer.sync().name()).c_str(), opts_.comm.c_str(), mpi.size(), cfg.model.width,
                 cfg.model.depth, params.size(), trainer.sync().collectives_per_step());
     std::printf("# times in ms from the start of the (last micro-step's) backward pass, rank 0's events\n");
   }

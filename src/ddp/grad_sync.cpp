@@ -18,6 +18,11 @@ LabSyncMaker g_lab_sync_maker = nullptr;
 
 void set_lab_sync_maker(LabSyncMaker maker) { g_lab_sync_maker = maker; }
 
+BucketCaps bucket_caps(const GradSyncOptions& options) {
+  MDDP_USAGE_CHECK(options.bucket_mb > 0, "--bucket-mb must be > 0, got " << options.bucket_mb);
+  return {std::max<std::int64_t>(1, mib_to_bytes(options.bucket_mb)), mib_to_bytes(options.first_bucket_mb)};
+}
+
 GradSync::GradSync(comm::Communicator& comm, const std::vector<model::ParamInfo>& params, core::TensorView grads,
                    core::EventLog& events)
     : comm_(comm), params_(params), grads_(grads), events_(events), ready_(params.size(), 0) {
@@ -151,17 +156,18 @@ std::unique_ptr<GradSync> make_grad_sync(Strategy strategy, comm::Communicator& 
       return std::make_unique<FlatSync>(comm, params, grads, events);
     case Strategy::Overlap:
       return std::make_unique<BucketedSync>(strategy, plan_per_parameter(params), comm, params, grads, events);
-    case Strategy::Bucketed:
-      MDDP_USAGE_CHECK(options.bucket_mb > 0, "--bucket-mb must be > 0, got " << options.bucket_mb);
-      return std::make_unique<BucketedSync>(
-          strategy,
-          plan_buckets(params, std::max<std::int64_t>(1, mib_to_bytes(options.bucket_mb)),
-                       mib_to_bytes(options.first_bucket_mb)),
-          comm, params, grads, events);
+    case Strategy::Bucketed: {
+      const BucketCaps caps = bucket_caps(options);
+      return std::make_unique<BucketedSync>(strategy, plan_buckets(params, caps.cap_bytes, caps.first_cap_bytes), comm,
+                                            params, grads, events);
+    }
     case Strategy::Lab:
-      MDDP_USAGE_CHECK(g_lab_sync_maker != nullptr,
-                       "--strategy lab: this program was built without the course's labs (docs/labs)");
-      return g_lab_sync_maker(comm, params, grads, events);
+    case Strategy::LabOverlap:
+    case Strategy::LabBucketed:
+      MDDP_USAGE_CHECK(g_lab_sync_maker != nullptr, "--strategy " << strategy_name(strategy)
+                                                                  << ": this program was built without the course's "
+                                                                     "labs (docs/labs)");
+      return g_lab_sync_maker(strategy, comm, params, grads, events, options);
   }
   MDDP_CHECK(false, "strategy " << static_cast<int>(strategy) << " has no synchroniser");
   return nullptr;

@@ -134,13 +134,20 @@ class GradSync {
 std::unique_ptr<GradSync> make_grad_sync(Strategy strategy, comm::Communicator& comm,
                                          const std::vector<model::ParamInfo>& params, core::TensorView grads,
                                          core::EventLog& events, const GradSyncOptions& options = {});
-// The course's lab 04 strategy (`--strategy lab`, src/labs/lab_sync.hpp) runs a student's code,
-// which this library does not contain: the program installs its maker once at start-up
-// (app/main.cpp), as it does comm's lab backends. Without it, make_grad_sync refuses `lab`.
-using LabSyncMaker = std::unique_ptr<GradSync> (*)(comm::Communicator& comm,
-                                                   const std::vector<model::ParamInfo>& params, core::TensorView grads,
-                                                   core::EventLog& events);
+// The course's lab strategies (strategy.hpp: kLabStrategies; src/labs/lab_strategies.hpp) run a
+// student's code, which this library does not contain: the program installs their maker once at
+// start-up (app/main.cpp), as it does comm's lab backends. Without it, make_grad_sync refuses them.
+using LabSyncMaker = std::unique_ptr<GradSync> (*)(Strategy strategy, comm::Communicator& comm,
+                                                   const std::vector<model::ParamInfo>& params,
+                                                   core::TensorView grads, core::EventLog& events,
+                                                   const GradSyncOptions& options);
 void set_lab_sync_maker(LabSyncMaker maker);
+// The caps `bucketed` plans with, in bytes: --bucket-mb (at least one byte) and --first-bucket-mb
+// (0: the same as the cap). A non-positive --bucket-mb is a UsageError.
+struct BucketCaps {
+  std::int64_t cap_bytes = 0, first_cap_bytes = 0;
+};
+BucketCaps bucket_caps(const GradSyncOptions& options);
 // The same with gradient compression (`ops`: the gradients' device; `seed`: PowerSGD's initial Q).
 std::unique_ptr<GradSync> make_grad_sync(Strategy strategy, comm::Communicator& comm,
                                          const std::vector<model::ParamInfo>& params, core::TensorView grads,

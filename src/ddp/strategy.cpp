@@ -17,6 +17,10 @@ std::string_view strategy_name(Strategy s) {
       return "bucketed";
     case Strategy::Lab:
       return "lab";
+    case Strategy::LabOverlap:
+      return "lab-overlap";
+    case Strategy::LabBucketed:
+      return "lab-bucketed";
   }
   return "?";
 }
@@ -33,19 +37,41 @@ std::string_view strategy_description(Strategy s) {
       return "one async all-reduce per bucket (--bucket-mb), launched during backward";
     case Strategy::Lab:
       return "YOUR naive data parallelism, lab 04 (docs/labs/04-naive-dp)";
+    case Strategy::LabOverlap:
+      return "overlap with YOUR hooks, lab 05 (docs/labs/05-hooks-overlap)";
+    case Strategy::LabBucketed:
+      return "bucketed with YOUR bucket planner, lab 06 (docs/labs/06-bucketing)";
   }
   return "?";
 }
 
-bool is_async(Strategy s) { return s == Strategy::Overlap || s == Strategy::Bucketed; }
+bool is_async(Strategy s) {
+  s = modelled_as(s);
+  return s == Strategy::Overlap || s == Strategy::Bucketed;
+}
 
-Strategy modelled_as(Strategy s) { return s == Strategy::Lab ? Strategy::Naive : s; }
+Strategy modelled_as(Strategy s) {
+  switch (s) {
+    case Strategy::Lab:
+      return Strategy::Naive;
+    case Strategy::LabOverlap:
+      return Strategy::Overlap;
+    case Strategy::LabBucketed:
+      return Strategy::Bucketed;
+    default:
+      return s;
+  }
+}
+
+bool is_lab(Strategy s) { return modelled_as(s) != s; }
 
 Strategy parse_strategy(std::string_view name, std::string_view what) {
   for (Strategy s : kStrategies) {
     if (strategy_name(s) == name) return s;
   }
-  if (name == strategy_name(Strategy::Lab)) return Strategy::Lab;
+  for (Strategy s : kLabStrategies) {
+    if (strategy_name(s) == name) return s;
+  }
   MDDP_USAGE_CHECK(false, "unknown " << what << " '" << name << "' (choose " << strategy_choices() << ")");
   return Strategy::Naive;  // not reached
 }
@@ -53,7 +79,8 @@ Strategy parse_strategy(std::string_view name, std::string_view what) {
 std::string strategy_choices() {
   std::string list;
   for (Strategy s : kStrategies) list += (list.empty() ? "" : ", ") + std::string(strategy_name(s));
-  return list + ", " + std::string(strategy_name(Strategy::Lab));
+  for (Strategy s : kLabStrategies) list += ", " + std::string(strategy_name(s));
+  return list;
 }
 
 }  // namespace microddp::ddp

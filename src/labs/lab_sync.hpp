@@ -36,7 +36,7 @@ class LabSync final : public ddp::GradSync {
   GradSyncContext ctx_;
 };
 
-// For ddp::set_lab_sync_maker (the program installs it; ddp/grad_sync.hpp).
+// `--strategy lab`, through make_lab_strategy (lab_strategies.hpp: what the program installs).
 std::unique_ptr<ddp::GradSync> make_lab_sync(comm::Communicator& comm, const std::vector<model::ParamInfo>& params,
                                              core::TensorView grads, core::EventLog& events);
 

@@ -234,8 +234,9 @@ Analysis analyze(const RunRecord& rec, const CommModel& model, const AnalyzeOpti
     worst_err = std::max(worst_err, std::abs(err));
     r.error_pct = 100.0 * err;
     out.strategies.push_back(r);
-    if (run.strategy == ddp::Strategy::Bucketed ||
-        (reference->strategy != ddp::Strategy::Bucketed && run.strategy == ddp::Strategy::Overlap)) {
+    if (ddp::modelled_as(run.strategy) == ddp::Strategy::Bucketed ||
+        (ddp::modelled_as(reference->strategy) != ddp::Strategy::Bucketed &&
+         ddp::modelled_as(run.strategy) == ddp::Strategy::Overlap)) {
       reference = &run;
     }
   }

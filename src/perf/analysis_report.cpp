@@ -16,7 +16,7 @@ constexpr double kMiB = 1024.0 * 1024.0;
 // "bucketed 25 MiB" (the cap matters for bucketed only) or the strategy's name.
 std::string scaling_label(const ScalingResult& s) {
   std::string label(ddp::strategy_name(s.strategy));
-  if (s.strategy != ddp::Strategy::Bucketed) return label;
+  if (ddp::modelled_as(s.strategy) != ddp::Strategy::Bucketed) return label;
   char mib[32];
   std::snprintf(mib, sizeof mib, "%g", s.bucket_mb);
   return label + " " + mib + " MiB";

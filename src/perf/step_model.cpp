@@ -93,8 +93,10 @@ StepPrediction predict_step(const StepProfile& prof, ddp::Strategy strategy, con
   // Compression: the strategy's fp32 collectives carry wire_ratio times the bytes.
   const AllReduceTime allreduce = [&](double bytes) { return fp32_allreduce(bytes * prof.wire_ratio); };
   StepPrediction r;
-  switch (ddp::modelled_as(strategy)) {  // lab: the student's naive DP issues naive's collectives
-    case ddp::Strategy::Lab:             // (not reached: modelled as naive)
+  switch (ddp::modelled_as(strategy)) {  // a lab strategy issues its production strategy's collectives
+    case ddp::Strategy::Lab:              // (not reached: modelled as naive, overlap and bucketed)
+    case ddp::Strategy::LabOverlap:
+    case ddp::Strategy::LabBucketed:
     case ddp::Strategy::Naive:
       for (const auto& p : prof.params) r.comm_total_s += allreduce(bytes_of(p.count));
       r.collectives = static_cast<std::int64_t>(prof.params.size());

@@ -19,13 +19,23 @@ TEST(Strategy, NamesRoundTripInTheListedOrder) {
     EXPECT_EQ(parse_strategy(name), s);
     EXPECT_FALSE(strategy_description(s).empty()) << name;
   }
-  EXPECT_EQ(strategy_choices(), "naive, flat, overlap, bucketed, lab");
-  // lab 04's strategy: parsed and named, in no default list, modelled as naive.
-  EXPECT_EQ(parse_strategy("lab"), Strategy::Lab);
-  EXPECT_EQ(strategy_name(Strategy::Lab), "lab");
+  EXPECT_EQ(strategy_choices(), "naive, flat, overlap, bucketed, lab, lab-overlap, lab-bucketed");
+}
+
+TEST(Strategy, LabStrategiesAreTheirProductionStrategyWithTheStudentsPart) {
+  for (const Strategy s : kLabStrategies) {
+    EXPECT_EQ(parse_strategy(strategy_name(s)), s);
+    EXPECT_TRUE(is_lab(s));
+    EXPECT_FALSE(is_lab(modelled_as(s)));
+    EXPECT_NE(strategy_description(s).find("lab 0"), std::string_view::npos) << strategy_name(s);
+  }
   EXPECT_EQ(modelled_as(Strategy::Lab), Strategy::Naive);
-  EXPECT_EQ(modelled_as(Strategy::Bucketed), Strategy::Bucketed);
   EXPECT_FALSE(is_async(Strategy::Lab));
+  EXPECT_EQ(modelled_as(Strategy::LabOverlap), Strategy::Overlap);
+  EXPECT_EQ(modelled_as(Strategy::LabBucketed), Strategy::Bucketed);
+  for (const Strategy s : kStrategies) EXPECT_EQ(modelled_as(s), s);
+  EXPECT_TRUE(is_async(Strategy::LabOverlap));
+  EXPECT_TRUE(is_async(Strategy::LabBucketed));
 }
 
 TEST(Strategy, UnknownNameNamesItsSourceAndTheChoices) {

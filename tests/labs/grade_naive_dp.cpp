@@ -34,6 +34,7 @@
 #include "ddp/trainer.hpp"
 #include "kernels/ops.hpp"
 #include "labs/lab_api.hpp"
+#include "labs/lab_strategies.hpp"
 #include "labs/lab_sync.hpp"
 
 namespace {
@@ -247,7 +248,7 @@ int main(int argc, char** argv) {
   int rc = 0;
   try {
     comm::MpiRuntime mpi(&argc, &argv);
-    ddp::set_lab_sync_maker(&labs::make_lab_sync);  // what the program's main does: --strategy lab
+    ddp::set_lab_sync_maker(&labs::make_lab_strategy);  // what the program's main does: --strategy lab
     const int n = mpi.size(), r = mpi.rank();
     auto comm = comm::make_communicator("mpi", mpi);
     if (r == 0) {

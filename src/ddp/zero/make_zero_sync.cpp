@@ -17,12 +17,15 @@ std::vector<Bucket> buckets_for_strategy(Strategy strategy, const GradSyncOption
       return plan_per_parameter(params);
     case Strategy::Flat:
       return plan_buckets(params, std::numeric_limits<std::int64_t>::max());
-    case Strategy::Bucketed:
-      MDDP_USAGE_CHECK(options.bucket_mb > 0, "--bucket-mb must be > 0, got " << options.bucket_mb);
-      return plan_buckets(params, std::max<std::int64_t>(1, mib_to_bytes(options.bucket_mb)),
-                          mib_to_bytes(options.first_bucket_mb));
+    case Strategy::Bucketed: {
+      const BucketCaps caps = bucket_caps(options);
+      return plan_buckets(params, caps.cap_bytes, caps.first_cap_bytes);
+    }
     case Strategy::Lab:
-      MDDP_USAGE_CHECK(false, "--strategy lab (lab 04) does not shard: leave --shard at none");
+    case Strategy::LabOverlap:
+    case Strategy::LabBucketed:
+      MDDP_USAGE_CHECK(false, "--strategy " << strategy_name(strategy)
+                                            << " (a course lab, docs/labs) does not shard: leave --shard at none");
   }
   MDDP_USAGE_CHECK(false, "--shard: unknown strategy " << static_cast<int>(strategy));
   return {};
