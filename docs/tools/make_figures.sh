@@ -3,7 +3,7 @@
 # build, and docs/img/figures.md: each figure with the commands that produced its data and the
 # conditions (date, processor, load average, commit). One command:
 #
-#   docs/tools/make_figures.sh                     # ~10 min on 2 cores; writes docs/img
+#   docs/tools/make_figures.sh                     # ~3 min on 2 cores; writes docs/img
 #   docs/tools/make_figures.sh --quick --out DIR   # tiny sizes, ~1 min (the docs.figures test)
 #
 # Options: --build DIR (default: build; needs DIR/microddp), --out DIR (default: docs/img),
@@ -98,7 +98,7 @@ for m in none bf16 fp16 powersgd powersgd-noef; do
     --log-every 1000000 "${extra[@]}" --metrics "$work/loss_$m.jsonl"
 done
 run compression_bench "${mpi[@]}" -np 2 "$bin" bench ddp --width $W --depth $D --strategies bucketed \
-  --grad-compression none,fp16,bf16,powersgd --rounds 3 --steps $STEPS --threads 1 --json "$work/compression.json"
+  --bucket-mb 4 --grad-compression none,fp16,bf16,powersgd --rounds 3 --steps $STEPS --threads 1 --json "$work/compression.json"
 
 # 8. ZeRO: memory per rank, measured from the allocations, per stage and rank count.
 for n in $NPS; do
