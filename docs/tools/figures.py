@@ -295,8 +295,8 @@ class Figures:
                         (r["comm_mib_per_step"], r["step_ms"]), textcoords="offset points", xytext=(6, 4), fontsize=8)
         ax.set_xlabel("MiB on the wire per step (per rank)")
         ax.set_ylabel("step time (ms)")
-        ax.set_xlim(left=0)
-        ax.set_ylim(bottom=0)
+        ax.set_xlim(0, 1.6 * max(r["comm_mib_per_step"] for r in bench["rows"]))  # room for the labels
+        ax.set_ylim(0, 1.15 * max(r["step_ms"] for r in bench["rows"]))
         ax.grid(alpha=0.3)
         ax.set_title(f"bytes against step time, width {bench['width']} depth {bench['depth']}, {bench['ranks']} ranks, "
                      "shared memory", fontsize=9)
