@@ -67,7 +67,7 @@ check "--global-batch"   "$bin" manual --global-batch 1 --steps 1
 # The labs' seams (docs/labs): a bad choice or a combination they do not support is one message.
 check "--average: foo not in" "$bin" manual --average foo --steps 1
 check "--no-sync excludes --average" "$bin" manual --average lab --no-sync --steps 1
-check "--strategy lab (lab 04) does not shard" "$bin" "${t[@]}" --strategy lab --shard optimizer
+check "--strategy lab (a course lab, docs/labs) does not shard" "$bin" "${t[@]}" --strategy lab --shard optimizer
 check "--strategy lab (lab 04) with --grad-compression fp16" "$bin" "${t[@]}" --strategy lab --grad-compression fp16
 check "--sync-check-every" "$bin" "${t[@]}" --sync-check-every -1
 check "--sync-check-every" "$bin" "${t[@]}" --sync-check-every 2.5
