@@ -8,6 +8,7 @@
 #include "kernels/elementwise.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define MDDP_F16C_BUILD 1
 #else
@@ -34,10 +35,18 @@ void f16_sum_array_scalar(std::uint16_t* dst, const std::uint16_t* a, const std:
 
 #if MDDP_F16C_BUILD
 
+// CPUID leaf 1, ECX: AVX (bit 28), F16C (bit 29), and OSXSAVE (bit 27) with XCR0 showing that the
+// operating system saves the YMM registers (bits 1 and 2). Read directly: clang's
+// __builtin_cpu_supports knows no "f16c".
 bool f16_simd_supported() {
   static const bool supported = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
+    const bool osxsave = (ecx >> 27) & 1u, avx = (ecx >> 28) & 1u, f16c = (ecx >> 29) & 1u;
+    if (!(osxsave && avx && f16c)) return false;
+    unsigned xcr0_lo = 0, xcr0_hi = 0;
+    __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+    return (xcr0_lo & 0x6u) == 0x6u;
   }();
   return supported;
 }
