@@ -48,7 +48,7 @@ run() {
   fi
   t1=$(date +%s.%N)
   # The command as a reader would type it: the binary as build/microddp, the work dir as ./
-  local shown="$*"; shown=${shown//$bin/build\/microddp}; shown=${shown//$work\//}
+  local shown="$*"; shown=${shown//$bin/build\/microddp}; shown=${shown//$work\//}; shown=${shown//$repo\//}
   "$python" -c 'import json,sys; print(json.dumps({"name":sys.argv[1],"command":sys.argv[2],"load":float(sys.argv[3]),"seconds":round(float(sys.argv[4]),1)}))' \
     "$name" "$shown" "$load" "$(echo "$t1 - $t0" | bc)" >>"$manifest"
   echo "  ran $name ($(echo "$t1 - $t0" | bc | cut -c1-5) s, load $load)"

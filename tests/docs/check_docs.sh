@@ -1,7 +1,8 @@
 #!/bin/bash
 # check_docs.sh — the course is self-contained: every relative Markdown link in README.md,
-# docs/*.md and docs/labs/** points to a file or folder that exists in the repository, none of
-# those files mentions a path outside it (`../shared`, an absolute path under /work), and every
+# docs/*.md, docs/img/*.md and docs/labs/** points to a file or folder that exists in the
+# repository, none of those files mentions a path outside it (the team's private folder beside the
+# repository, or an absolute path of the machine the docs were written on: see the pattern in (b)), and every
 # source line range they quote as `path:A-B` exists (the file has at least B lines); docs/index.md
 # links every page of docs/.
 #
@@ -19,9 +20,9 @@ if [ ! -f README.md ] || [ ! -d docs ]; then
   exit 2
 fi
 
-# The files checked: README.md, docs/*.md, every Markdown file under docs/labs (link check), and
+# The files checked: README.md, docs/*.md, docs/img/*.md, every Markdown file under docs/labs (link check), and
 # every text file under docs/labs (path check: starters and graders' notes too).
-md_files=(README.md docs/*.md)
+md_files=(README.md docs/*.md docs/img/*.md)
 while IFS= read -r -d '' f; do md_files+=("$f"); done < <(find docs/labs -type f -name '*.md' -print0 | sort -z)
 text_files=("${md_files[@]}")
 while IFS= read -r -d '' f; do
@@ -87,7 +88,7 @@ for f in "${md_files[@]}"; do
 done
 
 # (b) paths outside the repository named anywhere in those files (code blocks included: a command
-# that reads ../shared is just as broken).
+# that reads a file outside the repository is just as broken).
 for f in "${text_files[@]}"; do
   while IFS=: read -r line _; do
     report "$f:$line: names a path outside the repository: $(sed -n "${line}p" "$f" | cut -c1-120)"
