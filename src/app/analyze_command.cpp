@@ -84,6 +84,12 @@ class AnalyzeCommand final : public Command {
     sub->add_option("--latency-us", aopt_.latency_us, "Scaling prediction: per-message latency in microseconds")
         ->check(finite_range(0.0, 1e6))
         ->capture_default_str();
+    sub->add_option("--burst-credit", burst_credit_,
+                    "A fitted size regime with alpha < 0 (a cliff): 'every' collective gets the measured time (a "
+                    "cache or protocol cliff), or the credit refills only while the link is 'idle' (a shaped "
+                    "link's token bucket: back-to-back collectives move at the sustained rate)")
+        ->check(CLI::IsMember({"every", "idle"}))
+        ->capture_default_str();
     add_strategy_option(sub, "--scaling-strategy", aopt_.scaling_strategy,
                         "Scaling prediction: the strategy assumed at every rank count");
     sub->add_option("--scaling-bucket-mb", aopt_.scaling_bucket_mb, "Scaling prediction: bucket cap of bucketed (MiB)")
@@ -145,6 +151,7 @@ class AnalyzeCommand final : public Command {
   bool fit_only_ = false;
   double fit_max_mb_ = 16.0;
   double reduce_gbps_ = -1.0;
+  std::string burst_credit_ = "every";
   perf::AnalyzeOptions aopt_;
 };
 
@@ -311,9 +318,12 @@ int AnalyzeCommand::run(const comm::MpiRuntime& mpi) {
                       100 * f.line_rms_rel_residual);
         }
         for (const auto& g : f.regimes) {
-          std::printf("      from %12.0f B: alpha %10.3f us  beta %12.5f ns/B\n", g.from_bytes, g.model.alpha_s * 1e6,
-                      g.model.beta_s_per_byte * 1e9);
+          std::printf("      from %12.0f B: alpha %10.3f us  beta %12.5f ns/B%s\n", g.from_bytes, g.model.alpha_s * 1e6,
+                      g.model.beta_s_per_byte * 1e9, g.has_burst_credit() ? "  burst credit" : "");
         }
+        if (f.has_burst_credit())
+          std::printf("    %s; --burst-credit every|idle says how predictions use it\n",
+                      std::string(perf::kBurstCreditNote).c_str());
         if (const std::string w = perf::fit_warning(f); !w.empty()) std::printf("    (!) %s\n", w.c_str());
       }
       if (!fit_out_.empty()) std::printf("# model written to %s\n", fit_out_.c_str());
@@ -343,6 +353,7 @@ int AnalyzeCommand::run(const comm::MpiRuntime& mpi) {
   }
   MDDP_USAGE_CHECK(rec.ranks <= 1 || !model.entries.empty() || aopt_.link_gbps > 0,
                    "a " << rec.ranks << "-rank run needs a communication model: give --model or --bench");
+  aopt_.burst_credit_refills_when_idle = burst_credit_ == "idle";
   if (aopt_.link_gbps > 0) aopt_.reduce_gbytes_s = reduce_gbps_ >= 0 ? reduce_gbps_ : measure_reduce_gbytes_s();
   perf::CommModel used = model;
   if (rec.ranks > 1 && used.entries.empty()) {  // only --link-gbps: use it for this run too

@@ -195,7 +195,8 @@ void set_quality(FitResult& r, Collective coll, Algorithm algo, const std::vecto
 }
 }  // namespace
 
-FitResult fit_alpha_beta(Collective coll, Algorithm algo, const std::vector<Sample>& samples, double gamma_s_per_byte) {
+FitResult fit_alpha_beta(Collective coll, Algorithm algo, const std::vector<Sample>& samples, double gamma_s_per_byte,
+                         bool allow_burst_credit) {
   // Weighted normal equations for y ≈ a·α + b·β, y = T - c·γ, weights w = 1/T².
   double saa = 0, sab = 0, sbb = 0, say = 0, sby = 0;
   int used = 0;
@@ -222,7 +223,16 @@ FitResult fit_alpha_beta(Collective coll, Algorithm algo, const std::vector<Samp
     alpha = (say * sbb - sby * sab) / det;
     beta = (sby * saa - say * sab) / det;
   }
-  if (!(det > 1e-12 * saa * sbb) || alpha < 0 || beta < 0) {
+  // A negative intercept is kept only where it is a burst credit: allowed, a positive slope, and a
+  // positive time at every fitted size (else the line would promise free or negative transfers).
+  bool credit_ok = allow_burst_credit && det > 1e-12 * saa * sbb && alpha < 0 && beta > 0;
+  for (const Sample& s : samples) {
+    if (!credit_ok) break;
+    if (!(s.seconds > 0) || s.ranks < 2) continue;
+    const Coefficients k = cost_coefficients(coll, algo, s.ranks, s.bytes);
+    credit_ok = k.a * alpha + k.b * beta > 0;
+  }
+  if (!credit_ok && (!(det > 1e-12 * saa * sbb) || alpha < 0 || beta < 0)) {
     // Constrained: try each one-parameter model, keep the better (smaller weighted residual).
     const double a_only = saa > 0 ? std::max(0.0, say / saa) : 0.0;
     const double b_only = sbb > 0 ? std::max(0.0, sby / sbb) : 0.0;
@@ -255,6 +265,12 @@ FitResult fit_alpha_beta(Collective coll, Algorithm algo, const std::vector<Samp
   return r;
 }
 
+bool FitResult::has_burst_credit() const {
+  for (const SizeRegime& g : regimes)
+    if (g.has_burst_credit()) return true;
+  return false;
+}
+
 const AlphaBeta& FitResult::model_for(double bytes) const {
   const AlphaBeta* m = &model;
   for (const SizeRegime& g : regimes) {
@@ -263,6 +279,25 @@ const AlphaBeta& FitResult::model_for(double bytes) const {
   }
   return *m;
 }
+
+namespace {
+// The size in [lo, hi] where `below`'s line meets `above`'s (bisection: their difference is monotone
+// in the size, the coefficients being linear in it); lo or hi if they do not meet in between.
+double crossing_bytes(Collective coll, Algorithm algo, int ranks, const AlphaBeta& below, const AlphaBeta& above,
+                      double lo, double hi) {
+  auto diff = [&](double bytes) {
+    const Coefficients k = cost_coefficients(coll, algo, ranks, bytes);
+    return above.time_s(k) - below.time_s(k);
+  };
+  if (diff(lo) >= 0) return lo;
+  if (diff(hi) <= 0) return hi;
+  for (int i = 0; i < 100; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (diff(mid) < 0 ? lo : hi) = mid;
+  }
+  return hi;
+}
+}  // namespace
 
 FitResult fit_alpha_beta_regimes(Collective coll, Algorithm algo, const std::vector<Sample>& samples,
                                  double gamma_s_per_byte, int max_regimes) {
@@ -301,7 +336,13 @@ FitResult fit_alpha_beta_regimes(Collective coll, Algorithm algo, const std::vec
         if (s.bytes >= lo && s.bytes <= hi) part.push_back(s);
       SizeRegime g;
       g.from_bytes = k == 0 ? 0.0 : std::sqrt(sizes[cuts[k - 1] - 1] * sizes[cuts[k - 1]]);
-      g.model = fit_alpha_beta(coll, algo, part, gamma_s_per_byte).model;
+      g.model = fit_alpha_beta(coll, algo, part, gamma_s_per_byte, /*allow_burst_credit=*/k > 0).model;
+      // A burst regime's line falls below zero a little under its sizes, so the geometric middle may
+      // not do: the boundary goes where it meets the line below (a token bucket's time is the larger
+      // of the two lines), kept between the two regimes' nearest measured sizes.
+      if (g.has_burst_credit())
+        g.from_bytes = crossing_bytes(coll, algo, part.front().ranks, f.regimes.back().model, g.model,
+                                      sizes[cuts[k - 1] - 1], sizes[cuts[k - 1]]);
       f.regimes.push_back(g);
     }
     set_quality(f, coll, algo, usable);

@@ -57,6 +57,12 @@ struct AlphaBeta {
   double beta_s_per_byte = 0;   // inverse bandwidth (s/byte); "effective" when gamma is 0
   double gamma_s_per_byte = 0;  // local reduction (s/byte), not fitted (see header)
   double time_s(const Coefficients& k) const { return k.a * alpha_s + k.b * beta_s_per_byte + k.c * gamma_s_per_byte; }
+  // A size regime's line may cross zero below its sizes (α < 0): a burst credit, see SizeRegime.
+  // The time of a collective that gets none of it: the line's slope alone, the intercept clamped to
+  // >= 0 (equal to time_s for every line with α >= 0).
+  double sustained_time_s(const Coefficients& k) const {
+    return k.a * (alpha_s > 0 ? alpha_s : 0.0) + k.b * beta_s_per_byte + k.c * gamma_s_per_byte;
+  }
   // Link parameters as users quote them: Gbit/s and µs.
   static AlphaBeta from_link(double gbps, double latency_us, double gamma_s_per_byte = 0);
 };
@@ -72,9 +78,27 @@ struct Sample {
 // rendezvous, recursive doubling / ring), and a buffer that fits in the caches moves faster than
 // one streamed from DRAM (this machine: 16 MiB all-reduces at 0.28 ns/B, 64 MiB at 0.49 ns/B).
 // One line over 4 B .. 64 MiB misses both ends, so a fit may hold size regimes, each its own line.
+//
+// A regime after the first may have α < 0: its line, extended down to 0 bytes, would cross zero. That
+// is what a link with burst credit looks like. A token bucket (`tc tbf`, a switch's buffer, a NIC's
+// rate limiter) passes the first B bytes after an idle moment at full speed and the rest at the
+// sustained rate r, so an isolated transfer of S > B bytes takes about (S - B)/r: slope 1/r,
+// intercept -B/r. Clamping that intercept to 0 (as the first regime must be, and the one-line fit
+// is) forces the slope to split the difference between the sizes the burst covers and the sizes it
+// does not, and the model then misses both. A cache or protocol cliff has the same shape, and there
+// every collective gets the credit; on a shaped link it is spent by the first collective of a busy
+// period and one that follows another without a gap gets none (AlphaBeta::sustained_time_s, the step
+// model's back-to-back collectives, step_model.hpp). The data cannot tell the two apart: `analyze
+// --burst-credit every|idle` says which (perf/analysis.hpp).
+// What reports print under a fit with burst credit.
+inline constexpr std::string_view kBurstCreditNote =
+    "burst credit (alpha < 0): the size regime's line falls to zero below its sizes (a cliff: a cache, a "
+    "protocol switch, or a shaped link's token bucket)";
+
 struct SizeRegime {
   double from_bytes = 0;  // covers [from_bytes, the next regime's from_bytes); the first starts at 0
   AlphaBeta model;
+  bool has_burst_credit() const { return model.alpha_s < 0; }
 };
 
 struct FitResult {
@@ -87,20 +111,24 @@ struct FitResult {
   double max_rel_residual = 0;       // max |pred - meas| / meas
   double line_rms_rel_residual = 0;  // the same for the one line `model` (shows what regimes gain)
   const AlphaBeta& model_for(double bytes) const;
+  bool has_burst_credit() const;  // a regime with α < 0 (SizeRegime)
 };
 
 // Least squares for (α, β) with γ fixed. Residuals are weighted by 1/T (relative error), because
 // a sweep spans 4 B to hundreds of MiB and unweighted least squares would fit only the largest
 // sizes. α and β are constrained to be >= 0 (a negative fit is clamped to 0 and the other
 // parameter refitted). Throws core::Error with fewer than 2 usable samples.
+// allow_burst_credit: α may be negative (a size regime above the smallest sizes, SizeRegime) as long
+// as the line predicts a positive time for every sample it was fitted to; β stays >= 0.
 FitResult fit_alpha_beta(Collective coll, Algorithm algo, const std::vector<Sample>& samples,
-                         double gamma_s_per_byte = 0);
+                         double gamma_s_per_byte = 0, bool allow_burst_credit = false);
 
 // The line above, and then up to max_regimes contiguous size ranges with a line each, every range
 // holding >= 3 distinct sizes. The number of regimes is chosen by the Bayesian information
 // criterion on the relative residuals (n·ln(RSS/n) + p·ln(n), p = 3 per regime - 1): a regime is
 // added only when it explains the data better by more than its extra parameters would by chance.
-// Boundaries lie at the geometric mean of the neighbouring measured sizes.
+// Boundaries lie at the geometric mean of the neighbouring measured sizes. Regimes after the first
+// may carry a burst credit (α < 0, SizeRegime); the first and the one line may not.
 FitResult fit_alpha_beta_regimes(Collective coll, Algorithm algo, const std::vector<Sample>& samples,
                                  double gamma_s_per_byte = 0, int max_regimes = 3);
 
@@ -113,6 +141,9 @@ struct ModelEntry {
   std::vector<int> ranks;                     // rank counts the fit saw
   double time_s(int n, double bytes) const {  // this entry's algorithm, the regime of `bytes`
     return fit.model_for(bytes).time_s(cost_coefficients(collective, algorithm, n, bytes));
+  }
+  double sustained_time_s(int n, double bytes) const {  // the same without burst credit
+    return fit.model_for(bytes).sustained_time_s(cost_coefficients(collective, algorithm, n, bytes));
   }
 };
 

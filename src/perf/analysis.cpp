@@ -107,14 +107,24 @@ Verdict bottleneck(const RunRecord& rec, const Breakdown& b, double peak_gflops_
   return v;
 }
 
-double model_allreduce_s(const CommModel& m, const std::string& backend, int ranks, double bytes, bool async) {
+double model_allreduce_s(const CommModel& m, const std::string& backend, int ranks, double bytes, bool async,
+                         bool back_to_back) {
   if (ranks <= 1) return 0.0;
-  if (async) {
-    if (const ModelEntry* e = m.find(backend + "/async")) {
-      return e->time_s(ranks, bytes);
-    }
+  const ModelEntry* e = async ? m.find(backend + "/async") : nullptr;
+  if (e == nullptr) {
+    e = m.find(backend, Collective::AllReduce);
+    MDDP_USAGE_CHECK(e != nullptr, "the communication model has no all_reduce entry for backend '"
+                                       << backend << "' (source: " << m.source << ")");
   }
-  return m.time_s(backend, Collective::AllReduce, ranks, bytes);
+  return back_to_back ? e->sustained_time_s(ranks, bytes) : e->time_s(ranks, bytes);
+}
+
+AllReduceTime model_allreduce(const CommModel& m, const std::string& backend, int ranks, bool async,
+                              bool burst_credit_refills_when_idle) {
+  return {[&m, backend, ranks, async](double bytes) { return model_allreduce_s(m, backend, ranks, bytes, async); },
+          [&m, backend, ranks, async, burst_credit_refills_when_idle](double bytes) {
+            return model_allreduce_s(m, backend, ranks, bytes, async, burst_credit_refills_when_idle);
+          }};
 }
 
 namespace {
@@ -186,6 +196,11 @@ ScalingResult predict_scaling(const RunRecord& rec, const CommModel& model, cons
     in.allreduce = [fit](int ranks, double bytes) {
       return fit.model_for(bytes).time_s(cost_coefficients(Collective::AllReduce, Algorithm::Ring, ranks, bytes));
     };
+    if (opt.burst_credit_refills_when_idle)
+      in.allreduce_back_to_back = [fit](int ranks, double bytes) {
+        return fit.model_for(bytes).sustained_time_s(
+            cost_coefficients(Collective::AllReduce, Algorithm::Ring, ranks, bytes));
+      };
     s.network = "fitted model of backend '" + rec.backend + "' extrapolated as a ring all-reduce";
     s.model_warning = fit_warning(fit);
   } else {
@@ -208,6 +223,7 @@ Analysis analyze(const RunRecord& rec, const CommModel& model, const AnalyzeOpti
   Analysis out;
   out.record = rec;
   out.model_source = model.source;
+  out.burst_credit_refills_when_idle = opt.burst_credit_refills_when_idle;
   out.comm_model = model.entries;
   out.warnings = node_warnings(rec);
   // A poor fit of the run's backend (link_classes.hpp: low R2 or a large residual) is named next to
@@ -227,7 +243,7 @@ Analysis analyze(const RunRecord& rec, const CommModel& model, const AnalyzeOpti
     r.peer_lag_ms = run.peer_lag_ms;
     const StepProfile prof = profile_of(rec, run);
     const bool async = ddp::is_async(run.strategy);
-    const AllReduceTime ar = [&](double bytes) { return model_allreduce_s(model, backend, n, bytes, async); };
+    const AllReduceTime ar = model_allreduce(model, backend, n, async, opt.burst_credit_refills_when_idle);
     r.predicted = predict_step(prof, run.strategy, ar, run.bucket_mb * kMiB);
     const double err =
         r.measured.step_ms > 0 ? (r.predicted.step_s * 1e3 - r.measured.step_ms) / r.measured.step_ms : 0.0;
@@ -252,10 +268,10 @@ Analysis analyze(const RunRecord& rec, const CommModel& model, const AnalyzeOpti
   const double what_if_cap = reference->bucket_mb > 0 ? reference->bucket_mb * kMiB : 25.0 * kMiB;
   for (const ddp::Strategy s : ddp::kStrategies) {
     const bool async = ddp::is_async(s);
-    const AllReduceTime ar = [&](double bytes) { return model_allreduce_s(model, backend, n, bytes, async); };
+    const AllReduceTime ar = model_allreduce(model, backend, n, async, opt.burst_credit_refills_when_idle);
     out.predicted_strategies.push_back(predict_step(rprof, s, ar, what_if_cap));
   }
-  const AllReduceTime async_ar = [&](double bytes) { return model_allreduce_s(model, backend, n, bytes, true); };
+  const AllReduceTime async_ar = model_allreduce(model, backend, n, /*async=*/true, opt.burst_credit_refills_when_idle);
   out.bucket_sweep = bucket_sweep(rprof, async_ar);
   out.best_bucket = best_bucket(out.bucket_sweep);
   out.scaling = predict_scaling(rec, model, opt, rprof);

@@ -59,13 +59,24 @@ struct AnalyzeOptions {
   // The strategy (and bucket cap) the scaling prediction assumes.
   ddp::Strategy scaling_strategy = ddp::Strategy::Bucketed;
   double scaling_bucket_mb = 25.0;
+  // A fitted regime with burst credit (alpha_beta.hpp SizeRegime): false ("every", the default), every
+  // collective gets the time the benchmark measured, which is right where the curve's shape is the
+  // machine's (a cache or protocol cliff); true ("idle", `--burst-credit idle`), the credit is a
+  // shaped link's token bucket, refilled only while the link is idle, so a collective that follows
+  // another without a gap moves at the sustained rate (step_model.hpp).
+  bool burst_credit_refills_when_idle = false;
   double peak_gflops_per_thread = 166;  // the development machine: 64 FLOP/cycle × 2.6 GHz (AVX-512 FMA)
   double mem_gbytes_s = 15;             // the development machine: STREAM-style triad, 1 thread
 };
 
 // All-reduce time for the run's backend at `ranks` (0 at one rank); async = the progress-thread
 // variant when the model has one ("<backend>/async").
-double model_allreduce_s(const CommModel& m, const std::string& backend, int ranks, double bytes, bool async);
+double model_allreduce_s(const CommModel& m, const std::string& backend, int ranks, double bytes, bool async,
+                         bool back_to_back = false);
+// The step model's all-reduce time (step_model.hpp AllReduceTime) from the model; back to back at the
+// sustained rate only if burst credit refills when idle (AnalyzeOptions). `m` must outlive the result.
+AllReduceTime model_allreduce(const CommModel& m, const std::string& backend, int ranks, bool async,
+                              bool burst_credit_refills_when_idle);
 
 // One strategy of the record: what was measured and what the model predicts for it.
 struct StrategyResult {
@@ -94,6 +105,7 @@ struct Analysis {
   RunRecord record;  // what was analysed (its configuration and source are reported)
   std::string model_source;
   std::vector<ModelEntry> comm_model;
+  bool burst_credit_refills_when_idle = false;  // AnalyzeOptions: how a burst regime was used
   std::vector<std::string> warnings;       // the node's layout makes the model's assumptions shaky
   std::vector<StrategyResult> strategies;  // in the record's order
   double max_abs_error_pct = 0;

@@ -66,6 +66,7 @@ nlohmann::json to_json(const Analysis& a) {
   out["type"] = "microddp_analysis";
   out["source"] = a.record.source;
   out["model_source"] = a.model_source;
+  out["burst_credit"] = a.burst_credit_refills_when_idle ? "idle" : "every";
   out["config"] = config_json(a.record);
   nlohmann::json comm = nlohmann::json::array();
   for (const auto& e : a.comm_model) {
@@ -186,10 +187,17 @@ std::string format_report(const Analysis& a) {
     o << buf;
     for (const SizeRegime& g : f.regimes) {
       const double beta = g.model.beta_s_per_byte * 1e9;
-      std::snprintf(buf, sizeof buf, "#       from %10.0f B: alpha %8.2f us  beta %8.4f ns/B (%6.2f GB/s)\n",
-                    g.from_bytes, g.model.alpha_s * 1e6, beta, beta > 0 ? 1.0 / beta : 0.0);
+      std::snprintf(buf, sizeof buf, "#       from %10.0f B: alpha %8.2f us  beta %8.4f ns/B (%6.2f GB/s)%s\n",
+                    g.from_bytes, g.model.alpha_s * 1e6, beta, beta > 0 ? 1.0 / beta : 0.0,
+                    g.has_burst_credit() ? "  burst credit" : "");
       o << buf;
     }
+    if (f.has_burst_credit())
+      o << "#   " << kBurstCreditNote
+        << (a.burst_credit_refills_when_idle
+                ? "; used as a shaped link's (--burst-credit idle): collectives that follow each other without a gap "
+                  "are predicted at the sustained rate\n"
+                : "; every collective gets it (--burst-credit every; a shaped link: idle)\n");
     if (const std::string w = fit_warning(f); !w.empty()) o << "#   (!) " << w << "\n";
   }
   const Breakdown& b = a.breakdown;

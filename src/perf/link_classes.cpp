@@ -165,9 +165,11 @@ std::string format_hier_comparison(const nlohmann::json& j) {
         f.at("source").get<std::string>().c_str());
     o << buf;
     for (const auto& g : f.at("regimes")) {
-      std::snprintf(buf, sizeof buf, "#         from %12.0f B: alpha %8.2f us  beta %8.4f ns/B\n",
+      // alpha < 0: burst credit (alpha_beta.hpp SizeRegime); each hier phase or ring is one
+      // collective here, predicted on an idle link.
+      std::snprintf(buf, sizeof buf, "#         from %12.0f B: alpha %8.2f us  beta %8.4f ns/B%s\n",
                     g.at("from_bytes").get<double>(), g.at("alpha_us").get<double>(),
-                    g.at("beta_ns_per_byte").get<double>());
+                    g.at("beta_ns_per_byte").get<double>(), g.at("alpha_us").get<double>() < 0 ? "  burst credit" : "");
       o << buf;
     }
     if (f.at("poor").get<bool>()) o << "#   (!) " << cls << " " << f.at("warning").get<std::string>() << "\n";

@@ -75,7 +75,11 @@ StepPrediction simulate_async(const StepProfile& prof, const std::vector<ddp::Bu
     if (prof.time_sliced) t.ready_s = std::max(t.ready_s, prof.backward_s);  // peers run once backward is over
     t.ready_s += prof.peer_lag_s;  // the slowest rank is ready this much later
     t.start_s = std::max(t.ready_s, link_free);
-    const double cost = allreduce(t.bytes);
+    // Burst credit (step_model.hpp): the first collective gets all of it, a later one what the idle
+    // gap since the previous one refilled.
+    const double sustained = allreduce.back_to_back(t.bytes), credit = sustained - allreduce(t.bytes);
+    const double gap = r.buckets.empty() ? credit : t.start_s - link_free;
+    const double cost = sustained - std::clamp(gap, 0.0, std::max(credit, 0.0));
     t.end_s = t.start_s + cost;
     link_free = t.end_s;
     r.comm_total_s += cost;
@@ -91,14 +95,19 @@ StepPrediction simulate_async(const StepProfile& prof, const std::vector<ddp::Bu
 StepPrediction predict_step(const StepProfile& prof, ddp::Strategy strategy, const AllReduceTime& fp32_allreduce,
                             double bucket_cap_bytes, double first_bucket_cap_bytes) {
   // Compression: the strategy's fp32 collectives carry wire_ratio times the bytes.
-  const AllReduceTime allreduce = [&](double bytes) { return fp32_allreduce(bytes * prof.wire_ratio); };
+  const AllReduceTime allreduce{[&](double bytes) { return fp32_allreduce(bytes * prof.wire_ratio); },
+                                [&](double bytes) { return fp32_allreduce.back_to_back(bytes * prof.wire_ratio); }};
   StepPrediction r;
   switch (ddp::modelled_as(strategy)) {  // a lab strategy issues its production strategy's collectives
     case ddp::Strategy::Lab:              // (not reached: modelled as naive, overlap and bucketed)
     case ddp::Strategy::LabOverlap:
     case ddp::Strategy::LabBucketed:
     case ddp::Strategy::Naive:
-      for (const auto& p : prof.params) r.comm_total_s += allreduce(bytes_of(p.count));
+      // One after the other: only the first starts on an idle link (burst credit, step_model.hpp).
+      for (std::size_t i = 0; i < prof.params.size(); ++i) {
+        const double bytes = bytes_of(prof.params[i].count);
+        r.comm_total_s += i == 0 ? allreduce(bytes) : allreduce.back_to_back(bytes);
+      }
       r.collectives = static_cast<std::int64_t>(prof.params.size());
       r.exposed_comm_s = prof.peer_lag_s + r.comm_total_s;
       break;
@@ -164,7 +173,11 @@ StepProfile rescale_rows(const StepProfile& p, std::int64_t rows) {
 namespace {
 
 double predict_at(const ScalingInput& in, const StepProfile& prof, int ranks, double& comm_s) {
-  const AllReduceTime ar = [&](double bytes) { return in.allreduce(ranks, bytes); };
+  const AllReduceTime ar{[&](double bytes) { return in.allreduce(ranks, bytes); },
+                         [&](double bytes) {
+                           return in.allreduce_back_to_back ? in.allreduce_back_to_back(ranks, bytes)
+                                                            : in.allreduce(ranks, bytes);
+                         }};
   const StepPrediction p = predict_step(prof, in.strategy, ar, in.bucket_cap_bytes);
   // The loss all-reduce (3 doubles: loss and two numerics flags) is latency only; at ranks = 1 it is
   // measured already.

@@ -14,7 +14,12 @@
 //   For async strategies the collectives run one at a time on the communication thread, so
 //       start_b = max(ready_b + lag, end_{b-1}),  end_b = start_b + T(S_b),
 //       exposed = max(0, end_last - backward_end),
-//   where lag (peer_lag_s) is how much later the slowest rank gets there; naive and flat pay it once
+//   where lag (peer_lag_s) is how much later the slowest rank gets there. On a link with burst
+//   credit T depends on what came before: a collective that starts g seconds after the link went
+//   idle gets min(g, credit) of it back, credit = T_back_to_back(S) - T(S) (a token bucket refills
+//   at the rate it drains, so an idle gap of g seconds restores g seconds' worth of bytes); the
+//   step's first collective starts after forward and the optimizer and gets all of it. Naive's
+//   collectives follow each other and get none after the first. naive and flat pay lag once
 //   (exposed = lag + Σ T). On a time-sliced node (time_sliced) ready_b is at least backward_end:
 //   every collective runs after backward, exposed = lag + Σ T(S_b) for every strategy.
 //   step = data + forward + backward + exposed + loss_sync + optimizer (+ measured untimed rest).
@@ -24,6 +29,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <type_traits>
 #include <string>
 #include <vector>
 
@@ -65,7 +71,26 @@ std::vector<double> grad_ready_times(const StepProfile& p);
 // parameter counts (their GEMM FLOPs are proportional to parameters × rows).
 void fill_layer_times_from_params(StepProfile& p);
 
-using AllReduceTime = std::function<double(double bytes)>;
+// The time of one gradient all-reduce of `bytes` for the rank count being predicted, in two cases:
+// the collective starts on an idle link (operator()), or it starts while the step's previous
+// collective still holds the link (back_to_back). They differ only on a link with burst credit
+// (alpha_beta.hpp, SizeRegime: a token bucket passes the first bytes after an idle moment at full
+// speed), where back_to_back is the sustained rate's time; built from one function, both are it.
+class AllReduceTime {
+ public:
+  using Fn = std::function<double(double bytes)>;
+  AllReduceTime() = default;
+  template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, AllReduceTime> &&
+                                              std::is_invocable_r_v<double, F&, double>>>
+  AllReduceTime(F isolated) : isolated_(isolated), back_to_back_(std::move(isolated)) {}  // NOLINT: implicit on purpose
+  AllReduceTime(Fn isolated, Fn back_to_back)
+      : isolated_(std::move(isolated)), back_to_back_(std::move(back_to_back)) {}
+  double operator()(double bytes) const { return isolated_(bytes); }
+  double back_to_back(double bytes) const { return back_to_back_(bytes); }
+
+ private:
+  Fn isolated_, back_to_back_;
+};
 
 struct BucketTiming {
   double bytes = 0, ready_s = 0, start_s = 0, end_s = 0;  // times from backward start
@@ -110,8 +135,10 @@ struct ScalingInput {
   std::int64_t global_batch = 0;  // strong scaling keeps this fixed
   ddp::Strategy strategy = ddp::Strategy::Bucketed;
   double bucket_cap_bytes = 25.0 * (1 << 20);
-  // All-reduce time for (ranks, bytes).
+  // All-reduce time for (ranks, bytes) on an idle link, and (optional; empty: the same) when it
+  // follows the previous collective without a gap (AllReduceTime).
   std::function<double(int ranks, double bytes)> allreduce;
+  std::function<double(int ranks, double bytes)> allreduce_back_to_back;
 };
 
 // Compute per rank scales with rows per rank (data, forward, backward), the optimizer does not

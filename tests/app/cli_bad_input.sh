@@ -111,6 +111,7 @@ check "bad --overlap-ms entry 'nan'" "$bin" bench collectives --overlap-ms nan
 # analyze's model and scaling options.
 check "--reduce-gbps"    "$bin" analyze --link-gbps 100 --reduce-gbps -2
 check "--fit-max-mb"     "$bin" analyze --fit-max-mb 0
+check "--burst-credit"   "$bin" analyze --burst-credit always
 check "--link-gbps"      "$bin" analyze --link-gbps -1
 check "--latency-us"     "$bin" analyze --latency-us nan
 check "--peak-gflops"    "$bin" analyze --peak-gflops -1

@@ -204,6 +204,54 @@ TEST(Fit, SizeRegimesAreNotInventedFromOneLine) {
   }
 }
 
+TEST(Fit, BurstCreditOfATokenBucketIsARegime) {
+  // Two ranks on two hosts joined by a token-bucket shaper (tc tbf): the first B = 1 MiB after an
+  // idle moment pass at 2 GB/s, the rest at the sustained 0.125 GB/s (1 Gbit/s). A 2-rank ring moves
+  // S bytes over the link, so an isolated all-reduce takes 2α0 + S/Rpeak up to B and
+  // 2α0 + B/Rpeak + (S - B)/R above: a line whose intercept is negative (-B/R + ...). Clamping that
+  // intercept to 0 leaves the slope to split the difference (sizes above B off by up to ~40%); the
+  // burst regime is exact, and its sustained time is the sustained rate's.
+  const double a0 = 30e-6, rpeak = 2e9, rate = 0.125e9, burst = kMiB;
+  auto isolated = [&](double bytes) {
+    return 2 * a0 + std::min(bytes, burst) / rpeak + std::max(0.0, bytes - burst) / rate;
+  };
+  std::vector<Sample> s;
+  for (double bytes = 4096; bytes <= 64 * kMiB; bytes *= 2) s.push_back({2, bytes, isolated(bytes)});
+  const FitResult f = fit_alpha_beta_regimes(Collective::AllReduce, Algorithm::Ring, s);
+  ASSERT_TRUE(f.has_burst_credit()) << f.regimes.size() << " regimes";
+  EXPECT_LT(f.max_rel_residual, 0.02);
+  const auto k16 = cost_coefficients(Collective::AllReduce, Algorithm::Ring, 2, 16 * kMiB);
+  const AlphaBeta& m16 = f.model_for(16 * kMiB);
+  ASSERT_LT(m16.alpha_s, 0.0);
+  EXPECT_NEAR(m16.time_s(k16) / isolated(16 * kMiB), 1.0, 0.01);
+  EXPECT_NEAR(m16.sustained_time_s(k16) / (16 * kMiB / rate), 1.0, 0.01);  // no credit: the sustained rate
+  // The smallest sizes keep a positive intercept: the first regime never holds a credit.
+  EXPECT_GE(f.model_for(4096).alpha_s, 0.0);
+  // The credit survives the model file; a credit in the first regime, or one that makes a regime's
+  // time negative where it starts, is refused.
+  ModelEntry e;
+  e.backend = "mpi";
+  e.fit = f;
+  CommModel m;
+  m.entries.push_back(e);
+  const CommModel back = comm_model_from_json(to_json(m));
+  EXPECT_NEAR(back.entries.at(0).sustained_time_s(2, 16 * kMiB) / (16 * kMiB / rate), 1.0, 0.01);
+  // analyze's --burst-credit: "every" (default) gives back-to-back collectives the measured time too,
+  // "idle" the sustained one.
+  const AllReduceTime every = model_allreduce(m, "mpi", 2, false, /*burst_credit_refills_when_idle=*/false);
+  const AllReduceTime idle = model_allreduce(m, "mpi", 2, false, /*burst_credit_refills_when_idle=*/true);
+  EXPECT_DOUBLE_EQ(every.back_to_back(16 * kMiB), every(16 * kMiB));
+  EXPECT_DOUBLE_EQ(idle(16 * kMiB), every(16 * kMiB));
+  EXPECT_NEAR(idle.back_to_back(16 * kMiB) / (16 * kMiB / rate), 1.0, 0.01);
+  auto j = to_json(m);
+  j["entries"][0]["regimes"][0]["alpha_us"] = -1.0;
+  EXPECT_THROW(comm_model_from_json(j), core::UsageError);
+  j = to_json(m);
+  const std::size_t last = f.regimes.size() - 1;
+  j["entries"][0]["regimes"][last]["alpha_us"] = -1e9;
+  EXPECT_THROW(comm_model_from_json(j), core::UsageError);
+}
+
 TEST(BenchReader, CsvAndJsonWithAliasesFitTheSameModel) {
   const double alpha = 2e-6, beta = 0.5e-9;
   const std::string csv = ::testing::TempDir() + "bench.csv", json = ::testing::TempDir() + "bench.json";
@@ -282,6 +330,25 @@ TEST(StepModel, HandComputedStrategies) {
   // The bucket plan is the trainer's (ddp::plan_buckets): same count of buckets for a small cap.
   const auto plan = ddp::plan_buckets(p.params, 64);
   EXPECT_EQ(predict_step(p, ddp::Strategy::Bucketed, c, 64).collectives, static_cast<std::int64_t>(plan.size()));
+}
+
+TEST(StepModel, BurstCreditIsSpentOnceAndRefilledByIdleTime) {
+  // 0.4 ms on an idle link, 1.0 ms back to back: a credit of 0.6 ms (step_model.hpp).
+  const StepProfile p = tiny_profile();
+  const AllReduceTime burst{[](double) { return 0.4e-3; }, [](double) { return 1.0e-3; }};
+  // Naive: the first on an idle link, the other three back to back.
+  EXPECT_NEAR(predict_step(p, ddp::Strategy::Naive, burst).exposed_comm_s, 0.4e-3 + 3 * 1e-3, 1e-12);
+  EXPECT_NEAR(predict_step(p, ddp::Strategy::Flat, burst).exposed_comm_s, 0.4e-3, 1e-12);
+  // Overlap (ready b1 0, W1 0.5, b0 1.0, W0 2.0 ms): b1 0 -> 0.4; W1 starts 0.1 ms after the link
+  // went idle, so 0.1 ms of credit is back: 0.5 -> 1.4; b0 and W0 follow without a gap at 1.0 ms
+  // each: 1.4 -> 2.4 -> 3.4; exposed 1.4 ms past backward's end (2 ms).
+  const StepPrediction ov = predict_step(p, ddp::Strategy::Overlap, burst);
+  ASSERT_EQ(ov.buckets.size(), 4u);
+  EXPECT_NEAR(ov.buckets[0].end_s, 0.4e-3, 1e-12);
+  EXPECT_NEAR(ov.buckets[1].end_s, 1.4e-3, 1e-12);
+  EXPECT_NEAR(ov.buckets[3].end_s, 3.4e-3, 1e-12);
+  EXPECT_NEAR(ov.exposed_comm_s, 1.4e-3, 1e-12);
+  EXPECT_NEAR(ov.comm_total_s, 0.4e-3 + 0.9e-3 + 2e-3, 1e-12);
 }
 
 TEST(StepModel, PeerLagAndTimeSlicingByHand) {
@@ -551,9 +618,9 @@ TEST(Analysis, JsonKeepsItsFieldsAndTheReportItsNumbers) {
     return k;
   };
   using Keys = std::set<std::string>;
-  EXPECT_EQ(keys(j), (Keys{"type", "source", "model_source", "config", "comm_model", "warnings", "strategies",
-                           "max_abs_error_pct", "breakdown", "bottleneck", "predicted_strategies", "bucket_sweep",
-                           "best_bucket", "scaling", "model_warning"}));
+  EXPECT_EQ(keys(j), (Keys{"type", "source", "model_source", "burst_credit", "config", "comm_model", "warnings",
+                           "strategies", "max_abs_error_pct", "breakdown", "bottleneck", "predicted_strategies",
+                           "bucket_sweep", "best_bucket", "scaling", "model_warning"}));
   EXPECT_EQ(j.at("type"), "microddp_analysis");
   EXPECT_EQ(keys(j.at("config")), (Keys{"in_dim", "width", "depth", "classes", "global_batch", "ranks", "threads",
                                         "ranks_per_node", "cores_per_node", "comm", "optimizer"}));
