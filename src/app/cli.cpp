@@ -13,7 +13,7 @@ namespace microddp::app {
 namespace {
 
 // CLI11's --help-all expands the subcommands of the top level but lists theirs (bench compute,
-// collectives, ddp) by name only; this formatter expands every level, so --help-all shows every
+// collectives, ddp, links) by name only; this formatter expands every level, so --help-all shows every
 // option of every command.
 class ExpandEveryLevel final : public CLI::Formatter {
  public:
@@ -94,6 +94,7 @@ std::unique_ptr<CommandLine> build_command_line() {
   add(register_bench_compute, *bench);
   add(register_bench_collectives, *bench);
   add(register_bench_ddp, *bench);
+  add(register_bench_links, *bench);
   return cl;
 }
 

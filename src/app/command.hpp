@@ -55,6 +55,7 @@ std::unique_ptr<Command> register_analyze(CLI::App& parent, CLI::App*& sub);
 std::unique_ptr<Command> register_devices(CLI::App& parent, CLI::App*& sub);
 std::unique_ptr<Command> register_ring_schedule(CLI::App& parent, CLI::App*& sub);
 std::unique_ptr<Command> register_bench_ddp(CLI::App& bench, CLI::App*& sub);
+std::unique_ptr<Command> register_bench_links(CLI::App& bench, CLI::App*& sub);
 
 // The number of BLAS threads to use when the user gave none: this node's cores shared by the
 // ranks on it (at least 1), so ranks on one node never oversubscribe the cores with BLAS threads.

@@ -61,7 +61,7 @@ check "MICRODDP_FAULT_PERTURB" env MICRODDP_FAULT_PERTURB=1 "$bin" "${t[@]}"
 check "--bogus"          "$bin" "${t[@]}" --bogus 3
 # An unknown command is named, with the real ones (CLI11 alone said "A subcommand is required").
 check "unknown command 'frobnicate' (commands: train," "$bin" frobnicate
-check "unknown command 'bench frobnicate' (bench commands: compute, collectives, ddp)" "$bin" bench frobnicate
+check "unknown command 'bench frobnicate' (bench commands: compute, collectives, ddp, links)" "$bin" bench frobnicate
 check "cannot open metrics file" "$bin" "${t[@]}" --metrics /nonexistent-dir/m.jsonl
 check "--global-batch"   "$bin" manual --global-batch 1 --steps 1
 # The labs' seams (docs/labs): a bad choice or a combination they do not support is one message.
@@ -108,6 +108,17 @@ check "--overlap-bytes"  "$bin" bench collectives --overlap-bytes 4Q
 check "bad --overlap-ms entry 'abc'" "$bin" bench collectives --overlap-ms abc
 check "bad --overlap-ms entry '5x'"  "$bin" bench collectives --overlap-ms 0,5x
 check "bad --overlap-ms entry 'nan'" "$bin" bench collectives --overlap-ms nan
+# bench links: the transfer size, the repetitions and the slow threshold.
+check "--bytes"          "$bin" bench links --bytes 0
+check "--bytes"          "$bin" bench links --bytes -4M
+check "--bytes"          "$bin" bench links --bytes lots
+check "--bytes"          "$bin" bench links --bytes 2G
+check "--iters"          "$bin" bench links --iters 0
+check "--warmup"         "$bin" bench links --warmup -1
+check "--slow-fraction"  "$bin" bench links --slow-fraction 0
+check "--slow-fraction"  "$bin" bench links --slow-fraction 1.5
+check "--slow-fraction"  "$bin" bench links --slow-fraction nan
+check "--bytes"          "$mpiexec" -np 2 "${mpi_flags[@]}" "$bin" bench links --bytes 0
 # analyze's model and scaling options.
 check "--reduce-gbps"    "$bin" analyze --link-gbps 100 --reduce-gbps -2
 check "--fit-max-mb"     "$bin" analyze --fit-max-mb 0

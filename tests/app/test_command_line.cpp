@@ -105,9 +105,9 @@ TEST(CommandLine, OverlapTimesMustBeNumbers) {
 
 TEST(CommandLine, UnknownCommandsAreNamedWithTheRealOnes) {
   expect_error({"nosuchcommand"}, {"unknown command 'nosuchcommand'", "train", "analyze", "bench"});
-  expect_error({"bench", "nosuch"}, {"unknown command 'bench nosuch'", "compute, collectives, ddp"});
+  expect_error({"bench", "nosuch"}, {"unknown command 'bench nosuch'", "compute, collectives, ddp, links"});
   expect_error({}, {"no command given (commands: train,"});
-  expect_error({"bench"}, {"no command given (bench commands: compute, collectives, ddp)"});
+  expect_error({"bench"}, {"no command given (bench commands: compute, collectives, ddp, links)"});
   // An unknown option before the command is named as well; after a command, words are its own.
   expect_error({"--bogus"}, {"unknown option '--bogus' before the command", "train"});
   expect_error({"bench", "--bogus=1"}, {"unknown option '--bogus'", "bench commands"});
