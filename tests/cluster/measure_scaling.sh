@@ -18,7 +18,7 @@
 # scaling.csv's forward_ms/backward_ms show by how much that inflated compute (the prediction scales
 # the 1-host compute and knows nothing of it).
 # Settings (environment): RATE [1gbit], HOSTS [1 2 4], WIDTH [256], DEPTH [4], GLOBAL_BATCH [1024]
-# (strong), BATCH_PER_RANK [512] (weak), STEPS [20], MODES [strong weak], STRATEGIES [flat bucketed],
+# (strong), BATCH_PER_RANK [512] (weak), STEPS [60], MODES [strong weak], STRATEGIES [flat bucketed],
 # BUCKET_MB [0.25], ITERS [5] (per bench collectives size), MAX_BYTES [4 MiB],
 # MDDP_CLUSTER_TBF_BURST [1mb: docs/cluster.md, a loaded machine needs it].
 # Uses an instance of its own (MDDP_CLUSTER=scalemeas-<pid>), torn down on exit. Exit 77 where the
@@ -31,7 +31,7 @@ jobs=$(cd "$(dirname "$0")/../../jobs" && pwd)
 RATE=${RATE:-1gbit} HOSTS=${HOSTS:-1 2 4}
 # The job scripts' tunables (scaling_point.sbatch, aggregate.sbatch), with this study's defaults.
 export WIDTH=${WIDTH:-256} DEPTH=${DEPTH:-4} GLOBAL_BATCH=${GLOBAL_BATCH:-1024} BATCH_PER_RANK=${BATCH_PER_RANK:-512}
-export STEPS=${STEPS:-20} MODES=${MODES:-strong weak} STRATEGIES=${STRATEGIES:-flat bucketed}
+export STEPS=${STEPS:-60} MODES=${MODES:-strong weak} STRATEGIES=${STRATEGIES:-flat bucketed}
 export BUCKET_MB=${BUCKET_MB:-0.25} COMM=mpi DEVICE=cpu OPENBLAS_NUM_THREADS=1
 export MDDP_JOBS_DIR=$jobs RESULTS_DIR=$out MICRODDP_BIN=$bin LAUNCHER=mpirun
 rm -f "$out"/*_n*_*.jsonl "$out"/predicted_*.json "$out"/model.json  # no stale point is aggregated
