@@ -2,8 +2,11 @@
 
 Reads every <mode>_n<ranks>_<strategy>.jsonl (`microddp train --metrics`: the summary line) and
 predicted_<mode>_<strategy>.json (`microddp analyze --json`) in RESULTS_DIR and writes:
-  scaling.csv             mode, strategy, ranks, batch, measured step time/throughput/efficiency and
-                          the model's predicted efficiency
+  scaling.csv             mode, strategy, ranks, batch, measured step time/throughput/efficiency,
+                          comm_pct (exposed communication + loss sync, % of the step), forward and
+                          backward ms (time slicing of shared cores shows as compute growing with
+                          the ranks), the model's predicted efficiency and step time, and
+                          efficiency_error_pct = 100·(predicted − measured) / measured
   phases.csv              mean step time by phase per (mode, strategy, ranks)
   scaling_efficiency.png  efficiency vs ranks, measured (solid) and predicted (dashed)
   step_phases.png         step time stacked by phase, per strategy and rank count
@@ -78,10 +81,16 @@ def main(results):
             batch = s["config"]["global_batch"]
             eff = t0 * n0 / (t * n) if mode == "strong" else t0 / t
             pe = pred_eff(n)
+            mean = s["mean"]
+            comm = mean.get("comm_exposed_ms", 0.0) + mean.get("loss_sync_ms", 0.0)
             rows.append({"mode": mode, "strategy": strategy, "ranks": n, "global_batch": batch,
                          "step_ms": round(t, 4), "samples_per_s": round(batch / (t * 1e-3), 1),
+                         "comm_pct": round(100.0 * comm / t, 1) if t > 0 else "",
+                         "forward_ms": round(mean.get("forward_ms", 0.0), 4),
+                         "backward_ms": round(mean.get("backward_ms", 0.0), 4),
                          "efficiency_measured": round(eff, 4),
                          "efficiency_predicted": "" if pe is None else round(pe, 4),
+                         "efficiency_error_pct": "" if pe is None else round(100.0 * (pe - eff) / eff, 1),
                          "predicted_step_ms": round(pred[n]["step_ms"], 4) if n in pred else ""})
             phase_rows.append({"mode": mode, "strategy": strategy, "ranks": n,
                                **{p: round(s["mean"].get(p, 0.0), 4) for p in PHASES},

@@ -43,6 +43,20 @@ def summary_of(path):
     return rows[-1]
 
 
+# Figures measured on the emulated cluster: they need root and network namespaces, so this script
+# does not remake them; their own script does, and the chapter that shows them gives its command,
+# date and load. Listed here so that figures.md names every figure of docs/img.
+CLUSTER_FIGURES = [
+    "## Scaling across emulated hosts (not made by this script)", "",
+    "![Scaling across emulated hosts](scaling_hosts.png)", "",
+    "Strong and weak scaling efficiency on 1, 2 and 4 emulated hosts, one rank per host, every link "
+    "shaped: measured (solid) and the model's prediction from the 1-host run and the fit of the shaped "
+    "link (dashed), by `jobs/aggregate.py`. Made as root by `tests/cluster/measure_scaling.sh "
+    "build/microddp OUT` (the job scripts of a sweep on the emulated cluster) and copied from "
+    "`OUT/scaling_efficiency.png`; command, date, load and table in "
+    "[performance.md](../performance.md#scaling-across-emulated-hosts).", ""]
+
+
 class Figures:
     def __init__(self, work, out, conditions, quick):
         self.work, self.out, self.quick = work, out, quick
@@ -365,6 +379,7 @@ class Figures:
             lines += ["", what, "", "```"] + cmds + ["```", ""]
             if notes:
                 lines += [notes, ""]
+        lines += CLUSTER_FIGURES
         with open(os.path.join(self.out, "figures.md"), "w") as f:
             f.write("\n".join(lines))
 

@@ -6,6 +6,9 @@
 #   RESULTS_DIR    where results/logs go         [$SLURM_SUBMIT_DIR/results/$SLURM_JOB_NAME]
 #   LAUNCHER       srun | mpirun (local runs)    [srun inside a SLURM job, else mpirun]
 #   MPIRUN_FLAGS   extra mpirun flags            [--oversubscribe --bind-to none]
+#   MPIRUN         the mpirun command of LAUNCHER=mpirun, split at spaces [mpirun]: a wrapper that
+#                  takes mpirun's arguments, e.g. the emulated cluster's
+#                  "tests/cluster/cluster.sh mpirun --slots 1" (one rank per emulated host)
 #   SRUN_FLAGS     extra srun flags              [] (e.g. --mpi=pmix where it is not the default)
 #   OMPI_MCA_mpi_yield_when_idle   Open MPI: yield while waiting   [1] (why: docs/performance.md,
 #                  "The communication thread needs a core"; 0 = Open MPI's busy polling)
@@ -43,13 +46,14 @@ mddp_provenance() {
 # mddp_launch NTASKS CMD... — start NTASKS ranks of CMD (srun in a job, mpirun otherwise).
 mddp_launch() {
   local n=$1; shift
-  echo "# launch   : $LAUNCHER x$n: $*"
   if [ "$LAUNCHER" = srun ]; then
+    echo "# launch   : srun x$n: $*"
     # shellcheck disable=SC2086
     srun --ntasks="$n" ${SRUN_FLAGS:-} "$@"
   else
+    echo "# launch   : ${MPIRUN:-mpirun} x$n: $*"
     local root=(); [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
     # shellcheck disable=SC2086
-    mpirun "${root[@]}" ${MPIRUN_FLAGS:---oversubscribe --bind-to none} -np "$n" "$@"
+    ${MPIRUN:-mpirun} "${root[@]}" ${MPIRUN_FLAGS:---oversubscribe --bind-to none} -np "$n" "$@"
   fi
 }
