@@ -8,7 +8,8 @@
 #      predictions use), then `bench ddp --grad-compression none,bf16,fp16,powersgd`
 #   2. the same `bench ddp` with the 2 ranks on one host (shared memory, no shaping)
 #   3. `analyze` on the same 2 x 1 placement for each mode: in-process compute and compression cost,
-#      the inter-host fit from 1 (--bench), so its step prediction can be held against 1; and on
+#      the inter-host fit from 1 (--bench; --burst-credit idle: the link is a token bucket, docs/
+#      performance.md), so its step prediction can be held against 1; and on
 #      the 2 ranks of one host with its in-process fit (shared memory), to hold against 2
 # One rank per host keeps the two ranks' compute from time-slicing one core against each other
 # more than the 2-core machine forces anyway (the ranks still share the machine's 2 cores).
@@ -35,7 +36,7 @@ measure_run "$C" mpirun --slots 1 -np 2 "$bin" "${D[@]}" --json "$out/ddp_2hosts
 measure_run "$C" mpirun --slots 2 -np 2 "$bin" "${D[@]}" --json "$out/ddp_1host.json" | tee "$out/ddp_1host.txt"
 for m in none bf16 fp16 powersgd; do
   measure_run "$C" mpirun --slots 1 -np 2 "$bin" analyze "${M[@]}" --strategies bucketed --bucket-mb 4 --steps 3 \
-    --grad-compression "$m" --bench "$out/inter.csv" --json "$out/analyze_$m.json" >"$out/analyze_$m.txt"
+    --grad-compression "$m" --bench "$out/inter.csv" --burst-credit idle --json "$out/analyze_$m.json" >"$out/analyze_$m.txt"
   measure_run "$C" mpirun --slots 2 -np 2 "$bin" analyze "${M[@]}" --strategies bucketed --bucket-mb 4 --steps 3 \
     --grad-compression "$m" --json "$out/analyze_1host_$m.json" >"$out/analyze_1host_$m.txt"
 done
