@@ -56,5 +56,5 @@ done
 echo "# load after the points: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/provenance.txt"
 
 # Aggregation on this machine (no network: analyze reads the records and the fitted model).
-MODEL_JSON=$out/model.json measure_run bash "$jobs/aggregate.sbatch" >"$out/aggregate.log"
+MODEL_JSON=$out/model.json BURST_CREDIT=idle measure_run bash "$jobs/aggregate.sbatch" >"$out/aggregate.log"
 column -s, -t <"$out/scaling.csv"
