@@ -6,7 +6,12 @@ predicted_<mode>_<strategy>.json (`microddp analyze --json`) in RESULTS_DIR and 
                           comm_pct (exposed communication + loss sync, % of the step), forward and
                           backward ms (time slicing of shared cores shows as compute growing with
                           the ranks), the model's predicted efficiency and step time, and
-                          efficiency_error_pct = 100·(predicted − measured) / measured
+                          efficiency_error_pct = 100·(predicted − measured) / measured; and the
+                          network's part alone: comm_exposed_ms measured and predicted, and
+                          step_error_network_pct = 100·(predicted − measured exposed comm) / step,
+                          the step's error if the model had been given this point's measured
+                          compute (where cores are shared, compute grows with the ranks and the
+                          efficiency error mixes that in; this column does not)
   phases.csv              mean step time by phase per (mode, strategy, ranks)
   scaling_efficiency.png  efficiency vs ranks, measured (solid) and predicted (dashed)
   step_phases.png         step time stacked by phase, per strategy and rank count
@@ -91,7 +96,12 @@ def main(results):
                          "efficiency_measured": round(eff, 4),
                          "efficiency_predicted": "" if pe is None else round(pe, 4),
                          "efficiency_error_pct": "" if pe is None else round(100.0 * (pe - eff) / eff, 1),
-                         "predicted_step_ms": round(pred[n]["step_ms"], 4) if n in pred else ""})
+                         "predicted_step_ms": round(pred[n]["step_ms"], 4) if n in pred else "",
+                         "comm_exposed_ms": round(mean.get("comm_exposed_ms", 0.0), 4),
+                         "predicted_comm_exposed_ms": round(pred[n]["exposed_comm_ms"], 4) if n in pred else "",
+                         "step_error_network_pct": round(100.0 * (pred[n]["exposed_comm_ms"] -
+                                                                  mean.get("comm_exposed_ms", 0.0)) / t, 1)
+                         if n in pred and t > 0 else ""})
             phase_rows.append({"mode": mode, "strategy": strategy, "ranks": n,
                                **{p: round(s["mean"].get(p, 0.0), 4) for p in PHASES},
                                "step_ms": round(t, 4)})

@@ -57,12 +57,6 @@ struct AlphaBeta {
   double beta_s_per_byte = 0;   // inverse bandwidth (s/byte); "effective" when gamma is 0
   double gamma_s_per_byte = 0;  // local reduction (s/byte), not fitted (see header)
   double time_s(const Coefficients& k) const { return k.a * alpha_s + k.b * beta_s_per_byte + k.c * gamma_s_per_byte; }
-  // A size regime's line may cross zero below its sizes (α < 0): a burst credit, see SizeRegime.
-  // The time of a collective that gets none of it: the line's slope alone, the intercept clamped to
-  // >= 0 (equal to time_s for every line with α >= 0).
-  double sustained_time_s(const Coefficients& k) const {
-    return k.a * (alpha_s > 0 ? alpha_s : 0.0) + k.b * beta_s_per_byte + k.c * gamma_s_per_byte;
-  }
   // Link parameters as users quote them: Gbit/s and µs.
   static AlphaBeta from_link(double gbps, double latency_us, double gamma_s_per_byte = 0);
 };
@@ -87,7 +81,7 @@ struct Sample {
 // is) forces the slope to split the difference between the sizes the burst covers and the sizes it
 // does not, and the model then misses both. A cache or protocol cliff has the same shape, and there
 // every collective gets the credit; on a shaped link it is spent by the first collective of a busy
-// period and one that follows another without a gap gets none (AlphaBeta::sustained_time_s, the step
+// period and one that follows another without a gap gets none (FitResult::sustained_model_for, the step
 // model's back-to-back collectives, step_model.hpp). The data cannot tell the two apart: `analyze
 // --burst-credit every|idle` says which (perf/analysis.hpp).
 // What reports print under a fit with burst credit.
@@ -112,6 +106,11 @@ struct FitResult {
   double line_rms_rel_residual = 0;  // the same for the one line `model` (shows what regimes gain)
   const AlphaBeta& model_for(double bytes) const;
   bool has_burst_credit() const;  // a regime with α < 0 (SizeRegime)
+  // A collective of `bytes` that follows another without a gap on a shaped link (SizeRegime): the
+  // bytes of a busy period stream through the token bucket as one long transfer, so they move at the
+  // link's sustained rate, the largest β of this size's regime and those above it, with no credit
+  // (α of this size's regime, clamped to >= 0). Equal to model_for where no regime above is slower.
+  AlphaBeta sustained_model_for(double bytes) const;
 };
 
 // Least squares for (α, β) with γ fixed. Residuals are weighted by 1/T (relative error), because
@@ -142,8 +141,8 @@ struct ModelEntry {
   double time_s(int n, double bytes) const {  // this entry's algorithm, the regime of `bytes`
     return fit.model_for(bytes).time_s(cost_coefficients(collective, algorithm, n, bytes));
   }
-  double sustained_time_s(int n, double bytes) const {  // the same without burst credit
-    return fit.model_for(bytes).sustained_time_s(cost_coefficients(collective, algorithm, n, bytes));
+  double sustained_time_s(int n, double bytes) const {  // back to back on a shaped link
+    return fit.sustained_model_for(bytes).time_s(cost_coefficients(collective, algorithm, n, bytes));
   }
 };
 

@@ -198,7 +198,7 @@ ScalingResult predict_scaling(const RunRecord& rec, const CommModel& model, cons
     };
     if (opt.burst_credit_refills_when_idle)
       in.allreduce_back_to_back = [fit](int ranks, double bytes) {
-        return fit.model_for(bytes).sustained_time_s(
+        return fit.sustained_model_for(bytes).time_s(
             cost_coefficients(Collective::AllReduce, Algorithm::Ring, ranks, bytes));
       };
     s.network = "fitted model of backend '" + rec.backend + "' extrapolated as a ring all-reduce";

@@ -5,7 +5,8 @@
 # files and analyze reports into OUTDIR and prints what it ran.
 #
 #   1. 2 hosts x 1 rank, every link at RATE: `bench collectives` of the mpi all-reduce (the fit the
-#      predictions use), then `bench ddp --grad-compression none,bf16,fp16,powersgd`
+#      predictions use; up to 64 MiB so that two sizes lie beyond the token bucket's burst and the
+#      fit sees the link's sustained rate, docs/performance.md "Burst credit"), then `bench ddp --grad-compression none,bf16,fp16,powersgd`
 #   2. the same `bench ddp` with the 2 ranks on one host (shared memory, no shaping)
 #   3. `analyze` on the same 2 x 1 placement for each mode: in-process compute and compression cost,
 #      the inter-host fit from 1 (--bench; --burst-credit idle: the link is a token bucket, docs/
@@ -31,7 +32,7 @@ D=(bench ddp "${M[@]}" --strategies bucketed --bucket-mb 4 --grad-compression no
 cluster_measure_provenance "$RATE"
 
 measure_run "$C" mpirun --slots 1 -np 2 "$bin" bench collectives --ops allreduce --backends mpi --min-bytes 4096 \
-  --max-bytes 33554432 --factor 4 --iters "${ITERS:-5}" --warmup 1 --csv "$out/inter.csv"
+  --max-bytes 67108864 --factor 4 --iters "${ITERS:-5}" --warmup 1 --csv "$out/inter.csv"
 measure_run "$C" mpirun --slots 1 -np 2 "$bin" "${D[@]}" --json "$out/ddp_2hosts.json" | tee "$out/ddp_2hosts.txt"
 measure_run "$C" mpirun --slots 2 -np 2 "$bin" "${D[@]}" --json "$out/ddp_1host.json" | tee "$out/ddp_1host.txt"
 for m in none bf16 fp16 powersgd; do

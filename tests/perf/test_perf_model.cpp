@@ -224,7 +224,11 @@ TEST(Fit, BurstCreditOfATokenBucketIsARegime) {
   const AlphaBeta& m16 = f.model_for(16 * kMiB);
   ASSERT_LT(m16.alpha_s, 0.0);
   EXPECT_NEAR(m16.time_s(k16) / isolated(16 * kMiB), 1.0, 0.01);
-  EXPECT_NEAR(m16.sustained_time_s(k16) / (16 * kMiB / rate), 1.0, 0.01);  // no credit: the sustained rate
+  EXPECT_NEAR(f.sustained_model_for(16 * kMiB).time_s(k16) / (16 * kMiB / rate), 1.0, 0.01);  // no credit
+  // Back to back, every size streams at the sustained rate (a busy period is one long transfer
+  // through the bucket), 64 KiB included, with its own regime's latency.
+  const auto k64k = cost_coefficients(Collective::AllReduce, Algorithm::Ring, 2, 65536);
+  EXPECT_NEAR(f.sustained_model_for(65536).time_s(k64k) / (2 * a0 + 65536 / rate), 1.0, 0.01);
   // The smallest sizes keep a positive intercept: the first regime never holds a credit.
   EXPECT_GE(f.model_for(4096).alpha_s, 0.0);
   // The credit survives the model file; a credit in the first regime, or one that makes a regime's
