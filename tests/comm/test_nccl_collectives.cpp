@@ -212,8 +212,8 @@ int main(int argc, char** argv) {
       mine.uuid = microddp::kernels::cuda_device_uuid(runtime.local_rank() % gpus);
     }
     const auto sharing = microddp::comm::exchange_gpu_identities(runtime, mine, microddp::kernels::format_device_uuid);
-    const bool nccl_backend =
-        microddp::comm::describe_backend(microddp::testing::backend_from_argv()).kind == microddp::comm::BackendKind::Stream;
+    const bool nccl_backend = microddp::comm::describe_backend(microddp::testing::backend_from_argv()).kind ==
+                              microddp::comm::BackendKind::Stream;
     if (sharing.ranks_without_gpu > 0 || (nccl_backend && sharing.shared())) {
       if (runtime.rank() == 0) {
         std::printf("%s: skipped\n", sharing.ranks_without_gpu > 0
