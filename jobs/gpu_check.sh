@@ -218,7 +218,8 @@ train_args=(train --steps "${TRAIN_STEPS}" --width 256 --depth 8 --global-batch 
 cpu_losses=$(run_limited "${TEST_TIMEOUT_S}" "${MPIEXEC}" "${MPIEXEC_FLAGS[@]}" -n "${NGPU}" "${MICRODDP}" "${train_args[@]}" \
              --device cpu --comm mpi | step_losses)
 [[ $(wc -l <<<"${cpu_losses}") == "${TRAIN_STEPS}" ]] || fail "train --device cpu (the reference run) did not finish"
-for backend in nccl nccl-ring mpi; do
+# mpi and hier stage device buffers through pinned host memory (hier: its nodes from the launcher).
+for backend in nccl nccl-ring mpi hier; do
   out=$(run_limited "${TEST_TIMEOUT_S}" "${MPIEXEC}" "${MPIEXEC_FLAGS[@]}" -n "${NGPU}" "${MICRODDP}" "${train_args[@]}" \
         --device cuda --comm "${backend}" --strategy bucketed 2>&1) ||
     { echo "${out}" | tail -n 5; fail "train --device cuda --comm ${backend}"; continue; }

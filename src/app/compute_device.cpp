@@ -24,7 +24,7 @@ int visible_gpus() {
 #endif
 }
 
-// "nccl, nccl-ring or mpi": this build's backends that accept device buffers.
+// "mpi, hier, nccl or nccl-ring": this build's backends that accept device buffers.
 std::string device_backends() {
   std::vector<std::string> names;
   for (const auto& b : comm::available_backends()) {

@@ -1,8 +1,9 @@
 // compute_device.hpp — `--device cpu|cuda|auto` for `train`: which Ops a rank computes with, on
 // which GPU, and which backend carries its gradients.
 // Contract:
-//   * A GPU model needs a backend that accepts device buffers: nccl, nccl-ring or mpi (pinned-host
-//     staging or CUDA-aware MPI). The hand-rolled host backends (naive, ring, rd, auto) do not.
+//   * A GPU model needs a backend that accepts device buffers: nccl, nccl-ring, mpi (pinned-host
+//     staging or CUDA-aware MPI) or hier (pinned-host staging). The hand-rolled host backends (naive,
+//     ring, rd, auto) do not.
 //   * cuda: the rank's GPU, or a core::UsageError when the build has no CUDA, no GPU is visible, or
 //     --comm names a host-only backend. Without --comm, the backend becomes nccl (mpi in a build
 //     without NCCL).

@@ -27,14 +27,15 @@ bool mpi_is_cuda_aware() {
 
 class CudaDeviceStaging final : public DeviceStaging {
  public:
-  CudaDeviceStaging() : cuda_aware_(mpi_is_cuda_aware()) {}
-  std::string mode() const override { return cuda_aware_ ? "CUDA-aware MPI" : "pinned-host staging"; }
+  explicit CudaDeviceStaging(StagingPolicy policy)
+      : pass_through_(policy == StagingPolicy::PassThroughIfCudaAwareMpi && mpi_is_cuda_aware()) {}
+  std::string mode() const override { return pass_through_ ? "CUDA-aware MPI" : "pinned-host staging"; }
 
   void run(const CollectiveCall& call, int rank, int size,
            const std::function<void(const CollectiveCall&)>& host_collective) override {
     select_device(call, rank);
     MDDP_CUDA_CHECK(cudaDeviceSynchronize());
-    if (cuda_aware_ && call.op != ReduceOp::Mean) {
+    if (pass_through_ && call.op != ReduceOp::Mean) {
       host_collective(call);
       return;
     }
@@ -74,12 +75,14 @@ class CudaDeviceStaging final : public DeviceStaging {
     MDDP_CUDA_CHECK(cudaSetDevice(a.device));
   }
 
-  bool cuda_aware_;
+  bool pass_through_;  // device pointers go to the host collective (CUDA-aware MPI, and the policy allows it)
   PinnedHostBuffer pinned_[2];
 };
 
 }  // namespace
 
-std::unique_ptr<DeviceStaging> make_device_staging() { return std::make_unique<CudaDeviceStaging>(); }
+std::unique_ptr<DeviceStaging> make_device_staging(StagingPolicy policy) {
+  return std::make_unique<CudaDeviceStaging>(policy);
+}
 
 }  // namespace microddp::comm

@@ -15,6 +15,6 @@ class NoDeviceStaging final : public DeviceStaging {
 };
 }  // namespace
 
-std::unique_ptr<DeviceStaging> make_device_staging() { return std::make_unique<NoDeviceStaging>(); }
+std::unique_ptr<DeviceStaging> make_device_staging(StagingPolicy) { return std::make_unique<NoDeviceStaging>(); }
 
 }  // namespace microddp::comm

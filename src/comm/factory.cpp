@@ -40,8 +40,9 @@ constexpr Row kBackends[] = {
     {"ring", BackendKind::Host, false, true, A::Ring, A::Ring, false},
     {"rd", BackendKind::Host, false, true, A::RecursiveDoubling, A::RecursiveDoubling, false},
     {"auto", BackendKind::Host, false, true, A::RecursiveDoubling, A::Ring, true},
-    // Nodes of several ranks: inside the node, then across nodes (hier_backend.hpp).
-    {"hier", BackendKind::Host, false, true, A::Hierarchical, A::Hierarchical, false},
+    // Nodes of several ranks: inside the node, then across nodes; device buffers always staged
+    // through pinned host memory, the reduction on the host (hier_backend.hpp).
+    {"hier", BackendKind::Host, true, true, A::Hierarchical, A::Hierarchical, false},
     // GPU backends: one GPU per rank; host buffers are staged (nccl_backend.hpp).
     {"nccl", BackendKind::Stream, true, kHaveNccl, A::Library, A::Library, false},
     {"nccl-ring", BackendKind::Stream, true, kHaveNccl, A::Ring, A::Ring, false},

@@ -12,7 +12,7 @@
 namespace microddp::comm {
 
 HierBackend::HierBackend(MPI_Comm parent, const CommConfig& config)
-    : HostBackend(mpi_comm_rank(parent), mpi_comm_size(parent)),
+    : DeviceStagedBackend(mpi_comm_rank(parent), mpi_comm_size(parent), StagingPolicy::AlwaysStage),
       topo_(parent, config.hier_node_sizes, config.p2p_max_message_bytes),
       segment_bytes_(
           std::min(config.ring_segment_bytes, topo_.world().max_message_bytes())),  // a segment is one message
@@ -24,10 +24,7 @@ HierBackend::HierBackend(MPI_Comm parent, const CommConfig& config)
                           << (config.hier_node_sizes.empty() ? "" : " (MICRODDP_HIER_NODE_SIZES)"));
 }
 
-void HierBackend::execute(const CollectiveCall& call) {
-  MDDP_CHECK(call.send.device == core::Device::Host && call.recv.device == core::Device::Host,
-             name() << " backend: " << collective_name(call.kind)
-                    << " on a device buffer (this backend moves host memory only)");
+void HierBackend::execute_host(const CollectiveCall& call) {
   topo_.begin(call.seq);
   P2pTransport& t = topo_.world();
   switch (call.kind) {

@@ -5,7 +5,11 @@
 // scatter/gather, dissemination barrier), as `ring` does.
 //
 // Contract: see backend.hpp (a HostBackend: async through the communicator's progress engine).
-// Host buffers only. Nodes from MPI_COMM_TYPE_SHARED unless CommConfig::hier_node_sizes overrides
+// Device buffers (Device::Cuda) are always staged through pinned host memory
+// (device_staged_backend.hpp, StagingPolicy::AlwaysStage): the collectives below reduce what they
+// receive with host loops (kernels/host_reduce.hpp), so even a CUDA-aware MPI could not let them
+// take device pointers; every phase then runs on the host copies (no NCCL inside the node). Builds
+// without CUDA refuse device buffers. Nodes from MPI_COMM_TYPE_SHARED unless CommConfig::hier_node_sizes overrides
 // them (hier_topology.hpp). Tunables from CommConfig, equal on all ranks: ring_segment_bytes (the
 // rings' pipeline segment), auto_rd_max_bytes (the cross-node phase runs recursive doubling on
 // shards up to this size, the ring or the two-node exchange above), p2p_max_message_bytes.
@@ -16,13 +20,13 @@
 #include <cstdint>
 #include <string_view>
 
-#include "comm/backend.hpp"
 #include "comm/comm_config.hpp"
+#include "comm/device_staged_backend.hpp"
 #include "comm/hier_topology.hpp"
 
 namespace microddp::comm {
 
-class HierBackend final : public HostBackend {
+class HierBackend final : public DeviceStagedBackend {
  public:
   // Collective over `parent`.
   HierBackend(MPI_Comm parent, const CommConfig& config);
@@ -30,7 +34,7 @@ class HierBackend final : public HostBackend {
   const HierLayout& layout() const { return topo_.layout(); }
 
  protected:
-  void execute(const CollectiveCall& call) override;
+  void execute_host(const CollectiveCall& call) override;
 
  private:
   HierTopology topo_;

@@ -3,8 +3,8 @@
 // with MPI_ERRORS_RETURN, so MPI failures reach us as core::Error instead of aborting inside MPI.
 //
 // Contract (beyond backend.hpp and the buffer conventions in types.hpp):
-//   * Device buffers are staged (device_staging.hpp); everything below sees host memory (or device
-//     memory with CUDA-aware MPI).
+//   * Device buffers are staged (device_staged_backend.hpp); everything below sees host memory (or
+//     device memory with CUDA-aware MPI).
 //   * A collective whose element count is 0 makes no MPI call and never dereferences its (possibly
 //     null) buffers. Every rank sees the same count, so every rank skips it alike.
 //   * 64-bit counts are never truncated. With L = max_chunk_count_ (INT_MAX unless a test lowers it):
@@ -192,7 +192,8 @@ void run_reduce_scatter(const Ctx& x, const CollectiveCall& call) {
 // The limit is checked before the communicator is duplicated: a bad value throws on every rank
 // before any collective call, so no rank is left waiting in MPI_Comm_dup.
 MpiBackend::MpiBackend(MPI_Comm parent, std::int64_t max_chunk_count)
-    : HostBackend(mpi_comm_rank(parent), mpi_comm_size(parent)), max_chunk_count_(max_chunk_count) {
+    : DeviceStagedBackend(mpi_comm_rank(parent), mpi_comm_size(parent), StagingPolicy::PassThroughIfCudaAwareMpi),
+      max_chunk_count_(max_chunk_count) {
   MDDP_CHECK(max_chunk_count >= 1 && max_chunk_count <= INT_MAX,
              "mpi: max chunk count " << max_chunk_count << " outside [1, " << INT_MAX << "]");
   MDDP_MPI_CHECK(MPI_Comm_dup(parent, &comm_));
@@ -203,14 +204,6 @@ MpiBackend::~MpiBackend() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);  // a destructor must not throw
-}
-
-void MpiBackend::execute(const CollectiveCall& call) {
-  if (uses_device_buffers(call, rank())) {
-    staging_->run(call, rank(), size(), [this](const CollectiveCall& c) { execute_host(c); });
-    return;
-  }
-  execute_host(call);
 }
 
 void MpiBackend::execute_host(const CollectiveCall& call) {

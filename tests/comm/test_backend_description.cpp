@@ -33,13 +33,15 @@ TEST(BackendDescription, EveryCompiledBackendIsDescribed) {
 }
 
 TEST(BackendDescription, KindsAndDeviceBuffers) {
-  for (const char* host_only : {"naive", "ring", "rd", "auto", "hier"}) {
+  for (const char* host_only : {"naive", "ring", "rd", "auto"}) {
     const BackendDescription d = describe_backend(host_only);
     EXPECT_EQ(d.kind, BackendKind::Host) << host_only;
     EXPECT_FALSE(d.accepts_device_buffers) << host_only;
   }
   EXPECT_EQ(describe_backend("mpi").kind, BackendKind::Host);
   EXPECT_TRUE(describe_backend("mpi").accepts_device_buffers);  // staged, or CUDA-aware MPI
+  EXPECT_EQ(describe_backend("hier").kind, BackendKind::Host);
+  EXPECT_TRUE(describe_backend("hier").accepts_device_buffers);  // always staged
   for (const char* gpu : {"nccl", "nccl-ring"}) {
     EXPECT_EQ(describe_backend(gpu).kind, BackendKind::Stream) << gpu;
     EXPECT_TRUE(describe_backend(gpu).accepts_device_buffers) << gpu;

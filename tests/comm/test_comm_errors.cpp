@@ -10,10 +10,13 @@
 
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm/factory.hpp"
+#include "comm/hier_backend.hpp"
 #include "comm/mpi_backend.hpp"
 #include "core/error.hpp"
 #include "support/mpi_test_env.hpp"
@@ -77,10 +80,11 @@ TEST(CommErrors, InvalidArgumentsThrowBeforeCommunicating) {
   EXPECT_EQ(x[0], n * (n + 1) / 2);
 }
 
-TEST(CommErrors, BackendFailureFailsTheWorkAndLaterCalls) {
-  // The mpi backend moves host memory only: a device-tagged view passes validation (same device on
-  // both sides) and then fails inside execute() on every rank alike, without any MPI call.
-  comm::Communicator comm(std::make_unique<comm::MpiBackend>(runtime().world()));
+// A device-tagged view of host memory passes validation (same device on both sides) and then fails
+// inside the backend's device staging on every rank alike, without any MPI call: "built without
+// CUDA" in a CPU build, "not device memory" in a CUDA build. The same for both staged backends.
+void expect_backend_failure_fails_the_work_and_later_calls(std::unique_ptr<comm::HostBackend> backend) {
+  comm::Communicator comm(std::move(backend));
   std::vector<float> a(16, 1.0f), dev(16);
   const comm::Work ok = comm.all_reduce(TensorView::of(a.data(), 16), ReduceOp::Sum, Mode::Async);
   const TensorView fake_device(dev.data(), 16, DType::F32, core::Device::Cuda);
@@ -91,6 +95,15 @@ TEST(CommErrors, BackendFailureFailsTheWorkAndLaterCalls) {
   EXPECT_TRUE(bad.test());  // failed counts as complete: test() never blocks forever
   expect_error([&] { comm.all_reduce(TensorView::of(a.data(), 16), ReduceOp::Sum); }, {"unusable", "device"},
                "submit after failure");
+}
+
+TEST(CommErrors, BackendFailureFailsTheWorkAndLaterCalls) {
+  expect_backend_failure_fails_the_work_and_later_calls(std::make_unique<comm::MpiBackend>(runtime().world()));
+}
+
+TEST(CommErrors, HierBackendFailureFailsTheWorkAndLaterCalls) {
+  expect_backend_failure_fails_the_work_and_later_calls(
+      std::make_unique<comm::HierBackend>(runtime().world(), comm_config()));
 }
 
 TEST(CommErrors, UnknownBackendIsUsageErrorListingBackends) {

@@ -1,27 +1,32 @@
 // test_nccl_collectives.cpp — exactness of the NCCL backends (`nccl`, or `nccl-ring` with
-// --backend=nccl-ring), one GPU per rank; with --backend=mpi --gtest_filter='*Device*' the `mpi`
-// backend's device-buffer path (device_staging.hpp).
+// --backend=nccl-ring), one GPU per rank; with --backend=mpi or --backend=hier and
+// --gtest_filter='*Device*' the device-buffer path of the host backends (device_staged_backend.hpp;
+// hier's nodes from MICRODDP_HIER_NODE_SIZES, read from the environment as the app reads it).
 //   * HostStaged: the backend-generic exactness matrix of collective_checks.hpp (every collective,
 //     sizes 0, 1, < ranks, not divisible, around 2^k, in/out of place, roots, dtypes, ops), compared
 //     bitwise. Host buffers go through the staging path, whose staged call keeps the in-place layout
 //     (staging_plan.hpp), so every NCCL code path of enqueue_device runs on device pointers.
 //   * Device*: device buffers directly, async, ordered after a user compute stream; slot reuse with
 //     more outstanding collectives than completion slots; a host pointer marked Device::Cuda.
-// Own main: with fewer visible GPUs than ranks on some node every rank exits 77 (ctest: skipped).
+// Own main: every rank exits 77 (ctest: skipped) when some rank sees no GPU, or, for the NCCL
+// backends, when ranks share one.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "collective_checks.hpp"
+#include "comm/comm_config.hpp"
 #include "comm/factory.hpp"
 #include "comm/gpu_sharing.hpp"
 #include "comm/mpi_runtime.hpp"
 #include "comm/nccl_backend.hpp"
+#include "core/error.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/device.hpp"
 
@@ -29,6 +34,7 @@ namespace microddp::testing {
 namespace {
 
 const comm::MpiRuntime* g_runtime = nullptr;
+comm::CommConfig g_comm_config;  // from the environment, parsed in main before MPI starts
 
 std::string backend_from_argv() {
   for (const std::string& a : ::testing::internal::GetArgvs()) {
@@ -39,11 +45,11 @@ std::string backend_from_argv() {
 
 class Nccl : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { comm_ = comm::make_communicator(backend_from_argv(), *g_runtime); }
+  static void SetUpTestSuite() { comm_ = comm::make_communicator(backend_from_argv(), *g_runtime, g_comm_config); }
   static void TearDownTestSuite() { comm_.reset(); }
   static std::unique_ptr<Communicator> comm_;
   static int n() { return comm_->size(); }
-  // Null for a non-NCCL backend (the `mpi` backend's device path runs the Device* tests too).
+  // Null for a non-NCCL backend (the device path of `mpi` and `hier` runs the Device* tests too).
   static comm::NcclBackend* nccl() { return comm_->backend_as<comm::NcclBackend>(); }
 };
 std::unique_ptr<Communicator> Nccl::comm_;
@@ -107,8 +113,8 @@ TEST_F(Nccl, DeviceAsyncAllReduceOrderedAfterComputeStream) {
   const int r = comm_->rank();
   cudaStream_t compute = nullptr;
   MDDP_CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
-  // NCCL: ordered by an event; mpi: device staging waits for the whole GPU (device_staging.hpp).
-  comm_->set_compute_stream(compute);  // a no-op on the mpi backend
+  // NCCL: ordered by an event; mpi, hier: device staging waits for the whole GPU (device_staging.hpp).
+  comm_->set_compute_stream(compute);  // a no-op on the host backends
   for (std::int64_t count :
        {std::int64_t{0}, std::int64_t{1}, std::int64_t{7}, std::int64_t{65537}, std::int64_t{1000003}}) {
     for (bool in_place : {false, true}) {
@@ -183,12 +189,21 @@ TEST_F(Nccl, SequenceAgrees) {
 int main(int argc, char** argv) {
   constexpr int kSkip = 77;  // MICRODDP_SKIP_CODE (cmake/MicroddpTesting.cmake)
   try {
+    // A bad value ends every rank with exit code 2 before MPI starts, as in the app.
+    microddp::testing::g_comm_config =
+        microddp::comm::parse_comm_config([](const char* name) -> const char* { return std::getenv(name); });
+  } catch (const microddp::core::UsageError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  }
+  try {
     microddp::comm::MpiRuntime runtime(&argc, &argv);
     microddp::testing::g_runtime = &runtime;
     ::testing::InitGoogleTest(&argc, argv);
     // Skip on every rank alike, never half the job: every rank needs a GPU (its node-local rank
-    // modulo the visible ones), and the NCCL backends need one GPU per rank (UUIDs compared: with
-    // CUDA_VISIBLE_DEVICES set per rank, every rank sees one GPU and they differ).
+    // modulo the visible ones), and the NCCL backends (stream backends) need one GPU per rank (UUIDs
+    // compared: with CUDA_VISIBLE_DEVICES set per rank, every rank sees one GPU and they differ); the
+    // host backends stage through the host and may share a GPU.
     const int gpus = microddp::kernels::cuda_device_count();
     microddp::comm::GpuIdentity mine;
     mine.host = runtime.hostname();
@@ -197,7 +212,8 @@ int main(int argc, char** argv) {
       mine.uuid = microddp::kernels::cuda_device_uuid(runtime.local_rank() % gpus);
     }
     const auto sharing = microddp::comm::exchange_gpu_identities(runtime, mine, microddp::kernels::format_device_uuid);
-    const bool nccl_backend = microddp::testing::backend_from_argv() != "mpi";
+    const bool nccl_backend = microddp::comm::describe_backend(microddp::testing::backend_from_argv()).kind ==
+                              microddp::comm::BackendKind::Stream;
     if (sharing.ranks_without_gpu > 0 || (nccl_backend && sharing.shared())) {
       if (runtime.rank() == 0) {
         std::printf("%s: skipped\n", sharing.ranks_without_gpu > 0

@@ -2,7 +2,8 @@
 // Label cuda: every test skips without a GPU (one per rank for NCCL), so ctest reports the program
 // as skipped (exit 77), never as passed. What each test proves:
 //   * GPU vs CPU: the same configuration trained on CudaOps over each device backend (nccl,
-//     nccl-ring when built, and mpi through pinned-host staging) and on CpuOps over `mpi` gives the
+//     nccl-ring when built, and mpi and hier through pinned-host staging; hier's nodes from
+//     MICRODDP_HIER_NODE_SIZES where ctest sets it) and on CpuOps over `mpi` gives the
 //     same losses, gradient norms and parameters within 1e-4 relative (cuBLAS and OpenBLAS sum the
 //     GEMMs in different orders; TF32 stays off). SGD keeps the comparison sharp: unlike Adam it
 //     does not amplify sign flips of near-zero gradient elements into lr-sized steps.
@@ -103,9 +104,16 @@ bool cpu_standin() {
   return v != nullptr && std::string(v) == "cpu";
 }
 
+// Whether `backend` runs its collectives on CUDA streams (nccl, nccl-ring): one GPU per rank, and
+// ordered after the compute stream on the device. Host backends (mpi, hier) stage through the host.
+bool is_stream_backend(const std::string& backend) {
+  return comm::describe_backend(backend).kind == comm::BackendKind::Stream;
+}
+
 // The GPU of this rank, or -1 (skip) when `backend` cannot run here: no GPU on some rank, or an NCCL
 // backend where ranks share a GPU (UUIDs compared: with CUDA_VISIBLE_DEVICES set per rank every
-// rank sees one GPU, and they differ). 0 for the CPU stand-in. Collective: every rank calls it.
+// rank sees one GPU, and they differ). 0 for the CPU stand-in (over `mpi` only: it checks the tests,
+// not the backends). Collective: every rank calls it.
 int gpu_for(const std::string& backend) {
   const auto& rt = microddp::testing::runtime();
   if (cpu_standin()) return backend == "mpi" ? 0 : -1;
@@ -117,7 +125,7 @@ int gpu_for(const std::string& backend) {
     mine.uuid = kernels::cuda_device_uuid(rt.local_rank() % gpus);
   }
   const comm::GpuSharing sharing = comm::exchange_gpu_identities(rt, mine, kernels::format_device_uuid);
-  if (sharing.ranks_without_gpu > 0 || (backend != "mpi" && sharing.shared())) return -1;
+  if (sharing.ranks_without_gpu > 0 || (is_stream_backend(backend) && sharing.shared())) return -1;
   return rt.local_rank() % gpus;
 }
 
@@ -126,13 +134,18 @@ std::unique_ptr<kernels::Ops> device_ops(int gpu) {
   return cpu_standin() ? kernels::make_cpu_ops(1) : kernels::make_cuda_ops(gpu, /*tf32=*/false);
 }
 
-// Device backends compiled into this build.
+// Device backends compiled into this build (the factory's descriptions say which accept device buffers).
 std::vector<std::string> device_backends() {
   std::vector<std::string> out;
   for (const auto& b : comm::available_backends()) {
-    if (b == "mpi" || b == "nccl" || b == "nccl-ring") out.push_back(b);
+    if (comm::describe_backend(b).accepts_device_buffers) out.push_back(b);
   }
   return out;
+}
+
+// The backend under test, with the communication settings of the environment (MICRODDP_HIER_NODE_SIZES...).
+std::unique_ptr<comm::Communicator> make_comm(const std::string& backend) {
+  return comm::make_communicator(backend, microddp::testing::runtime(), microddp::testing::comm_config());
 }
 
 // The reference (CpuOps over `mpi`) and the run under test (device ops over `backend`), same config.
@@ -145,7 +158,7 @@ std::pair<RunState, RunState> cpu_and_device_runs(const TrainConfig& cfg, const 
     cpu_run = train(cfg, *comm, *cpu);
   }
   auto ops = device_ops(gpu);
-  auto comm = comm::make_communicator(backend, rt);
+  auto comm = make_comm(backend);
   return {std::move(cpu_run), train(cfg, *comm, *ops)};
 }
 
@@ -202,14 +215,13 @@ TEST_P(DeviceTraining, CompressedTrainingFollowsCpu) {
 }
 
 TEST_P(DeviceTraining, ResumeFromHostStateIsBitwise) {
-  const auto& rt = microddp::testing::runtime();
   const int gpu = gpu_for(GetParam());
   if (gpu < 0) GTEST_SKIP() << "no GPU for backend " << GetParam() << " on every rank of this node";
   TrainConfig cfg = gpu_config();
   cfg.optimizer.name = "adam";  // moments and the step count must round-trip too
   cfg.optimizer.lr = 1e-2f;
   auto ops = device_ops(gpu);
-  auto comm = comm::make_communicator(GetParam(), rt);
+  auto comm = make_comm(GetParam());
   comm->set_compute_stream(ops->native_stream());
   const std::int64_t stop_at = 5;
   RunState saved, straight;
@@ -272,7 +284,6 @@ TEST_P(DeviceTraining, ClippingAndNanSkipMatchCpu) {
 // divergence check runs after every step), and the full optimizer state gathered through the host
 // view (what a checkpoint stores) loads into a fresh sharded trainer that continues bitwise.
 TEST_P(DeviceTraining, ShardedMatchesDdpAndResumesBitwise) {
-  const auto& rt = microddp::testing::runtime();
   const int gpu = gpu_for(GetParam());
   if (gpu < 0) GTEST_SKIP() << "no GPU for backend " << GetParam() << " on every rank of this node";
   TrainConfig cfg = gpu_config();
@@ -280,7 +291,7 @@ TEST_P(DeviceTraining, ShardedMatchesDdpAndResumesBitwise) {
   cfg.optimizer.lr = 1e-2f;
   cfg.clip_grad_norm = 0.5f;
   auto ops = device_ops(gpu);
-  auto comm = comm::make_communicator(GetParam(), rt);
+  auto comm = make_comm(GetParam());
   const RunState ddp = train(cfg, *comm, *ops);
   for (const zero::ShardMode mode : {zero::ShardMode::Optimizer, zero::ShardMode::Gradients}) {
     SCOPED_TRACE(std::string(zero::shard_mode_name(mode)));
@@ -328,14 +339,13 @@ TEST_P(DeviceTraining, ShardedMatchesDdpAndResumesBitwise) {
 //   * no pageable copies, no host callbacks, no allocation in the step;
 //   * the bytes uploaded per step are exactly the batch (inputs + labels);
 //   * every parameter and gradient slice starts 256-byte aligned on the device.
-// The `mpi` backend on device buffers stages every collective through the host (device_staging.hpp):
-// 1 + 3 x (collectives + 1) synchronisations per step (34 for naive on this model, 7 for flat); it
-// too allocates nothing and uploads from pinned memory only.
+// The host backends (mpi, hier) on device buffers stage every collective through the host
+// (device_staging.hpp): 1 + 3 x (collectives + 1) synchronisations per step (34 for naive on this
+// model, 7 for flat); they too allocate nothing and upload from pinned memory only.
 TEST_P(DeviceTraining, StepHostTrafficOnTheEmulatedDevice) {
-  const auto& rt = microddp::testing::runtime();
   const int gpu = gpu_for(GetParam());
   if (gpu < 0) GTEST_SKIP() << "no GPU for backend " << GetParam() << " on every rank of this node";
-  const bool stream_ordered = GetParam() != "mpi";
+  const bool stream_ordered = is_stream_backend(GetParam());
   for (const char* strategy : {"naive", "flat", "overlap", "bucketed"}) {
     TrainConfig cfg = gpu_config();
     cfg.strategy = parse_strategy(strategy);
@@ -343,7 +353,7 @@ TEST_P(DeviceTraining, StepHostTrafficOnTheEmulatedDevice) {
     cfg.sync_check_every = 0;  // nor a desync check
     cfg.steps = 10;
     auto ops = device_ops(gpu);
-    auto comm = comm::make_communicator(GetParam(), rt);
+    auto comm = make_comm(GetParam());
     Trainer t(cfg, *comm, *ops);
     t.setup();
     // The 256-byte alignment is the device allocator's (cudaMalloc); the CPU stand-in's buffers are
