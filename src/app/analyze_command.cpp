@@ -87,7 +87,7 @@ class AnalyzeCommand final : public Command {
     sub->add_option("--burst-credit", burst_credit_,
                     "A fitted size regime with alpha < 0 (a cliff): 'every' collective gets the measured time (a "
                     "cache or protocol cliff), or the credit refills only while the link is 'idle' (a shaped "
-                    "link's token bucket: back-to-back collectives move at the sustained rate)")
+                    "link's token bucket: back-to-back collectives stream as one transfer)")
         ->check(CLI::IsMember({"every", "idle"}))
         ->capture_default_str();
     add_strategy_option(sub, "--scaling-strategy", aopt_.scaling_strategy,

@@ -271,16 +271,6 @@ bool FitResult::has_burst_credit() const {
   return false;
 }
 
-AlphaBeta FitResult::sustained_model_for(double bytes) const {
-  AlphaBeta m = model_for(bytes);
-  m.alpha_s = std::max(m.alpha_s, 0.0);
-  for (const SizeRegime& g : regimes) {
-    if (g.from_bytes > bytes || &g.model == &model_for(bytes))
-      m.beta_s_per_byte = std::max(m.beta_s_per_byte, g.model.beta_s_per_byte);
-  }
-  return m;
-}
-
 const AlphaBeta& FitResult::model_for(double bytes) const {
   const AlphaBeta* m = &model;
   for (const SizeRegime& g : regimes) {

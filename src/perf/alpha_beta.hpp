@@ -81,7 +81,7 @@ struct Sample {
 // is) forces the slope to split the difference between the sizes the burst covers and the sizes it
 // does not, and the model then misses both. A cache or protocol cliff has the same shape, and there
 // every collective gets the credit; on a shaped link it is spent by the first collective of a busy
-// period and one that follows another without a gap gets none (FitResult::sustained_model_for, the step
+// period and one that follows another without a gap gets none (ModelEntry::streamed_time_s, the step
 // model's back-to-back collectives, step_model.hpp). The data cannot tell the two apart: `analyze
 // --burst-credit every|idle` says which (perf/analysis.hpp).
 // What reports print under a fit with burst credit.
@@ -106,11 +106,6 @@ struct FitResult {
   double line_rms_rel_residual = 0;  // the same for the one line `model` (shows what regimes gain)
   const AlphaBeta& model_for(double bytes) const;
   bool has_burst_credit() const;  // a regime with α < 0 (SizeRegime)
-  // A collective of `bytes` that follows another without a gap on a shaped link (SizeRegime): the
-  // bytes of a busy period stream through the token bucket as one long transfer, so they move at the
-  // link's sustained rate, the largest β of this size's regime and those above it, with no credit
-  // (α of this size's regime, clamped to >= 0). Equal to model_for where no regime above is slower.
-  AlphaBeta sustained_model_for(double bytes) const;
 };
 
 // Least squares for (α, β) with γ fixed. Residuals are weighted by 1/T (relative error), because
@@ -141,8 +136,12 @@ struct ModelEntry {
   double time_s(int n, double bytes) const {  // this entry's algorithm, the regime of `bytes`
     return fit.model_for(bytes).time_s(cost_coefficients(collective, algorithm, n, bytes));
   }
-  double sustained_time_s(int n, double bytes) const {  // back to back on a shaped link
-    return fit.sustained_model_for(bytes).time_s(cost_coefficients(collective, algorithm, n, bytes));
+  // A collective of `bytes` that follows `before` bytes of collectives without a gap on a shaped
+  // link (SizeRegime): a busy period streams through the token bucket as one long transfer, so this
+  // one costs what it adds to that transfer, T(before + bytes) - T(before) (>= 0).
+  double streamed_time_s(int n, double bytes, double before) const {
+    const double t = time_s(n, before + bytes) - (before > 0 ? time_s(n, before) : 0.0);
+    return t > 0 ? t : 0.0;
   }
 };
 

@@ -108,7 +108,7 @@ Verdict bottleneck(const RunRecord& rec, const Breakdown& b, double peak_gflops_
 }
 
 double model_allreduce_s(const CommModel& m, const std::string& backend, int ranks, double bytes, bool async,
-                         bool back_to_back) {
+                         double streamed_before) {
   if (ranks <= 1) return 0.0;
   const ModelEntry* e = async ? m.find(backend + "/async") : nullptr;
   if (e == nullptr) {
@@ -116,14 +116,16 @@ double model_allreduce_s(const CommModel& m, const std::string& backend, int ran
     MDDP_USAGE_CHECK(e != nullptr, "the communication model has no all_reduce entry for backend '"
                                        << backend << "' (source: " << m.source << ")");
   }
-  return back_to_back ? e->sustained_time_s(ranks, bytes) : e->time_s(ranks, bytes);
+  return streamed_before > 0 ? e->streamed_time_s(ranks, bytes, streamed_before) : e->time_s(ranks, bytes);
 }
 
 AllReduceTime model_allreduce(const CommModel& m, const std::string& backend, int ranks, bool async,
                               bool burst_credit_refills_when_idle) {
+  if (!burst_credit_refills_when_idle)
+    return [&m, backend, ranks, async](double bytes) { return model_allreduce_s(m, backend, ranks, bytes, async); };
   return {[&m, backend, ranks, async](double bytes) { return model_allreduce_s(m, backend, ranks, bytes, async); },
-          [&m, backend, ranks, async, burst_credit_refills_when_idle](double bytes) {
-            return model_allreduce_s(m, backend, ranks, bytes, async, burst_credit_refills_when_idle);
+          [&m, backend, ranks, async](double bytes, double before) {
+            return model_allreduce_s(m, backend, ranks, bytes, async, before);
           }};
 }
 
@@ -197,9 +199,11 @@ ScalingResult predict_scaling(const RunRecord& rec, const CommModel& model, cons
       return fit.model_for(bytes).time_s(cost_coefficients(Collective::AllReduce, Algorithm::Ring, ranks, bytes));
     };
     if (opt.burst_credit_refills_when_idle)
-      in.allreduce_back_to_back = [fit](int ranks, double bytes) {
-        return fit.sustained_model_for(bytes).time_s(
-            cost_coefficients(Collective::AllReduce, Algorithm::Ring, ranks, bytes));
+      in.allreduce_streamed = [fit](int ranks, double bytes, double before) {
+        auto t = [&](double b) {
+          return fit.model_for(b).time_s(cost_coefficients(Collective::AllReduce, Algorithm::Ring, ranks, b));
+        };
+        return std::max(0.0, t(before + bytes) - t(before));
       };
     s.network = "fitted model of backend '" + rec.backend + "' extrapolated as a ring all-reduce";
     s.model_warning = fit_warning(fit);

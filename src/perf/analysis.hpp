@@ -62,8 +62,8 @@ struct AnalyzeOptions {
   // A fitted regime with burst credit (alpha_beta.hpp SizeRegime): false ("every", the default), every
   // collective gets the time the benchmark measured, which is right where the curve's shape is the
   // machine's (a cache or protocol cliff); true ("idle", `--burst-credit idle`), the credit is a
-  // shaped link's token bucket, refilled only while the link is idle, so a collective that follows
-  // another without a gap moves at the sustained rate (step_model.hpp).
+  // shaped link's token bucket, refilled only while the link is idle, so the collectives of a busy
+  // period stream as one transfer (step_model.hpp).
   bool burst_credit_refills_when_idle = false;
   double peak_gflops_per_thread = 166;  // the development machine: 64 FLOP/cycle × 2.6 GHz (AVX-512 FMA)
   double mem_gbytes_s = 15;             // the development machine: STREAM-style triad, 1 thread
@@ -71,10 +71,13 @@ struct AnalyzeOptions {
 
 // All-reduce time for the run's backend at `ranks` (0 at one rank); async = the progress-thread
 // variant when the model has one ("<backend>/async").
+// streamed_before > 0: the collective continues a shaped link's busy period that streamed that
+// many bytes (ModelEntry::streamed_time_s).
 double model_allreduce_s(const CommModel& m, const std::string& backend, int ranks, double bytes, bool async,
-                         bool back_to_back = false);
-// The step model's all-reduce time (step_model.hpp AllReduceTime) from the model; back to back at the
-// sustained rate only if burst credit refills when idle (AnalyzeOptions). `m` must outlive the result.
+                         double streamed_before = 0);
+// The step model's all-reduce time (step_model.hpp AllReduceTime) from the model; a busy period
+// streams as one transfer only if burst credit refills when idle (AnalyzeOptions). `m` must outlive
+// the result.
 AllReduceTime model_allreduce(const CommModel& m, const std::string& backend, int ranks, bool async,
                               bool burst_credit_refills_when_idle);
 

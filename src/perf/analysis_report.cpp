@@ -196,7 +196,7 @@ std::string format_report(const Analysis& a) {
       o << "#   " << kBurstCreditNote
         << (a.burst_credit_refills_when_idle
                 ? "; used as a shaped link's (--burst-credit idle): collectives that follow each other without a gap "
-                  "are predicted at the sustained rate\n"
+                  "stream as one transfer\n"
                 : "; every collective gets it (--burst-credit every; a shaped link: idle)\n");
     if (const std::string w = fit_warning(f); !w.empty()) o << "#   (!) " << w << "\n";
   }

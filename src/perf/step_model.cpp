@@ -67,6 +67,7 @@ StepPrediction simulate_async(const StepProfile& prof, const std::vector<ddp::Bu
   const std::vector<double> ready = grad_ready_times(prof);
   StepPrediction r;
   double link_free = 0;
+  double streamed = 0;  // bytes of the current busy period
   for (const auto& b : plan) {
     BucketTiming t;
     t.bytes = static_cast<double>(b.bytes());
@@ -75,11 +76,14 @@ StepPrediction simulate_async(const StepProfile& prof, const std::vector<ddp::Bu
     if (prof.time_sliced) t.ready_s = std::max(t.ready_s, prof.backward_s);  // peers run once backward is over
     t.ready_s += prof.peer_lag_s;  // the slowest rank is ready this much later
     t.start_s = std::max(t.ready_s, link_free);
-    // Burst credit (step_model.hpp): the first collective gets all of it, a later one what the idle
-    // gap since the previous one refilled.
-    const double sustained = allreduce.back_to_back(t.bytes), credit = sustained - allreduce(t.bytes);
-    const double gap = r.buckets.empty() ? credit : t.start_s - link_free;
-    const double cost = sustained - std::clamp(gap, 0.0, std::max(credit, 0.0));
+    // A shaped link's busy period streams as one transfer (step_model.hpp): an idle gap refills the
+    // token bucket for the fraction gap / T(streamed) of the bytes streamed so far.
+    if (const double gap = t.start_s - link_free; gap > 0 && streamed > 0) {
+      const double busy = allreduce(streamed);
+      streamed = gap < busy ? streamed * (1.0 - gap / busy) : 0.0;
+    }
+    const double cost = streamed > 0 ? allreduce.streamed(t.bytes, streamed) : allreduce(t.bytes);
+    streamed += t.bytes;
     t.end_s = t.start_s + cost;
     link_free = t.end_s;
     r.comm_total_s += cost;
@@ -96,17 +100,20 @@ StepPrediction predict_step(const StepProfile& prof, ddp::Strategy strategy, con
                             double bucket_cap_bytes, double first_bucket_cap_bytes) {
   // Compression: the strategy's fp32 collectives carry wire_ratio times the bytes.
   const AllReduceTime allreduce{[&](double bytes) { return fp32_allreduce(bytes * prof.wire_ratio); },
-                                [&](double bytes) { return fp32_allreduce.back_to_back(bytes * prof.wire_ratio); }};
+                                [&](double bytes, double before) {
+                                  return fp32_allreduce.streamed(bytes * prof.wire_ratio, before * prof.wire_ratio);
+                                }};
   StepPrediction r;
   switch (ddp::modelled_as(strategy)) {  // a lab strategy issues its production strategy's collectives
     case ddp::Strategy::Lab:              // (not reached: modelled as naive, overlap and bucketed)
     case ddp::Strategy::LabOverlap:
     case ddp::Strategy::LabBucketed:
     case ddp::Strategy::Naive:
-      // One after the other: only the first starts on an idle link (burst credit, step_model.hpp).
-      for (std::size_t i = 0; i < prof.params.size(); ++i) {
-        const double bytes = bytes_of(prof.params[i].count);
-        r.comm_total_s += i == 0 ? allreduce(bytes) : allreduce.back_to_back(bytes);
+      // One after the other: one busy period (a shaped link streams them as one transfer).
+      for (double before = 0; const auto& p : prof.params) {
+        const double bytes = bytes_of(p.count);
+        r.comm_total_s += before > 0 ? allreduce.streamed(bytes, before) : allreduce(bytes);
+        before += bytes;
       }
       r.collectives = static_cast<std::int64_t>(prof.params.size());
       r.exposed_comm_s = prof.peer_lag_s + r.comm_total_s;
@@ -174,9 +181,9 @@ namespace {
 
 double predict_at(const ScalingInput& in, const StepProfile& prof, int ranks, double& comm_s) {
   const AllReduceTime ar{[&](double bytes) { return in.allreduce(ranks, bytes); },
-                         [&](double bytes) {
-                           return in.allreduce_back_to_back ? in.allreduce_back_to_back(ranks, bytes)
-                                                            : in.allreduce(ranks, bytes);
+                         [&](double bytes, double before) {
+                           return in.allreduce_streamed ? in.allreduce_streamed(ranks, bytes, before)
+                                                        : in.allreduce(ranks, bytes);
                          }};
   const StepPrediction p = predict_step(prof, in.strategy, ar, in.bucket_cap_bytes);
   // The loss all-reduce (3 doubles: loss and two numerics flags) is latency only; at ranks = 1 it is

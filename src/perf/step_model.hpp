@@ -14,12 +14,12 @@
 //   For async strategies the collectives run one at a time on the communication thread, so
 //       start_b = max(ready_b + lag, end_{b-1}),  end_b = start_b + T(S_b),
 //       exposed = max(0, end_last - backward_end),
-//   where lag (peer_lag_s) is how much later the slowest rank gets there. On a link with burst
-//   credit T depends on what came before: a collective that starts g seconds after the link went
-//   idle gets min(g, credit) of it back, credit = T_back_to_back(S) - T(S) (a token bucket refills
-//   at the rate it drains, so an idle gap of g seconds restores g seconds' worth of bytes); the
-//   step's first collective starts after forward and the optimizer and gets all of it. Naive's
-//   collectives follow each other and get none after the first. naive and flat pay lag once
+//   where lag (peer_lag_s) is how much later the slowest rank gets there. On a shaped link (burst
+//   credit, AllReduceTime::streamed) T depends on what came before: the collectives of a busy period
+//   stream as one transfer, T(S_b) becomes T(C + S_b) - T(C) with C the bytes the period streamed
+//   so far; an idle gap of g seconds refills the bucket at about the rate it drained, so it takes
+//   the fraction g / T(C) off C (all of it when g >= T(C)); the step's first collective starts on
+//   an idle link (forward and the optimizer ran meanwhile). naive and flat pay lag once
 //   (exposed = lag + Σ T). On a time-sliced node (time_sliced) ready_b is at least backward_end:
 //   every collective runs after backward, exposed = lag + Σ T(S_b) for every strategy.
 //   step = data + forward + backward + exposed + loss_sync + optimizer (+ measured untimed rest).
@@ -72,24 +72,27 @@ std::vector<double> grad_ready_times(const StepProfile& p);
 void fill_layer_times_from_params(StepProfile& p);
 
 // The time of one gradient all-reduce of `bytes` for the rank count being predicted, in two cases:
-// the collective starts on an idle link (operator()), or it starts while the step's previous
-// collective still holds the link (back_to_back). They differ only on a link with burst credit
-// (alpha_beta.hpp, SizeRegime: a token bucket passes the first bytes after an idle moment at full
-// speed), where back_to_back is the sustained rate's time; built from one function, both are it.
+// the collective starts on an idle link (operator()), or it continues a busy period that has
+// already streamed `before` bytes (streamed). They differ only on a shaped link with burst credit
+// (alpha_beta.hpp SizeRegime, analyze --burst-credit idle), where a busy period is one long transfer
+// through the token bucket: streamed = T(before + bytes) - T(before). Built from one function,
+// streamed is that function of `bytes` (every collective gets its measured time).
 class AllReduceTime {
  public:
   using Fn = std::function<double(double bytes)>;
+  using StreamFn = std::function<double(double bytes, double before)>;
   AllReduceTime() = default;
   template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, AllReduceTime> &&
                                               std::is_invocable_r_v<double, F&, double>>>
-  AllReduceTime(F isolated) : isolated_(isolated), back_to_back_(std::move(isolated)) {}  // NOLINT: implicit on purpose
-  AllReduceTime(Fn isolated, Fn back_to_back)
-      : isolated_(std::move(isolated)), back_to_back_(std::move(back_to_back)) {}
+  AllReduceTime(F isolated)  // NOLINT: implicit on purpose
+      : isolated_(isolated), streamed_([f = std::move(isolated)](double bytes, double) { return f(bytes); }) {}
+  AllReduceTime(Fn isolated, StreamFn streamed) : isolated_(std::move(isolated)), streamed_(std::move(streamed)) {}
   double operator()(double bytes) const { return isolated_(bytes); }
-  double back_to_back(double bytes) const { return back_to_back_(bytes); }
+  double streamed(double bytes, double before) const { return streamed_(bytes, before); }
 
  private:
-  Fn isolated_, back_to_back_;
+  Fn isolated_;
+  StreamFn streamed_;
 };
 
 struct BucketTiming {
@@ -135,10 +138,10 @@ struct ScalingInput {
   std::int64_t global_batch = 0;  // strong scaling keeps this fixed
   ddp::Strategy strategy = ddp::Strategy::Bucketed;
   double bucket_cap_bytes = 25.0 * (1 << 20);
-  // All-reduce time for (ranks, bytes) on an idle link, and (optional; empty: the same) when it
-  // follows the previous collective without a gap (AllReduceTime).
+  // All-reduce time for (ranks, bytes) on an idle link, and (optional; empty: the same) after
+  // `before` bytes streamed in the same busy period (AllReduceTime::streamed).
   std::function<double(int ranks, double bytes)> allreduce;
-  std::function<double(int ranks, double bytes)> allreduce_back_to_back;
+  std::function<double(int ranks, double bytes, double before)> allreduce_streamed;
 };
 
 // Compute per rank scales with rows per rank (data, forward, backward), the optimizer does not

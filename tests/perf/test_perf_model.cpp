@@ -224,11 +224,10 @@ TEST(Fit, BurstCreditOfATokenBucketIsARegime) {
   const AlphaBeta& m16 = f.model_for(16 * kMiB);
   ASSERT_LT(m16.alpha_s, 0.0);
   EXPECT_NEAR(m16.time_s(k16) / isolated(16 * kMiB), 1.0, 0.01);
-  EXPECT_NEAR(f.sustained_model_for(16 * kMiB).time_s(k16) / (16 * kMiB / rate), 1.0, 0.01);  // no credit
-  // Back to back, every size streams at the sustained rate (a busy period is one long transfer
-  // through the bucket), 64 KiB included, with its own regime's latency.
-  const auto k64k = cost_coefficients(Collective::AllReduce, Algorithm::Ring, 2, 65536);
-  EXPECT_NEAR(f.sustained_model_for(65536).time_s(k64k) / (2 * a0 + 65536 / rate), 1.0, 0.01);
+  // Streamed after 16 MiB of the same busy period, 16 MiB more take 16 MiB at the sustained rate.
+  ModelEntry one;
+  one.fit = f;
+  EXPECT_NEAR(one.streamed_time_s(2, 16 * kMiB, 16 * kMiB) / (16 * kMiB / rate), 1.0, 0.01);
   // The smallest sizes keep a positive intercept: the first regime never holds a credit.
   EXPECT_GE(f.model_for(4096).alpha_s, 0.0);
   // The credit survives the model file; a credit in the first regime, or one that makes a regime's
@@ -239,14 +238,13 @@ TEST(Fit, BurstCreditOfATokenBucketIsARegime) {
   CommModel m;
   m.entries.push_back(e);
   const CommModel back = comm_model_from_json(to_json(m));
-  EXPECT_NEAR(back.entries.at(0).sustained_time_s(2, 16 * kMiB) / (16 * kMiB / rate), 1.0, 0.01);
-  // analyze's --burst-credit: "every" (default) gives back-to-back collectives the measured time too,
-  // "idle" the sustained one.
+  // analyze's --burst-credit: "every" (default) gives a collective its measured time whatever came
+  // before, "idle" streams a busy period as one transfer.
   const AllReduceTime every = model_allreduce(m, "mpi", 2, false, /*burst_credit_refills_when_idle=*/false);
   const AllReduceTime idle = model_allreduce(m, "mpi", 2, false, /*burst_credit_refills_when_idle=*/true);
-  EXPECT_DOUBLE_EQ(every.back_to_back(16 * kMiB), every(16 * kMiB));
+  EXPECT_DOUBLE_EQ(every.streamed(16 * kMiB, 16 * kMiB), every(16 * kMiB));
   EXPECT_DOUBLE_EQ(idle(16 * kMiB), every(16 * kMiB));
-  EXPECT_NEAR(idle.back_to_back(16 * kMiB) / (16 * kMiB / rate), 1.0, 0.01);
+  EXPECT_NEAR(idle.streamed(16 * kMiB, 16 * kMiB) / (16 * kMiB / rate), 1.0, 0.01);
   auto j = to_json(m);
   j["entries"][0]["regimes"][0]["alpha_us"] = -1.0;
   EXPECT_THROW(comm_model_from_json(j), core::UsageError);
@@ -336,23 +334,34 @@ TEST(StepModel, HandComputedStrategies) {
   EXPECT_EQ(predict_step(p, ddp::Strategy::Bucketed, c, 64).collectives, static_cast<std::int64_t>(plan.size()));
 }
 
-TEST(StepModel, BurstCreditIsSpentOnceAndRefilledByIdleTime) {
-  // 0.4 ms on an idle link, 1.0 ms back to back: a credit of 0.6 ms (step_model.hpp).
+TEST(StepModel, AShapedLinksBusyPeriodStreamsAsOneTransfer) {
+  // A token bucket: 1 KiB of burst at 1 GB/s, then 0.1 GB/s. Isolated T(S); streamed after C bytes
+  // of the same busy period, T(C + S) - T(C) (step_model.hpp).
   const StepProfile p = tiny_profile();
-  const AllReduceTime burst{[](double) { return 0.4e-3; }, [](double) { return 1.0e-3; }};
-  // Naive: the first on an idle link, the other three back to back.
-  EXPECT_NEAR(predict_step(p, ddp::Strategy::Naive, burst).exposed_comm_s, 0.4e-3 + 3 * 1e-3, 1e-12);
-  EXPECT_NEAR(predict_step(p, ddp::Strategy::Flat, burst).exposed_comm_s, 0.4e-3, 1e-12);
-  // Overlap (ready b1 0, W1 0.5, b0 1.0, W0 2.0 ms): b1 0 -> 0.4; W1 starts 0.1 ms after the link
-  // went idle, so 0.1 ms of credit is back: 0.5 -> 1.4; b0 and W0 follow without a gap at 1.0 ms
-  // each: 1.4 -> 2.4 -> 3.4; exposed 1.4 ms past backward's end (2 ms).
-  const StepPrediction ov = predict_step(p, ddp::Strategy::Overlap, burst);
+  auto tbf = [](double bytes) { return std::min(bytes, 1024.0) / 1e9 + std::max(0.0, bytes - 1024.0) / 1e8; };
+  const AllReduceTime shaped{tbf, [&](double bytes, double before) { return tbf(before + bytes) - tbf(before); }};
+  double total = 0;
+  for (const auto& q : p.params) total += static_cast<double>(q.count * model::kParamElementBytes);
+  // Naive: one busy period, so the whole gradient costs one transfer of its bytes; flat likewise.
+  EXPECT_NEAR(predict_step(p, ddp::Strategy::Naive, shaped).exposed_comm_s, tbf(total), 1e-15);
+  EXPECT_NEAR(predict_step(p, ddp::Strategy::Flat, shaped).exposed_comm_s, tbf(model::flat_count(p.params) * 4.0),
+              1e-15);
+  // Overlap with constant times by hand: 0.4 ms on an idle link, 1.0 ms streamed. Ready b1 0, W1 0.5,
+  // b0 1.0, W0 2.0 ms. b1 0 -> 0.4. W1 starts 0.1 ms after the link went idle, a quarter of b1's
+  // busy time: three quarters of b1's bytes still count as streamed, so 1.0 ms: 0.5 -> 1.5. b0 and
+  // W0 follow without a gap: 1.5 -> 2.5 -> 3.5; exposed 1.5 ms past backward's end (2 ms). With
+  // b1 ready earlier than W1 by more than b1's time the bucket would be full again (next check).
+  const AllReduceTime constant{[](double) { return 0.4e-3; }, [](double, double) { return 1.0e-3; }};
+  const StepPrediction ov = predict_step(p, ddp::Strategy::Overlap, constant);
   ASSERT_EQ(ov.buckets.size(), 4u);
   EXPECT_NEAR(ov.buckets[0].end_s, 0.4e-3, 1e-12);
-  EXPECT_NEAR(ov.buckets[1].end_s, 1.4e-3, 1e-12);
-  EXPECT_NEAR(ov.buckets[3].end_s, 3.4e-3, 1e-12);
-  EXPECT_NEAR(ov.exposed_comm_s, 1.4e-3, 1e-12);
-  EXPECT_NEAR(ov.comm_total_s, 0.4e-3 + 0.9e-3 + 2e-3, 1e-12);
+  EXPECT_NEAR(ov.buckets[1].end_s, 1.5e-3, 1e-12);
+  EXPECT_NEAR(ov.buckets[3].end_s, 3.5e-3, 1e-12);
+  EXPECT_NEAR(ov.exposed_comm_s, 1.5e-3, 1e-12);
+  // 0.05 ms on an idle link: W1 starts 0.45 ms after b1 ended, longer than b1 was busy, so it
+  // starts a new busy period (0.05 ms); so do b0 and W0.
+  const AllReduceTime fast{[](double) { return 0.05e-3; }, [](double, double) { return 1.0e-3; }};
+  EXPECT_NEAR(predict_step(p, ddp::Strategy::Overlap, fast).comm_total_s, 4 * 0.05e-3, 1e-12);
 }
 
 TEST(StepModel, PeerLagAndTimeSlicingByHand) {
