@@ -85,7 +85,7 @@ class AnalyzeCommand final : public Command {
         ->check(finite_range(0.0, 1e6))
         ->capture_default_str();
     sub->add_option("--burst-credit", burst_credit_,
-                    "A fitted size regime with alpha < 0 (a cliff): 'every' collective gets the measured time (a "
+                    "A fitted size regime with burst credit (a cliff): 'every' collective gets the measured time (a "
                     "cache or protocol cliff), or the credit refills only while the link is 'idle' (a shaped "
                     "link's token bucket: back-to-back collectives stream as one transfer)")
         ->check(CLI::IsMember({"every", "idle"}))
@@ -318,8 +318,10 @@ int AnalyzeCommand::run(const comm::MpiRuntime& mpi) {
                       100 * f.line_rms_rel_residual);
         }
         for (const auto& g : f.regimes) {
-          std::printf("      from %12.0f B: alpha %10.3f us  beta %12.5f ns/B%s\n", g.from_bytes, g.model.alpha_s * 1e6,
-                      g.model.beta_s_per_byte * 1e9, g.has_burst_credit() ? "  burst credit" : "");
+          std::printf("      from %12.0f B: alpha %10.3f us  beta %12.5f ns/B", g.from_bytes, g.model.alpha_s * 1e6,
+                      g.model.beta_s_per_byte * 1e9);
+          if (g.has_burst_credit()) std::printf("  burst credit %.3f us", g.model.credit_s * 1e6);
+          std::printf("\n");
         }
         if (f.has_burst_credit())
           std::printf("    %s; --burst-credit every|idle says how predictions use it\n",

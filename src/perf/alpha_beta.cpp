@@ -223,14 +223,37 @@ FitResult fit_alpha_beta(Collective coll, Algorithm algo, const std::vector<Samp
     alpha = (say * sbb - sby * sab) / det;
     beta = (sby * saa - say * sab) / det;
   }
-  // A negative intercept is kept only where it is a burst credit: allowed, a positive slope, and a
-  // positive time at every fitted size (else the line would promise free or negative transfers).
-  bool credit_ok = allow_burst_credit && det > 1e-12 * saa * sbb && alpha < 0 && beta > 0;
-  for (const Sample& s : samples) {
-    if (!credit_ok) break;
-    if (!(s.seconds > 0) || s.ranks < 2) continue;
-    const Coefficients k = cost_coefficients(coll, algo, s.ranks, s.bytes);
-    credit_ok = k.a * alpha + k.b * beta > 0;
+  // A negative intercept is a burst credit where allowed: refit T = B·β - credit (design (b, -1),
+  // same weights), kept if β > 0, credit > 0 and every fitted size gets a positive time.
+  double credit = 0;
+  bool credit_ok = false;
+  if (allow_burst_credit && det > 1e-12 * saa * sbb && alpha < 0) {
+    double s11 = 0, s12 = 0, s22 = 0, s1y = 0, s2y = 0;
+    for (const Sample& s : samples) {
+      if (!(s.seconds > 0) || s.ranks < 2) continue;
+      const Coefficients k = cost_coefficients(coll, algo, s.ranks, s.bytes);
+      const double y = s.seconds - k.c * gamma_s_per_byte, w = 1.0 / (s.seconds * s.seconds);
+      s11 += w * k.b * k.b;
+      s12 -= w * k.b;
+      s22 += w;
+      s1y += w * k.b * y;
+      s2y -= w * y;
+    }
+    const double d = s11 * s22 - s12 * s12;
+    if (d > 1e-12 * s11 * s22) {
+      const double b = (s1y * s22 - s2y * s12) / d, c = (s2y * s11 - s1y * s12) / d;
+      credit_ok = b > 0 && c > 0;
+      for (const Sample& s : samples) {
+        if (!credit_ok) break;
+        if (!(s.seconds > 0) || s.ranks < 2) continue;
+        credit_ok = cost_coefficients(coll, algo, s.ranks, s.bytes).b * b - c > 0;
+      }
+      if (credit_ok) {
+        alpha = 0;
+        beta = b;
+        credit = c;
+      }
+    }
   }
   if (!credit_ok && (!(det > 1e-12 * saa * sbb) || alpha < 0 || beta < 0)) {
     // Constrained: try each one-parameter model, keep the better (smaller weighted residual).
@@ -259,7 +282,7 @@ FitResult fit_alpha_beta(Collective coll, Algorithm algo, const std::vector<Samp
     }
   }
   FitResult r;
-  r.model = AlphaBeta{alpha, beta, gamma_s_per_byte};
+  r.model = AlphaBeta{alpha, beta, gamma_s_per_byte, credit};
   set_quality(r, coll, algo, samples);
   r.line_rms_rel_residual = r.rms_rel_residual;
   return r;

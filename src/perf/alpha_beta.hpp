@@ -56,7 +56,14 @@ struct AlphaBeta {
   double alpha_s = 0;           // latency per message (s)
   double beta_s_per_byte = 0;   // inverse bandwidth (s/byte); "effective" when gamma is 0
   double gamma_s_per_byte = 0;  // local reduction (s/byte), not fitted (see header)
-  double time_s(const Coefficients& k) const { return k.a * alpha_s + k.b * beta_s_per_byte + k.c * gamma_s_per_byte; }
+  // Burst credit (s, >= 0; SizeRegime): taken off the bandwidth term once per collective, whatever
+  // the rank count (a token bucket is per link, not per message), never below zero (nothing to send,
+  // one rank: nothing to take off).
+  double credit_s = 0;
+  double time_s(const Coefficients& k) const {
+    const double wire = k.b * beta_s_per_byte - credit_s;
+    return k.a * alpha_s + (wire > 0 ? wire : 0.0) + k.c * gamma_s_per_byte;
+  }
   // Link parameters as users quote them: Gbit/s and µs.
   static AlphaBeta from_link(double gbps, double latency_us, double gamma_s_per_byte = 0);
 };
@@ -73,26 +80,29 @@ struct Sample {
 // one streamed from DRAM (this machine: 16 MiB all-reduces at 0.28 ns/B, 64 MiB at 0.49 ns/B).
 // One line over 4 B .. 64 MiB misses both ends, so a fit may hold size regimes, each its own line.
 //
-// A regime after the first may have α < 0: its line, extended down to 0 bytes, would cross zero. That
-// is what a link with burst credit looks like. A token bucket (`tc tbf`, a switch's buffer, a NIC's
-// rate limiter) passes the first B bytes after an idle moment at full speed and the rest at the
-// sustained rate r, so an isolated transfer of S > B bytes takes about (S - B)/r: slope 1/r,
-// intercept -B/r. Clamping that intercept to 0 (as the first regime must be, and the one-line fit
-// is) forces the slope to split the difference between the sizes the burst covers and the sizes it
-// does not, and the model then misses both. A cache or protocol cliff has the same shape, and there
+// A regime after the first may hold a burst credit: its line, extended down to 0 bytes, would cross
+// zero. That is what a link with burst credit looks like. A token bucket (`tc tbf`, a switch's
+// buffer, a NIC's rate limiter) passes the first B bytes after an idle moment at full speed and the
+// rest at the sustained rate r, so an isolated transfer of S > B bytes takes about (S - B)/r: slope
+// 1/r, intercept -B/r. Clamping that intercept to 0 (as the first regime must be, and the one-line
+// fit is) forces the slope to split the difference between the sizes the burst covers and the sizes
+// it does not, and the model then misses both. The credit is a time per collective (credit_s, with
+// α = 0 in that regime), not a negative α: α is paid per message, and a ring of n ranks sends
+// 2(n-1) of them, but a link's bucket is spent once however many messages cross it; a negative α
+// fitted at 2 ranks would grow the credit 3x at 4. A cache or protocol cliff has the same shape, and there
 // every collective gets the credit; on a shaped link it is spent by the first collective of a busy
 // period and one that follows another without a gap gets none (ModelEntry::streamed_time_s, the step
 // model's back-to-back collectives, step_model.hpp). The data cannot tell the two apart: `analyze
 // --burst-credit every|idle` says which (perf/analysis.hpp).
 // What reports print under a fit with burst credit.
 inline constexpr std::string_view kBurstCreditNote =
-    "burst credit (alpha < 0): the size regime's line falls to zero below its sizes (a cliff: a cache, a "
-    "protocol switch, or a shaped link's token bucket)";
+    "burst credit: the size regime's line falls to zero below its sizes (a cliff: a cache, a protocol switch, "
+    "or a shaped link's token bucket)";
 
 struct SizeRegime {
   double from_bytes = 0;  // covers [from_bytes, the next regime's from_bytes); the first starts at 0
   AlphaBeta model;
-  bool has_burst_credit() const { return model.alpha_s < 0; }
+  bool has_burst_credit() const { return model.credit_s > 0; }
 };
 
 struct FitResult {
@@ -105,15 +115,16 @@ struct FitResult {
   double max_rel_residual = 0;       // max |pred - meas| / meas
   double line_rms_rel_residual = 0;  // the same for the one line `model` (shows what regimes gain)
   const AlphaBeta& model_for(double bytes) const;
-  bool has_burst_credit() const;  // a regime with α < 0 (SizeRegime)
+  bool has_burst_credit() const;  // a regime with credit_s > 0 (SizeRegime)
 };
 
 // Least squares for (α, β) with γ fixed. Residuals are weighted by 1/T (relative error), because
 // a sweep spans 4 B to hundreds of MiB and unweighted least squares would fit only the largest
 // sizes. α and β are constrained to be >= 0 (a negative fit is clamped to 0 and the other
 // parameter refitted). Throws core::Error with fewer than 2 usable samples.
-// allow_burst_credit: α may be negative (a size regime above the smallest sizes, SizeRegime) as long
-// as the line predicts a positive time for every sample it was fitted to; β stays >= 0.
+// allow_burst_credit: where the line's intercept comes out negative (a size regime above the smallest
+// sizes, SizeRegime), fit T = B·β - credit instead (α = 0, credit >= 0), as long as it predicts a
+// positive time for every sample it was fitted to.
 FitResult fit_alpha_beta(Collective coll, Algorithm algo, const std::vector<Sample>& samples,
                          double gamma_s_per_byte = 0, bool allow_burst_credit = false);
 
@@ -122,7 +133,7 @@ FitResult fit_alpha_beta(Collective coll, Algorithm algo, const std::vector<Samp
 // criterion on the relative residuals (n·ln(RSS/n) + p·ln(n), p = 3 per regime - 1): a regime is
 // added only when it explains the data better by more than its extra parameters would by chance.
 // Boundaries lie at the geometric mean of the neighbouring measured sizes. Regimes after the first
-// may carry a burst credit (α < 0, SizeRegime); the first and the one line may not.
+// may carry a burst credit (SizeRegime); the first and the one line may not.
 FitResult fit_alpha_beta_regimes(Collective coll, Algorithm algo, const std::vector<Sample>& samples,
                                  double gamma_s_per_byte = 0, int max_regimes = 3);
 

@@ -187,9 +187,10 @@ std::string format_report(const Analysis& a) {
     o << buf;
     for (const SizeRegime& g : f.regimes) {
       const double beta = g.model.beta_s_per_byte * 1e9;
+      char credit[48] = "";
+      if (g.has_burst_credit()) std::snprintf(credit, sizeof credit, "  burst credit %.2f us", g.model.credit_s * 1e6);
       std::snprintf(buf, sizeof buf, "#       from %10.0f B: alpha %8.2f us  beta %8.4f ns/B (%6.2f GB/s)%s\n",
-                    g.from_bytes, g.model.alpha_s * 1e6, beta, beta > 0 ? 1.0 / beta : 0.0,
-                    g.has_burst_credit() ? "  burst credit" : "");
+                    g.from_bytes, g.model.alpha_s * 1e6, beta, beta > 0 ? 1.0 / beta : 0.0, credit);
       o << buf;
     }
     if (f.has_burst_credit())

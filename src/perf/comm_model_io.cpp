@@ -14,7 +14,8 @@ nlohmann::json regimes_json(const std::vector<SizeRegime>& regimes) {
   for (const auto& g : regimes) {
     a.push_back({{"from_bytes", g.from_bytes},
                  {"alpha_us", g.model.alpha_s * 1e6},
-                 {"beta_ns_per_byte", g.model.beta_s_per_byte * 1e9}});
+                 {"beta_ns_per_byte", g.model.beta_s_per_byte * 1e9},
+                 {"credit_us", g.model.credit_s * 1e6}});
   }
   return a;
 }
@@ -72,18 +73,20 @@ CommModel comm_model_from_json(const nlohmann::json& j) {
       r.model.alpha_s = g.at("alpha_us").get<double>() * 1e-6;
       r.model.beta_s_per_byte = g.at("beta_ns_per_byte").get<double>() * 1e-9;
       r.model.gamma_s_per_byte = me.fit.model.gamma_s_per_byte;
-      // A regime after the first may hold a burst credit (alpha < 0, alpha_beta.hpp SizeRegime), if its
-      // line is still positive where it starts.
+      r.model.credit_s = g.value("credit_us", 0.0) * 1e-6;
+      // A regime after the first may hold a burst credit (alpha_beta.hpp SizeRegime), if its line is
+      // still positive where it starts.
       const bool first = me.fit.regimes.empty();
       MDDP_USAGE_CHECK(
           std::isfinite(r.from_bytes) && r.from_bytes > previous_from && (first ? r.from_bytes == 0 : true) &&
-              std::isfinite(r.model.alpha_s) && (first ? r.model.alpha_s >= 0 : true) &&
-              std::isfinite(r.model.beta_s_per_byte) && r.model.beta_s_per_byte >= 0 &&
-              (r.model.alpha_s >= 0 ||
+              std::isfinite(r.model.alpha_s) && r.model.alpha_s >= 0 && std::isfinite(r.model.beta_s_per_byte) &&
+              r.model.beta_s_per_byte >= 0 && std::isfinite(r.model.credit_s) && r.model.credit_s >= 0 &&
+              (first ? r.model.credit_s == 0 : true) &&
+              (r.model.credit_s == 0 ||
                r.model.time_s(cost_coefficients(me.collective, me.algorithm, 2, r.from_bytes)) > 0),
           "communication model entry " << me.backend << ": size regime " << me.fit.regimes.size()
-                                       << " needs from_bytes ascending from 0, finite alpha and beta >= 0, alpha >= 0 "
-                                          "in the first regime, and a positive time where a later regime starts");
+                                       << " needs from_bytes ascending from 0, finite alpha, beta, credit >= 0, no "
+                                          "credit in the first regime, and a positive time where a later regime starts");
       previous_from = r.from_bytes;
       me.fit.regimes.push_back(r);
     }

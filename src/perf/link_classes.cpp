@@ -69,7 +69,8 @@ double flat_ring_all_reduce_s(const LinkClassModel& m, int nodes, int ranks_per_
   if (n <= 1 || bytes <= 0) return 0;
   const FitResult& f = nodes > 1 ? m.inter : m.intra;
   const AlphaBeta& ab = f.model_for(bytes / n * (nodes > 1 ? m.inter_ranks : m.intra_ranks));  // regime of S/n messages
-  return 2.0 * (n - 1) * (ab.alpha_s + bytes / n * ab.beta_s_per_byte);
+  // A burst credit is per collective (alpha_beta.hpp SizeRegime), not per message.
+  return 2.0 * (n - 1) * ab.alpha_s + std::max(0.0, 2.0 * (n - 1) * bytes / n * ab.beta_s_per_byte - ab.credit_s);
 }
 
 double hier_all_reduce_s(const LinkClassModel& m, int nodes, int ranks_per_node, double bytes) {
@@ -78,11 +79,11 @@ double hier_all_reduce_s(const LinkClassModel& m, int nodes, int ranks_per_node,
   double t = 0;
   if (ranks_per_node > 1) {
     const AlphaBeta& a = m.intra.model_for(bytes / L * m.intra_ranks);
-    t += 2.0 * ((L - 1) * a.alpha_s + (L - 1) / L * bytes * a.beta_s_per_byte);
+    t += 2.0 * (L - 1) * a.alpha_s + std::max(0.0, 2.0 * (L - 1) / L * bytes * a.beta_s_per_byte - a.credit_s);
   }
   if (nodes > 1) {
     const AlphaBeta& e = m.inter.model_for(bytes / L / N * m.inter_ranks);
-    t += 2.0 * (N - 1) * e.alpha_s + 2.0 * (N - 1) / N * bytes * e.beta_s_per_byte;
+    t += 2.0 * (N - 1) * e.alpha_s + std::max(0.0, 2.0 * (N - 1) / N * bytes * e.beta_s_per_byte - e.credit_s);
   }
   return t;
 }
@@ -165,11 +166,13 @@ std::string format_hier_comparison(const nlohmann::json& j) {
         f.at("source").get<std::string>().c_str());
     o << buf;
     for (const auto& g : f.at("regimes")) {
-      // alpha < 0: burst credit (alpha_beta.hpp SizeRegime); each hier phase or ring is one
-      // collective here, predicted on an idle link.
+      // Burst credit (alpha_beta.hpp SizeRegime): once per phase in the formulas above.
+      const double credit_us = g.value("credit_us", 0.0);
+      char credit[64] = "";
+      if (credit_us > 0) std::snprintf(credit, sizeof credit, "  burst credit %.2f us", credit_us);
       std::snprintf(buf, sizeof buf, "#         from %12.0f B: alpha %8.2f us  beta %8.4f ns/B%s\n",
                     g.at("from_bytes").get<double>(), g.at("alpha_us").get<double>(),
-                    g.at("beta_ns_per_byte").get<double>(), g.at("alpha_us").get<double>() < 0 ? "  burst credit" : "");
+                    g.at("beta_ns_per_byte").get<double>(), credit);
       o << buf;
     }
     if (f.at("poor").get<bool>()) o << "#   (!) " << cls << " " << f.at("warning").get<std::string>() << "\n";

@@ -17,9 +17,10 @@
 # hosts every rank has a core to itself on a 2-core machine; at 4 hosts the ranks time-slice, and
 # scaling.csv's forward_ms/backward_ms show by how much that inflated compute (the prediction scales
 # the 1-host compute and knows nothing of it).
-# Settings (environment): RATE [1gbit], HOSTS [1 2 4], WIDTH [256], DEPTH [4], GLOBAL_BATCH [1024]
-# (strong), BATCH_PER_RANK [512] (weak), STEPS [60], MODES [strong weak], STRATEGIES [flat bucketed],
-# BUCKET_MB [0.25], ITERS [5] (per bench collectives size), MAX_BYTES [4 MiB],
+# Settings (environment): RATE [2gbit], HOSTS [1 2 4], WIDTH [512], DEPTH [4], GLOBAL_BATCH [512]
+# (strong), BATCH_PER_RANK [256] (weak), STEPS [40], MODES [strong weak], STRATEGIES [flat bucketed],
+# BUCKET_MB [1], ITERS [5] (per bench collectives size), MAX_BYTES [64 MiB: the fit must see
+# transfers well past the token bucket's burst, docs/performance.md "Burst credit"],
 # MDDP_CLUSTER_TBF_BURST [1mb: docs/cluster.md, a loaded machine needs it].
 # Uses an instance of its own (MDDP_CLUSTER=scalemeas-<pid>), torn down on exit. Exit 77 where the
 # cluster cannot run.
@@ -28,11 +29,11 @@ set -euo pipefail
 source "$(dirname "$0")/cluster_lib.sh"
 cluster_measure_begin scalemeas measure_scaling.sh "$@"
 jobs=$(cd "$(dirname "$0")/../../jobs" && pwd)
-RATE=${RATE:-1gbit} HOSTS=${HOSTS:-1 2 4}
+RATE=${RATE:-2gbit} HOSTS=${HOSTS:-1 2 4}
 # The job scripts' tunables (scaling_point.sbatch, aggregate.sbatch), with this study's defaults.
-export WIDTH=${WIDTH:-256} DEPTH=${DEPTH:-4} GLOBAL_BATCH=${GLOBAL_BATCH:-1024} BATCH_PER_RANK=${BATCH_PER_RANK:-512}
-export STEPS=${STEPS:-60} MODES=${MODES:-strong weak} STRATEGIES=${STRATEGIES:-flat bucketed}
-export BUCKET_MB=${BUCKET_MB:-0.25} COMM=mpi DEVICE=cpu OPENBLAS_NUM_THREADS=1
+export WIDTH=${WIDTH:-512} DEPTH=${DEPTH:-4} GLOBAL_BATCH=${GLOBAL_BATCH:-512} BATCH_PER_RANK=${BATCH_PER_RANK:-256}
+export STEPS=${STEPS:-40} MODES=${MODES:-strong weak} STRATEGIES=${STRATEGIES:-flat bucketed}
+export BUCKET_MB=${BUCKET_MB:-1} COMM=mpi DEVICE=cpu OPENBLAS_NUM_THREADS=1
 export MDDP_JOBS_DIR=$jobs RESULTS_DIR=$out MICRODDP_BIN=$bin LAUNCHER=mpirun
 rm -f "$out"/*_n*_*.jsonl "$out"/predicted_*.json "$out"/model.json  # no stale point is aggregated
 
@@ -42,7 +43,7 @@ cluster_measure_provenance "$RATE"
 echo "# model: width $WIDTH, depth $DEPTH, strong batch $GLOBAL_BATCH, weak $BATCH_PER_RANK per rank; $STEPS steps;" \
   "strategies $STRATEGIES (bucket cap $BUCKET_MB MiB); one rank per host, 1 BLAS thread" | tee -a "$out/provenance.txt"
 measure_run "$C" mpirun --slots 1 -np 2 "$bin" bench collectives --ops allreduce --backends mpi --min-bytes 4 \
-  --max-bytes "${MAX_BYTES:-4194304}" --factor 4 --iters "${ITERS:-5}" --warmup 1 --csv "$out/inter.csv" >"$out/inter.txt"
+  --max-bytes "${MAX_BYTES:-67108864}" --factor 4 --iters "${ITERS:-5}" --warmup 1 --csv "$out/inter.csv" >"$out/inter.txt"
 measure_run "$bin" analyze --fit --bench "$out/inter.csv" --fit-out "$out/model.json" | tee "$out/fit.txt"
 
 for n in $HOSTS; do

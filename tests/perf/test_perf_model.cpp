@@ -222,14 +222,20 @@ TEST(Fit, BurstCreditOfATokenBucketIsARegime) {
   EXPECT_LT(f.max_rel_residual, 0.02);
   const auto k16 = cost_coefficients(Collective::AllReduce, Algorithm::Ring, 2, 16 * kMiB);
   const AlphaBeta& m16 = f.model_for(16 * kMiB);
-  ASSERT_LT(m16.alpha_s, 0.0);
+  ASSERT_GT(m16.credit_s, 0.0);
+  EXPECT_EQ(m16.alpha_s, 0.0);
+  // The credit is per collective: at 4 ranks the ring sends 6 messages instead of 2, the credit
+  // stays what it was (a negative α would triple it).
+  const auto k16_4 = cost_coefficients(Collective::AllReduce, Algorithm::Ring, 4, 16 * kMiB);
+  EXPECT_NEAR(m16.time_s(k16_4), k16_4.b * m16.beta_s_per_byte - m16.credit_s, 1e-12);
+  EXPECT_NEAR(m16.credit_s / (burst / rate - burst / rpeak - 2 * a0), 1.0, 0.02);
   EXPECT_NEAR(m16.time_s(k16) / isolated(16 * kMiB), 1.0, 0.01);
   // Streamed after 16 MiB of the same busy period, 16 MiB more take 16 MiB at the sustained rate.
   ModelEntry one;
   one.fit = f;
   EXPECT_NEAR(one.streamed_time_s(2, 16 * kMiB, 16 * kMiB) / (16 * kMiB / rate), 1.0, 0.01);
   // The smallest sizes keep a positive intercept: the first regime never holds a credit.
-  EXPECT_GE(f.model_for(4096).alpha_s, 0.0);
+  EXPECT_EQ(f.model_for(4096).credit_s, 0.0);
   // The credit survives the model file; a credit in the first regime, or one that makes a regime's
   // time negative where it starts, is refused.
   ModelEntry e;
@@ -246,11 +252,14 @@ TEST(Fit, BurstCreditOfATokenBucketIsARegime) {
   EXPECT_DOUBLE_EQ(idle(16 * kMiB), every(16 * kMiB));
   EXPECT_NEAR(idle.streamed(16 * kMiB, 16 * kMiB) / (16 * kMiB / rate), 1.0, 0.01);
   auto j = to_json(m);
-  j["entries"][0]["regimes"][0]["alpha_us"] = -1.0;
+  j["entries"][0]["regimes"][0]["credit_us"] = 1.0;
   EXPECT_THROW(comm_model_from_json(j), core::UsageError);
   j = to_json(m);
   const std::size_t last = f.regimes.size() - 1;
-  j["entries"][0]["regimes"][last]["alpha_us"] = -1e9;
+  j["entries"][0]["regimes"][last]["credit_us"] = 1e9;
+  EXPECT_THROW(comm_model_from_json(j), core::UsageError);
+  j = to_json(m);
+  j["entries"][0]["regimes"][last]["alpha_us"] = -1.0;
   EXPECT_THROW(comm_model_from_json(j), core::UsageError);
 }
 
