@@ -54,7 +54,14 @@ CLUSTER_FIGURES = [
     "link (dashed), by `jobs/aggregate.py`. Made as root by `tests/cluster/measure_scaling.sh "
     "build/microddp OUT` (the job scripts of a sweep on the emulated cluster) and copied from "
     "`OUT/scaling_efficiency.png`; command, date, load and table in "
-    "[performance.md](../performance.md#scaling-across-emulated-hosts).", ""]
+    "[performance.md](../performance.md#scaling-across-emulated-hosts).", "",
+    "## Hierarchical all-reduce on emulated hosts (not made by this script)", "",
+    "![hier vs the flat ring on emulated hosts](hier_busbw.png)", "",
+    "Bus bandwidth of the all-reduce backends on 2 emulated hosts x 2 ranks at 1 Gbit/s, with the "
+    "per-link-class model's prediction for the ring and hier (left), and the ring and hier with one "
+    "host's link at 100 Mbit/s (right), by `tests/cluster/plot_hier.py`. Made as root by "
+    "`tests/cluster/measure_hier.sh build/microddp OUT` and copied from `OUT/hier_busbw.png`; command, "
+    "date, load and tables in [hierarchical.md](../hierarchical.md#measured-on-the-emulated-cluster-2026-11-24).", ""]
 
 
 class Figures:

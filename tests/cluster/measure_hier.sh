@@ -56,3 +56,7 @@ echo "# every link at $SLOW_RATE; load $(cut -d' ' -f1-3 /proc/loadavg)" | tee -
 measure_run "$C" mpirun --slots 1 -np 3 "$bin" "${T[@]}" --backends ring --csv "$out/3x1_all_slow.csv"
 measure_run "$C" mpirun --slots 1 -np 2 "$bin" "${T[@]}" --backends ring --csv "$out/2x1_all_slow.csv"
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/provenance.txt"
+# The figure of docs/hierarchical.md (Debian's python3-matplotlib; skipped without it).
+if /usr/bin/python3 -c "import matplotlib" 2>/dev/null; then
+  /usr/bin/python3 "$(dirname "$0")/plot_hier.py" "$out" "$out/hier_busbw.png"
+fi
