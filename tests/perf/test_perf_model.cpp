@@ -139,6 +139,16 @@ TEST(Fit, ClampsNegativeLatencyAndRejectsTooFewPoints) {
   EXPECT_THROW(fit_alpha_beta(Collective::AllReduce, Algorithm::Ring, {{2, 8, 1e-6}}), std::exception);
 }
 
+// A communication model holding one all-reduce entry, backend "mpi", with this fit.
+CommModel mpi_model_of(const FitResult& f) {
+  ModelEntry e;
+  e.backend = "mpi";
+  e.fit = f;
+  CommModel m;
+  m.entries.push_back(e);
+  return m;
+}
+
 TEST(Fit, SizeRegimesRecoverAPiecewiseLine) {
   // Two regimes with a switch between 1 MiB and 2 MiB (cache-resident vs DRAM-streamed): 2 µs and
   // 8 GB/s below, 30 µs and 2 GB/s above. The one line misses both ends; the regimes are exact.
@@ -161,11 +171,7 @@ TEST(Fit, SizeRegimesRecoverAPiecewiseLine) {
   EXPECT_EQ(&f.model_for(4 * kMiB), &f.regimes[1].model);
   EXPECT_EQ(&f.model_for(100), &f.regimes[0].model);
   // A model entry predicts with the regime of the size; the regimes survive the model file.
-  ModelEntry e;
-  e.backend = "mpi";
-  e.fit = f;
-  CommModel m;
-  m.entries.push_back(e);
+  const CommModel m = mpi_model_of(f);
   const CommModel back = comm_model_from_json(to_json(m));
   ASSERT_EQ(back.entries.at(0).fit.regimes.size(), 2u);
   for (double bytes : {64.0, 3 * kMiB, 48 * kMiB}) {
@@ -238,11 +244,7 @@ TEST(Fit, BurstCreditOfATokenBucketIsARegime) {
   EXPECT_EQ(f.model_for(4096).credit_s, 0.0);
   // The credit survives the model file; a credit in the first regime, or one that makes a regime's
   // time negative where it starts, is refused.
-  ModelEntry e;
-  e.backend = "mpi";
-  e.fit = f;
-  CommModel m;
-  m.entries.push_back(e);
+  const CommModel m = mpi_model_of(f);
   const CommModel back = comm_model_from_json(to_json(m));
   // analyze's --burst-credit: "every" (default) gives a collective its measured time whatever came
   // before, "idle" streams a busy period as one transfer.
