@@ -355,8 +355,8 @@ TEST(StepModel, AShapedLinksBusyPeriodStreamsAsOneTransfer) {
   for (const auto& q : p.params) total += static_cast<double>(q.count * model::kParamElementBytes);
   // Naive: one busy period, so the whole gradient costs one transfer of its bytes; flat likewise.
   EXPECT_NEAR(predict_step(p, ddp::Strategy::Naive, shaped).exposed_comm_s, tbf(total), 1e-15);
-  EXPECT_NEAR(predict_step(p, ddp::Strategy::Flat, shaped).exposed_comm_s, tbf(model::flat_count(p.params) * 4.0),
-              1e-15);
+  EXPECT_NEAR(predict_step(p, ddp::Strategy::Flat, shaped).exposed_comm_s,
+              tbf(static_cast<double>(model::flat_count(p.params)) * 4.0), 1e-15);
   // Overlap with constant times by hand: 0.4 ms on an idle link, 1.0 ms streamed. Ready b1 0, W1 0.5,
   // b0 1.0, W0 2.0 ms. b1 0 -> 0.4. W1 starts 0.1 ms after the link went idle, a quarter of b1's
   // busy time: three quarters of b1's bytes still count as streamed, so 1.0 ms: 0.5 -> 1.5. b0 and
