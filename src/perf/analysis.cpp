@@ -194,19 +194,17 @@ ScalingResult predict_scaling(const RunRecord& rec, const CommModel& model, cons
     s.network = buf;
     s.reduce_gbytes_s = opt.reduce_gbytes_s;
   } else if (const ModelEntry* e = model.find(rec.backend)) {
-    const FitResult fit = e->fit;
-    in.allreduce = [fit](int ranks, double bytes) {
-      return fit.model_for(bytes).time_s(cost_coefficients(Collective::AllReduce, Algorithm::Ring, ranks, bytes));
-    };
+    // The backend's fit, extrapolated as a ring all-reduce (the entry's own time formulas).
+    ModelEntry ring = *e;
+    ring.collective = Collective::AllReduce;
+    ring.algorithm = Algorithm::Ring;
+    in.allreduce = [ring](int ranks, double bytes) { return ring.time_s(ranks, bytes); };
     if (opt.burst_credit_refills_when_idle)
-      in.allreduce_streamed = [fit](int ranks, double bytes, double before) {
-        auto t = [&](double b) {
-          return fit.model_for(b).time_s(cost_coefficients(Collective::AllReduce, Algorithm::Ring, ranks, b));
-        };
-        return std::max(0.0, t(before + bytes) - t(before));
+      in.allreduce_streamed = [ring](int ranks, double bytes, double before) {
+        return ring.streamed_time_s(ranks, bytes, before);
       };
     s.network = "fitted model of backend '" + rec.backend + "' extrapolated as a ring all-reduce";
-    s.model_warning = fit_warning(fit);
+    s.model_warning = fit_warning(ring.fit);
   } else {
     in.allreduce = [](int, double) { return 0.0; };
     s.network = "no communication model: communication assumed free (give --model/--bench or --link-gbps)";
