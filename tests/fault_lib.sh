@@ -1,5 +1,5 @@
 #!/bin/bash
-# fault_lib.sh — sourced by the fault-test scripts (tests/comm/watchdog.sh, tests/comm/desync.sh,
+# fault_lib.sh — sourced by the fault-test scripts (tests/comm/runtime/watchdog.sh, tests/comm/runtime/desync.sh,
 # tests/io/rank_failure.sh): run an MPI job that is expected to END (usually non-zero), robustly.
 #
 # Open MPI 4.1's mpiexec occasionally deadlocks after an MPI_Abort even though every rank has

@@ -146,7 +146,7 @@ class Figures:
                      "the blocks of the buffer, a cell lists whose gradients that rank has summed into that block "
                      "(Σ: all of them). Reduce-scatter (n−1 steps) ends with each rank owning one complete block; "
                      "all-gather (n−1 steps) copies the complete blocks around. The rows are the schedule the CPU "
-                     "and GPU rings run (src/comm/ring_schedule.hpp), printed by `microddp ring-schedule`; the "
+                     "and GPU rings run (src/comm/algorithms/ring_schedule.hpp), printed by `microddp ring-schedule`; the "
                      "script replays it and fails if a rank would add a contribution twice or end without a sum.",
                      ["ring_schedule"])
 

@@ -1,7 +1,7 @@
 // f16_arrays.cpp — see f16_arrays.hpp.
 #include "kernels/cpu/f16_arrays.hpp"
 
-#include <cstdlib>
+#include <atomic>
 #include <cstring>
 
 #include "core/error.hpp"
@@ -136,12 +136,16 @@ void f16_sum_array_simd(std::uint16_t*, const std::uint16_t*, const std::uint16_
 
 #endif
 
+namespace {
+// The program's choice (set_f16_simd_allowed); read on communication and compute threads alike.
+std::atomic<bool> g_simd_allowed{true};
+}  // namespace
+
+void set_f16_simd_allowed(bool allowed) { g_simd_allowed.store(allowed, std::memory_order_relaxed); }
+
 bool f16_simd_enabled() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("MICRODDP_F16_SIMD");
-    return f16_simd_supported() && !(v != nullptr && std::strcmp(v, "0") == 0);
-  }();
-  return enabled;
+  static const bool supported = f16_simd_supported();
+  return supported && g_simd_allowed.load(std::memory_order_relaxed);
 }
 
 void f16_encode_array(const float* src, std::uint16_t* dst, float* residual, std::int64_t n) {

@@ -12,15 +12,19 @@
 // with the scalar functions. Ranks on different processors (with and without F16C) therefore still
 // exchange identical bits. Tested exhaustively on the rounding-relevant bits (tests/kernels).
 //
-// MICRODDP_F16_SIMD=0 in the environment turns the SIMD path off (read once per process).
+// The library reads no environment: the program decides whether the SIMD path may run
+// (set_f16_simd_allowed; `microddp` reads MICRODDP_F16_SIMD=0 at start-up, app/comm_settings.hpp).
 #pragma once
 
 #include <cstdint>
 
 namespace microddp::kernels {
 
-// True when the SIMD path is used: an x86 processor with AVX and F16C, and MICRODDP_F16_SIMD != 0.
+// True when the SIMD path is used: an x86 processor with AVX and F16C, and the program allows it.
 bool f16_simd_enabled();
+// Allows (the default) or forbids the SIMD path for the rest of the process. Results are the same
+// bits either way (the contract above); the switch exists to time and test the scalar path alone.
+void set_f16_simd_allowed(bool allowed);
 
 // dst[i] = float_to_f16_bits(src[i]); with residual: residual[i] = src[i] - f16_bits_to_float(dst[i]).
 void f16_encode_array(const float* src, std::uint16_t* dst, float* residual, std::int64_t n);

@@ -1,7 +1,7 @@
 // agreed_usage_error.cpp — two small all-reduces: did any rank fail, did every rank fail.
 #include "app/agreed_usage_error.hpp"
 
-#include "comm/mpi_check.hpp"
+#include "comm/transport/mpi_check.hpp"
 #include "core/error.hpp"
 
 namespace microddp::app {

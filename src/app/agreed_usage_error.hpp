@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "comm/mpi_runtime.hpp"
+#include "comm/runtime/mpi_runtime.hpp"
 
 namespace microddp::app {
 

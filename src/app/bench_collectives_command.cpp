@@ -47,7 +47,7 @@
 #include "app/compute_device.hpp"
 #include "comm/collective_reference.hpp"
 #include "comm/factory.hpp"
-#include "comm/mpi_check.hpp"
+#include "comm/transport/mpi_check.hpp"
 #include "core/error.hpp"
 #include "core/host_buffer.hpp"
 #include "core/timer.hpp"

@@ -31,7 +31,7 @@
 
 #include "app/cli_values.hpp"
 #include "app/command.hpp"
-#include "comm/mpi_check.hpp"
+#include "comm/transport/mpi_check.hpp"
 #include "core/error.hpp"
 #include "core/timer.hpp"
 #include "perf/link_probe.hpp"

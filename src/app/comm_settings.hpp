@@ -15,8 +15,13 @@ namespace microddp::app {
 struct CommSettings {
   comm::CommConfig config;
   core::FaultPlan faults;
+  // MICRODDP_F16_SIMD=0: the fp16 wire format converts with the scalar code only
+  // (kernels/cpu/f16_arrays.hpp; same bits, for timing the two side by side).
+  bool f16_simd = true;
 };
 
 CommSettings comm_settings_from_environment();
+// Applies the settings that are process-wide rather than per communicator (the f16 SIMD switch).
+void apply_process_settings(const CommSettings& settings);
 
 }  // namespace microddp::app

@@ -15,7 +15,7 @@
 
 #include "app/comm_settings.hpp"
 #include "comm/factory.hpp"
-#include "comm/mpi_runtime.hpp"
+#include "comm/runtime/mpi_runtime.hpp"
 
 namespace microddp::app {
 

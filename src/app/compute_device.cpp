@@ -8,7 +8,7 @@
 #include "core/error.hpp"
 
 #if MICRODDP_HAVE_CUDA
-#include "comm/gpu_sharing.hpp"
+#include "comm/gpu/gpu_sharing.hpp"
 #include "kernels/cuda/device.hpp"
 #endif
 

@@ -13,7 +13,7 @@
 //   * cpu: CpuOps with the given BLAS threads; the backend is --comm (default mpi).
 //   * The GPU of a rank is its node-local rank modulo the visible GPUs: the same GPU the NCCL
 //     backends pick (they require one GPU per rank; the mpi backend may share a GPU between ranks).
-//     Ranks compare GPU UUIDs (comm/gpu_sharing.hpp): when some share a GPU and --comm was not
+//     Ranks compare GPU UUIDs (comm/gpu/gpu_sharing.hpp): when some share a GPU and --comm was not
 //     given, the backend is mpi instead of nccl, and ComputeChoice::note says so for the header.
 //   * Ranks agree on failure: one agreed error (exit 2 everywhere) when every rank fails the same
 //     way. Ranks that chose different devices are refused by the trainer's start-up check.
@@ -22,7 +22,7 @@
 #include <memory>
 #include <string>
 
-#include "comm/mpi_runtime.hpp"
+#include "comm/runtime/mpi_runtime.hpp"
 #include "kernels/ops.hpp"
 
 namespace microddp::app {

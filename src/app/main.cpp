@@ -16,7 +16,7 @@
 #include "app/cli.hpp"
 #include "app/comm_settings.hpp"
 #include "app/manual_replicas.hpp"
-#include "comm/mpi_runtime.hpp"
+#include "comm/runtime/mpi_runtime.hpp"
 #include "core/error.hpp"
 #include "labs/lab_api.hpp"
 #include "labs/lab_backend.hpp"
@@ -55,7 +55,9 @@ int main(int argc, char** argv) {
   app::Command* chosen = parsed.chosen;
   try {
     // The environment's communication settings, checked like options: before MPI, on every rank.
-    chosen->set_comm_settings(app::comm_settings_from_environment());
+    const app::CommSettings settings = app::comm_settings_from_environment();
+    app::apply_process_settings(settings);
+    chosen->set_comm_settings(settings);
   } catch (const core::UsageError& e) {
     if (print) std::fprintf(stderr, "microddp: error: %s\n", e.what());
     return 2;

@@ -1,8 +1,8 @@
 // ring_schedule_command.cpp — `microddp ring-schedule`: the ring all-reduce's schedule as the ring
 // runs it: for every step of reduce-scatter and all-gather, which block each rank sends to its right
 // neighbour and which it receives from its left, and where each block lies in a buffer of --count
-// elements. The rows come from the functions the CPU and GPU rings call (comm/ring_schedule.hpp,
-// comm/ring_layout.hpp), so the printed table and the figure drawn from --json
+// elements. The rows come from the functions the CPU and GPU rings call (comm/algorithms/ring_schedule.hpp,
+// comm/algorithms/ring_layout.hpp), so the printed table and the figure drawn from --json
 // (docs/tools/figures.py, docs/img/ring_schedule.png) cannot drift from the code.
 // Pure arithmetic: rank 0 prints, the other ranks (if any) do nothing.
 #include <cstdio>
@@ -10,8 +10,8 @@
 #include <string>
 
 #include "app/command.hpp"
-#include "comm/ring_layout.hpp"
-#include "comm/ring_schedule.hpp"
+#include "comm/algorithms/ring_layout.hpp"
+#include "comm/algorithms/ring_schedule.hpp"
 #include "core/error.hpp"
 
 namespace microddp::app {
@@ -33,7 +33,7 @@ class RingScheduleCommand final : public Command {
     const std::int64_t count = count_ >= 0 ? count_ : std::int64_t{4} * n;
     std::printf("# ring all-reduce schedule: %d rank(s), %lld element(s) cut into %d block(s)\n", n,
                 static_cast<long long>(count), n);
-    std::printf("# (comm/ring_schedule.hpp; rank r sends to r+1 and receives from r-1, modulo %d)\n", n);
+    std::printf("# (comm/algorithms/ring_schedule.hpp; rank r sends to r+1 and receives from r-1, modulo %d)\n", n);
     for (int b = 0; b < n; ++b) {
       const comm::IndexRange range = comm::even_part(count, n, b);
       std::printf("# block %d: elements [%lld, %lld)\n", b, static_cast<long long>(range.begin),

@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "app/agreed_usage_error.hpp"
-#include "comm/mpi_check.hpp"
+#include "comm/transport/mpi_check.hpp"
 #include "core/error.hpp"
 #include "io/checkpoint.hpp"
 #include "io/hdf5_data_source.hpp"

@@ -20,7 +20,7 @@
 #include <memory>
 #include <string>
 
-#include "comm/mpi_runtime.hpp"
+#include "comm/runtime/mpi_runtime.hpp"
 #include "core/fault_plan.hpp"
 #include "data/data_source.hpp"
 #include "ddp/trainer.hpp"

@@ -23,7 +23,7 @@
 #include <cstdint>
 #include <string>
 
-#include "comm/mpi_runtime.hpp"
+#include "comm/runtime/mpi_runtime.hpp"
 #include "ddp/trainer.hpp"
 
 namespace microddp::app {

@@ -16,7 +16,7 @@
 #include "app/comm_settings.hpp"
 #include "app/train_options.hpp"
 #include "comm/communicator.hpp"
-#include "comm/mpi_runtime.hpp"
+#include "comm/runtime/mpi_runtime.hpp"
 #include "ddp/trainer.hpp"
 #include "kernels/ops.hpp"
 

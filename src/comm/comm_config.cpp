@@ -4,8 +4,8 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <string>
 
-#include "comm/hier_topology.hpp"
 #include "core/error.hpp"
 
 namespace microddp::comm {
@@ -47,6 +47,26 @@ CommConfig parse_comm_config(const EnvLookup& env) {
     c.hier_node_sizes = parse_node_sizes(v, "MICRODDP_HIER_NODE_SIZES");
   }
   return c;
+}
+
+std::vector<int> parse_node_sizes(std::string_view text, std::string_view what) {
+  std::vector<int> sizes;
+  if (text.empty()) return sizes;
+  std::size_t pos = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', pos);
+    const std::string item(text.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos));
+    errno = 0;
+    char* end = nullptr;
+    const long long v = std::strtoll(item.c_str(), &end, 10);
+    MDDP_USAGE_CHECK(
+        !item.empty() && end == item.c_str() + item.size() && errno != ERANGE && v >= 1 && v <= INT_MAX,
+        what << "='" << text << "' must be a node size K or a list of node sizes a,b,c (positive integers)");
+    sizes.push_back(static_cast<int>(v));
+    if (comma == std::string_view::npos) break;
+    pos = comma + 1;
+  }
+  return sizes;
 }
 
 }  // namespace microddp::comm

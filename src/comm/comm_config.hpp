@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "core/env_lookup.hpp"
@@ -61,5 +62,11 @@ using core::EnvLookup;
 
 // Throws core::UsageError naming the variable and its accepted range for a malformed value.
 CommConfig parse_comm_config(const EnvLookup& env);
+
+// Node sizes as the override text gives them: empty = no override (the launcher decides); one
+// value = every node that size; several = one per node. Throws core::UsageError for anything but
+// positive integers separated by commas, naming `what` (the variable).
+std::vector<int> parse_node_sizes(std::string_view text, std::string_view what);
+
 
 }  // namespace microddp::comm

@@ -37,8 +37,8 @@
 #include <string_view>
 
 #include "comm/backend.hpp"
-#include "comm/dispatcher.hpp"
-#include "comm/sync_check.hpp"
+#include "comm/runtime/dispatcher.hpp"
+#include "comm/runtime/sync_check.hpp"
 #include "comm/types.hpp"
 #include "comm/work.hpp"
 #include "core/fault_plan.hpp"

@@ -1,13 +1,13 @@
 // factory.cpp — the table of backends (--comm), their descriptions, and construction by name.
 #include "comm/factory.hpp"
 
-#include "comm/hand_rolled_backend.hpp"
-#include "comm/hier_backend.hpp"
-#include "comm/mpi_backend.hpp"
+#include "comm/backends/hand_rolled_backend.hpp"
+#include "comm/backends/hier_backend.hpp"
+#include "comm/backends/mpi_backend.hpp"
 #include "core/error.hpp"
 
 #if defined(MICRODDP_HAVE_NCCL)
-#include "comm/nccl_backend.hpp"
+#include "comm/gpu/nccl_backend.hpp"
 #endif
 
 namespace microddp::comm {

@@ -22,7 +22,7 @@
 #include "comm/backend_description.hpp"
 #include "comm/comm_config.hpp"
 #include "comm/communicator.hpp"
-#include "comm/mpi_runtime.hpp"
+#include "comm/runtime/mpi_runtime.hpp"
 
 namespace microddp::comm {
 

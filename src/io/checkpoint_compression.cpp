@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "comm/mpi_check.hpp"
+#include "comm/transport/mpi_check.hpp"
 #include "core/error.hpp"
 #include "io/checkpoint_schema.hpp"
 #include "io/h5_util.hpp"

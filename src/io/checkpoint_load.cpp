@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "comm/mpi_check.hpp"
+#include "comm/transport/mpi_check.hpp"
 #include "core/error.hpp"
 #include "io/checkpoint_dir.hpp"
 #include "io/checkpoint_schema.hpp"

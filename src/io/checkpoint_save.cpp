@@ -6,7 +6,7 @@
 #include <csignal>
 #include <cstdio>
 
-#include "comm/mpi_check.hpp"
+#include "comm/transport/mpi_check.hpp"
 #include "core/error.hpp"
 #include "core/timer.hpp"
 #include "ddp/strategy.hpp"

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "comm/mpi_check.hpp"
+#include "comm/transport/mpi_check.hpp"
 #include "core/error.hpp"
 #include "core/timer.hpp"
 #include "data/synthetic_dataset.hpp"

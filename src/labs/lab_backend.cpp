@@ -6,8 +6,8 @@
 #include <cstring>
 #include <string>
 
-#include "comm/hand_rolled_backend.hpp"
-#include "comm/mpi_comm_size.hpp"
+#include "comm/backends/hand_rolled_backend.hpp"
+#include "comm/transport/mpi_comm_size.hpp"
 #include "core/error.hpp"
 #include "labs/lab_api.hpp"
 

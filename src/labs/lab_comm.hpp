@@ -2,7 +2,7 @@
 // point-to-point messages of floats, nothing else, so the algorithm is entirely the student's.
 //
 // It runs on a private duplicate of the given communicator (the lab's messages never match anyone
-// else's) through the transport the production backends use (comm/p2p_transport.hpp). Every call
+// else's) through the transport the production backends use (comm/transport/p2p_transport.hpp). Every call
 // blocks until its buffer may be reused. It counts the floats this rank sent, which is how a
 // grader tells a ring (2(n-1)/n of the buffer per rank) from everything-through-rank-0, and the
 // messages it sent (a barrier that sends nothing cannot work).
@@ -12,7 +12,7 @@
 
 #include <cstdint>
 
-#include "comm/p2p_transport.hpp"
+#include "comm/transport/p2p_transport.hpp"
 
 namespace microddp::labs {
 

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/units.hpp"
 #include "labs/lab_api.hpp"
 #include "model/param_layout.hpp"
 #include "perf/analysis.hpp"
@@ -32,7 +33,7 @@ namespace microddp::labs {
 
 namespace {
 
-constexpr double kMiB = 1 << 20;
+using core::kMiB;
 
 // src/perf's answer to the lab's question, by search: the smallest b whose predicted step on n ranks
 // is shorter than one rank's at n·b rows (predict_step, `strategy`), or 0 above `limit`.

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/units.hpp"
 #include "perf/link_classes.hpp"
 
 namespace microddp::perf {
@@ -132,7 +133,7 @@ AllReduceTime model_allreduce(const CommModel& m, const std::string& backend, in
 namespace {
 
 // Bytes per MiB: --bucket-mb and the report speak MiB, the step model bytes.
-constexpr double kMiB = 1024.0 * 1024.0;
+using core::kMiB;
 
 // The node's layout (docs/performance.md): compute threads alone exceed the cores (time slicing,
 // which the model handles), or they fill them and leave none for the communication threads

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "core/units.hpp"
 #include "perf/comm_model_io.hpp"
 #include "perf/link_classes.hpp"
 
@@ -11,7 +12,7 @@ namespace microddp::perf {
 
 namespace {
 
-constexpr double kMiB = 1024.0 * 1024.0;
+using core::kMiB;
 
 // "bucketed 25 MiB" (the cap matters for bucketed only) or the strategy's name.
 std::string scaling_label(const ScalingResult& s) {

@@ -1,6 +1,6 @@
 // link_classes.hpp — the α-β model with one (α, β) per link class: inside a node (shared memory)
 // and between nodes (the network). It predicts the flat ring and the hierarchical all-reduce
-// (`--comm hier`, src/comm/hier_collectives.hpp) on N nodes of L ranks and says which is faster.
+// (`--comm hier`, src/comm/algorithms/hier_collectives.hpp) on N nodes of L ranks and says which is faster.
 //
 // Each class is fitted separately (fit_alpha_beta_regimes, with its size regimes and quality) from
 // a `microddp bench collectives` run of the ring that uses only that class: all ranks on one node

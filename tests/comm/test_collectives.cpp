@@ -17,7 +17,7 @@
 
 #include "collective_checks.hpp"
 #include "comm/factory.hpp"
-#include "comm/hand_rolled_backend.hpp"
+#include "comm/backends/hand_rolled_backend.hpp"
 #include "support/mpi_test_env.hpp"
 
 namespace microddp::testing {

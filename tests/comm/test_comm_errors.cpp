@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "comm/factory.hpp"
-#include "comm/hier_backend.hpp"
-#include "comm/mpi_backend.hpp"
+#include "comm/backends/hier_backend.hpp"
+#include "comm/backends/mpi_backend.hpp"
 #include "core/error.hpp"
 #include "support/mpi_test_env.hpp"
 

@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "comm/factory.hpp"
-#include "comm/gpu_sharing.hpp"
+#include "comm/gpu/gpu_sharing.hpp"
 #include "core/error.hpp"
 #include "ddp/trainer.hpp"
 #include "kernels/cuda/device.hpp"

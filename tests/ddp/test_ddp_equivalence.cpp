@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "comm/factory.hpp"
-#include "comm/mpi_backend.hpp"
+#include "comm/backends/mpi_backend.hpp"
 #include "ddp/trainer.hpp"
 #include "kernels/ops.hpp"
 #include "support/mpi_test_env.hpp"

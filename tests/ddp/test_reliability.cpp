@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "comm/factory.hpp"
-#include "comm/mpi_backend.hpp"
+#include "comm/backends/mpi_backend.hpp"
 #include "core/error.hpp"
 #include "ddp/trainer.hpp"
 #include "kernels/ops.hpp"

@@ -156,7 +156,7 @@ TEST(Zero, MatchesDdpOverFiftyAdamSteps) {
           EXPECT_TRUE(bitwise) << "a sum of at most two floats does not depend on the order";
         }
         // The ring reduce-scatter is the first half of the ring all-reduce: where ZeRO's chunks and
-        // the all-reduce's chunks (comm/ring_layout.hpp, even_part) have the same boundaries, each
+        // the all-reduce's chunks (comm/algorithms/ring_layout.hpp, even_part) have the same boundaries, each
         // element is summed in the same rank order, so the result is the same bits. One bucket over
         // the 960-element buffer divides evenly by 1..4 ranks (and DDP's flat bucket is the same).
         if (g_backend == "ring" && v.strategy == Strategy::Flat && 960 % rt.size() == 0) {

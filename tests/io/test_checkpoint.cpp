@@ -32,7 +32,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/mpi_backend.hpp"
+#include "comm/backends/mpi_backend.hpp"
 #include "ddp/grad_sync.hpp"
 #include "ddp/trainer.hpp"
 #include "io/checkpoint.hpp"

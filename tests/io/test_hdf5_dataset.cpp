@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/mpi_backend.hpp"
+#include "comm/backends/mpi_backend.hpp"
 #include "data/synthetic_dataset.hpp"
 #include "ddp/trainer.hpp"
 #include "io/hdf5_data_source.hpp"

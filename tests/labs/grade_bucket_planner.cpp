@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "comm/factory.hpp"
-#include "comm/mpi_runtime.hpp"
+#include "comm/runtime/mpi_runtime.hpp"
 #include "ddp/bucket_planner.hpp"
 #include "ddp/bucketed_sync.hpp"
 #include "ddp/trainer.hpp"

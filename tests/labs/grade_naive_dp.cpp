@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "comm/factory.hpp"
-#include "comm/mpi_runtime.hpp"
+#include "comm/runtime/mpi_runtime.hpp"
 #include "core/event_log.hpp"
 #include "data/synthetic_dataset.hpp"
 #include "ddp/trainer.hpp"

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "comm/factory.hpp"
-#include "comm/mpi_runtime.hpp"
+#include "comm/runtime/mpi_runtime.hpp"
 #include "core/event_log.hpp"
 #include "ddp/trainer.hpp"
 #include "grade_verdict.hpp"

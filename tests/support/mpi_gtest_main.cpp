@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <exception>
 
-#include "comm/mpi_runtime.hpp"
+#include "comm/runtime/mpi_runtime.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "support/mpi_test_env.hpp"

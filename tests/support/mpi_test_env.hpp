@@ -5,7 +5,7 @@
 #pragma once
 
 #include "comm/comm_config.hpp"
-#include "comm/mpi_runtime.hpp"
+#include "comm/runtime/mpi_runtime.hpp"
 
 namespace microddp::testing {
 const comm::MpiRuntime& runtime();

@@ -8,7 +8,7 @@
 //   * relu_backward reading y[i + 1]: an off-by-one index, wrong values.
 //   * scale with `i <= n`: writes one element past the array; caught by the allocation's red zone
 //     when the memory is freed.
-// Also runs the communication kernels (src/comm/gpu_comm_kernels.cuh), which the emulated build
+// Also runs the communication kernels (src/comm/gpu/gpu_comm_kernels.cuh), which the emulated build
 // does not compile otherwise while it has no NCCL.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -18,7 +18,7 @@
 #include <random>
 #include <vector>
 
-#include "comm/gpu_comm_kernels.cuh"
+#include "comm/gpu/gpu_comm_kernels.cuh"
 #include "emu_test_util.hpp"
 #include "kernels/cuda/elementwise_kernels.cuh"
 #include "kernels/cuda/launch.hpp"

@@ -1,5 +1,5 @@
 // Reference solution of lab 03 (docs/labs/03-ring-allreduce): the teaching ring, unpipelined.
-// Try the lab before reading this. The production ring (src/comm/ring_collectives.cpp) adds what
+// Try the lab before reading this. The production ring (src/comm/algorithms/ring_collectives.cpp) adds what
 // the lab README lists: pipelined segments, any dtype and op, out-of-place buffers, no allocation.
 #include <cstdint>
 #include <vector>

@@ -1,5 +1,5 @@
 // Reference solution of lab 07 (docs/labs/07-sync-primitives). Try the lab before reading this.
-// The production versions (src/comm/tree_collectives.cpp) add: any dtype, segments that a deep tree
+// The production versions (src/comm/algorithms/tree_collectives.cpp) add: any dtype, segments that a deep tree
 // forwards as soon as they arrive, non-blocking sends to all children at once, and the root's
 // receives of a gather all posted together.
 #include <algorithm>

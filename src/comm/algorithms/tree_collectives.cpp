@@ -1,0 +1,85 @@
+// tree_collectives.cpp — broadcast (binomial tree, segmented), scatter/gather (linear at the root)
+// and the dissemination barrier, hand-rolled over P2pTransport. Costs in docs/sync_primitives.md.
+#include "comm/algorithms/p2p_algorithms.hpp"
+#include "comm/algorithms/ring_layout.hpp"
+
+namespace microddp::comm {
+
+using core::TensorView;
+
+// Binomial tree on virtual ranks v = (r - root) mod n: v receives from v - lowbit(v) and sends to
+// v + m for every power of two m < lowbit(v) (root: m < n), largest subtree first. ceil(log2 n)
+// rounds. The buffer travels in segments: a rank forwards segment k as soon as it has it, so deep
+// trees pipeline instead of paying log2(n) · S·β.
+void tree_broadcast(P2pTransport& t, TensorView buf, int root, std::int64_t segment_bytes) {
+  const std::int64_t count = buf.count;
+  const int n = t.size(), r = t.rank();
+  if (count == 0 || n == 1) return;
+  const int v = ring_mod(static_cast<std::int64_t>(r) - root, n);
+  const int low = v == 0 ? floor_pow2(n) * 2 : (v & -v);
+  const std::int64_t es = elem_size(buf);
+  const std::int64_t K = ring_segments(count, es, segment_bytes);
+  std::vector<MPI_Request>& rq = t.pool(0, K);
+  if (v != 0) {
+    const int parent = ring_mod(static_cast<std::int64_t>(v - low) + root, n);
+    for (std::int64_t k = 0; k < K; ++k) {
+      const IndexRange s = even_part(count, K, k);
+      rq[static_cast<std::size_t>(k)] = t.irecv_one(static_cast<char*>(buf.data) + s.begin * es, s.count * es, parent);
+    }
+  }
+  std::vector<MPI_Request>& sends = t.list(0);
+  for (std::int64_t k = 0; k < K; ++k) {
+    P2pTransport::wait(rq[static_cast<std::size_t>(k)]);
+    const IndexRange s = even_part(count, K, k);
+    for (int m = low / 2; m >= 1; m /= 2) {
+      if (v + m < n) {
+        sends.push_back(t.isend_one(static_cast<char*>(buf.data) + s.begin * es, s.count * es,
+                                    ring_mod(static_cast<std::int64_t>(v + m) + root, n)));
+      }
+    }
+  }
+  P2pTransport::wait_all(sends);
+}
+
+// Root sends block i to rank i directly (n-1 messages in flight at once); others receive one.
+void linear_scatter(P2pTransport& t, TensorView send, TensorView recv, int root) {
+  const std::int64_t c = recv.count;
+  const int n = t.size(), r = t.rank();
+  if (c == 0) return;
+  if (r != root) {
+    t.recv(recv.data, recv.bytes(), root);
+    return;
+  }
+  std::vector<MPI_Request>& reqs = t.list(0);
+  for (int i = 0; i < n; ++i) {
+    if (i != root) t.isend(send.slice(i * c, c).data, recv.bytes(), i, reqs);
+  }
+  copy_unless_same(recv, send.slice(root * c, c));
+  P2pTransport::wait_all(reqs);
+}
+
+// Root receives block i from rank i straight into place; others send one message.
+void linear_gather(P2pTransport& t, TensorView send, TensorView recv, int root) {
+  const std::int64_t c = send.count;
+  const int n = t.size(), r = t.rank();
+  if (c == 0) return;
+  if (r != root) {
+    t.send(send.data, send.bytes(), root);
+    return;
+  }
+  std::vector<MPI_Request>& reqs = t.list(0);
+  for (int i = 0; i < n; ++i) {
+    if (i != root) t.irecv(recv.slice(i * c, c).data, send.bytes(), i, reqs);
+  }
+  copy_unless_same(recv.slice(root * c, c), send);
+  P2pTransport::wait_all(reqs);
+}
+
+// Round j: send an empty message to r + 2^j, receive one from r - 2^j. After ceil(log2 n) rounds
+// every rank has (transitively) heard from every other, so nobody leaves before all have arrived.
+void dissemination_barrier(P2pTransport& t) {
+  const int n = t.size(), r = t.rank();
+  for (int d = 1; d < n; d *= 2) t.sendrecv(nullptr, 0, ring_mod(r + d, n), nullptr, 0, ring_mod(r - d, n));
+}
+
+}  // namespace microddp::comm

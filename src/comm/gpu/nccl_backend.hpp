@@ -1,0 +1,106 @@
+// nccl_backend.hpp — the `nccl` backend (NCCL collectives on a dedicated CUDA stream) and the
+// `nccl-ring` backend (gpu_ring_backend.cpp: our ring all-reduce over NCCL send/recv), both
+// StreamBackends (backend.hpp). Built only with MICRODDP_NCCL=ON; the factory is the only caller that
+// names them. Plain C++ header: NCCL and CUDA handles are forward-declared exactly as their headers
+// define them.
+//
+// Contract (beyond backend.hpp and communicator.hpp):
+//   * One GPU per rank (nccl_setup.hpp picks it from the node-local rank); the unique id travels from
+//     rank 0 over MPI (checked message, nccl_setup.hpp); construction is collective over `parent`.
+//   * Direct dispatch (dispatcher.hpp): a collective is enqueued on the communication stream on the
+//     caller's thread and returns; the host never waits for the GPU to launch one. Before it, the
+//     communication stream waits (cudaStreamWaitEvent, a GPU-side wait) for the work queued so far on
+//     the compute stream (set_compute_stream(); default: the legacy default stream), so it reads
+//     finished gradients. Completion is a CUDA event per collective (this class is the WorkSource).
+//   * Device buffers (Device::Cuda, memory of this rank's GPU: checked with cudaPointerGetAttributes)
+//     are the fast path, async in Mode::Async. Host buffers are staged through device memory
+//     (staging_plan.hpp) and the call completes before it returns, in either mode: correct, never
+//     overlapped; meant for tests and host-resident models. Staging buffers only grow (the step
+//     allocates nothing after its first occurrence).
+//   * Mean is Sum followed by scaling with fl(1/n) on the GPU, like the host backends (not ncclAvg,
+//     which pre-multiplies each input and so rounds differently).
+//   * Errors: a failing NCCL/CUDA call, an asynchronous NCCL error (polled with ncclCommGetAsyncError
+//     while waiting) or no completion within the timeout (CommConfig::nccl_timeout_s, i.e.
+//     MICRODDP_NCCL_TIMEOUT_S, default 600 s, 0 = none; --comm-timeout replaces it through
+//     set_timeout) aborts the communicator (ncclCommAbort): that Work and every later one fail with
+//     the message, and new collectives throw. Not thread-safe: one thread issues and waits.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "comm/backend.hpp"
+#include "comm/comm_config.hpp"
+#include "comm/runtime/mpi_runtime.hpp"
+
+struct ncclComm;
+typedef struct ncclComm* ncclComm_t;
+struct CUstream_st;
+typedef struct CUstream_st* cudaStream_t;
+
+namespace microddp::comm {
+
+class NcclBackend : public StreamBackend, private WorkSource {
+ public:
+  // Collective over `parent`; `device` is this rank's GPU; `timeout_s`: how long a wait lets one
+  // collective run before aborting the communicator (0: forever).
+  NcclBackend(MPI_Comm parent, int device, double timeout_s);
+  ~NcclBackend() override;
+  std::string_view name() const override { return "nccl"; }
+
+  Work launch(const CollectiveCall& call, Mode mode) override;
+  void wait_launched() override;
+  // --comm-timeout replaces the timeout given at construction.
+  void set_timeout(double seconds) override;
+  // Later collectives are ordered after the work queued so far on `stream` (a cudaStream_t of this
+  // rank's GPU, e.g. Ops::native_stream(); nullptr = the legacy default stream).
+  void set_compute_stream(void* stream) override;
+  void order_compute_after(const Work& work) override;
+
+  int device() const;
+  // The communication stream (e.g. for a compute stream to wait on, or for profiling).
+  void* comm_stream() const;
+  // NCCL's version code (e.g. 22809 for 2.28.9) and the GPU in words, for run headers.
+  static int nccl_version();
+  std::string description() const;
+
+ protected:
+  // The all-reduce on device pointers, enqueued on comm_stream_handle(); the ring backend overrides it.
+  // op is never Mean here (Sum, then the caller scales).
+  virtual void enqueue_all_reduce(const core::TensorView& send, const core::TensorView& recv, ReduceOp op);
+
+  ncclComm_t nccl_comm() const;
+  cudaStream_t comm_stream_handle() const;
+  // Device scratch of at least `bytes`, stream-ordered on the communication stream, grown only.
+  void* device_scratch(std::int64_t bytes);
+
+ private:
+  bool is_complete(std::uint64_t seq) override;
+  void wait_for(std::uint64_t seq) override;
+  std::int64_t completion_ns(std::uint64_t seq) override;
+  std::int64_t start_ns(std::uint64_t seq) override;
+
+  void enqueue_device(const CollectiveCall& call);  // every pointer it uses is device memory
+  void check_device_pointers(const CollectiveCall& call) const;
+  void poll_async_error(std::uint64_t seq);
+  // Records the first failure, aborts the NCCL communicator; does not throw (callers do).
+  void mark_failed(const std::string& what);
+
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+// The GPU of this rank for the NCCL backends: its node-local rank modulo the visible GPUs
+// (nccl_setup.hpp). Collective over the world: ranks compare GPU UUIDs (gpu_sharing.hpp) and every
+// rank throws core::UsageError (agreed) when two ranks would share a GPU, which NCCL refuses.
+int nccl_rank_device(const MpiRuntime& runtime);
+
+// The factory's entry points: one GPU per rank (nccl_rank_device), timeout from the config.
+std::unique_ptr<StreamBackend> make_nccl_backend(const MpiRuntime& runtime, const CommConfig& config);
+std::unique_ptr<StreamBackend> make_gpu_ring_backend(const MpiRuntime& runtime, const CommConfig& config);
+
+}  // namespace microddp::comm

@@ -1,0 +1,239 @@
+// test_nccl_collectives.cpp — exactness of the NCCL backends (`nccl`, or `nccl-ring` with
+// --backend=nccl-ring), one GPU per rank; with --backend=mpi or --backend=hier and
+// --gtest_filter='*Device*' the device-buffer path of the host backends (device_staged_backend.hpp;
+// hier's nodes from MICRODDP_HIER_NODE_SIZES, read from the environment as the app reads it).
+//   * HostStaged: the backend-generic exactness matrix of collective_checks.hpp (every collective,
+//     sizes 0, 1, < ranks, not divisible, around 2^k, in/out of place, roots, dtypes, ops), compared
+//     bitwise. Host buffers go through the staging path, whose staged call keeps the in-place layout
+//     (staging_plan.hpp), so every NCCL code path of enqueue_device runs on device pointers.
+//   * Device*: device buffers directly, async, ordered after a user compute stream; slot reuse with
+//     more outstanding collectives than completion slots; a host pointer marked Device::Cuda.
+// Own main: every rank exits 77 (ctest: skipped) when some rank sees no GPU, or, for the NCCL
+// backends, when ranks share one.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../collective_checks.hpp"
+#include "comm/comm_config.hpp"
+#include "comm/factory.hpp"
+#include "comm/gpu/gpu_sharing.hpp"
+#include "comm/runtime/mpi_runtime.hpp"
+#include "comm/gpu/nccl_backend.hpp"
+#include "core/error.hpp"
+#include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/device.hpp"
+
+namespace microddp::testing {
+namespace {
+
+const comm::MpiRuntime* g_runtime = nullptr;
+comm::CommConfig g_comm_config;  // from the environment, parsed in main before MPI starts
+
+std::string backend_from_argv() {
+  for (const std::string& a : ::testing::internal::GetArgvs()) {
+    if (a.rfind("--backend=", 0) == 0) return a.substr(10);
+  }
+  return "nccl";
+}
+
+class Nccl : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { comm_ = comm::make_communicator(backend_from_argv(), *g_runtime, g_comm_config); }
+  static void TearDownTestSuite() { comm_.reset(); }
+  static std::unique_ptr<Communicator> comm_;
+  static int n() { return comm_->size(); }
+  // Null for a non-NCCL backend (the device path of `mpi` and `hier` runs the Device* tests too).
+  static comm::NcclBackend* nccl() { return comm_->backend_as<comm::NcclBackend>(); }
+};
+std::unique_ptr<Communicator> Nccl::comm_;
+
+// ---- the generic matrix through host staging ----------------------------------------------------
+
+TEST_F(Nccl, HostStagedAllReduce) {
+  run_cases(*comm_, cases_for(CollectiveKind::AllReduce, n(), counts_for(n(), {4, 10, 16})));
+}
+TEST_F(Nccl, HostStagedBroadcast) {
+  run_cases(*comm_, cases_for(CollectiveKind::Broadcast, n(), counts_for(n(), {4, 10, 16})));
+}
+TEST_F(Nccl, HostStagedScatter) {
+  run_cases(*comm_, cases_for(CollectiveKind::Scatter, n(), counts_for(n(), {4, 10, 16})));
+}
+TEST_F(Nccl, HostStagedGather) {
+  run_cases(*comm_, cases_for(CollectiveKind::Gather, n(), counts_for(n(), {4, 10, 16})));
+}
+TEST_F(Nccl, HostStagedAllGather) {
+  run_cases(*comm_, cases_for(CollectiveKind::AllGather, n(), counts_for(n(), {4, 10, 16})));
+}
+TEST_F(Nccl, HostStagedReduceScatter) {
+  run_cases(*comm_, cases_for(CollectiveKind::ReduceScatter, n(), counts_for(n(), {4, 10, 16})));
+}
+TEST_F(Nccl, HostStagedLargeAndBarrier) {
+  constexpr std::int64_t kLarge = 1000003;  // prime: divisible by no rank count
+  std::vector<Case> cases;
+  for (bool ip : {false, true}) {
+    cases.push_back({CollectiveKind::AllReduce, DType::F32, ReduceOp::Sum, kLarge, ip, 0});
+    cases.push_back({CollectiveKind::ReduceScatter, DType::F32, ReduceOp::Mean, kLarge, ip, 0});
+    cases.push_back({CollectiveKind::AllGather, DType::F64, ReduceOp::Sum, kLarge, ip, 0});
+  }
+  run_cases(*comm_, cases);
+  for (int i = 0; i < 3; ++i) comm_->barrier();
+  comm_->barrier(comm::Mode::Async).wait();
+}
+
+// ---- device buffers ------------------------------------------------------------------------------
+
+template <typename T>
+class DeviceArray {
+ public:
+  explicit DeviceArray(std::int64_t n) : n_(n) {
+    if (n_ > 0) MDDP_CUDA_CHECK(cudaMalloc(&p_, bytes()));
+  }
+  ~DeviceArray() { (void)cudaFree(p_); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  TensorView view() { return TensorView::of(p_, n_, core::Device::Cuda); }
+  std::size_t bytes() const { return static_cast<std::size_t>(n_) * sizeof(T); }
+  T* get() { return p_; }
+
+ private:
+  std::int64_t n_;
+  T* p_ = nullptr;
+};
+
+// Inputs are uploaded asynchronously on a user stream given to set_compute_stream(): if the
+// communication stream did not wait for it, the collective would read unwritten (poisoned) memory.
+TEST_F(Nccl, DeviceAsyncAllReduceOrderedAfterComputeStream) {
+  const int r = comm_->rank();
+  cudaStream_t compute = nullptr;
+  MDDP_CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
+  // NCCL: ordered by an event; mpi, hier: device staging waits for the whole GPU (device_staging.hpp).
+  comm_->set_compute_stream(compute);  // a no-op on the host backends
+  for (std::int64_t count :
+       {std::int64_t{0}, std::int64_t{1}, std::int64_t{7}, std::int64_t{65537}, std::int64_t{1000003}}) {
+    for (bool in_place : {false, true}) {
+      for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Mean}) {
+        std::vector<float> host(static_cast<std::size_t>(count));
+        for (std::int64_t i = 0; i < count; ++i)
+          host[static_cast<std::size_t>(i)] = static_cast<float>(reduce_input(r, i, n()));
+        DeviceArray<float> send(count), recv(count);
+        if (count > 0) {
+          MDDP_CUDA_CHECK(cudaMemsetAsync(send.get(), 0xFF, send.bytes(), compute));  // poison (NaN)
+          MDDP_CUDA_CHECK(cudaMemsetAsync(recv.get(), 0xFF, recv.bytes(), compute));
+          MDDP_CUDA_CHECK(cudaMemcpyAsync(send.get(), host.data(), send.bytes(), cudaMemcpyHostToDevice, compute));
+        }
+        comm::Work w = comm_->all_reduce(send.view(), in_place ? send.view() : recv.view(), op, comm::Mode::Async);
+        w.wait();
+        EXPECT_TRUE(w.test());
+        if (count > 0 && nccl() != nullptr) {
+          EXPECT_GT(w.completion_ns(), 0);
+        }
+        std::vector<float> got(static_cast<std::size_t>(count));
+        if (count > 0)
+          MDDP_CUDA_CHECK(
+              cudaMemcpy(got.data(), in_place ? send.get() : recv.get(), send.bytes(), cudaMemcpyDeviceToHost));
+        const Case k{CollectiveKind::AllReduce, DType::F32, op, count, in_place, 0};
+        report(k, checked(k, shape_of(*comm_, k), TensorView::of(count == 0 ? nullptr : got.data(), count)));
+      }
+    }
+  }
+  comm_->synchronize();
+  comm_->set_compute_stream(nullptr);
+  MDDP_CUDA_CHECK(cudaStreamDestroy(compute));
+}
+
+// More outstanding async collectives than completion slots (1024): slot reuse waits for the old one.
+TEST_F(Nccl, DeviceManyOutstandingCollectives) {
+  constexpr int kCalls = 2500;
+  DeviceArray<std::int32_t> buf(1);
+  const std::int32_t mine = comm_->rank() + 1;
+  MDDP_CUDA_CHECK(cudaMemcpy(buf.get(), &mine, sizeof mine, cudaMemcpyHostToDevice));
+  MDDP_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<comm::Work> works;
+  for (int i = 0; i < kCalls; ++i) works.push_back(comm_->all_reduce(buf.view(), ReduceOp::Max, comm::Mode::Async));
+  comm_->synchronize();
+  for (const comm::Work& w : works) EXPECT_TRUE(w.test());
+  std::int32_t got = 0;
+  MDDP_CUDA_CHECK(cudaMemcpy(&got, buf.get(), sizeof got, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(got, n());
+}
+
+// A host pointer labelled Device::Cuda is refused before anything is enqueued (every rank does the
+// same call, so no rank is left waiting), and the communicator stays usable.
+TEST_F(Nccl, DeviceLabelOnHostMemoryIsRefused) {
+  if (nccl() == nullptr) GTEST_SKIP() << "NCCL backends only";
+  std::vector<float> host(16, 1.0f);
+  const TensorView wrong = TensorView::of(host.data(), 16, core::Device::Cuda);
+  EXPECT_THROW(comm_->all_reduce(wrong, ReduceOp::Sum), core::Error);
+  comm_->barrier();
+}
+
+TEST_F(Nccl, SequenceAgrees) {
+  comm_->barrier();
+  const auto mine = static_cast<std::int64_t>(comm_->collectives_issued());
+  std::int64_t lo = 0, hi = 0;
+  MPI_Allreduce(&mine, &lo, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&mine, &hi, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+  EXPECT_EQ(lo, hi);
+}
+
+}  // namespace
+}  // namespace microddp::testing
+
+int main(int argc, char** argv) {
+  constexpr int kSkip = 77;  // MICRODDP_SKIP_CODE (cmake/MicroddpTesting.cmake)
+  try {
+    // A bad value ends every rank with exit code 2 before MPI starts, as in the app.
+    microddp::testing::g_comm_config =
+        microddp::comm::parse_comm_config([](const char* name) -> const char* { return std::getenv(name); });
+  } catch (const microddp::core::UsageError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  }
+  try {
+    microddp::comm::MpiRuntime runtime(&argc, &argv);
+    microddp::testing::g_runtime = &runtime;
+    ::testing::InitGoogleTest(&argc, argv);
+    // Skip on every rank alike, never half the job: every rank needs a GPU (its node-local rank
+    // modulo the visible ones), and the NCCL backends (stream backends) need one GPU per rank (UUIDs
+    // compared: with CUDA_VISIBLE_DEVICES set per rank, every rank sees one GPU and they differ); the
+    // host backends stage through the host and may share a GPU.
+    const int gpus = microddp::kernels::cuda_device_count();
+    microddp::comm::GpuIdentity mine;
+    mine.host = runtime.hostname();
+    if (gpus > 0) {
+      mine.uses_gpu = true;
+      mine.uuid = microddp::kernels::cuda_device_uuid(runtime.local_rank() % gpus);
+    }
+    const auto sharing = microddp::comm::exchange_gpu_identities(runtime, mine, microddp::kernels::format_device_uuid);
+    const bool nccl_backend = microddp::comm::describe_backend(microddp::testing::backend_from_argv()).kind ==
+                              microddp::comm::BackendKind::Stream;
+    if (sharing.ranks_without_gpu > 0 || (nccl_backend && sharing.shared())) {
+      if (runtime.rank() == 0) {
+        std::printf("%s: skipped\n", sharing.ranks_without_gpu > 0
+                                         ? "no visible CUDA device on some rank"
+                                         : ("NCCL needs one GPU per rank, but " + sharing.example).c_str());
+      }
+      microddp::testing::g_runtime = nullptr;
+      return kSkip;
+    }
+    if (runtime.rank() != 0) {
+      auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+      delete listeners.Release(listeners.default_result_printer());
+    }
+    int local_failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
+    int any_failed = 0;
+    MPI_Allreduce(&local_failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    microddp::testing::g_runtime = nullptr;
+    return any_failed;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fatal: %s\n", e.what());
+    microddp::comm::MpiRuntime::abort_all(1);
+  }
+}
