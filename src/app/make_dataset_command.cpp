@@ -4,7 +4,6 @@
 // synthetic training with seed S sees (while steps x global batch <= N), bit for bit.
 // `make-dataset --from-idx IMAGES LABELS OUT.h5` instead imports an IDX pair (MNIST, Fashion-MNIST;
 // io/idx_import.hpp): rank 0 reads and writes, every rank reports its verdict (exit 2 on bad input).
-#include <mpi.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -14,8 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "app/agreed_usage_error.hpp"
 #include "app/command.hpp"
-#include "comm/transport/mpi_check.hpp"
 #include "core/error.hpp"
 #include "io/hdf5_dataset.hpp"
 #include "io/idx_import.hpp"
@@ -71,32 +70,19 @@ class MakeDatasetCommand final : public Command {
   // Rank 0 imports; the others wait for its verdict, so bad input is one message and exit 2 on
   // every rank (an I/O failure on rank 0 aborts the job as any other error does).
   int run_import(const comm::MpiRuntime& mpi) {
-    io::IdxImportOptions io{idx_[0], idx_[1], o_.path, classes_->count() > 0 ? o_.classes : 10};
-    std::string error;
-    if (mpi.rank() == 0) {
-      try {
-        const io::IdxImportResult r = io::import_idx(io);
-        std::printf("# wrote %s: /inputs (%" PRId64 ", %" PRId64 ") float32 = pixel / 255, /labels (%" PRId64
-                    ",) int32, %" PRId64 " classes, in %.3f s\n#   from %s (%s images%s) and %s%s\n",
-                    o_.path.c_str(), r.rows, r.in_dim, r.rows, r.classes, r.seconds, io.images.c_str(),
-                    image_shape(r.image_dims).c_str(), r.images_gzip ? ", gzip" : "", io.labels.c_str(),
-                    r.labels_gzip ? " (gzip)" : "");
-        std::printf("#   label counts:");
-        for (auto c : r.label_counts) std::printf(" %" PRId64, c);
-        std::printf("\n");
-        std::fflush(stdout);
-      } catch (const core::UsageError& e) {
-        error = e.what();
-      }
-    }
-    const auto watched = mpi.watch("make-dataset --from-idx (rank 0 imports)");
-    std::int64_t length = static_cast<std::int64_t>(error.size());
-    MDDP_MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT64_T, 0, mpi.world()));
-    if (length > 0) {
-      error.resize(static_cast<std::size_t>(length));
-      MDDP_MPI_CHECK(MPI_Bcast(error.data(), comm::to_mpi_int(length), MPI_CHAR, 0, mpi.world()));
-      core::throw_usage_error(error, /*agreed=*/true);
-    }
+    const io::IdxImportOptions io{idx_[0], idx_[1], o_.path, classes_->count() > 0 ? o_.classes : 10};
+    run_on_rank0(mpi, "make-dataset --from-idx (rank 0 imports)", [&] {
+      const io::IdxImportResult r = io::import_idx(io);
+      std::printf("# wrote %s: /inputs (%" PRId64 ", %" PRId64 ") float32 = pixel / 255, /labels (%" PRId64
+                  ",) int32, %" PRId64 " classes, in %.3f s\n#   from %s (%s images%s) and %s%s\n",
+                  o_.path.c_str(), r.rows, r.in_dim, r.rows, r.classes, r.seconds, io.images.c_str(),
+                  image_shape(r.image_dims).c_str(), r.images_gzip ? ", gzip" : "", io.labels.c_str(),
+                  r.labels_gzip ? " (gzip)" : "");
+      std::printf("#   label counts:");
+      for (auto c : r.label_counts) std::printf(" %" PRId64, c);
+      std::printf("\n");
+      std::fflush(stdout);
+    });
     return 0;
   }
   static std::string image_shape(const std::vector<std::int64_t>& dims) {
