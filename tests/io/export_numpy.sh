@@ -37,7 +37,7 @@ d, correct = sys.argv[1], int(sys.argv[2])
 # The inference of docs/checkpoint_format.md, as a user would write it.
 with h5py.File(f"{d}/model.h5", "r") as f:
     assert f.attrs["format"] == "microddp-model" and isinstance(f.attrs["format"], str), f.attrs["format"]
-    layers = [(f[k]["weight"][()], f[k]["bias"][()], f[k].attrs["activation"]) for k in sorted(f) if k.startswith("layer_")]
+    layers = [(f[k]["weight"][()], f[k]["bias"][()], f[k].attrs["activation"]) for k in sorted(f)]
     assert [a for _, _, a in layers] == ["relu", "relu", "relu", "none"], [a for _, _, a in layers]
     assert [w.shape for w, _, _ in layers] == [(24, 20), (24, 24), (24, 24), (4, 24)]
 with h5py.File(f"{d}/rows.h5", "r") as f:

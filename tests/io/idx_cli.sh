@@ -50,25 +50,26 @@ expect2() {  # expect2 "<message>" <microddp args...>: exit 2, the message, no o
     fail "want exit 2 and '$want' (no bad.h5), got $rc: $(head -3 <<<"$o")"
   fi
 }
-imp() { echo make-dataset --from-idx "$1" "$2" "$tmp/bad.h5" --classes 3; }
+# imp2 "<message>" IMAGES LABELS: the import of that pair fails with the message.
+imp2() { expect2 "$1" make-dataset --from-idx "$2" "$3" "$tmp/bad.h5" --classes 3; }
 { printf '\x12\x34'; tail -c +3 "$tmp/img.idx"; } > "$tmp/magic.idx"
-expect2 "magic.idx: wrong magic 0x12340803: not an IDX file" $(imp "$tmp/magic.idx" "$tmp/lab.idx")
-expect2 "wrong magic 0x00000801 for an IDX images file" $(imp "$tmp/lab.idx" "$tmp/img.idx")
-expect2 "are IMAGES and LABELS swapped?" $(imp "$tmp/lab.idx.gz" "$tmp/img.idx.gz")
+imp2 "magic.idx: wrong magic 0x12340803: not an IDX file" "$tmp/magic.idx" "$tmp/lab.idx"
+imp2 "wrong magic 0x00000801 for an IDX images file" "$tmp/lab.idx" "$tmp/img.idx"
+imp2 "are IMAGES and LABELS swapped?" "$tmp/lab.idx.gz" "$tmp/img.idx.gz"
 head -c 100 "$tmp/img.idx" > "$tmp/short.idx"
-expect2 "short.idx: truncated: the header (magic 0x00000803, dimensions 6 4 5) promises 120 bytes of items after its 16 bytes, the file ends after 84" \
-  $(imp "$tmp/short.idx" "$tmp/lab.idx")
+imp2 "short.idx: truncated: the header (magic 0x00000803, dimensions 6 4 5) promises 120 bytes of items after its 16 bytes, the file ends after 84" \
+  "$tmp/short.idx" "$tmp/lab.idx"
 gzip -c "$tmp/short.idx" > "$tmp/short.gz"
-expect2 "short.gz (gzip-compressed): truncated" $(imp "$tmp/short.gz" "$tmp/lab.idx")
+imp2 "short.gz (gzip-compressed): truncated" "$tmp/short.gz" "$tmp/lab.idx"
 head -c $(($(stat -c %s "$tmp/img.idx.gz") - 12)) "$tmp/img.idx.gz" > "$tmp/cut.gz"  # the stream itself cut
-expect2 "cut.gz (gzip-compressed): truncated" $(imp "$tmp/cut.gz" "$tmp/lab.idx")
+imp2 "cut.gz (gzip-compressed): truncated" "$tmp/cut.gz" "$tmp/lab.idx"
 { cat "$tmp/lab.idx"; printf '\x00'; } > "$tmp/long.idx"
-expect2 "long.idx: 1 extra bytes after the last of the 6 items" $(imp "$tmp/img.idx" "$tmp/long.idx")
+imp2 "long.idx: 1 extra bytes after the last of the 6 items" "$tmp/img.idx" "$tmp/long.idx"
 { printf "$(be32 0x801)$(be32 5)"; printf '\x00\x01\x02\x00\x01'; } > "$tmp/five.idx"
-expect2 "holds 6 images but $tmp/five.idx holds 5 labels" $(imp "$tmp/img.idx" "$tmp/five.idx")
+imp2 "holds 6 images but $tmp/five.idx holds 5 labels" "$tmp/img.idx" "$tmp/five.idx"
 { printf "$(be32 0x801)$(be32 6)"; printf '\x00\x01\x02\x07\x01\x02'; } > "$tmp/range.idx"
-expect2 "range.idx: label 7 of item 3 is out of range: 3 classes means labels 0..2" $(imp "$tmp/img.idx" "$tmp/range.idx")
-expect2 "--from-idx $tmp/none.idx: No such file or directory" $(imp "$tmp/none.idx" "$tmp/lab.idx")
+imp2 "range.idx: label 7 of item 3 is out of range: 3 classes means labels 0..2" "$tmp/img.idx" "$tmp/range.idx"
+imp2 "--from-idx $tmp/none.idx: No such file or directory" "$tmp/none.idx" "$tmp/lab.idx"
 expect2 "--samples excludes --from-idx" make-dataset --from-idx "$tmp/img.idx" "$tmp/lab.idx" "$tmp/bad.h5" --samples 5
 echo "# $failures failure(s)"
 [ $failures -eq 0 ]
