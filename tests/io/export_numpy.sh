@@ -8,19 +8,11 @@
 # the predictions and the accuracy equal evaluate's.
 # Needs Python 3 with h5py and numpy (Debian: python3-h5py, python3-numpy; setup.sh installs them);
 # without them the test is skipped (exit 77) and says why.
-# Usage: export_numpy.sh <microddp> <h5_mutate> <mpiexec> [mpiexec preflags...]
-set -u
-bin="$1"; shift 2; mpiexec="$1"; shift; mpi_flags=("$@")
-python=""
-for p in "${PYTHON:-}" python3 /usr/bin/python3; do
-  [ -n "$p" ] && command -v "$p" >/dev/null 2>&1 && "$p" -c "import h5py, numpy" 2>/dev/null && { python="$p"; break; }
-done
-if [ -z "$python" ]; then
-  echo "SKIP: no Python 3 with h5py and numpy (install python3-h5py python3-numpy, or set PYTHON)"
-  exit 77
-fi
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-run() { local np=$1; shift; timeout 120 "$mpiexec" -np "$np" "${mpi_flags[@]}" "$bin" "$@"; }
+# Usage: export_numpy.sh <microddp> <mpiexec> [mpiexec preflags...]
+# shellcheck source=cli_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
+cli_init "$@"
+cli_python_h5py
 
 run 2 make-dataset "$tmp/train.h5" --samples 400 --in-dim 20 --classes 4 --seed 2 >/dev/null || { echo "FAIL: make-dataset"; exit 1; }
 run 1 make-dataset "$tmp/rows.h5" --samples 100 --in-dim 20 --classes 4 --seed 2 >/dev/null || { echo "FAIL: make-dataset"; exit 1; }

@@ -7,13 +7,10 @@
 #     leaves no output file: wrong magic, images and labels swapped, truncated (plain and gzip),
 #     extra bytes, a count mismatch, a label out of range, a missing file; options that do not go
 #     with --from-idx are refused before MPI starts.
-# Usage: idx_cli.sh <microddp> <h5_mutate> <mpiexec> [mpiexec preflags...]
-set -u
-bin="$1"; shift 2; mpiexec="$1"; shift; mpi_flags=("$@")
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-run() { local np=$1; shift; timeout 120 "$mpiexec" -np "$np" "${mpi_flags[@]}" "$bin" "$@"; }
+# Usage: idx_cli.sh <microddp> <mpiexec> [mpiexec preflags...]
+# shellcheck source=cli_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
+cli_init "$@"
 
 # be32 N: N as 4 big-endian bytes (printf escapes).
 be32() { printf '\\x%02x\\x%02x\\x%02x\\x%02x' $(($1 >> 24 & 255)) $(($1 >> 16 & 255)) $(($1 >> 8 & 255)) $(($1 & 255)); }
@@ -71,5 +68,4 @@ imp2 "holds 6 images but $tmp/five.idx holds 5 labels" "$tmp/img.idx" "$tmp/five
 imp2 "range.idx: label 7 of item 3 is out of range: 3 classes means labels 0..2" "$tmp/img.idx" "$tmp/range.idx"
 imp2 "--from-idx $tmp/none.idx: No such file or directory" "$tmp/none.idx" "$tmp/lab.idx"
 expect2 "--samples excludes --from-idx" make-dataset --from-idx "$tmp/img.idx" "$tmp/lab.idx" "$tmp/bad.h5" --samples 5
-echo "# $failures failure(s)"
-[ $failures -eq 0 ]
+cli_finish

@@ -7,13 +7,10 @@
 #   * export writes one group per layer (h5ls), without the optimizer state;
 #   * bad input exits 2 with one message on every rank: a data file of another shape, a data file
 #     given as the checkpoint, a missing checkpoint, an export to a directory that does not exist.
-# Usage: model_cli.sh <microddp> <h5_mutate> <mpiexec> [mpiexec preflags...]
-set -u
-bin="$1"; shift 2; mpiexec="$1"; shift; mpi_flags=("$@")
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-run() { local np=$1; shift; timeout 120 "$mpiexec" -np "$np" "${mpi_flags[@]}" "$bin" "$@"; }
+# Usage: model_cli.sh <microddp> <mpiexec> [mpiexec preflags...]
+# shellcheck source=cli_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
+cli_init "$@"
 
 run 2 make-dataset "$tmp/train.h5" --samples 600 --in-dim 12 --classes 3 --seed 4 >/dev/null || fail "make-dataset train"
 # The same teacher (seed), 301 rows: the first half of the training file (labels of another seed
@@ -68,5 +65,4 @@ expect2 "has 13 features and 3 classes, but the model of $ck takes 12 features" 
 expect2 "$tmp/test.h5" 2 evaluate --checkpoint "$tmp/test.h5" --data "$tmp/test.h5"
 expect2 "$tmp/none.h5: No such file or directory" 2 evaluate --checkpoint "$tmp/none.h5" --data "$tmp/test.h5"
 expect2 "$tmp/no/dir/m.h5.tmp: cannot create file" 2 export "$ck" "$tmp/no/dir/m.h5"
-echo "# $failures failure(s)"
-[ $failures -eq 0 ]
+cli_finish
