@@ -166,10 +166,10 @@ int EvaluateCommand::run(const comm::MpiRuntime& mpi) {
 
 void EvaluateCommand::print_text(const ddp::EvalCounts& c, const LoadedModel& m, std::int64_t rows,
                                  const std::string& device, int ranks, double seconds) const {
-  std::printf("# evaluate %s (step %" PRId64 ", model %s) on %s (%" PRId64 " rows): %d ranks, %s, blocks of %" PRId64
+  std::printf("# evaluate %s (step %" PRId64 ", model %s) on %s (%" PRId64 " rows): %d rank%s, %s, blocks of %" PRId64
               " rows, %.2f s\n",
-              ckpt_.c_str(), m.steps_done, model_shape(m.config).c_str(), data_.c_str(), rows, ranks, device.c_str(),
-              block_, seconds);
+              ckpt_.c_str(), m.steps_done, model_shape(m.config).c_str(), data_.c_str(), rows, ranks,
+              ranks == 1 ? "" : "s", device.c_str(), block_, seconds);
   std::printf("loss %.6f  accuracy %.4f (%" PRId64 " of %" PRId64 ")\n", c.mean_loss(), c.accuracy(), c.correct,
               c.rows);
   if (c.loss_nan + c.loss_huge > 0) {
