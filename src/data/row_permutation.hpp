@@ -14,8 +14,8 @@
 // The halves may be unequal (k odd): round r maps (hi: h bits, lo: l bits) to (lo, hi ^ F_r(lo)),
 // so the widths swap every round and each round stays invertible.
 //
-// Usable on the host and, with the object copied by value, in device code (MDDP_HD); the
-// constructor (which checks n) is host code.
+// The evaluation is marked MDDP_HD so that a kernel can take the object by value and compute
+// positions on a GPU (no CUDA file includes it yet); the constructor (which checks n) is host code.
 #pragma once
 
 #include <cstdint>
