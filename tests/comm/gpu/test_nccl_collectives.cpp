@@ -8,7 +8,9 @@
 //     (staging_plan.hpp), so every NCCL code path of enqueue_device runs on device pointers.
 //   * Teardown with a collective pending and no timeout aborts instead of waiting forever.
 //   * Device*: device buffers directly, async, ordered after a user compute stream; slot reuse with
-//     more outstanding collectives than completion slots; a host pointer marked Device::Cuda.
+//     more outstanding collectives than completion slots; a host pointer marked Device::Cuda; the
+//     exactness matrix of broadcast, scatter, gather, all-gather and reduce-scatter on device buffers
+//     (DeviceGuarded: collective_checks.hpp's guarded buffers, copied whole to the device and back).
 // Own main: every rank exits 77 (ctest: skipped) when some rank sees no GPU, or, for the NCCL
 // backends, when ranks share one.
 #include <cuda_runtime.h>
@@ -109,6 +111,51 @@ class DeviceArray {
   std::int64_t n_;
   T* p_ = nullptr;
 };
+
+// A guarded buffer (collective_checks.hpp) whose collective view is device memory: the whole
+// storage, guards and poison included, is copied to the GPU before the collective and back after it,
+// so the inputs, the guard elements and the results are checked exactly as for host buffers.
+template <typename T>
+class DeviceGuarded : public Guarded<T> {
+ public:
+  explicit DeviceGuarded(std::int64_t count) : Guarded<T>(count), device_(count + 2 * kGuard), count_(count) {}
+  TensorView view() {
+    return TensorView::of(count_ == 0 ? nullptr : device_.get() + kGuard, count_, core::Device::Cuda);
+  }
+  TensorView view(std::int64_t offset, std::int64_t n) {
+    return TensorView::of(count_ == 0 ? nullptr : device_.get() + kGuard + offset, n, core::Device::Cuda);
+  }
+  // Synchronous copies on the legacy stream: the backends order their own work after it (NCCL waits
+  // for the compute stream, by default the legacy one; mpi and hier wait for the whole device).
+  void to_device() {
+    MDDP_CUDA_CHECK(cudaMemcpy(device_.get(), this->storage(), this->storage_bytes(), cudaMemcpyHostToDevice));
+  }
+  void to_host() {
+    MDDP_CUDA_CHECK(cudaDeviceSynchronize());
+    MDDP_CUDA_CHECK(cudaMemcpy(this->storage(), device_.get(), this->storage_bytes(), cudaMemcpyDeviceToHost));
+  }
+
+ private:
+  DeviceArray<T> device_;
+  std::int64_t count_;
+};
+
+// Counts as for the host-staged matrix above (sizes 0, 1, < ranks, not divisible, around 2^4, 2^10).
+TEST_F(Nccl, DeviceBroadcast) {
+  run_cases<DeviceGuarded>(*comm_, cases_for(CollectiveKind::Broadcast, n(), counts_for(n(), {4, 10})));
+}
+TEST_F(Nccl, DeviceScatter) {
+  run_cases<DeviceGuarded>(*comm_, cases_for(CollectiveKind::Scatter, n(), counts_for(n(), {4, 10})));
+}
+TEST_F(Nccl, DeviceGather) {
+  run_cases<DeviceGuarded>(*comm_, cases_for(CollectiveKind::Gather, n(), counts_for(n(), {4, 10})));
+}
+TEST_F(Nccl, DeviceAllGather) {
+  run_cases<DeviceGuarded>(*comm_, cases_for(CollectiveKind::AllGather, n(), counts_for(n(), {4, 10})));
+}
+TEST_F(Nccl, DeviceReduceScatter) {
+  run_cases<DeviceGuarded>(*comm_, cases_for(CollectiveKind::ReduceScatter, n(), counts_for(n(), {4, 10})));
+}
 
 // Inputs are uploaded asynchronously on a user stream given to set_compute_stream(): if the
 // communication stream did not wait for it, the collective would read unwritten (poisoned) memory.
