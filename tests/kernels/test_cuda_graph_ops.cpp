@@ -5,17 +5,17 @@
 // device each replay is one graph launch from the host instead of one launch per kernel and GEMM (the
 // counters of cuda_emu/counters.h). The calls that wait or allocate refuse to run during a capture; a
 // capture that CUDA invalidated fails at end_capture and leaves the Ops usable; the CPU has no graphs.
-// Without a CUDA device it exits 77 (skipped), as test_cuda_kernels.cpp does.
+// Without a CUDA device it exits 77 (skipped: cuda_test_main.hpp).
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <vector>
 
 #include "core/error.hpp"
+#include "cuda_test_main.hpp"
 #include "kernel_test_util.hpp"
 #include "kernels/cuda/device.hpp"
 #include "kernels/ops.hpp"
@@ -278,11 +278,4 @@ TEST_F(CudaGraphOps, TheCpuHasNoGraphs) {
 }  // namespace
 }  // namespace microddp::kernels
 
-int main(int argc, char** argv) {
-  if (microddp::kernels::cuda_device_count() == 0) {
-    std::printf("no CUDA device: skipped\n");
-    return 77;  // MICRODDP_SKIP_CODE: ctest shows the test as skipped
-  }
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
-}
+int main(int argc, char** argv) { return microddp::kernels::test::cuda_test_main(argc, argv); }

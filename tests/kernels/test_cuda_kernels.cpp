@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "cuda_test_main.hpp"
 #include "kernel_test_util.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/device.hpp"
@@ -563,12 +564,4 @@ TEST_F(CudaKernels, LaunchersRejectBadArguments) {
 }  // namespace
 }  // namespace microddp::kernels
 
-int main(int argc, char** argv) {
-  if (microddp::kernels::cuda_device_count() == 0) {
-    std::printf("no CUDA device: skipped\n");
-    return 77;  // MICRODDP_SKIP_CODE: ctest shows the test as skipped
-  }
-  ::testing::InitGoogleTest(&argc, argv);
-  std::printf("# device 0: %s\n", microddp::kernels::cuda_device_description(0).c_str());
-  return RUN_ALL_TESTS();
-}
+int main(int argc, char** argv) { return microddp::kernels::test::cuda_test_main(argc, argv); }

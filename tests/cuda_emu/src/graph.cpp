@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdio>
 #include <exception>
+#include <iterator>
 #include <utility>
 
 #include "errors.hpp"
@@ -587,31 +588,13 @@ cudaError_t Captures::node_type(cudaGraphNode_t node, cudaGraphNodeType* type) {
   const bool live = std::any_of(graphs_.begin(), graphs_.end(), holds) ||
                     std::any_of(open_.begin(), open_.end(), [&](const auto& c) { return holds(c->graph.get()); });
   if (!live) return cudaErrorInvalidValue;
-  switch (node->spec.work) {
-    case NodeWork::Kernel:
-    case NodeWork::Gemm:        // cuBLAS runs kernels
-    case NodeWork::Collective:  // and so does NCCL
-      *type = cudaGraphNodeTypeKernel;
-      break;
-    case NodeWork::Memcpy:
-      *type = cudaGraphNodeTypeMemcpy;
-      break;
-    case NodeWork::Memset:
-      *type = cudaGraphNodeTypeMemset;
-      break;
-    case NodeWork::HostFunction:
-      *type = cudaGraphNodeTypeHost;
-      break;
-    case NodeWork::EventRecord:
-      *type = cudaGraphNodeTypeEventRecord;
-      break;
-    case NodeWork::EventWait:
-      *type = cudaGraphNodeTypeWaitEvent;
-      break;
-    case NodeWork::ChildGraph:
-      *type = cudaGraphNodeTypeGraph;
-      break;
-  }
+  // By NodeWork, in its order: cuBLAS and NCCL run kernels on a GPU.
+  constexpr cudaGraphNodeType kTypes[] = {
+      cudaGraphNodeTypeKernel,      cudaGraphNodeTypeKernel,    cudaGraphNodeTypeKernel,
+      cudaGraphNodeTypeMemcpy,      cudaGraphNodeTypeMemset,    cudaGraphNodeTypeHost,
+      cudaGraphNodeTypeEventRecord, cudaGraphNodeTypeWaitEvent, cudaGraphNodeTypeGraph};
+  static_assert(std::size(kTypes) == static_cast<std::size_t>(NodeWork::ChildGraph) + 1);
+  *type = kTypes[static_cast<std::size_t>(node->spec.work)];
   return cudaSuccess;
 }
 
