@@ -33,6 +33,27 @@ void say(const char* api, const std::string& why, cudaError_t error) {
   std::fprintf(stderr, "cuda_emu: %s: %s (%s)\n", api, why.c_str(), error_name(error));
 }
 
+// The first refusal is the reason a capture reports.
+void invalidate(Capture& c, cudaError_t why) {
+  if (c.invalidated == cudaSuccess) c.invalidated = why;
+}
+
+// Invalidates every open capture that `holds_back` picks; if there is one, prints why and returns
+// `error` (else cudaSuccess).
+template <typename Pred>
+cudaError_t refuse_captures(const std::vector<std::shared_ptr<Capture>>& open, Pred holds_back, cudaError_t error,
+                            const char* api, const char* why) {
+  bool found = false;
+  for (const auto& c : open) {
+    if (!holds_back(*c)) continue;
+    invalidate(*c, error);
+    found = true;
+  }
+  if (!found) return cudaSuccess;
+  say(api, why, error);
+  return error;
+}
+
 bool contains(const std::vector<CUgraphNode_st*>& v, const CUgraphNode_st* n) {
   return std::find(v.begin(), v.end(), n) != v.end();
 }
@@ -146,23 +167,16 @@ Captures& Captures::get() {
 
 void Captures::exchange_mode(cudaStreamCaptureMode* mode) { std::swap(*mode, t_mode); }
 
-void Captures::invalidate_locked(Capture& c, cudaError_t why) {
-  if (c.invalidated == cudaSuccess) c.invalidated = why;
-}
-
 cudaError_t Captures::check_implicit_locked(CUstream_st* s, const char* api) {
   if (!s->legacy) return cudaSuccess;
-  bool found = false;
-  for (const auto& c : open_) {
-    if (c->device != s->device) continue;
-    if (std::none_of(c->streams.begin(), c->streams.end(), [](const CUstream_st* t) { return t->blocking; })) continue;
-    invalidate_locked(*c, cudaErrorStreamCaptureImplicit);
-    found = true;
-  }
-  if (!found) return cudaSuccess;
-  say(api, "uses the legacy default stream while a blocking stream of its device captures",
-      cudaErrorStreamCaptureImplicit);
-  return cudaErrorStreamCaptureImplicit;
+  return refuse_captures(
+      open_,
+      [s](const Capture& c) {
+        return c.device == s->device &&
+               std::any_of(c.streams.begin(), c.streams.end(), [](const CUstream_st* t) { return t->blocking; });
+      },
+      cudaErrorStreamCaptureImplicit, api,
+      "uses the legacy default stream while a blocking stream of its device captures");
 }
 
 cudaError_t Captures::issue_check(CUstream_st* s, bool* capturing, const char* api) {
@@ -202,8 +216,8 @@ cudaError_t Captures::record_joined(const std::vector<CUstream_st*>& streams, No
     } else if (c == nullptr) {
       c = s->capture;
     } else if (c != s->capture) {
-      invalidate_locked(*c, cudaErrorStreamCaptureIsolation);
-      invalidate_locked(*s->capture, cudaErrorStreamCaptureIsolation);
+      invalidate(*c, cudaErrorStreamCaptureIsolation);
+      invalidate(*s->capture, cudaErrorStreamCaptureIsolation);
       say(node.what.c_str(), "one operation on streams of two capture sequences", cudaErrorStreamCaptureIsolation);
       return cudaErrorStreamCaptureIsolation;
     }
@@ -216,7 +230,7 @@ cudaError_t Captures::record_joined(const std::vector<CUstream_st*>& streams, No
   }
   if (c->invalidated != cudaSuccess) return cudaErrorStreamCaptureInvalidated;
   if (some_plain) {
-    invalidate_locked(*c, cudaErrorStreamCaptureIsolation);
+    invalidate(*c, cudaErrorStreamCaptureIsolation);
     say(node.what.c_str(), "one operation on a capturing and a non-capturing stream", cudaErrorStreamCaptureIsolation);
     return cudaErrorStreamCaptureIsolation;
   }
@@ -231,7 +245,7 @@ cudaError_t Captures::record_joined(const std::vector<CUstream_st*>& streams, No
 
 cudaError_t Captures::refuse(CUstream_st* s, cudaError_t error, const char* api, const std::string& why) {
   const std::lock_guard<std::mutex> lock(m_);
-  if (s->capture != nullptr) invalidate_locked(*s->capture, error);
+  if (s->capture != nullptr) invalidate(*s->capture, error);
   say(api, why, error);
   return error;
 }
@@ -240,7 +254,7 @@ cudaError_t Captures::check_stream_wait(CUstream_st* s, const char* api) {
   const std::lock_guard<std::mutex> lock(m_);
   if (s->capture != nullptr) {
     if (s->capture->invalidated != cudaSuccess) return cudaErrorStreamCaptureInvalidated;
-    invalidate_locked(*s->capture, cudaErrorStreamCaptureUnsupported);
+    invalidate(*s->capture, cudaErrorStreamCaptureUnsupported);
     say(api, "waits for or queries a stream that is capturing", cudaErrorStreamCaptureUnsupported);
     return cudaErrorStreamCaptureUnsupported;
   }
@@ -249,36 +263,25 @@ cudaError_t Captures::check_stream_wait(CUstream_st* s, const char* api) {
 
 cudaError_t Captures::check_device_wait(int device, const char* api) {
   const std::lock_guard<std::mutex> lock(m_);
-  bool found = false;
-  for (const auto& c : open_) {
-    if (c->device != device) continue;
-    invalidate_locked(*c, cudaErrorStreamCaptureUnsupported);
-    found = true;
-  }
-  if (!found) return cudaSuccess;
-  say(api, "waits for the whole device while one of its streams captures", cudaErrorStreamCaptureUnsupported);
-  return cudaErrorStreamCaptureUnsupported;
+  return refuse_captures(
+      open_, [device](const Capture& c) { return c.device == device; }, cudaErrorStreamCaptureUnsupported, api,
+      "waits for the whole device while one of its streams captures");
 }
 
 cudaError_t Captures::check_unsafe(const char* api) {
   const std::lock_guard<std::mutex> lock(m_);
   const std::thread::id me = std::this_thread::get_id();
-  bool found = false;
-  for (const auto& c : open_) {
-    // cudaThreadExchangeStreamCaptureMode: a thread in Global mode is held back by its own
-    // non-relaxed captures and by other threads' Global ones; in ThreadLocal mode by its own
-    // non-relaxed captures only; in Relaxed mode by none.
-    const bool own = c->thread == me && c->mode != cudaStreamCaptureModeRelaxed;
-    const bool other = c->thread != me && c->mode == cudaStreamCaptureModeGlobal;
-    if ((t_mode != cudaStreamCaptureModeRelaxed && own) || (t_mode == cudaStreamCaptureModeGlobal && other)) {
-      invalidate_locked(*c, cudaErrorStreamCaptureUnsupported);
-      found = true;
-    }
-  }
-  if (!found) return cudaSuccess;
-  say(api, "a potentially unsafe call while a capture sequence prohibits it (see cudaThreadExchangeStreamCaptureMode)",
-      cudaErrorStreamCaptureUnsupported);
-  return cudaErrorStreamCaptureUnsupported;
+  // cudaThreadExchangeStreamCaptureMode: a thread in Global mode is held back by its own non-relaxed
+  // captures and by other threads' Global ones; in ThreadLocal mode by its own non-relaxed captures
+  // only; in Relaxed mode by none.
+  const auto holds_back = [me](const Capture& c) {
+    const bool own = c.thread == me && c.mode != cudaStreamCaptureModeRelaxed;
+    const bool other = c.thread != me && c.mode == cudaStreamCaptureModeGlobal;
+    return (t_mode != cudaStreamCaptureModeRelaxed && own) || (t_mode == cudaStreamCaptureModeGlobal && other);
+  };
+  return refuse_captures(
+      open_, holds_back, cudaErrorStreamCaptureUnsupported, api,
+      "a potentially unsafe call while a capture sequence prohibits it (see cudaThreadExchangeStreamCaptureMode)");
 }
 
 cudaError_t Captures::record_event(cudaEvent_t e, CUstream_st* s, unsigned flags, bool* queue) {
@@ -322,12 +325,12 @@ cudaError_t Captures::wait_event(CUstream_st* s, cudaEvent_t e, unsigned flags, 
     if (ec_open) {  // a fork: the stream joins the event's capture
       if (ec->invalidated != cudaSuccess) return cudaErrorStreamCaptureInvalidated;
       if (s->legacy) {
-        invalidate_locked(*ec, cudaErrorStreamCaptureImplicit);
+        invalidate(*ec, cudaErrorStreamCaptureImplicit);
         say("cudaStreamWaitEvent", "the legacy default stream cannot join a capture", cudaErrorStreamCaptureImplicit);
         return cudaErrorStreamCaptureImplicit;
       }
       if (s->device != ec->device) {
-        invalidate_locked(*ec, cudaErrorStreamCaptureUnsupported);
+        invalidate(*ec, cudaErrorStreamCaptureUnsupported);
         say("cudaStreamWaitEvent", "a capture across devices is not emulated", cudaErrorStreamCaptureUnsupported);
         return cudaErrorStreamCaptureUnsupported;
       }
@@ -350,8 +353,8 @@ cudaError_t Captures::wait_event(CUstream_st* s, cudaEvent_t e, unsigned flags, 
     return cudaSuccess;
   }
   if (ec_open) {
-    invalidate_locked(*sc, cudaErrorStreamCaptureMerge);
-    invalidate_locked(*ec, cudaErrorStreamCaptureMerge);
+    invalidate(*sc, cudaErrorStreamCaptureMerge);
+    invalidate(*ec, cudaErrorStreamCaptureMerge);
     say("cudaStreamWaitEvent", "the event belongs to another capture sequence", cudaErrorStreamCaptureMerge);
     return cudaErrorStreamCaptureMerge;
   }
@@ -366,7 +369,7 @@ cudaError_t Captures::wait_event(CUstream_st* s, cudaEvent_t e, unsigned flags, 
     };
     return record_locked(s, std::move(node));
   }
-  invalidate_locked(*sc, cudaErrorStreamCaptureIsolation);
+  invalidate(*sc, cudaErrorStreamCaptureIsolation);
   say("cudaStreamWaitEvent",
       "a capturing stream waits on an event not recorded in its capture (cudaEventWaitExternal makes it a wait node)",
       cudaErrorStreamCaptureIsolation);
@@ -376,7 +379,7 @@ cudaError_t Captures::wait_event(CUstream_st* s, cudaEvent_t e, unsigned flags, 
 cudaError_t Captures::check_event(cudaEvent_t e, const char* api) {
   const std::lock_guard<std::mutex> lock(m_);
   if (e->captured_in == nullptr) return cudaSuccess;
-  if (!e->captured_in->ended) invalidate_locked(*e->captured_in, cudaErrorCapturedEvent);
+  if (!e->captured_in->ended) invalidate(*e->captured_in, cudaErrorCapturedEvent);
   say(api, "the event was last recorded in a capturing stream", cudaErrorCapturedEvent);
   return cudaErrorCapturedEvent;
 }

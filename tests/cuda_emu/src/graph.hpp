@@ -167,7 +167,6 @@ class Captures {
 
  private:
   Captures() = default;
-  void invalidate_locked(Capture& c, cudaError_t why);
   cudaError_t check_implicit_locked(CUstream_st* s, const char* api);
   cudaError_t record_locked(CUstream_st* s, NodeSpec node);
   void end_locked(Capture& c);
