@@ -29,7 +29,6 @@
 #include <cstring>
 #include <exception>
 #include <sstream>
-#include <string>
 #include <thread>
 #include <vector>
 
@@ -220,10 +219,12 @@ void NcclBackend::finish_for_teardown() noexcept {
         const std::uint64_t pending = s.completed + 1;
         std::ostringstream why;
         why << "teardown with " << collective_name(s.slot_kind[pending % kSlots]) << " #" << pending << " ("
-            << s.launched - s.completed << " collective(s)) still pending "
-            << (unwinding ? "while an exception unwinds"
-                          : "after " + std::to_string(limit_s) + " s" +
-                                (s.timeout_s > 0.0 ? std::string(" (--comm-timeout)") : " (no --comm-timeout)"));
+            << s.launched - s.completed << " collective(s)) still pending ";
+        if (unwinding) {
+          why << "while an exception unwinds";
+        } else {
+          why << "after " << limit_s << " s (" << (s.timeout_s > 0.0 ? "--comm-timeout" : "no --comm-timeout") << ")";
+        }
         mark_failed(why.str());
         MDDP_WARN(name() << ": " << s.error << " instead of waiting forever");
         return;
