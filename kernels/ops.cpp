@@ -1,10 +1,12 @@
-// ops.cpp — the CPU behaviour of Ops's queued calls (host staging memory, time stamps); CudaOps
-// overrides them with pinned memory, async copies and CUDA events.
+// ops.cpp — the CPU behaviour of Ops's queued calls (host staging memory, time stamps) and of its CUDA
+// graph calls (none: the CPU runs every call at once); CudaOps overrides them with pinned memory,
+// async copies, CUDA events and graphs.
 #include "kernels/ops.hpp"
 
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "core/aligned_alloc.hpp"
 #include "core/error.hpp"
@@ -32,5 +34,18 @@ std::int64_t Ops::mark_ns(std::uint32_t id) const {
   MDDP_CHECK(id < kMarkSlots, "mark id " << id << " out of range");
   return host_marks_[id];
 }
+
+// CUDA graphs: the CPU runs every call when it is made, there is nothing to record.
+namespace {
+[[noreturn]] void no_graphs(const Ops& ops, const char* what) {
+  core::throw_error(std::string(what) + ": " + ops.description() +
+                        " runs every call at once and has no CUDA graphs (ask supports_graphs() first)",
+                    "supports_graphs()", __FILE__, __LINE__);
+}
+}  // namespace
+
+void Ops::begin_capture() { no_graphs(*this, "begin_capture"); }
+Ops::GraphId Ops::end_capture() { no_graphs(*this, "end_capture"); }
+void Ops::launch_graph(GraphId /*graph*/) { no_graphs(*this, "launch_graph"); }
 
 }  // namespace microddp::kernels

@@ -128,6 +128,39 @@ class Ops {
   // NCCL all-reduce of the gradients): a cudaStream_t for CudaOps, nullptr for CpuOps.
   virtual void* native_stream() const { return nullptr; }
 
+  // ---- CUDA graphs: record a sequence of calls once, replay it with one launch (docs/gpu.md) ----
+  // Every call of a GPU step is a kernel launch from the host (a few microseconds each); a CUDA graph
+  // replays all of them as one. supports_graphs() says whether this implementation can: the CPU runs
+  // every call at once and cannot (the capture calls below throw core::Error there; abort_capture and
+  // destroy_graph do nothing).
+  //   begin_capture()   the calls queued on the compute stream (native_stream(), also work ordered after
+  //                     it, e.g. NCCL joined through events) are recorded from now on, not run;
+  //   end_capture()     stops recording and returns the instantiated graph; throws core::Error (with
+  //                     CUDA's reason) if CUDA refused something during the capture, which then is over;
+  //   launch_graph(g)   queues one replay on the compute stream: it runs after the calls issued before it,
+  //                     and the calls issued after it run after the whole replay, like any other call;
+  //   destroy_graph(g)  releases it (a replay in flight still finishes); 0 and unknown ids do nothing;
+  //   abort_capture()   ends an open capture and drops what it recorded (for error paths).
+  // While capturing, only calls that queue work may be made (gemm ... step_numerics, mark, the async
+  // copies between device() memory and allocate_host_bytes memory); a call that waits for the device or
+  // (de)allocates (synchronize, sum_squares, copy_from_host, copy_to_host, allocate_*) throws core::Error
+  // and leaves the capture open (abort_capture()); free_bytes/free_host_bytes cannot throw: CUDA refuses
+  // them and the capture fails at end_capture(). Other threads may keep using CUDA meanwhile (the capture
+  // holds back only the capturing thread: CUDA's thread-local capture mode).
+  // A replay reads and writes the buffers the recorded calls named, with their contents at replay time
+  // (pointers are captured, not data); scalar arguments are those of the capture (gemm's alpha/beta,
+  // AdamParams/SgdParams: a replayed optimizer step reuses the captured step count and learning rate).
+  // A mark() recorded in a graph is re-recorded by every replay: read mark_ns() after the replay's
+  // synchronize(). Ids are > 0 and never reused by one Ops object; its destructor destroys the rest.
+  using GraphId = std::uint32_t;
+  virtual bool supports_graphs() const { return false; }
+  virtual bool capturing() const { return false; }
+  virtual void begin_capture();
+  virtual GraphId end_capture();
+  virtual void launch_graph(GraphId graph);
+  virtual void destroy_graph(GraphId /*graph*/) noexcept {}
+  virtual void abort_capture() noexcept {}
+
  private:
   // The CPU's marks: host times (mark() / mark_ns()).
   std::array<std::int64_t, kMarkSlots> host_marks_{};

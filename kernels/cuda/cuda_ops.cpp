@@ -10,7 +10,10 @@
 // streams or by cudaMemcpy/cudaMemset must be synchronised (or enqueued on native_stream()) before
 // these ops use it. The queued calls of a step (ops.hpp: pinned staging, async copies, sum_squares_to,
 // step_numerics, mark) never wait; marks are timing events resolved on the host clock by a
-// DeviceClock that synchronize() re-anchors.
+// DeviceClock that synchronize() re-anchors. CUDA graphs (ops.hpp): the compute stream is captured in
+// CUDA's thread-local mode (the input pipeline's thread is not held back); the calls that wait or
+// allocate refuse to run during a capture, before touching the device; marks in a capture are external
+// event records, so every replay records them; an executable graph per id, destroyed with the object.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
@@ -85,7 +88,10 @@ class CudaOps final : public Ops {
     }
   }
 
-  ~CudaOps() override { release(); }
+  ~CudaOps() override {
+    release_graphs();
+    release();
+  }
   CudaOps(const CudaOps&) = delete;
   CudaOps& operator=(const CudaOps&) = delete;
 
@@ -151,6 +157,7 @@ class CudaOps final : public Ops {
   void copy(float* dst, const float* src, std::int64_t n) override { gpu::copy(dst, src, n, stream_); }
 
   double sum_squares(const float* x, std::int64_t n) override {
+    refuse_while_capturing("sum_squares");
     gpu::sum_squares(x, n, sumsq_partials_, sumsq_out_, stream_);
     MDDP_CUDA_CHECK(cudaMemcpyAsync(host_sumsq_, sumsq_out_, sizeof(double), cudaMemcpyDeviceToHost, stream_));
     MDDP_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -158,6 +165,7 @@ class CudaOps final : public Ops {
   }
 
   void* allocate_bytes(std::size_t bytes) override {
+    refuse_while_capturing("allocate_bytes");
     if (bytes == 0) return nullptr;
     // cudaMalloc allocates on the calling thread's current device, which another library may have
     // changed since the constructor.
@@ -208,6 +216,7 @@ class CudaOps final : public Ops {
   }
 
   void copy_from_host(void* dst, const void* src, std::size_t bytes) override {
+    refuse_while_capturing("copy_from_host");
     if (bytes == 0) return;
     MDDP_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
     // Returns when the bytes have landed (the contract): src may be reused at once.
@@ -215,6 +224,7 @@ class CudaOps final : public Ops {
   }
 
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override {
+    refuse_while_capturing("copy_to_host");
     if (bytes == 0) return;
     MDDP_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
     // Host code is about to read what the GPU computed: report a device-flagged error now, as
@@ -223,12 +233,14 @@ class CudaOps final : public Ops {
   }
 
   void synchronize() override {
+    refuse_while_capturing("synchronize");
     wait_and_check_flag();
     clock_->anchor(stream_);  // the stream is idle: a fresh anchor for the marks that follow
   }
 
   // ---- the queued calls of a step (ops.hpp) ----
   void* allocate_host_bytes(std::size_t bytes) override {
+    refuse_while_capturing("allocate_host_bytes");
     if (bytes == 0) return nullptr;
     void* p = nullptr;
     // Portable: pinned for every device, so a staging buffer works whichever GPU copies from it.
@@ -255,12 +267,58 @@ class CudaOps final : public Ops {
   }
   std::uint32_t mark() override {
     const std::uint32_t id = next_mark_++ % kMarkSlots;
-    MDDP_CUDA_CHECK(cudaEventRecord(marks_[id], stream_));
+    // In a capture, an external record: a node that records the event at every replay (a plain record
+    // would only order the capture's streams, and the event could not be timed).
+    MDDP_CUDA_CHECK(
+        cudaEventRecordWithFlags(marks_[id], stream_, capturing_ ? cudaEventRecordExternal : cudaEventRecordDefault));
     return id;
   }
   std::int64_t mark_ns(std::uint32_t id) const override {
     MDDP_CHECK(id < kMarkSlots, "mark id " << id << " out of range");
     return clock_->host_ns(marks_[id]);
+  }
+
+  // ---- CUDA graphs (ops.hpp) ----
+  bool supports_graphs() const override { return true; }
+  bool capturing() const override { return capturing_; }
+  void begin_capture() override {
+    MDDP_CHECK(!capturing_, "begin_capture: a capture of GPU " << device_ << "'s compute stream is already open");
+    MDDP_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    capturing_ = true;
+  }
+  GraphId end_capture() override {
+    MDDP_CHECK(capturing_, "end_capture without begin_capture");
+    capturing_ = false;
+    cudaGraph_t graph = nullptr;
+    const cudaError_t err = cudaStreamEndCapture(stream_, &graph);
+    if (err != cudaSuccess) {
+      (void)cudaGetLastError();  // not sticky: the stream is usable again, later checks must not see it
+      std::ostringstream os;
+      os << "end_capture on GPU " << device_ << ": CUDA error " << cudaGetErrorName(err) << ": "
+         << cudaGetErrorString(err)
+         << " (a call during the capture was refused: CUDA cannot record host waits, allocations, copies of "
+            "pageable memory, or work on other streams that was not joined back through events)";
+      core::throw_error(os.str(), "cudaStreamEndCapture(stream_, &graph)", __FILE__, __LINE__);
+    }
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
+    (void)cudaGraphDestroy(graph);  // the executable graph holds what it needs
+    MDDP_CUDA_CHECK(instantiated);
+    graphs_.push_back(exec);
+    return static_cast<GraphId>(graphs_.size());
+  }
+  void launch_graph(GraphId graph) override { MDDP_CUDA_CHECK(cudaGraphLaunch(graph_exec(graph), stream_)); }
+  void destroy_graph(GraphId graph) noexcept override {
+    if (graph == 0 || graph > graphs_.size() || graphs_[graph - 1] == nullptr) return;
+    (void)cudaGraphExecDestroy(graphs_[graph - 1]);
+    graphs_[graph - 1] = nullptr;
+  }
+  void abort_capture() noexcept override {
+    if (!capturing_) return;
+    capturing_ = false;
+    cudaGraph_t graph = nullptr;
+    if (cudaStreamEndCapture(stream_, &graph) == cudaSuccess && graph != nullptr) (void)cudaGraphDestroy(graph);
+    (void)cudaGetLastError();
   }
 
  private:
@@ -285,6 +343,22 @@ class CudaOps final : public Ops {
     os << "cuda:" << device_ << " (" << cuda_device_description(device_) << ", cuBLAS " << version / 10000 << "."
        << (version % 10000) / 100 << "." << version % 100 << ", tf32 " << (tf32_ ? "on" : "off") << ")";
     return os.str();
+  }
+
+  // A call that waits for the device or allocates cannot be recorded: refused before CUDA sees it.
+  void refuse_while_capturing(const char* what) const {
+    MDDP_CHECK(!capturing_, what << " on GPU " << device_
+                                 << " while its compute stream is being captured into a CUDA graph: only calls that "
+                                    "queue work can be recorded (ops.hpp); end_capture() or abort_capture() first");
+  }
+  cudaGraphExec_t graph_exec(GraphId graph) const {
+    MDDP_CHECK(graph > 0 && graph <= graphs_.size() && graphs_[graph - 1] != nullptr,
+               "launch_graph: no graph " << graph << " on GPU " << device_ << " (never made, or destroyed)");
+    return graphs_[graph - 1];
+  }
+  void release_graphs() noexcept {
+    abort_capture();
+    for (GraphId g = 1; g <= graphs_.size(); ++g) destroy_graph(g);
   }
 
   // No throwing here (destructor path); errors at teardown have nowhere useful to go.
@@ -329,6 +403,8 @@ class CudaOps final : public Ops {
   std::uint32_t next_mark_ = 0;
   std::unique_ptr<DeviceClock> clock_;  // marks -> host times; anchored at every synchronize()
   std::string description_;
+  bool capturing_ = false;               // the compute stream is being captured (begin_capture)
+  std::vector<cudaGraphExec_t> graphs_;  // GraphId - 1 -> executable graph; null once destroyed
 };
 
 }  // namespace

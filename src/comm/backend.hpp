@@ -20,9 +20,11 @@
 // Contract (both kinds): the communicator calls a backend from one thread at a time, in issue order,
 // with call.seq assigned and the arguments validated (types.hpp conventions); a backend never needs
 // to stop a thread or drain work in its destructor, because the communicator's dispatcher has
-// stopped calling it — and waited for everything it launched — before the backend is destroyed.
+// stopped calling it — and waited for everything it launched (a StreamBackend: through
+// finish_for_teardown, which may give up and abort) — before the backend is destroyed.
 #pragma once
 
+#include <exception>
 #include <string_view>
 
 #include "comm/types.hpp"
@@ -66,6 +68,15 @@ class StreamBackend : public Backend {
   virtual Work launch(const CollectiveCall& call, Mode mode) = 0;
   // Waits for every collective launched so far; throws core::Error on failure.
   virtual void wait_launched() = 0;
+  // The communicator is going away: waits for the launched collectives like wait_launched(), but a
+  // backend whose waits can last forever bounds this one (a collective some rank never joins must not
+  // hang the teardown); never throws (failures were reported to whoever waited on the Work).
+  virtual void finish_for_teardown() noexcept {
+    try {
+      wait_launched();
+    } catch (const std::exception&) {  // nowhere to report it: the communicator is being destroyed
+    }
+  }
   // How long a wait lets one collective run before the backend gives up on it (<= 0: forever).
   virtual void set_timeout(double seconds) = 0;
   // Later collectives are ordered after the work queued so far on `stream` (a cudaStream_t).

@@ -12,6 +12,11 @@
 // MPI_COMM_WORLD, never on the communicator under test) so rank 0, the one that prints, reports
 // every rank's failure. Call it only while the backend is idle (sync calls only): MPI runs with
 // MPI_THREAD_SERIALIZED.
+// Where the buffers live is a template parameter of the runners (run_case<Buf>): Guarded<T>, host
+// memory, by default; a test may pass a class derived from Guarded<T> whose view() is elsewhere (device
+// memory: tests/comm/gpu/test_nccl_collectives.cpp) and whose to_device()/to_host() move the whole
+// guarded storage there and back around the collective, so inputs, guards and results are checked
+// on the host exactly as for host buffers.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -93,10 +98,16 @@ class Guarded {
   }
   // Count 0 views carry a null pointer: a backend that dereferences them crashes the test.
   T* data() { return count_ == 0 ? nullptr : storage_.data() + kGuard; }
+  // What the collective gets (view) and what inits and checks read (host_view): the same host memory
+  // here; see the file comment for buffers elsewhere.
   TensorView view() { return TensorView::of(data(), count_); }
   TensorView view(std::int64_t offset, std::int64_t n) {
     return TensorView::of(count_ == 0 ? nullptr : data() + offset, n);
   }
+  TensorView host_view() { return Guarded::view(); }
+  TensorView host_view(std::int64_t offset, std::int64_t n) { return Guarded::view(offset, n); }
+  void to_device() {}
+  void to_host() {}
   T& operator[](std::int64_t i) { return storage_[static_cast<std::size_t>(kGuard + i)]; }
   std::int64_t count() const { return count_; }
 
@@ -126,6 +137,11 @@ class Guarded {
     return bad;
   }
 
+ protected:
+  // The whole storage, guards included (a copy elsewhere moves all of it).
+  T* storage() { return storage_.data(); }
+  std::size_t storage_bytes() const { return storage_.size() * sizeof(T); }
+
  private:
   std::int64_t count_;
   std::vector<T> storage_;
@@ -151,15 +167,27 @@ inline Outcome checked(const Case& k, const comm::CollectiveShape& s, TensorView
 // collective, and checks the result with the record's closed form, plus what only a test checks:
 // guard elements, an unchanged send buffer (out of place), identical result bytes on every rank.
 
-template <typename T>
+// Moves the buffers to where the collective reads them, and back (nothing for host buffers).
+template <typename... B>
+void to_device(B&... b) {
+  (b.to_device(), ...);
+}
+template <typename... B>
+void to_host(B&... b) {
+  (b.to_host(), ...);
+}
+
+template <typename T, template <typename> class Buf = Guarded>
 Outcome run_all_reduce(Communicator& comm, const Case& k) {
   const comm::CollectiveShape s = shape_of(comm, k);
-  Guarded<T> send(k.count), recv(k.in_place ? 0 : k.count);
-  comm::collective_record(k.kind).init(s, send.view());
+  Buf<T> send(k.count), recv(k.in_place ? 0 : k.count);
+  comm::collective_record(k.kind).init(s, send.host_view());
   const std::vector<T> sent = send.values();
+  to_device(send, recv);
   comm.all_reduce(send.view(), k.in_place ? send.view() : recv.view(), k.op);
-  Guarded<T>& out = k.in_place ? send : recv;
-  Outcome o = checked(k, s, out.view());
+  to_host(send, recv);
+  Buf<T>& out = k.in_place ? send : recv;
+  Outcome o = checked(k, s, out.host_view());
   if (!k.in_place) o.send_changed = send.changed_from(sent);
   o.guard_bad = send.guards_changed() + recv.guards_changed();
   o.hash = out.hash();
@@ -167,71 +195,76 @@ Outcome run_all_reduce(Communicator& comm, const Case& k) {
   return o;
 }
 
-template <typename T>
+template <typename T, template <typename> class Buf = Guarded>
 Outcome run_broadcast(Communicator& comm, const Case& k) {
   const comm::CollectiveShape s = shape_of(comm, k);
-  Guarded<T> buf(k.count);
-  if (comm.rank() == k.root) comm::collective_record(k.kind).init(s, buf.view());
+  Buf<T> buf(k.count);
+  if (comm.rank() == k.root) comm::collective_record(k.kind).init(s, buf.host_view());
+  to_device(buf);
   comm.broadcast(buf.view(), k.root);
-  Outcome o = checked(k, s, buf.view());
+  to_host(buf);
+  Outcome o = checked(k, s, buf.host_view());
   o.guard_bad = buf.guards_changed();
   o.hash = buf.hash();
   o.hashed = true;
   return o;
 }
 
-template <typename T>
+template <typename T, template <typename> class Buf = Guarded>
 Outcome run_scatter(Communicator& comm, const Case& k) {
   const comm::CollectiveShape s = shape_of(comm, k);
   const int n = comm.size();
   const std::int64_t c = k.count;
   const bool root = comm.rank() == k.root;
   // The root's n*c elements: block q goes to rank q; values depend on the root and the position.
-  Guarded<T> send(root ? n * c : 0);
-  if (root) comm::collective_record(k.kind).init(s, send.view());
+  Buf<T> send(root ? n * c : 0);
+  if (root) comm::collective_record(k.kind).init(s, send.host_view());
   const std::vector<T> sent = send.values();
   const bool in_place = root && k.in_place;
-  Guarded<T> recv(in_place ? 0 : c);
-  const TensorView result = in_place ? send.view(k.root * c, c) : recv.view();
-  comm.scatter(root ? send.view() : TensorView(), result, k.root);
-  Outcome o = checked(k, s, result);
+  Buf<T> recv(in_place ? 0 : c);
+  to_device(send, recv);
+  comm.scatter(root ? send.view() : TensorView(), in_place ? send.view(k.root * c, c) : recv.view(), k.root);
+  to_host(send, recv);
+  Outcome o = checked(k, s, in_place ? send.host_view(k.root * c, c) : recv.host_view());
   o.send_changed = send.changed_from(sent);
   o.guard_bad = send.guards_changed() + recv.guards_changed();
   return o;
 }
 
-template <typename T>
+template <typename T, template <typename> class Buf = Guarded>
 Outcome run_gather(Communicator& comm, const Case& k) {
   const comm::CollectiveShape s = shape_of(comm, k);
   const int n = comm.size();
   const std::int64_t c = k.count;
   const bool root = comm.rank() == k.root;
   const bool in_place = root && k.in_place;
-  Guarded<T> recv(root ? n * c : 0);
-  Guarded<T> send(in_place ? 0 : c);
-  const TensorView input = in_place ? recv.view(k.root * c, c) : send.view();
-  comm::collective_record(k.kind).init(s, input);
+  Buf<T> recv(root ? n * c : 0);
+  Buf<T> send(in_place ? 0 : c);
+  comm::collective_record(k.kind).init(s, in_place ? recv.host_view(k.root * c, c) : send.host_view());
   const std::vector<T> sent = send.values();
+  to_device(send, recv);
   // Non-roots pass an empty recv: the convention says it is ignored there.
-  comm.gather(input, root ? recv.view() : TensorView(), k.root);
-  Outcome o = root ? checked(k, s, recv.view()) : Outcome{};
+  comm.gather(in_place ? recv.view(k.root * c, c) : send.view(), root ? recv.view() : TensorView(), k.root);
+  to_host(send, recv);
+  Outcome o = root ? checked(k, s, recv.host_view()) : Outcome{};
   o.send_changed = send.changed_from(sent);
   o.guard_bad = send.guards_changed() + recv.guards_changed();
   return o;
 }
 
-template <typename T>
+template <typename T, template <typename> class Buf = Guarded>
 Outcome run_all_gather(Communicator& comm, const Case& k) {
   const comm::CollectiveShape s = shape_of(comm, k);
   const int r = comm.rank(), n = comm.size();
   const std::int64_t c = k.count;
-  Guarded<T> recv(n * c);
-  Guarded<T> send(k.in_place ? 0 : c);
-  const TensorView input = k.in_place ? recv.view(r * c, c) : send.view();
-  comm::collective_record(k.kind).init(s, input);
+  Buf<T> recv(n * c);
+  Buf<T> send(k.in_place ? 0 : c);
+  comm::collective_record(k.kind).init(s, k.in_place ? recv.host_view(r * c, c) : send.host_view());
   const std::vector<T> sent = send.values();
-  comm.all_gather(input, recv.view());
-  Outcome o = checked(k, s, recv.view());
+  to_device(send, recv);
+  comm.all_gather(k.in_place ? recv.view(r * c, c) : send.view(), recv.view());
+  to_host(send, recv);
+  Outcome o = checked(k, s, recv.host_view());
   o.send_changed = send.changed_from(sent);
   o.guard_bad = send.guards_changed() + recv.guards_changed();
   o.hash = recv.hash();
@@ -239,38 +272,40 @@ Outcome run_all_gather(Communicator& comm, const Case& k) {
   return o;
 }
 
-template <typename T>
+template <typename T, template <typename> class Buf = Guarded>
 Outcome run_reduce_scatter(Communicator& comm, const Case& k) {
   const comm::CollectiveShape s = shape_of(comm, k);
   const int n = comm.size();
   const std::int64_t c = k.count;
-  Guarded<T> send(n * c);
-  comm::collective_record(k.kind).init(s, send.view());
+  Buf<T> send(n * c);
+  comm::collective_record(k.kind).init(s, send.host_view());
   const std::vector<T> sent = send.values();
-  Guarded<T> recv(k.in_place ? 0 : c);
+  Buf<T> recv(k.in_place ? 0 : c);
+  to_device(send, recv);
   comm.reduce_scatter(send.view(), k.in_place ? send.view(0, c) : recv.view(), k.op);
-  Outcome o = checked(k, s, k.in_place ? send.view(0, c) : recv.view());
+  to_host(send, recv);
+  Outcome o = checked(k, s, k.in_place ? send.host_view(0, c) : recv.host_view());
   // In place, the send buffer beyond the first c elements is scratch (unspecified afterwards).
   if (!k.in_place) o.send_changed = send.changed_from(sent);
   o.guard_bad = send.guards_changed() + recv.guards_changed();
   return o;
 }
 
-template <typename T>
+template <typename T, template <typename> class Buf = Guarded>
 Outcome run_typed(Communicator& comm, const Case& k) {
   switch (k.kind) {
     case CollectiveKind::AllReduce:
-      return run_all_reduce<T>(comm, k);
+      return run_all_reduce<T, Buf>(comm, k);
     case CollectiveKind::Broadcast:
-      return run_broadcast<T>(comm, k);
+      return run_broadcast<T, Buf>(comm, k);
     case CollectiveKind::Scatter:
-      return run_scatter<T>(comm, k);
+      return run_scatter<T, Buf>(comm, k);
     case CollectiveKind::Gather:
-      return run_gather<T>(comm, k);
+      return run_gather<T, Buf>(comm, k);
     case CollectiveKind::AllGather:
-      return run_all_gather<T>(comm, k);
+      return run_all_gather<T, Buf>(comm, k);
     case CollectiveKind::ReduceScatter:
-      return run_reduce_scatter<T>(comm, k);
+      return run_reduce_scatter<T, Buf>(comm, k);
     case CollectiveKind::Barrier:
       comm.barrier();
       return Outcome{};
@@ -278,16 +313,17 @@ Outcome run_typed(Communicator& comm, const Case& k) {
   return Outcome{};
 }
 
-inline Outcome run_case(Communicator& comm, const Case& k) {
+template <template <typename> class Buf = Guarded>
+Outcome run_case(Communicator& comm, const Case& k) {
   switch (k.dtype) {
     case DType::F32:
-      return run_typed<float>(comm, k);
+      return run_typed<float, Buf>(comm, k);
     case DType::F64:
-      return run_typed<double>(comm, k);
+      return run_typed<double, Buf>(comm, k);
     case DType::I32:
-      return run_typed<std::int32_t>(comm, k);
+      return run_typed<std::int32_t, Buf>(comm, k);
     case DType::I64:
-      return run_typed<std::int64_t>(comm, k);
+      return run_typed<std::int64_t, Buf>(comm, k);
     case DType::F16:
     case DType::BF16:
       break;  // 16-bit floats: tests/comm/test_wire16_collectives.cpp
@@ -408,10 +444,11 @@ inline std::vector<Case> cases_for(CollectiveKind kind, int n, const std::vector
 
 // Runs the cases, reporting each failure; stops after `max_failures` failing cases so a broken
 // backend does not print thousands of them.
-inline void run_cases(Communicator& comm, const std::vector<Case>& cases, int max_failures = 10) {
+template <template <typename> class Buf = Guarded>
+void run_cases(Communicator& comm, const std::vector<Case>& cases, int max_failures = 10) {
   int failures = 0;
   for (const Case& k : cases) {
-    if (!report(k, run_case(comm, k)) && ++failures >= max_failures) {
+    if (!report(k, run_case<Buf>(comm, k)) && ++failures >= max_failures) {
       ADD_FAILURE() << "stopping after " << failures << " failing cases";
       return;
     }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "cuda_test_main.hpp"
 #include "kernel_test_util.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/device.hpp"
@@ -384,7 +385,9 @@ TEST_F(CudaKernels, Wire16AndAxpyMatchCpuBitwise) {
       } else {
         ASSERT_EQ(res[i], res_cpu[i]) << i;
       }
-      if (!std::isnan(dec_cpu[i])) ASSERT_EQ(dec[i], dec_cpu[i]) << i;
+      if (!std::isnan(dec_cpu[i])) {
+        ASSERT_EQ(dec[i], dec_cpu[i]) << i;
+      }
     }
   }
   std::vector<float> y_cpu = y0;
@@ -396,7 +399,9 @@ TEST_F(CudaKernels, Wire16AndAxpyMatchCpuBitwise) {
   const auto y = dy.download();
   for (std::int64_t i = 0; i < n; ++i) {
     const double scale = std::abs(static_cast<double>(y0[i])) + std::abs(0.75 * static_cast<double>(x[i]));
-    if (i >= 3) ASSERT_NEAR(y[i], y_cpu[i], 2.4e-7 * scale) << i;
+    if (i >= 3) {
+      ASSERT_NEAR(y[i], y_cpu[i], 2.4e-7 * scale) << i;
+    }
   }
 }
 
@@ -563,12 +568,4 @@ TEST_F(CudaKernels, LaunchersRejectBadArguments) {
 }  // namespace
 }  // namespace microddp::kernels
 
-int main(int argc, char** argv) {
-  if (microddp::kernels::cuda_device_count() == 0) {
-    std::printf("no CUDA device: skipped\n");
-    return 77;  // MICRODDP_SKIP_CODE: ctest shows the test as skipped
-  }
-  ::testing::InitGoogleTest(&argc, argv);
-  std::printf("# device 0: %s\n", microddp::kernels::cuda_device_description(0).c_str());
-  return RUN_ALL_TESTS();
-}
+int main(int argc, char** argv) { return microddp::kernels::test::cuda_test_main(argc, argv); }

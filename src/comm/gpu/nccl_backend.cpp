@@ -27,6 +27,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <exception>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -38,6 +40,7 @@
 #include "comm/gpu/nccl_setup.hpp"
 #include "comm/gpu/pinned_host_buffer.hpp"
 #include "comm/gpu/staging_plan.hpp"
+#include "core/log.hpp"
 #include "core/timer.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/device.hpp"
@@ -134,6 +137,7 @@ struct NcclBackend::State {
   std::uint64_t failed_seq = 0;  // first seq that did not complete successfully
   std::string error;
   double timeout_s = kDefaultNcclTimeoutS;
+  double teardown_grace_s = kNcclTeardownGraceS;
   int* barrier_word = nullptr;  // one device int, always 0: the barrier is a 1-element max-all-reduce
   DeviceBuffer scratch;         // the GPU ring's receive block
   DeviceBuffer dev_stage[2];    // host-buffer staging (staging_plan.hpp regions)
@@ -196,9 +200,46 @@ NcclBackend::NcclBackend(MPI_Comm parent, int device, double timeout_s)
   MDDP_NCCL_CHECK(ncclCommInitRank(&s.comm, size(), id, rank()));
 }
 
-// The communicator's dispatcher has waited for every launched collective (dispatcher.hpp); State's
-// destructor releases the stream, the NCCL communicator and the buffers.
-NcclBackend::~NcclBackend() = default;
+// The communicator's dispatcher has finished every launched collective (dispatcher.hpp); for a
+// backend destroyed on its own, finish_for_teardown does it here. State's destructor then releases
+// the stream, the NCCL communicator and the buffers.
+NcclBackend::~NcclBackend() { finish_for_teardown(); }
+
+void NcclBackend::finish_for_teardown() noexcept {
+  State& s = *s_;
+  if (s.failed || s.comm == nullptr || s.launched == 0) return;
+  try {
+    // An exception on its way out means this rank is failing: its peers may never join what it launched.
+    const bool unwinding = std::uncaught_exceptions() > 0;
+    const double limit_s = unwinding ? 0.0 : s.timeout_s > 0.0 ? s.timeout_s : s.teardown_grace_s;
+    const std::int64_t start = core::now_ns();
+    for (int polls = 0; !is_complete(s.launched); ++polls) {  // one stream: the last one completes last
+      const double waited_s = static_cast<double>(core::now_ns() - start) * 1e-9;
+      if (waited_s >= limit_s) {
+        const std::uint64_t pending = s.completed + 1;
+        std::ostringstream why;
+        why << "teardown with " << collective_name(s.slot_kind[pending % kSlots]) << " #" << pending << " ("
+            << s.launched - s.completed << " collective(s)) still pending ";
+        if (unwinding) {
+          why << "while an exception unwinds";
+        } else {
+          why << "after " << limit_s << " s (" << (s.timeout_s > 0.0 ? "--comm-timeout" : "no --comm-timeout") << ")";
+        }
+        mark_failed(why.str());
+        MDDP_WARN(name() << ": " << s.error << " instead of waiting forever");
+        return;
+      }
+      if (polls < kYieldPolls) {
+        std::this_thread::yield();
+      } else {
+        std::this_thread::sleep_for(kPollSleep);
+      }
+    }
+  } catch (const std::exception&) {  // a teardown has nowhere to report to
+  }
+}
+
+void NcclBackend::set_teardown_grace(double seconds) { s_->teardown_grace_s = seconds > 0.0 ? seconds : 0.0; }
 
 int NcclBackend::device() const { return s_->device; }
 void NcclBackend::set_compute_stream(void* stream) { s_->compute = static_cast<cudaStream_t>(stream); }

@@ -24,6 +24,12 @@
 //     MICRODDP_NCCL_TIMEOUT_S, default 600 s, 0 = none; --comm-timeout replaces it through
 //     set_timeout) aborts the communicator (ncclCommAbort): that Work and every later one fail with
 //     the message, and new collectives throw. Not thread-safe: one thread issues and waits.
+//   * Teardown (finish_for_teardown, also run by the destructor) never waits forever: collectives still
+//     pending are waited for up to the timeout — with no timeout (--comm-timeout 0), up to the teardown
+//     grace (kNcclTeardownGraceS, set_teardown_grace) — and not at all while an exception is unwinding
+//     (this rank is failing: its peers may never join what it launched); then the communicator is
+//     aborted (ncclCommAbort) with a warning, instead of hanging in cudaStreamSynchronize or
+//     ncclCommDestroy.
 #pragma once
 
 #include <mpi.h>
@@ -44,6 +50,10 @@ typedef struct CUstream_st* cudaStream_t;
 
 namespace microddp::comm {
 
+// How long a teardown waits for pending collectives when there is no timeout: far beyond any healthy
+// collective (docs/reliability.md: a 256 MiB all-reduce takes under 2 s here).
+inline constexpr double kNcclTeardownGraceS = 30.0;
+
 class NcclBackend : public StreamBackend, private WorkSource {
  public:
   // Collective over `parent`; `device` is this rank's GPU; `timeout_s`: how long a wait lets one
@@ -56,6 +66,9 @@ class NcclBackend : public StreamBackend, private WorkSource {
   void wait_launched() override;
   // --comm-timeout replaces the timeout given at construction.
   void set_timeout(double seconds) override;
+  void finish_for_teardown() noexcept override;
+  // How long a teardown without a timeout waits for pending collectives (default kNcclTeardownGraceS).
+  void set_teardown_grace(double seconds);
   // Later collectives are ordered after the work queued so far on `stream` (a cudaStream_t of this
   // rank's GPU, e.g. Ops::native_stream(); nullptr = the legacy default stream).
   void set_compute_stream(void* stream) override;

@@ -85,12 +85,7 @@ class EngineDispatcher final : public Dispatcher {
 class DirectDispatcher final : public Dispatcher {
  public:
   DirectDispatcher(StreamBackend& backend, BeforeCollective before) : backend_(backend), before_(std::move(before)) {}
-  ~DirectDispatcher() override {
-    try {
-      backend_.wait_launched();
-    } catch (const std::exception&) {  // reported to whoever waited on the Work; nowhere to go here
-    }
-  }
+  ~DirectDispatcher() override { backend_.finish_for_teardown(); }
 
   Work submit(CollectiveCall call, Mode mode) override {
     call.seq = ++launched_;

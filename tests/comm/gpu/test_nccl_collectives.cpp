@@ -6,8 +6,11 @@
 //     sizes 0, 1, < ranks, not divisible, around 2^k, in/out of place, roots, dtypes, ops), compared
 //     bitwise. Host buffers go through the staging path, whose staged call keeps the in-place layout
 //     (staging_plan.hpp), so every NCCL code path of enqueue_device runs on device pointers.
+//   * Teardown with a collective pending and no timeout aborts instead of waiting forever.
 //   * Device*: device buffers directly, async, ordered after a user compute stream; slot reuse with
-//     more outstanding collectives than completion slots; a host pointer marked Device::Cuda.
+//     more outstanding collectives than completion slots; a host pointer marked Device::Cuda; the
+//     exactness matrix of broadcast, scatter, gather, all-gather and reduce-scatter on device buffers
+//     (DeviceGuarded: collective_checks.hpp's guarded buffers, copied whole to the device and back).
 // Own main: every rank exits 77 (ctest: skipped) when some rank sees no GPU, or, for the NCCL
 // backends, when ranks share one.
 #include <cuda_runtime.h>
@@ -17,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -27,6 +31,7 @@
 #include "comm/runtime/mpi_runtime.hpp"
 #include "comm/gpu/nccl_backend.hpp"
 #include "core/error.hpp"
+#include "core/timer.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/device.hpp"
 
@@ -107,6 +112,51 @@ class DeviceArray {
   T* p_ = nullptr;
 };
 
+// A guarded buffer (collective_checks.hpp) whose collective view is device memory: the whole
+// storage, guards and poison included, is copied to the GPU before the collective and back after it,
+// so the inputs, the guard elements and the results are checked exactly as for host buffers.
+template <typename T>
+class DeviceGuarded : public Guarded<T> {
+ public:
+  explicit DeviceGuarded(std::int64_t count) : Guarded<T>(count), device_(count + 2 * kGuard), count_(count) {}
+  TensorView view() {
+    return TensorView::of(count_ == 0 ? nullptr : device_.get() + kGuard, count_, core::Device::Cuda);
+  }
+  TensorView view(std::int64_t offset, std::int64_t n) {
+    return TensorView::of(count_ == 0 ? nullptr : device_.get() + kGuard + offset, n, core::Device::Cuda);
+  }
+  // Synchronous copies on the legacy stream: the backends order their own work after it (NCCL waits
+  // for the compute stream, by default the legacy one; mpi and hier wait for the whole device).
+  void to_device() {
+    MDDP_CUDA_CHECK(cudaMemcpy(device_.get(), this->storage(), this->storage_bytes(), cudaMemcpyHostToDevice));
+  }
+  void to_host() {
+    MDDP_CUDA_CHECK(cudaDeviceSynchronize());
+    MDDP_CUDA_CHECK(cudaMemcpy(this->storage(), device_.get(), this->storage_bytes(), cudaMemcpyDeviceToHost));
+  }
+
+ private:
+  DeviceArray<T> device_;
+  std::int64_t count_;
+};
+
+// Counts as for the host-staged matrix above (sizes 0, 1, < ranks, not divisible, around 2^4, 2^10).
+TEST_F(Nccl, DeviceBroadcast) {
+  run_cases<DeviceGuarded>(*comm_, cases_for(CollectiveKind::Broadcast, n(), counts_for(n(), {4, 10})));
+}
+TEST_F(Nccl, DeviceScatter) {
+  run_cases<DeviceGuarded>(*comm_, cases_for(CollectiveKind::Scatter, n(), counts_for(n(), {4, 10})));
+}
+TEST_F(Nccl, DeviceGather) {
+  run_cases<DeviceGuarded>(*comm_, cases_for(CollectiveKind::Gather, n(), counts_for(n(), {4, 10})));
+}
+TEST_F(Nccl, DeviceAllGather) {
+  run_cases<DeviceGuarded>(*comm_, cases_for(CollectiveKind::AllGather, n(), counts_for(n(), {4, 10})));
+}
+TEST_F(Nccl, DeviceReduceScatter) {
+  run_cases<DeviceGuarded>(*comm_, cases_for(CollectiveKind::ReduceScatter, n(), counts_for(n(), {4, 10})));
+}
+
 // Inputs are uploaded asynchronously on a user stream given to set_compute_stream(): if the
 // communication stream did not wait for it, the collective would read unwritten (poisoned) memory.
 TEST_F(Nccl, DeviceAsyncAllReduceOrderedAfterComputeStream) {
@@ -172,6 +222,48 @@ TEST_F(Nccl, DeviceLabelOnHostMemoryIsRefused) {
   const TensorView wrong = TensorView::of(host.data(), 16, core::Device::Cuda);
   EXPECT_THROW(comm_->all_reduce(wrong, ReduceOp::Sum), core::Error);
   comm_->barrier();
+}
+
+// Teardown with a collective still pending and no timeout (--comm-timeout 0, where every wait may last
+// forever): rank 0 launches an all-reduce that no other rank joins, then destroys its communicator:
+// while an exception unwinds (rank 0 is failing) it aborts at once; otherwise after the teardown grace.
+// Either way the destruction returns (it used to wait forever) and the other ranks tear down cleanly.
+TEST_F(Nccl, TeardownWithPendingWorkAbortsInsteadOfWaitingForever) {
+  if (nccl() == nullptr) GTEST_SKIP() << "NCCL backends only";
+  if (n() < 2) GTEST_SKIP() << "needs ranks that do not join";
+  comm::CommConfig config = g_comm_config;
+  config.nccl_timeout_s = 0.0;
+  constexpr double kGraceS = 0.5;
+  for (bool unwinding : {true, false}) {
+    SCOPED_TRACE(unwinding ? "destroyed while an exception unwinds" : "destroyed after the grace");
+    auto doomed = comm::make_communicator(backend_from_argv(), *g_runtime, config);
+    doomed->backend_as<comm::NcclBackend>()->set_teardown_grace(kGraceS);
+    DeviceArray<float> buf(1000);
+    double seconds = 0.0;
+    if (comm_->rank() == 0) {
+      (void)doomed->all_reduce(buf.view(), ReduceOp::Sum, comm::Mode::Async);
+      const std::int64_t start = core::now_ns();
+      if (unwinding) {
+        try {
+          const auto failing = std::move(doomed);
+          throw std::runtime_error("rank 0 fails with a collective in flight");
+        } catch (const std::runtime_error&) {}
+      } else {
+        doomed.reset();
+      }
+      seconds = static_cast<double>(core::now_ns() - start) * 1e-9;
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    doomed.reset();  // the other ranks: nothing pending, a plain destroy
+    if (comm_->rank() == 0) {
+      // Bounds: the abort itself takes one poll round of the emulated NCCL (0.1 s); 5 s of margin for
+      // a loaded machine, far below "forever".
+      EXPECT_LT(seconds, (unwinding ? 0.0 : kGraceS) + 5.0);
+      if (!unwinding) {
+        EXPECT_GE(seconds, kGraceS) << "a clean teardown waits for the grace first";
+      }
+    }
+  }
 }
 
 TEST_F(Nccl, SequenceAgrees) {

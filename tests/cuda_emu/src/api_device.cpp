@@ -14,6 +14,7 @@
 #include "config.hpp"
 #include "devices.hpp"
 #include "errors.hpp"
+#include "graph.hpp"
 #include "memory.hpp"
 #include "streams.hpp"
 
@@ -117,6 +118,11 @@ cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
 cudaError_t cudaDeviceSynchronize(void) {
   return api_call("cudaDeviceSynchronize", Needs::Device, [&] {
     const int device = cuda_emu::current_device();
+    // Refused (and the captures invalidated) while a stream of the device captures.
+    if (const cudaError_t e = cuda_emu::Captures::get().check_device_wait(device, "cudaDeviceSynchronize");
+        e != cudaSuccess) {
+      return e;
+    }
     auto& engine = cuda_emu::Engine::get();
     engine.wait_all(engine.device_tails(device), "cudaDeviceSynchronize");
     return cuda_emu::device_fault(device);  // a fault of the work just waited for

@@ -17,6 +17,11 @@
 //    undocumented either way, and a pending copy then never reads freed memory); cudaFreeAsync
 //    frees in stream order.
 // Every wait is counted as a host synchronisation (cuda_emu/counters.h).
+// Stream capture (graph.hpp): cudaMemcpyAsync / cudaMemsetAsync on a capturing stream become graph
+// nodes (device and pinned memory only: a copy of pageable memory is refused, it needs the host at
+// the call); allocation, free and the synchronous cudaMemcpy / cudaMemset are "potentially unsafe"
+// calls, refused when a capture mode prohibits them; stream-ordered allocation inside a capture
+// (graph memory nodes) is not emulated and refused.
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
@@ -28,12 +33,14 @@
 #include "api_call.hpp"
 #include "counters.hpp"
 #include "devices.hpp"
+#include "graph.hpp"
 #include "memory.hpp"
 #include "streams.hpp"
 
 namespace {
 
 using cuda_emu::api_call;
+using cuda_emu::Captures;
 using cuda_emu::CompletionPtr;
 using cuda_emu::Engine;
 using cuda_emu::Memory;
@@ -158,6 +165,46 @@ cudaError_t run_copy(const char* api, CUstream_st* stream, void* dst, const void
 
 CUstream_st* resolve(cudaStream_t stream) { return Engine::get().resolve(stream, cuda_emu::current_device()); }
 
+// cudaMemcpyAsync into a capture: a memcpy node of device / pinned memory.
+cudaError_t capture_copy(CUstream_st* stream, void* dst, const void* src, std::size_t count, const CopyPlan& plan) {
+  if (plan.src.info.kind == MemoryKind::Unregistered || plan.dst.info.kind == MemoryKind::Unregistered) {
+    return Captures::get().refuse(stream, cudaErrorStreamCaptureUnsupported, "cudaMemcpyAsync",
+                                  "copies pageable host memory inside a capture (a graph copies device and pinned "
+                                  "memory only)");
+  }
+  cuda_emu::NodeSpec node;
+  node.work = cuda_emu::NodeWork::Memcpy;
+  node.what = "cudaMemcpyAsync";
+  node.copy = counted_kind(plan);
+  node.bytes = count;
+  const int device = stream->device;
+  node.prepare = [device, dst, src, count]() -> cuda_emu::NodeRun {
+    if (!cuda_emu::still_allocated(device, src, count, "cudaMemcpyAsync source") ||
+        !cuda_emu::still_allocated(device, dst, count, "cudaMemcpyAsync destination")) {
+      return nullptr;
+    }
+    return [dst, src, count] { std::memmove(dst, src, count); };
+  };
+  return Captures::get().record(stream, std::move(node));
+}
+
+// Synchronous copies and memsets use the legacy stream and block the host: refused while a
+// blocking stream captures, and where a capture mode prohibits potentially unsafe calls.
+cudaError_t check_synchronous(const char* api) {
+  bool capturing = false;
+  if (const cudaError_t e = Captures::get().issue_check(resolve(nullptr), &capturing, api); e != cudaSuccess) return e;
+  return Captures::get().check_unsafe(api);
+}
+
+// cudaMallocAsync / cudaFreeAsync: nothing for a capturing stream (graph memory nodes).
+cudaError_t check_stream_ordered_memory(CUstream_st* s, const char* api) {
+  bool capturing = false;
+  if (const cudaError_t e = Captures::get().issue_check(s, &capturing, api); e != cudaSuccess) return e;
+  if (!capturing) return cudaSuccess;
+  return Captures::get().refuse(s, cudaErrorStreamCaptureUnsupported, api,
+                                "stream-ordered allocation inside a capture (graph memory nodes) is not emulated");
+}
+
 // Waits for all work of visible device `device` (what cudaFree documents), counted as `what`.
 void synchronize_device(int device, const char* what) {
   Engine& engine = Engine::get();
@@ -166,6 +213,7 @@ void synchronize_device(int device, const char* what) {
 
 cudaError_t host_alloc(const char* api, void** ptr, std::size_t size, unsigned flags) {
   if (ptr == nullptr) return cudaErrorInvalidValue;
+  if (const cudaError_t e = Captures::get().check_unsafe(api); e != cudaSuccess) return e;
   if ((flags & ~unsigned{cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined}) != 0) {
     return misuse(api, "unknown flags " + std::to_string(flags));
   }
@@ -175,11 +223,25 @@ cudaError_t host_alloc(const char* api, void** ptr, std::size_t size, unsigned f
 }
 
 cudaError_t memset_on(const char* api, CUstream_st* stream, void* dst, int value, std::size_t count, bool sync) {
+  bool capturing = false;
+  if (const cudaError_t e = Captures::get().issue_check(stream, &capturing, api); e != cudaSuccess) return e;
   if (count == 0) return cudaSuccess;
   if (dst == nullptr) return misuse(api, "null pointer");
   Side side;
   if (const cudaError_t e = check_range(api, "destination", dst, count, side); e != cudaSuccess) return e;
   if (side.info.kind == MemoryKind::Unregistered) return misuse(api, "destination is pageable host memory");
+  if (capturing) {
+    cuda_emu::NodeSpec node;
+    node.work = cuda_emu::NodeWork::Memset;
+    node.what = api;
+    node.bytes = count;
+    const int device = stream->device;
+    node.prepare = [device, dst, value, count]() -> cuda_emu::NodeRun {
+      if (!cuda_emu::still_allocated(device, dst, count, "cudaMemsetAsync destination")) return nullptr;
+      return [dst, value, count] { std::memset(dst, value, count); };
+    };
+    return Captures::get().record(stream, std::move(node));
+  }
   cuda_emu::counters::memset(count);
   const CompletionPtr done =
       Engine::get().enqueue(stream, api, [dst, value, count] { std::memset(dst, value, count); });
@@ -194,6 +256,7 @@ extern "C" {
 cudaError_t cudaMalloc(void** ptr, size_t size) {
   return api_call("cudaMalloc", Needs::Device, [&] {
     if (ptr == nullptr) return cudaErrorInvalidValue;
+    if (const cudaError_t e = Captures::get().check_unsafe("cudaMalloc"); e != cudaSuccess) return e;
     *ptr = nullptr;
     if (size == 0) return cudaSuccess;
     return Memory::get().allocate(MemoryKind::Device, cuda_emu::current_device(), size, ptr);
@@ -202,6 +265,7 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
 
 cudaError_t cudaFree(void* ptr) {
   return api_call("cudaFree", Needs::Device, [&] {
+    if (const cudaError_t e = Captures::get().check_unsafe("cudaFree"); e != cudaSuccess) return e;
     if (ptr == nullptr) return cudaSuccess;
     int device = 0;
     if (Memory::get().begin_release(ptr, MemoryKind::Device, &device) != cudaSuccess) {
@@ -223,6 +287,7 @@ cudaError_t cudaHostAlloc(void** ptr, size_t size, unsigned int flags) {
 
 cudaError_t cudaFreeHost(void* ptr) {
   return api_call("cudaFreeHost", Needs::Device, [&] {
+    if (const cudaError_t e = Captures::get().check_unsafe("cudaFreeHost"); e != cudaSuccess) return e;
     if (ptr == nullptr) return cudaSuccess;
     int device = 0;
     if (Memory::get().begin_release(ptr, MemoryKind::PinnedHost, &device) != cudaSuccess) {
@@ -239,6 +304,7 @@ cudaError_t cudaMallocAsync(void** ptr, size_t size, cudaStream_t stream) {
     if (ptr == nullptr) return cudaErrorInvalidValue;
     CUstream_st* s = resolve(stream);
     if (s == nullptr) return cudaErrorInvalidResourceHandle;
+    if (const cudaError_t e = check_stream_ordered_memory(s, "cudaMallocAsync"); e != cudaSuccess) return e;
     *ptr = nullptr;
     if (size == 0) return cudaSuccess;
     // Allocated at once (so the pointer is known to the registry); usable in stream order.
@@ -252,6 +318,7 @@ cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream) {
   return api_call("cudaFreeAsync", Needs::Device, [&] {
     CUstream_st* s = resolve(stream);
     if (s == nullptr) return cudaErrorInvalidResourceHandle;
+    if (const cudaError_t e = check_stream_ordered_memory(s, "cudaFreeAsync"); e != cudaSuccess) return e;
     if (ptr == nullptr) return cudaSuccess;
     int device = 0;
     if (Memory::get().begin_release(ptr, MemoryKind::Device, &device) != cudaSuccess) {
@@ -264,6 +331,7 @@ cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream) {
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind) {
   return api_call("cudaMemcpy", Needs::Device, [&] {
+    if (const cudaError_t e = check_synchronous("cudaMemcpy"); e != cudaSuccess) return e;
     if (count == 0) return cudaSuccess;
     CopyPlan plan;
     if (const cudaError_t e = plan_copy("cudaMemcpy", dst, src, count, kind, plan); e != cudaSuccess) return e;
@@ -277,17 +345,22 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaM
   return api_call("cudaMemcpyAsync", Needs::Device, [&] {
     CUstream_st* s = resolve(stream);
     if (s == nullptr) return cudaErrorInvalidResourceHandle;
+    bool capturing = false;
+    if (const cudaError_t e = Captures::get().issue_check(s, &capturing, "cudaMemcpyAsync"); e != cudaSuccess) return e;
     if (count == 0) return cudaSuccess;
     CopyPlan plan;
     if (const cudaError_t e = plan_copy("cudaMemcpyAsync", dst, src, count, kind, plan); e != cudaSuccess) return e;
+    if (capturing) return capture_copy(s, dst, src, count, plan);
     const cudaError_t e = run_copy("cudaMemcpyAsync", s, dst, src, count, plan, /*sync=*/false);
     return e != cudaSuccess ? e : cuda_emu::device_fault(s->device);
   });
 }
 
 cudaError_t cudaMemset(void* ptr, int value, size_t count) {
-  return api_call("cudaMemset", Needs::Device,
-                  [&] { return memset_on("cudaMemset", resolve(nullptr), ptr, value, count, /*sync=*/true); });
+  return api_call("cudaMemset", Needs::Device, [&] {
+    if (const cudaError_t e = check_synchronous("cudaMemset"); e != cudaSuccess) return e;
+    return memset_on("cudaMemset", resolve(nullptr), ptr, value, count, /*sync=*/true);
+  });
 }
 
 cudaError_t cudaMemsetAsync(void* ptr, int value, size_t count, cudaStream_t stream) {

@@ -23,6 +23,8 @@ struct Atomics {
   std::atomic<std::uint64_t> device_allocations{0}, pinned_allocations{0}, device_frees{0}, pinned_frees{0};
   std::atomic<std::uint64_t> device_bytes_in_use{0};
   std::atomic<std::uint64_t> fiber_blocks{0}, plain_blocks{0};
+  std::atomic<std::uint64_t> graph_launches{0}, graph_nodes{0}, graph_kernel_nodes{0}, graph_gemm_nodes{0};
+  std::atomic<std::uint64_t> captured_operations{0};
 };
 
 // Never destroyed (as the engine): stream workers may still count while the process exits.
@@ -90,6 +92,14 @@ void freed(bool pinned, std::size_t device_bytes) {
 
 void blocks(bool fibers, std::uint64_t count) { add(fibers ? g().fiber_blocks : g().plain_blocks, count); }
 
+void graph_launch() { add(g().graph_launches, 1); }
+void captured_operation() { add(g().captured_operations, 1); }
+void replayed_node(Replayed kind) {
+  add(g().graph_nodes, 1);
+  if (kind == Replayed::Kernel) add(g().graph_kernel_nodes, 1);
+  if (kind == Replayed::Gemm) add(g().graph_gemm_nodes, 1);
+}
+
 }  // namespace cuda_emu::counters
 
 extern "C" {
@@ -117,6 +127,11 @@ void cudaEmuGetCounters(struct cudaEmuCounters* out) {
   out->device_bytes_in_use = r(a.device_bytes_in_use);
   out->fiber_blocks = r(a.fiber_blocks);
   out->plain_blocks = r(a.plain_blocks);
+  out->graph_launches = r(a.graph_launches);
+  out->graph_nodes = r(a.graph_nodes);
+  out->graph_kernel_nodes = r(a.graph_kernel_nodes);
+  out->graph_gemm_nodes = r(a.graph_gemm_nodes);
+  out->captured_operations = r(a.captured_operations);
 }
 
 void cudaEmuResetCounters(void) {
@@ -126,6 +141,10 @@ void cudaEmuResetCounters(void) {
        {&a.host_syncs, &a.kernel_launches, &a.gemm_calls, &a.host_functions, &a.h2d_pageable, &a.h2d_pinned,
         &a.d2h_pageable, &a.d2h_pinned, &a.d2d, &a.h2h, &a.memset_bytes, &a.device_allocations, &a.pinned_allocations,
         &a.device_frees, &a.pinned_frees, &a.fiber_blocks, &a.plain_blocks}) {
+    c->store(0, std::memory_order_relaxed);
+  }
+  for (std::atomic<std::uint64_t>* c :
+       {&a.graph_launches, &a.graph_nodes, &a.graph_kernel_nodes, &a.graph_gemm_nodes, &a.captured_operations}) {
     c->store(0, std::memory_order_relaxed);
   }
   const std::lock_guard<std::mutex> lock(cuda_emu::counters::breakdown_mutex());
@@ -158,6 +177,13 @@ void print_report() {
                static_cast<unsigned long long>(c.device_allocations),
                static_cast<unsigned long long>(c.pinned_allocations), static_cast<unsigned long long>(c.fiber_blocks),
                static_cast<unsigned long long>(c.plain_blocks), breakdown.c_str());
+  std::fprintf(stderr,
+               "cuda_emu graph counters (pid %ld): graph_launches=%llu graph_nodes=%llu graph_kernel_nodes=%llu "
+               "graph_gemm_nodes=%llu captured_operations=%llu\n",
+               static_cast<long>(getpid()), static_cast<unsigned long long>(c.graph_launches),
+               static_cast<unsigned long long>(c.graph_nodes), static_cast<unsigned long long>(c.graph_kernel_nodes),
+               static_cast<unsigned long long>(c.graph_gemm_nodes),
+               static_cast<unsigned long long>(c.captured_operations));
 }
 
 }  // namespace cuda_emu::counters

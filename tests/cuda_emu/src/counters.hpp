@@ -27,6 +27,14 @@ void allocated(bool pinned, std::size_t device_bytes);
 void freed(bool pinned, std::size_t device_bytes);
 void blocks(bool fibers, std::uint64_t count);
 
+// CUDA graphs: a cudaGraphLaunch accepted, an operation recorded into a capture instead of run, a
+// node replayed by a launch (counted when its launch is accepted; its copy or memset bytes go to
+// copy() / memset() then, as the launch issues them).
+enum class Replayed { Kernel, Gemm, Other };
+void graph_launch();
+void captured_operation();
+void replayed_node(Replayed kind);
+
 // Prints every counter and the host-synchronisation breakdown to stderr (CUDA_EMU_REPORT=1 does at
 // exit, for a quick look at what a program does on the device).
 void print_report();

@@ -9,7 +9,10 @@
 // CUBLAS_TF32_TENSOR_OP_MATH rounds every element of A and B to TF32 (10 explicit mantissa bits,
 // round to nearest, ties away from zero, as PTX's cvt.rna.tf32.f32) before an fp32 product, so
 // --tf32 changes results as on a GPU (exactly how cuBLAS's kernels round is not documented).
-// cublasDestroy waits for the device (documented: it calls cudaDeviceSynchronize).
+// cublasDestroy waits for the device (documented: it calls cudaDeviceSynchronize), so it is refused
+// (CUBLAS_STATUS_INTERNAL_ERROR, the capture invalidated) while a stream of the device captures.
+// On a capturing stream (graph.hpp) the GEMM, with alpha, beta and the math mode read at the call,
+// becomes a graph node; a launch checks again that A, B and C are still allocated.
 #include <cblas.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -23,6 +26,7 @@
 #include "counters.hpp"
 #include "devices.hpp"
 #include "errors.hpp"
+#include "graph.hpp"
 #include "memory.hpp"
 #include "streams.hpp"
 
@@ -105,6 +109,9 @@ cublasStatus_t cublasCreate_v2(cublasHandle_t* handle) {
 
 cublasStatus_t cublasDestroy_v2(cublasHandle_t handle) {
   if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (cuda_emu::Captures::get().check_device_wait(handle->device, "cublasDestroy") != cudaSuccess) {
+    return CUBLAS_STATUS_INTERNAL_ERROR;
+  }
   Engine& engine = Engine::get();
   engine.wait_all(engine.device_tails(handle->device), "cublasDestroy");
   delete handle;
@@ -249,10 +256,15 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa, c
   if (const auto s = check_operand("C", C, m, n, ldc, device); s != CUBLAS_STATUS_SUCCESS) return s;
   CUstream_st* stream = Engine::get().resolve(handle->stream, device);
   if (stream == nullptr) return misuse("cublasSgemm", "the handle's stream was destroyed");
+  bool capturing = false;
+  if (const cudaError_t e = cuda_emu::Captures::get().issue_check(stream, &capturing, "cublasSgemm");
+      e != cudaSuccess) {
+    cuda_emu::set_last_error(e);  // as the launch of cuBLAS's kernel would
+    return CUBLAS_STATUS_EXECUTION_FAILED;
+  }
   const float a = *alpha, b = *beta;  // host pointer mode: read now
   const bool tf32 = (static_cast<unsigned>(handle->math) & 0xfu) == CUBLAS_TF32_TENSOR_OP_MATH;
-  cuda_emu::counters::gemm();
-  Engine::get().enqueue(stream, "cublasSgemm", [=] {
+  auto run = [=] {
     if (k == 0) {  // C = beta * C; with beta == 0, C is not read (BLAS convention)
       for (int j = 0; j < n; ++j) {
         float* col = C + static_cast<std::size_t>(j) * static_cast<std::size_t>(ldc);
@@ -267,7 +279,27 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa, c
     } else {
       cblas_sgemm(CblasColMajor, op_a, op_b, m, n, k, a, A, lda, B, ldb, b, C, ldc);
     }
-  });
+  };
+  if (capturing) {
+    cuda_emu::NodeSpec node;
+    node.work = cuda_emu::NodeWork::Gemm;
+    node.what = "cublasSgemm";
+    node.prepare = [=]() -> cuda_emu::NodeRun {
+      const auto bytes = [](int rows, int cols, int ld) {
+        return (static_cast<std::size_t>(ld) * static_cast<std::size_t>(cols - 1) + static_cast<std::size_t>(rows)) *
+               sizeof(float);
+      };
+      const bool live =
+          (k == 0 || (cuda_emu::still_allocated(device, A, bytes(a_rows, a_cols, lda), "cublasSgemm A") &&
+                      cuda_emu::still_allocated(device, B, bytes(b_rows, b_cols, ldb), "cublasSgemm B"))) &&
+          cuda_emu::still_allocated(device, C, bytes(m, n, ldc), "cublasSgemm C");
+      return live ? cuda_emu::NodeRun(run) : cuda_emu::NodeRun();
+    };
+    if (cuda_emu::Captures::get().record(stream, std::move(node)) != cudaSuccess) return CUBLAS_STATUS_EXECUTION_FAILED;
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  cuda_emu::counters::gemm();
+  Engine::get().enqueue(stream, "cublasSgemm", run);
   return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -13,7 +13,10 @@
 //  * the first launch of a kernel runs every thread as a fiber and records whether any thread
 //    synchronised; later launches of a kernel that never did run threads as plain calls (much
 //    faster). A kernel that then does synchronise faults the launch and says so
-//    (CUDA_EMU_PLAIN_KERNELS=0 runs every launch on fibers).
+//    (CUDA_EMU_PLAIN_KERNELS=0 runs every launch on fibers);
+//  * on a capturing stream (graph.hpp) the launch, its arguments bound by value as at any launch,
+//    becomes a kernel node; every graph launch checks its pointer arguments again (a buffer freed
+//    since the capture faults the device as an illegal address) and runs it as a launch would.
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -30,6 +33,7 @@
 #include "cuda_emu/device_api.hpp"
 #include "devices.hpp"
 #include "errors.hpp"
+#include "graph.hpp"
 #include "memory.hpp"
 #include "streams.hpp"
 #include "thread_order.hpp"
@@ -154,6 +158,10 @@ void launch(const LaunchRequest& r, std::unique_ptr<KernelBody> body) {
   }
   CUstream_st* stream = Engine::get().resolve(r.stream, device);
   if (stream == nullptr || stream->device != device) return refuse(cudaErrorInvalidResourceHandle);
+  bool capturing = false;
+  if (const cudaError_t e = Captures::get().issue_check(stream, &capturing, r.kernel_name); e != cudaSuccess) {
+    return refuse(e);
+  }
   for (std::size_t i = 0; i < r.pointer_count; ++i) {
     const PointerArg& a = r.pointers[i];
     if (a.value == nullptr || reachable(a.value, device)) continue;
@@ -166,7 +174,6 @@ void launch(const LaunchRequest& r, std::unique_ptr<KernelBody> body) {
     raise_fault(device, cudaErrorIllegalAddress, os.str());
     return refuse(cudaErrorIllegalAddress);
   }
-  counters::kernel_launch();
   const Tuning& t = tuning();
   Launch l{std::shared_ptr<const KernelBody>(std::move(body)),
            &kernel_info(r.kernel_id, r.kernel_name),
@@ -176,6 +183,26 @@ void launch(const LaunchRequest& r, std::unique_ptr<KernelBody> body) {
            t.schedule.load(),
            t.seed.load()};
   if (const unsigned cap = t.grid_cap.load(); cap > 0 && l.grid.x > cap && !l.info->cap_exempt) l.grid.x = cap;
+  if (capturing) {
+    NodeSpec node;
+    node.work = NodeWork::Kernel;
+    node.what = std::string("kernel ") + r.kernel_name;
+    std::vector<PointerArg> pointers(r.pointers, r.pointers + r.pointer_count);
+    node.prepare = [l, pointers, name = std::string(r.kernel_name)]() -> NodeRun {
+      for (const PointerArg& a : pointers) {
+        if (a.value != nullptr && !reachable(a.value, l.device)) {
+          raise_fault(l.device, cudaErrorIllegalAddress,
+                      "graph launch: kernel " + name + ": argument " + std::to_string(a.index) +
+                          " points to memory freed since the capture; on a GPU the kernel would fault");
+          return nullptr;
+        }
+      }
+      return [l] { execute(l); };
+    };
+    if (const cudaError_t e = Captures::get().record(stream, std::move(node)); e != cudaSuccess) return refuse(e);
+    return;
+  }
+  counters::kernel_launch();
   Engine::get().enqueue(stream, std::string("kernel ") + r.kernel_name, [l] { execute(l); });
 }
 

@@ -116,11 +116,12 @@ std::vector<CompletionPtr> Engine::implicit_deps(CUstream_st* stream) {
 }
 
 CompletionPtr Engine::enqueue(CUstream_st* stream, std::string what, std::function<void()> run,
-                              std::vector<CompletionPtr> deps) {
+                              std::vector<CompletionPtr> deps, std::function<void()> after) {
   const std::lock_guard<std::mutex> lock(mutex_);
   Operation op;
   op.what = std::move(what);
   op.run = std::move(run);
+  op.after = std::move(after);
   op.deps = std::move(deps);
   for (CompletionPtr& c : implicit_deps_locked(stream)) op.deps.push_back(std::move(c));
   op.done = std::make_shared<Completion>();
@@ -153,7 +154,9 @@ void Engine::worker(std::shared_ptr<CUstream_st> s) {
         raise_fault(s->device, cudaErrorLaunchFailure, op.what + ": unknown exception");
       }
     }
+    if (op.after) op.after();
     op.run = nullptr;  // release what the operation captured before reporting it done
+    op.after = nullptr;
     lock.lock();
     op.done->done = true;
     op.done->done_ns = now_ns();
@@ -164,6 +167,19 @@ void Engine::worker(std::shared_ptr<CUstream_st> s) {
 }
 
 void Engine::wait(const CompletionPtr& c, const char* what) { wait_all({c}, what); }
+
+void Engine::complete(const CompletionPtr& c) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  if (c == nullptr || c->done) return;
+  c->done = true;
+  c->done_ns = now_ns();
+  completed_.notify_all();
+}
+
+void Engine::await(const CompletionPtr& c) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  completed_.wait(lock, [&] { return c == nullptr || c->done; });
+}
 
 void Engine::wait_all(const std::vector<CompletionPtr>& cs, const char* what) {
   counters::host_sync(what);

@@ -12,6 +12,10 @@
 //    wait from a worker: the API layer refuses CUDA calls there).
 //  * A destroyed stream finishes its queued work, then its worker ends (cudaStreamDestroy returns at
 //    once, as documented).
+//  * An operation's `after` runs on the worker once it is over, also when a device fault skipped
+//    its `run` (a graph launch completes its event records there, so no host waits forever).
+//  * Stream capture (graph.hpp) lives beside the queue: a capturing stream records operations
+//    into its capture instead of queueing them; the engine itself never sees captured work.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -37,8 +41,11 @@ struct Operation {
   std::string what;                 // diagnostics ("kernel bias_grad_kernel", "cudaMemcpyAsync", ...)
   std::vector<CompletionPtr> deps;  // besides the stream's own order
   std::function<void()> run;        // empty for markers (event records, waits)
+  std::function<void()> after;      // always, after run (or instead of it on a faulted device)
   CompletionPtr done;
 };
+
+struct Capture;  // graph.hpp
 
 }  // namespace cuda_emu
 
@@ -53,6 +60,10 @@ struct CUstream_st {
   cuda_emu::CompletionPtr tail;  // done of the last operation queued
   bool destroyed = false;
   std::condition_variable wake;
+  // Below: guarded by the capture mutex (graph.hpp). The capture this stream records into (null:
+  // none), and the nodes the next operation it records depends on.
+  std::shared_ptr<cuda_emu::Capture> capture;
+  std::vector<CUgraphNode_st*> capture_deps;
 };
 
 namespace cuda_emu {
@@ -71,7 +82,13 @@ class Engine {
 
   // Queues an operation; returns its completion.
   CompletionPtr enqueue(CUstream_st* stream, std::string what, std::function<void()> run,
-                        std::vector<CompletionPtr> deps = {});
+                        std::vector<CompletionPtr> deps = {}, std::function<void()> after = nullptr);
+
+  // Marks a completion made outside the queue done (a graph's event record node) and wakes waiters.
+  void complete(const CompletionPtr& c);
+  // Waits for `c` (null: nothing) without counting a host synchronisation: for stream workers (a
+  // graph's event wait node), which may block as a kernel waiting on the device would.
+  void await(const CompletionPtr& c);
 
   // Host waits. `what` is counted as one host synchronisation (counters.h).
   void wait(const CompletionPtr& c, const char* what);

@@ -5,7 +5,12 @@
  * blocks the host until device work is done *by its contract* (cudaStreamSynchronize,
  * cudaDeviceSynchronize, cudaEventSynchronize, a synchronous copy, a device-to-pageable-host
  * cudaMemcpyAsync, cudaFree, ...), counted even when that work had already finished, so counts do
- * not depend on timing. Bytes are those of the copies as issued. */
+ * not depend on timing. Bytes are those of the copies as issued.
+ * CUDA graphs: an operation issued to a capturing stream is recorded, not launched or copied; it
+ * counts only in captured_operations. A cudaGraphLaunch counts once in graph_launches, and its nodes
+ * (counted when the launch is accepted) in graph_nodes and the graph_*_nodes by kind; the bytes of
+ * its copies and memsets are added to the byte counters then. So kernel_launches, gemm_calls and
+ * host_functions are what the host issued one by one, and a test tells the two apart. */
 #ifndef CUDA_EMU_COUNTERS_H
 #define CUDA_EMU_COUNTERS_H
 
@@ -35,6 +40,11 @@ struct cudaEmuCounters {
   uint64_t device_bytes_in_use; /* device memory allocated now, all devices (not reset) */
   uint64_t fiber_blocks;        /* blocks run with one fiber per thread */
   uint64_t plain_blocks;        /* blocks of kernels that never synchronise, run as plain calls */
+  uint64_t graph_launches;      /* cudaGraphLaunch calls accepted onto a stream (not into a capture) */
+  uint64_t graph_nodes;         /* nodes those launches replay, all kinds (a child graph: its nodes) */
+  uint64_t graph_kernel_nodes;  /* of which kernels (MDDP_LAUNCH) */
+  uint64_t graph_gemm_nodes;    /* of which cublasSgemm calls */
+  uint64_t captured_operations; /* stream operations recorded into a capture instead of run */
 };
 
 void cudaEmuGetCounters(struct cudaEmuCounters* out);

@@ -1,6 +1,8 @@
 // launch.cpp — enqueueing fused operations on their streams (launch.hpp).
 #include "launch.hpp"
 
+#include <cuda_runtime_api.h>
+
 #include <algorithm>
 #include <condition_variable>
 #include <exception>
@@ -66,22 +68,50 @@ Status check_launchable(const Comm& comm, const std::vector<Call>& calls) {
   return success();
 }
 
+namespace {
+
+// Numbers an operation in issue order: wire sequence numbers for its calls, and its ticket.
+std::uint64_t number(Comm& comm, std::vector<Call>& calls) {
+  for (Call& c : calls) {
+    if (c.type == CallType::Send) {
+      c.seq = comm.next_send_seq(c.peer);
+    } else if (c.type == CallType::Recv) {
+      c.seq = comm.next_recv_seq(c.peer);
+    } else {
+      c.seq = comm.next_collective_seq();
+    }
+  }
+  return comm.take_ticket();
+}
+
+}  // namespace
+
 Status launch(const std::shared_ptr<Comm>& comm, std::vector<Call> calls) {
   if (Status st = check_launchable(*comm, calls); !st.ok()) return st;
   std::vector<cudaStream_t> streams;
-  for (Call& c : calls) {
+  for (const Call& c : calls) {
     if (std::find(streams.begin(), streams.end(), c.stream) == streams.end()) streams.push_back(c.stream);
-    if (c.type == CallType::Send) {
-      c.seq = comm->next_send_seq(c.peer);
-    } else if (c.type == CallType::Recv) {
-      c.seq = comm->next_recv_seq(c.peer);
-    } else {
-      c.seq = comm->next_collective_seq();
-    }
   }
   const char* what = calls.size() == 1 ? call_name(calls.front().type) : "ncclGroupEnd";
+  // Streams that capture record one graph node; every launch of its graph numbers the operation
+  // then (issue order on the host), so each replay is a new operation of the communicator.
+  auto recorded_calls = std::make_shared<const std::vector<Call>>(calls);
+  bool recorded = false;
+  const cudaError_t captured = cuda_emu::capture_operation(
+      streams, what,
+      [comm, recorded_calls]() -> std::function<void()> {
+        auto op = std::make_shared<std::vector<Call>>(*recorded_calls);
+        const std::uint64_t ticket = number(*comm, *op);
+        return [comm, op, ticket] { comm->run_in_order(ticket, [&] { return execute(*comm, *op); }); };
+      },
+      comm.get(), &recorded);
+  if (captured != cudaSuccess) {
+    return fail(ncclUnhandledCudaError,
+                cat(what, ": the CUDA runtime refused the operation on its stream: ", cudaGetErrorName(captured)));
+  }
+  if (recorded) return success();
+  const std::uint64_t ticket = number(*comm, calls);
   auto op = std::make_shared<const std::vector<Call>>(std::move(calls));
-  const std::uint64_t ticket = comm->take_ticket();
   auto body = [comm, op, ticket] { comm->run_in_order(ticket, [&] { return execute(*comm, *op); }); };
   std::shared_ptr<StreamJoin> join;
   try {

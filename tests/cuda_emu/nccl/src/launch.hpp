@@ -9,6 +9,10 @@
 //     cuda_emu::enqueue; the host returns at once. If the calls use several streams, the operation runs
 //     on the first one after every other one has reached it, and those streams continue only after it
 //     (as NCCL joins the streams of a group).
+//   * Streams that capture a CUDA graph (cuda_emu::capture_operation) get one graph node instead; each
+//     launch of the graph numbers it anew, in launch order, so every replay is a new operation of the
+//     communicator, and a communicator's nodes run in capture order. A mix of capturing and other
+//     streams is refused (ncclUnhandledCudaError, the capture invalidated).
 #pragma once
 
 #include <memory>

@@ -8,6 +8,9 @@
 //     (self included) in one group, a gather built from one group against single sends.
 //   * Stream semantics: calls return before their stream reaches them; operations of one communicator
 //     run in issue order across streams; a group over two streams joins them.
+//   * CUDA graphs: a collective captured in a graph is a node that every launch runs as a new operation
+//     (in issue order with the eager ones, on the buffers' contents then); a group over two captured
+//     streams is one node; a group over a capturing and a plain stream is refused, nothing launched.
 #include <mpi.h>
 
 #include <algorithm>
@@ -532,6 +535,112 @@ TEST_F(EmuNccl, GroupOverTwoStreamsJoinsThem) {
   std::size_t bad = 0;
   for (std::size_t i = 0; i < kCount; ++i) bad += got[i] != pattern(left, me(), i);
   EXPECT_EQ(bad, 0u);
+}
+
+// ---- CUDA graphs ------------------------------------------------------------------------------------
+
+// Captured, the all-reduce runs at every launch of the graph, as a new operation of the communicator
+// taken in issue order (an eager all-reduce issued after the launch runs after it on every rank), and
+// on what the buffer holds at that launch.
+TEST_F(EmuNccl, CapturedCollectiveRunsAtEveryGraphLaunch) {
+  constexpr std::size_t kCount = 1001;
+  Stream s;
+  DeviceBuffer buf(kCount * 4), out(kCount * 4), eager(4);
+  EMU_CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  EMU_NCCL_OK(ncclAllReduce(buf.get(), buf.get(), kCount, ncclInt32, ncclSum, comm_, s));
+  EMU_CUDA_OK(cudaMemcpyAsync(out.get(), buf.get(), kCount * 4, cudaMemcpyDeviceToDevice, s));
+  cudaGraph_t graph = nullptr;
+  EMU_CUDA_OK(cudaStreamEndCapture(s, &graph));
+  cudaGraphExec_t exec = nullptr;
+  EMU_CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  EMU_CUDA_OK(cudaGraphDestroy(graph));
+  for (int launch = 0; launch < 3; ++launch) {
+    const std::vector<std::int32_t> mine(kCount, me() + 1 + launch);
+    const std::int32_t one = 1;
+    buf.upload(mine.data(), kCount * 4);
+    eager.upload(&one, 4);
+    EMU_CUDA_OK(cudaGraphLaunch(exec, s));
+    EMU_NCCL_OK(ncclAllReduce(eager.get(), eager.get(), 1, ncclInt32, ncclSum, comm_, s));
+    s.sync();
+    std::vector<std::int32_t> got(kCount);
+    std::int32_t eager_got = 0;
+    out.download(got.data(), kCount * 4);
+    eager.download(&eager_got, 4);
+    const std::int32_t want = n() * (n() + 1) / 2 + n() * launch;
+    EXPECT_EQ(std::count(got.begin(), got.end(), want), static_cast<long>(kCount)) << "launch " << launch;
+    EXPECT_EQ(eager_got, n());
+  }
+  EMU_CUDA_OK(cudaGraphExecDestroy(exec));
+}
+
+// A ring step (send right on stream A, receive left on stream B, one group) captured with B forked from
+// and joined back to A: one node on both streams, replayed twice on new data.
+TEST_F(EmuNccl, GroupOverTwoCapturedStreamsIsOneNode) {
+  constexpr std::size_t kCount = 4096;
+  Stream a, b;
+  cudaEvent_t fork = nullptr, join = nullptr;
+  EMU_CUDA_OK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+  EMU_CUDA_OK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+  const int right = (me() + 1) % n(), left = (me() + n() - 1) % n();
+  DeviceBuffer send(kCount * 4), recv(kCount * 4), copy(kCount * 4);
+  EMU_CUDA_OK(cudaStreamBeginCapture(a, cudaStreamCaptureModeGlobal));
+  EMU_CUDA_OK(cudaEventRecord(fork, a));
+  EMU_CUDA_OK(cudaStreamWaitEvent(b, fork, 0));
+  EMU_NCCL_OK(ncclGroupStart());
+  EMU_NCCL_OK(ncclSend(send.get(), kCount, ncclUint32, right, comm_, a));
+  EMU_NCCL_OK(ncclRecv(recv.get(), kCount, ncclUint32, left, comm_, b));
+  EMU_NCCL_OK(ncclGroupEnd());
+  EMU_CUDA_OK(cudaEventRecord(join, b));
+  EMU_CUDA_OK(cudaStreamWaitEvent(a, join, 0));
+  EMU_CUDA_OK(cudaMemcpyAsync(copy.get(), recv.get(), kCount * 4, cudaMemcpyDeviceToDevice, a));
+  cudaGraph_t graph = nullptr;
+  EMU_CUDA_OK(cudaStreamEndCapture(a, &graph));
+  std::size_t nodes = 0;
+  EMU_CUDA_OK(cudaGraphGetNodes(graph, nullptr, &nodes));
+  EXPECT_EQ(nodes, 2u);
+  cudaGraphExec_t exec = nullptr;
+  EMU_CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  EMU_CUDA_OK(cudaGraphDestroy(graph));
+  for (std::size_t launch = 0; launch < 2; ++launch) {
+    std::vector<std::uint32_t> data(kCount);
+    for (std::size_t i = 0; i < kCount; ++i) data[i] = pattern(me(), right, i + launch);
+    send.upload(data.data(), kCount * 4);
+    EMU_CUDA_OK(cudaGraphLaunch(exec, a));
+    a.sync();
+    std::vector<std::uint32_t> got(kCount);
+    copy.download(got.data(), kCount * 4);
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < kCount; ++i) bad += got[i] != pattern(left, me(), i + launch);
+    EXPECT_EQ(bad, 0u) << "launch " << launch;
+  }
+  EMU_CUDA_OK(cudaGraphExecDestroy(exec));
+  EMU_CUDA_OK(cudaEventDestroy(fork));
+  EMU_CUDA_OK(cudaEventDestroy(join));
+}
+
+// One operation cannot be half in a capture: refused at ncclGroupEnd on every rank alike, nothing
+// launched (the communicator stays in step), and the capture is invalidated.
+TEST_F(EmuNccl, GroupOverACapturingAndAPlainStreamIsRefused) {
+  constexpr std::size_t kCount = 64;
+  Stream a, b;
+  const int right = (me() + 1) % n(), left = (me() + n() - 1) % n();
+  DeviceBuffer send(kCount * 4), recv(kCount * 4), sum(4);
+  EMU_CUDA_OK(cudaStreamBeginCapture(a, cudaStreamCaptureModeGlobal));
+  EMU_NCCL_OK(ncclGroupStart());
+  EMU_NCCL_OK(ncclSend(send.get(), kCount, ncclUint32, right, comm_, a));
+  EMU_NCCL_OK(ncclRecv(recv.get(), kCount, ncclUint32, left, comm_, b));
+  EXPECT_EQ(ncclGroupEnd(), ncclUnhandledCudaError);
+  cudaGraph_t graph = nullptr;
+  EXPECT_EQ(cudaStreamEndCapture(a, &graph), cudaErrorStreamCaptureInvalidated);
+  EXPECT_EQ(graph, nullptr);
+  (void)cudaGetLastError();
+  const std::int32_t one = 1;
+  sum.upload(&one, 4);
+  EMU_NCCL_OK(ncclAllReduce(sum.get(), sum.get(), 1, ncclInt32, ncclSum, comm_, b));
+  b.sync();
+  std::int32_t got = 0;
+  sum.download(&got, 4);
+  EXPECT_EQ(got, n());
 }
 
 TEST_F(EmuNccl, QueriesAndVersion) {
