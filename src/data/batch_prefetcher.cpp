@@ -9,7 +9,10 @@
 namespace microddp::data {
 
 BatchPrefetcher::BatchPrefetcher(int depth, std::int64_t first_batch, FillFn fill)
-    : depth_(depth), fill_(std::move(fill)), released_end_(first_batch), acquired_end_(first_batch),
+    : depth_(depth),
+      fill_(std::move(fill)),
+      released_end_(first_batch),
+      acquired_end_(first_batch),
       filled_end_(first_batch) {
   MDDP_CHECK(depth >= 1, "batch prefetcher: depth must be >= 1, got " << depth);
   MDDP_CHECK(first_batch >= 0, "batch prefetcher: first batch must be >= 0, got " << first_batch);

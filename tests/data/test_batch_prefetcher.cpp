@@ -53,7 +53,8 @@ TEST(BatchPrefetcher, HandsOutEveryBatchOnceInOrderAndComplete) {
       for (std::int64_t b = 5; b < 25; ++b) {
         const int s = p.acquire(b);
         EXPECT_EQ(s, static_cast<int>(b % depth));
-        EXPECT_TRUE(slots.holds(s, b)) << "batch " << b << " handed out before its fill finished (depth " << depth << ")";
+        EXPECT_TRUE(slots.holds(s, b)) << "batch " << b << " handed out before its fill finished (depth " << depth
+                                       << ")";
         p.release(b);
       }
     }
