@@ -24,6 +24,11 @@ void* Ops::allocate_host_bytes(std::size_t bytes) {
 
 void Ops::free_host_bytes(void* p) noexcept { std::free(p); }
 
+void Ops::upload_async(int slot, void* dst, const void* src, std::size_t bytes) {
+  MDDP_CHECK(slot >= 0 && slot < kUploadSlots, "upload slot " << slot << " out of range [0, " << kUploadSlots << ")");
+  if (bytes > 0) std::memcpy(dst, src, bytes);
+}
+
 std::uint32_t Ops::mark() {
   const std::uint32_t id = next_mark_++ % kMarkSlots;
   host_marks_[id] = core::now_ns();

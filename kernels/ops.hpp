@@ -118,6 +118,19 @@ class Ops {
   virtual std::uint32_t mark();
   virtual std::int64_t mark_ns(std::uint32_t id) const;
 
+  // ---- input uploads off the step's critical path (the input pipeline, docs/design.md) ----
+  // The next step's batch travels while this step computes: upload_async queues a host -> device()
+  // copy on the ops' *copy stream* (a second stream, so it overlaps the compute stream's work) and
+  // marks its end with upload event `slot`; wait_for_upload(slot) makes the compute stream wait for
+  // that event on the device — the host never waits. `src` must be allocate_host_bytes memory and
+  // stay untouched until a synchronize() issued after wait_for_upload(slot) has returned (the
+  // compute stream, and so that synchronize, is then past the copy). Slots are reused: upload into
+  // a slot again only after the previous upload of that slot was waited for. The CPU copies at once
+  // and has nothing to wait for.
+  static constexpr int kUploadSlots = 8;
+  virtual void upload_async(int slot, void* dst, const void* src, std::size_t bytes);
+  virtual void wait_for_upload(int /*slot*/) {}
+
   // Named profiler ranges around phases and layers: NVTX on CudaOps (so `nsys profile` shows forward,
   // backward and the optimizer per layer on the timeline), nothing on the CPU. Ranges nest; `name`
   // must stay valid until the matching range_pop().

@@ -18,6 +18,7 @@
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
 
+#include <array>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
@@ -57,6 +58,9 @@ class CudaOps final : public Ops {
     // If a step below throws, the destructor does not run: release what was made so far by hand.
     try {
       MDDP_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+      // The copy stream of upload_async: non-blocking too, so uploads overlap the compute stream.
+      MDDP_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
+      for (cudaEvent_t& e : upload_events_) MDDP_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
       MDDP_CUBLAS_CHECK(cublasCreate(&cublas_));
       MDDP_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
       MDDP_CUDA_CHECK(cudaMalloc(&cublas_workspace_, kCublasWorkspaceBytes));
@@ -251,6 +255,7 @@ class CudaOps final : public Ops {
   void free_host_bytes(void* p) noexcept override {
     if (p == nullptr) return;
     (void)cudaStreamSynchronize(stream_);  // a queued copy may still read or write it
+    (void)cudaStreamSynchronize(copy_stream_);
     (void)cudaFreeHost(p);
   }
   void copy_from_host_async(void* dst, const void* src, std::size_t bytes) override {
@@ -258,6 +263,15 @@ class CudaOps final : public Ops {
   }
   void copy_to_host_async(void* dst, const void* src, std::size_t bytes) override {
     if (bytes > 0) MDDP_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+  }
+  void upload_async(int slot, void* dst, const void* src, std::size_t bytes) override {
+    MDDP_CHECK(slot >= 0 && slot < kUploadSlots, "upload slot " << slot << " out of range [0, " << kUploadSlots << ")");
+    if (bytes > 0) MDDP_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, copy_stream_));
+    MDDP_CUDA_CHECK(cudaEventRecord(upload_events_[static_cast<std::size_t>(slot)], copy_stream_));
+  }
+  void wait_for_upload(int slot) override {
+    MDDP_CHECK(slot >= 0 && slot < kUploadSlots, "upload slot " << slot << " out of range [0, " << kUploadSlots << ")");
+    MDDP_CUDA_CHECK(cudaStreamWaitEvent(stream_, upload_events_[static_cast<std::size_t>(slot)], 0));
   }
   void sum_squares_to(const float* x, std::int64_t n, double* out) override {
     gpu::sum_squares(x, n, sumsq_partials_, out, stream_);
@@ -364,6 +378,11 @@ class CudaOps final : public Ops {
   // No throwing here (destructor path); errors at teardown have nowhere useful to go.
   void release() noexcept {
     if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);
+    if (copy_stream_ != nullptr) (void)cudaStreamSynchronize(copy_stream_);
+    for (cudaEvent_t& e : upload_events_) {
+      if (e != nullptr) (void)cudaEventDestroy(e);
+      e = nullptr;
+    }
     for (cudaEvent_t e : marks_) {
       if (e != nullptr) (void)cudaEventDestroy(e);
     }
@@ -377,6 +396,8 @@ class CudaOps final : public Ops {
     if (cublas_ != nullptr) (void)cublasDestroy(cublas_);
     if (cublas_workspace_ != nullptr) (void)cudaFree(cublas_workspace_);
     if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+    if (copy_stream_ != nullptr) (void)cudaStreamDestroy(copy_stream_);
+    copy_stream_ = nullptr;
     host_sumsq_ = nullptr;
     sumsq_out_ = nullptr;
     sumsq_partials_ = nullptr;
@@ -390,6 +411,8 @@ class CudaOps final : public Ops {
   int device_;
   bool tf32_;
   cudaStream_t stream_ = nullptr;
+  cudaStream_t copy_stream_ = nullptr;                     // upload_async's copies
+  std::array<cudaEvent_t, kUploadSlots> upload_events_{};  // the end of each slot's last upload
   cublasHandle_t cublas_ = nullptr;
   void* cublas_workspace_ = nullptr;
   void* xent_scratch_ = nullptr;

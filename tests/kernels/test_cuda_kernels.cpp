@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -28,6 +29,10 @@
 #include "kernels/launch_geometry.hpp"
 #include "kernels/ops.hpp"
 #include "kernels/ops_buffer.hpp"
+
+#if defined(MICRODDP_TEST_CUDA_EMU)
+#include "cuda_emu/counters.h"  // what the emulated device counted (tests only)
+#endif
 
 namespace microddp::kernels {
 namespace {
@@ -528,6 +533,45 @@ TEST_F(CudaKernels, OpsBufferAllocatesZeroedMemoryAndCopiesRanges) {
   gpu_->copy_to_host(nullptr, nullptr, 0);
   OpsBuffer<double> empty(*gpu_, 0);
   EXPECT_EQ(empty.data(), nullptr);
+}
+
+// The input pipeline's upload (ops.hpp upload_async / wait_for_upload): the copy runs on the copy
+// stream, the compute stream waits for its event on the device, the host waits for nothing until
+// the synchronize. The compute stream's scale must see the uploaded bytes (the emulated device runs
+// streams on worker threads, so a missing wait shows as stale data), and on the CPU the upload is a
+// plain copy.
+TEST_F(CudaKernels, UploadOnTheCopyStreamOrdersTheComputeStreamWithoutAHostWait) {
+  const std::int64_t n = 200003;
+  const auto x = random_normal(n, 94000);
+  const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(float);
+  auto* pinned = static_cast<float*>(gpu_->allocate_host_bytes(bytes));
+  std::copy(x.begin(), x.end(), pinned);
+  OpsBuffer<float> dst(*gpu_, n);
+#if defined(MICRODDP_TEST_CUDA_EMU)
+  cudaEmuResetCounters();
+#endif
+  gpu_->upload_async(3, dst.data(), pinned, bytes);
+  gpu_->wait_for_upload(3);
+  gpu_->scale(dst.data(), 2.0f, n);
+#if defined(MICRODDP_TEST_CUDA_EMU)
+  cudaEmuCounters c{};
+  cudaEmuGetCounters(&c);
+  EXPECT_EQ(c.host_syncs, 0u) << "upload_async / wait_for_upload must not block the host";
+  EXPECT_EQ(c.stream_event_waits, 1u) << "the compute stream waits on the upload event";
+  EXPECT_EQ(c.h2d_pinned_bytes, bytes);
+#endif
+  gpu_->synchronize();
+  std::vector<float> back = test::poisoned(n);
+  dst.to_host(back.data(), 0, n);
+  for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(back[i], 2.0f * x[i]) << i;  // exact: power-of-two factor
+  gpu_->free_host_bytes(pinned);
+  EXPECT_THROW(gpu_->upload_async(Ops::kUploadSlots, dst.data(), x.data(), 0), core::Error);
+  EXPECT_THROW(gpu_->wait_for_upload(-1), core::Error);
+  // CPU: a plain copy, nothing to wait for.
+  std::vector<float> host_dst(static_cast<std::size_t>(n), 0.0f);
+  cpu_->upload_async(0, host_dst.data(), x.data(), bytes);
+  cpu_->wait_for_upload(0);
+  EXPECT_EQ(host_dst, x);
 }
 
 TEST_F(CudaKernels, AllocateBytesOutOfMemoryThrowsAndLeavesNoStaleError) {

@@ -137,6 +137,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
     std::vector<cuda_emu::CompletionPtr> deps;
     if (auto r = recorded(event)) deps.push_back(std::move(r));
     Engine::get().enqueue(s, "cudaStreamWaitEvent", nullptr, std::move(deps));
+    cuda_emu::counters::stream_event_wait();
     return cudaSuccess;
   });
 }

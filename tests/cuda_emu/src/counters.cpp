@@ -18,6 +18,7 @@ namespace {
 
 struct Atomics {
   std::atomic<std::uint64_t> host_syncs{0}, kernel_launches{0}, gemm_calls{0}, host_functions{0};
+  std::atomic<std::uint64_t> stream_event_waits{0};
   std::atomic<std::uint64_t> h2d_pageable{0}, h2d_pinned{0}, d2h_pageable{0}, d2h_pinned{0}, d2d{0}, h2h{0};
   std::atomic<std::uint64_t> memset_bytes{0};
   std::atomic<std::uint64_t> device_allocations{0}, pinned_allocations{0}, device_frees{0}, pinned_frees{0};
@@ -54,6 +55,7 @@ void host_sync(const char* what) {
 void kernel_launch() { add(g().kernel_launches, 1); }
 void gemm() { add(g().gemm_calls, 1); }
 void host_function() { add(g().host_functions, 1); }
+void stream_event_wait() { add(g().stream_event_waits, 1); }
 
 void copy(Copy kind, std::size_t bytes) {
   switch (kind) {
@@ -113,6 +115,7 @@ void cudaEmuGetCounters(struct cudaEmuCounters* out) {
   out->kernel_launches = r(a.kernel_launches);
   out->gemm_calls = r(a.gemm_calls);
   out->host_functions = r(a.host_functions);
+  out->stream_event_waits = r(a.stream_event_waits);
   out->h2d_pageable_bytes = r(a.h2d_pageable);
   out->h2d_pinned_bytes = r(a.h2d_pinned);
   out->d2h_pageable_bytes = r(a.d2h_pageable);
@@ -138,9 +141,9 @@ void cudaEmuResetCounters(void) {
   using cuda_emu::counters::g;
   auto& a = g();
   for (std::atomic<std::uint64_t>* c :
-       {&a.host_syncs, &a.kernel_launches, &a.gemm_calls, &a.host_functions, &a.h2d_pageable, &a.h2d_pinned,
-        &a.d2h_pageable, &a.d2h_pinned, &a.d2d, &a.h2h, &a.memset_bytes, &a.device_allocations, &a.pinned_allocations,
-        &a.device_frees, &a.pinned_frees, &a.fiber_blocks, &a.plain_blocks}) {
+       {&a.host_syncs, &a.kernel_launches, &a.gemm_calls, &a.host_functions, &a.stream_event_waits, &a.h2d_pageable,
+        &a.h2d_pinned, &a.d2h_pageable, &a.d2h_pinned, &a.d2d, &a.h2h, &a.memset_bytes, &a.device_allocations,
+        &a.pinned_allocations, &a.device_frees, &a.pinned_frees, &a.fiber_blocks, &a.plain_blocks}) {
     c->store(0, std::memory_order_relaxed);
   }
   for (std::atomic<std::uint64_t>* c :

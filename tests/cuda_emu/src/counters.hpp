@@ -21,6 +21,7 @@ void host_sync(const char* what);
 void kernel_launch();
 void gemm();
 void host_function();
+void stream_event_wait();
 void copy(Copy kind, std::size_t bytes);
 void memset(std::size_t bytes);
 void allocated(bool pinned, std::size_t device_bytes);

@@ -26,6 +26,7 @@ struct cudaEmuCounters {
   uint64_t kernel_launches;    /* launches accepted (MDDP_LAUNCH) */
   uint64_t gemm_calls;         /* cublasSgemm calls accepted */
   uint64_t host_functions;     /* cudaLaunchHostFunc calls accepted */
+  uint64_t stream_event_waits; /* cudaStreamWaitEvent calls accepted: a stream waits on the device */
   uint64_t h2d_pageable_bytes; /* host to device copies, by the kind of host memory */
   uint64_t h2d_pinned_bytes;
   uint64_t d2h_pageable_bytes; /* device to host copies */
