@@ -24,11 +24,10 @@
 #include "ddp/trainer.hpp"
 #include "kernels/ops.hpp"
 #include "support/mpi_test_env.hpp"
+#include "support/test_args.hpp"
 
 namespace microddp::ddp {
 namespace {
-
-std::string g_backend = "mpi";
 
 // Three parameters in gradient-ready order, 256-byte aligned as model::param_layout lays them out:
 // a (rows, cols) weight, its bias, and a second weight.
@@ -69,7 +68,7 @@ GradSyncOptions small_buckets() {
 class PowerSgdStrategy : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(PowerSgdStrategy, RankAtLeastMatrixRankReproducesTheSum) {
-  auto comm = comm::make_communicator(g_backend, testing::runtime());
+  auto comm = comm::make_communicator(testing::backend_arg(), testing::runtime());
   const int n = comm->size();
   auto ops = kernels::make_cpu_ops(1);
   const auto params = test_params(40, 24);
@@ -119,7 +118,7 @@ INSTANTIATE_TEST_SUITE_P(Strategies, PowerSgdStrategy, ::testing::Values("naive"
 
 // The same full-rank gradient every step: with error feedback, what is applied converges to it.
 double mean_applied_error(bool error_feedback, double* max_error_norm_ratio) {
-  auto comm = comm::make_communicator(g_backend, testing::runtime());
+  auto comm = comm::make_communicator(testing::backend_arg(), testing::runtime());
   auto ops = kernels::make_cpu_ops(1);
   const auto params = test_params(12, 10);
   const std::int64_t total = total_count(params);
@@ -186,7 +185,7 @@ TEST(ErrorFeedback, ErrorStaysBoundedAndTheMeanConverges) {
 
 // Training: every mode x strategy keeps all ranks bitwise identical with compression on.
 TEST(CompressedTraining, RanksStayBitwiseIdentical) {
-  auto comm = comm::make_communicator(g_backend, testing::runtime());
+  auto comm = comm::make_communicator(testing::backend_arg(), testing::runtime());
   for (const char* mode : {"powersgd", "bf16", "fp16"}) {
     for (const char* strategy : {"naive", "flat", "overlap", "bucketed"}) {
       for (bool ef : {true, false}) {
@@ -230,7 +229,7 @@ TEST(CompressedTraining, RanksStayBitwiseIdentical) {
 // at most n - 1 roundings of partial sums: (n + n - 1) u sum|g| with u = 2^-11 / 2^-8), the same
 // bits on every rank, and fp16 overflow as +inf (refused by the trainer's numerics, never clipped).
 TEST(Wire16Compression, MatchesTheSumWithinItsPrecision) {
-  auto comm = comm::make_communicator(g_backend, testing::runtime());
+  auto comm = comm::make_communicator(testing::backend_arg(), testing::runtime());
   const int n = comm->size();
   auto ops = kernels::make_cpu_ops(1);
   const auto params = test_params(40, 24);
@@ -279,17 +278,3 @@ TEST(Wire16Compression, MatchesTheSumWithinItsPrecision) {
 
 }  // namespace
 }  // namespace microddp::ddp
-
-// --backend=NAME: parsed when GoogleTest's environment is set up (it leaves unknown flags in argv).
-namespace {
-struct ArgParser {
-  ArgParser() { ::testing::AddGlobalTestEnvironment(new Env); }
-  struct Env : ::testing::Environment {
-    void SetUp() override {
-      for (const auto& a : ::testing::internal::GetArgvs()) {
-        if (a.rfind("--backend=", 0) == 0) microddp::ddp::g_backend = a.substr(10);
-      }
-    }
-  };
-} g_arg_parser;
-}  // namespace
