@@ -161,4 +161,49 @@ CLI::Option* add_strategy_list_option(CLI::App* sub, const std::string& name, st
       ->default_str(defaults);
 }
 
+// ---- gradient compression modes ----
+namespace {
+
+std::vector<std::string> compression_mode_names() {
+  std::vector<std::string> names;
+  for (const auto& row : ddp::compression_modes()) names.emplace_back(row.name);
+  return names;
+}
+
+}  // namespace
+
+CLI::Option* add_compression_option(CLI::App* sub, const std::string& name, ddp::CompressionMode& target,
+                                    const std::string& description) {
+  std::string help;  // "none (fp32), fp16, bf16 (16-bit, fp32 accumulation), powersgd (low rank)"
+  for (const auto& row : ddp::compression_modes()) {
+    help += (help.empty() ? "" : ", ") + std::string(row.name) +
+            (row.help.empty() ? "" : " (" + std::string(row.help) + ")");
+  }
+  return sub
+      ->add_option_function<std::string>(
+          name, [&target](const std::string& s) { target = ddp::parse_compression_mode(s); }, description + ": " + help)
+      ->check(CLI::IsMember(compression_mode_names()))
+      ->type_name("TEXT")
+      ->default_str(std::string(ddp::compression_mode_name(target)));
+}
+
+CLI::Option* add_compression_list_option(CLI::App* sub, const std::string& name,
+                                         std::vector<ddp::CompressionMode>& target, const std::string& description) {
+  std::string modes, defaults;
+  for (const auto& m : compression_mode_names()) modes += (modes.empty() ? "" : ",") + m;
+  for (const auto m : target) defaults += (defaults.empty() ? "" : ",") + std::string(ddp::compression_mode_name(m));
+  return sub
+      ->add_option_function<std::vector<std::string>>(
+          name,
+          [&target](const std::vector<std::string>& names) {
+            target.clear();
+            for (const auto& s : names) target.push_back(ddp::parse_compression_mode(s));
+          },
+          description + " (" + modes + ")")
+      ->delimiter(',')
+      ->check(CLI::IsMember(compression_mode_names()))
+      ->type_name("TEXT")
+      ->default_str("[" + defaults + "]");
+}
+
 }  // namespace microddp::app

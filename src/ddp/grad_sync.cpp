@@ -138,9 +138,9 @@ std::unique_ptr<GradSync> make_grad_sync(Strategy strategy, comm::Communicator& 
                                          const GradCompressionConfig& compression, kernels::Ops& ops,
                                          std::uint64_t seed) {
   // The lab strategy hands the student plain fp32 all-reduces; encode/decode would bypass their code.
-  MDDP_USAGE_CHECK(
-      strategy != Strategy::Lab || compression.mode == "none",
-      "--strategy lab (lab 04) with --grad-compression " << compression.mode << " is not supported: leave it at none");
+  MDDP_USAGE_CHECK(strategy != Strategy::Lab || compression.mode == CompressionMode::None,
+                   "--strategy lab (lab 04) with --grad-compression " << compression_mode_name(compression.mode)
+                                                                      << " is not supported: leave it at none");
   auto sync = make_grad_sync(strategy, comm, params, grads, events, options);
   sync->attach_compressor(make_grad_compressor(compression, seed, comm, ops, params, grads));
   return sync;
