@@ -113,12 +113,12 @@ CLI::Option* add_byte_size_option(CLI::App* sub, const std::string& name, std::i
 // ---- strategies ----
 namespace {
 
-// Rewrites a strategy name to the enum's number, which CLI11 then converts into the enum.
+// Checks that the value is a strategy's name (the error names the option and the choices).
 CLI::Validator strategy_name(const std::string& option) {
   return CLI::Validator(
       [option](std::string& input) -> std::string {
         try {
-          input = std::to_string(static_cast<int>(ddp::parse_strategy(input, option)));
+          ddp::parse_strategy(input, option);
         } catch (const core::UsageError& e) {
           return e.what();
         }
@@ -127,15 +127,12 @@ CLI::Validator strategy_name(const std::string& option) {
       "");
 }
 
-// "naive: one blocking ...; flat: ...": what each choice does, for the help.
+// "naive: one blocking ...; flat: ...": what each row of the strategy table does, for the help.
 std::string strategies_help() {
   std::string help;
-  for (const ddp::Strategy s : ddp::kStrategies) {
+  for (const ddp::Strategy s : ddp::all_strategies()) {
     help += (help.empty() ? "" : "; ") + std::string(ddp::strategy_name(s)) + ": " +
             std::string(ddp::strategy_description(s));
-  }
-  for (const ddp::Strategy s : ddp::kLabStrategies) {  // the course's labs (docs/labs)
-    help += "; " + std::string(ddp::strategy_name(s)) + ": " + std::string(ddp::strategy_description(s));
   }
   return help;
 }
@@ -144,8 +141,11 @@ std::string strategies_help() {
 
 CLI::Option* add_strategy_option(CLI::App* sub, const std::string& name, ddp::Strategy& target,
                                  const std::string& description) {
-  return sub->add_option(name, target, description + " (" + strategies_help() + ")")
-      ->transform(strategy_name(name))
+  return sub
+      ->add_option_function<std::string>(
+          name, [&target, name](const std::string& s) { target = ddp::parse_strategy(s, name); },
+          description + " (" + strategies_help() + ")")
+      ->check(strategy_name(name))
       ->type_name("STRATEGY")
       ->default_str(std::string(ddp::strategy_name(target)));
 }
@@ -154,9 +154,16 @@ CLI::Option* add_strategy_list_option(CLI::App* sub, const std::string& name, st
                                       const std::string& description) {
   std::string defaults;
   for (const ddp::Strategy s : target) defaults += (defaults.empty() ? "" : ",") + std::string(ddp::strategy_name(s));
-  return sub->add_option(name, target, description + ", comma-separated (" + strategies_help() + ")")
+  return sub
+      ->add_option_function<std::vector<std::string>>(
+          name,
+          [&target, name](const std::vector<std::string>& names) {
+            target.clear();
+            for (const auto& s : names) target.push_back(ddp::parse_strategy(s, name));
+          },
+          description + ", comma-separated (" + strategies_help() + ")")
       ->delimiter(',')
-      ->transform(strategy_name(name))
+      ->check(strategy_name(name))
       ->type_name("STRATEGY,...")
       ->default_str(defaults);
 }

@@ -21,7 +21,7 @@
 #include "labs/lab_api.hpp"
 #include "labs/lab_backend.hpp"
 #include "labs/lab_model_command.hpp"
-#include "labs/lab_strategies.hpp"
+#include "labs/register_labs.hpp"
 
 namespace {
 
@@ -35,8 +35,8 @@ int main(int argc, char** argv) {
   using namespace microddp;
   // The course's labs (docs/labs) plug into the product here, so its libraries do not depend on them.
   app::set_lab_replica_combiner(&labs::combine_replica_gradients);  // manual --average lab (lab 01)
-  comm::set_lab_backend_maker(&labs::make_lab_backend);             // --comm lab-naive | lab-ring | lab-sync (02, 03, 07)
-  ddp::set_lab_sync_maker(&labs::make_lab_strategy);                // --strategy lab | lab-overlap | lab-bucketed (04-06)
+  comm::set_lab_backend_maker(&labs::make_lab_backend);  // --comm lab-naive | lab-ring | lab-sync (02, 03, 07)
+  labs::register_labs();  // --strategy lab | lab-overlap | lab-bucketed (04-06): rows of the strategy table
   auto cl = app::build_command_line();
   labs::register_lab_commands(*cl);  // `microddp lab-model` (docs/labs/08-performance-model)
   const bool print = probably_rank0();

@@ -200,9 +200,10 @@ void validate_train_options(TrainOptions& o) {
   validate_backend_name(o.comm, "--comm");
   c.on_nan = ddp::parse_nan_policy(o.on_nan);
   c.shard = ddp::zero::parse_shard_mode(o.shard);
-  MDDP_USAGE_CHECK(!ddp::is_lab(c.strategy) || c.shard == ddp::zero::ShardMode::None,
-                   "--strategy " << ddp::strategy_name(c.strategy)
-                                 << " (a course lab, docs/labs) does not shard: leave --shard at none");
+  const ddp::StrategyRow& strategy = ddp::strategy_row(c.strategy);
+  MDDP_USAGE_CHECK(
+      strategy.no_shard.empty() || c.shard == ddp::zero::ShardMode::None,
+      "--strategy " << strategy.name << " (" << strategy.no_shard << ") does not shard: leave --shard at none");
   auto given = [](const CLI::Option* opt) { return opt != nullptr && opt->count() > 0; };
   c.compression.error_feedback = o.error_feedback == "on";
   ddp::validate_compression(c.compression, given(o.powersgd_rank_opt) || given(o.powersgd_start_opt));

@@ -36,6 +36,7 @@
 #include "labs/lab_api.hpp"
 #include "labs/lab_strategies.hpp"
 #include "labs/lab_sync.hpp"
+#include "labs/register_labs.hpp"
 
 namespace {
 
@@ -197,7 +198,7 @@ std::string in_the_trainer(comm::Communicator& comm) {
   TrainResult yours;
   char msg[1024];
   try {
-    yours = train(ddp::Strategy::Lab, comm);
+    yours = train(labs::lab_strategies().naive_dp, comm);
   } catch (const std::exception& e) {
     std::snprintf(msg, sizeof msg, "training with --strategy lab threw: %s", e.what());
     return msg;
@@ -248,7 +249,7 @@ int main(int argc, char** argv) {
   int rc = 0;
   try {
     comm::MpiRuntime mpi(&argc, &argv);
-    ddp::set_lab_sync_maker(&labs::make_lab_strategy);  // what the program's main does: --strategy lab
+    labs::register_labs();  // what the program's main does: --strategy lab
     const int n = mpi.size(), r = mpi.rank();
     auto comm = comm::make_communicator("mpi", mpi);
     if (r == 0) {

@@ -37,6 +37,7 @@
 #include "kernels/ops.hpp"
 #include "labs/lab_hooks.hpp"
 #include "labs/lab_strategies.hpp"
+#include "labs/register_labs.hpp"
 
 namespace {
 
@@ -46,7 +47,9 @@ using labs::grading::any_failed;
 constexpr float kPadding = 0.25f;  // the padding between gradients: no all-reduce may touch it
 constexpr int kSteps = 3;
 
-float input(int rank, int p, std::int64_t i, int step) { return static_cast<float>((rank + 1) * ((i + 3 * p + step) % 11 + 1)); }
+float input(int rank, int p, std::int64_t i, int step) {
+  return static_cast<float>((rank + 1) * ((i + 3 * p + step) % 11 + 1));
+}
 float expected(int n, int p, std::int64_t i, int step) {
   return static_cast<float>(n * (n + 1) / 2 * ((i + 3 * p + step) % 11 + 1));
 }
@@ -57,9 +60,9 @@ std::vector<model::ParamInfo> layout() {
     const char* name;
     std::int64_t count;
   };
-  const Shape shapes[] = {{"layer_03.bias", 3},   {"layer_03.weight", 192}, {"layer_02.bias", 64},
+  const Shape shapes[] = {{"layer_03.bias", 3},      {"layer_03.weight", 192}, {"layer_02.bias", 64},
                           {"layer_02.weight", 4160}, {"layer_01.bias", 65},    {"layer_01.weight", 1105},
-                          {"layer_00.bias", 17},  {"layer_00.weight", 85}};
+                          {"layer_00.bias", 17},     {"layer_00.weight", 85}};
   std::vector<model::ParamInfo> params;
   std::int64_t end = 0;
   for (const Shape& s : shapes) {
@@ -97,7 +100,8 @@ std::string grade_hooks(comm::Communicator& comm) {
   for (int s = 0; s < kSteps; ++s) {
     std::fill(grads.begin(), grads.end(), kPadding);
     for (const auto& p : params) {
-      for (std::int64_t i = 0; i < p.count; ++i) grads[static_cast<std::size_t>(p.offset + i)] = input(r, p.index, i, s);
+      for (std::int64_t i = 0; i < p.count; ++i)
+        grads[static_cast<std::size_t>(p.offset + i)] = input(r, p.index, i, s);
     }
     events.clear();
     sync.on_backward_begin(s);
@@ -159,9 +163,9 @@ Run train(ddp::Strategy strategy, std::int64_t accum_steps, comm::Communicator& 
     run.losses.push_back(t.step().loss);
     const auto* lab = dynamic_cast<const labs::LabOverlapSync*>(&t.sync());
     if (lab != nullptr && run.failure.empty()) {
-      run.failure = overlap_failure(lab->recorder(), t.model().params().size(),
-                                    "part 2 (training, " + std::to_string(accum_steps) + " micro-step(s)), step " +
-                                        std::to_string(s + 1));
+      run.failure = overlap_failure(
+          lab->recorder(), t.model().params().size(),
+          "part 2 (training, " + std::to_string(accum_steps) + " micro-step(s)), step " + std::to_string(s + 1));
     }
   }
   run.params.assign(t.model().param_data(), t.model().param_data() + t.model().flat_count());
@@ -171,7 +175,7 @@ Run train(ddp::Strategy strategy, std::int64_t accum_steps, comm::Communicator& 
 // Part 2 on this rank: "" when it passed.
 std::string grade_training(comm::Communicator& comm, std::int64_t accum_steps) {
   const Run ours = train(ddp::Strategy::Overlap, accum_steps, comm);
-  const Run lab = train(ddp::Strategy::LabOverlap, accum_steps, comm);
+  const Run lab = train(labs::lab_strategies().overlap, accum_steps, comm);
   if (!lab.failure.empty()) return lab.failure;
   const std::string where = "part 2 (training, " + std::to_string(accum_steps) + " micro-step(s))";
   char msg[512];
@@ -210,7 +214,7 @@ std::string guarded(F&& part) {
 
 int main(int argc, char** argv) {
   using namespace microddp;
-  ddp::set_lab_sync_maker(&labs::make_lab_strategy);  // as the program does (src/app/main.cpp)
+  labs::register_labs();  // as the program does (src/app/main.cpp)
   int rc = 0;
   try {
     comm::MpiRuntime mpi(&argc, &argv);
@@ -225,9 +229,10 @@ int main(int argc, char** argv) {
         any_failed(guarded([&] { return grade_training(*comm, 2); }))) {
       rc = 1;
     } else if (root) {
-      std::printf("PASS: lab 05, %d steps of hand-made gradients exact on every rank, every all-reduce launched from "
-                  "its hook and waited for after backward; training bitwise identical to `overlap`\n",
-                  kSteps);
+      std::printf(
+          "PASS: lab 05, %d steps of hand-made gradients exact on every rank, every all-reduce launched from "
+          "its hook and waited for after backward; training bitwise identical to `overlap`\n",
+          kSteps);
     }
   } catch (const std::exception& e) {
     std::printf("FAIL: %s\n", e.what());
