@@ -19,7 +19,6 @@
 #include "comm/runtime/mpi_runtime.hpp"
 #include "core/error.hpp"
 #include "labs/lab_api.hpp"
-#include "labs/lab_backend.hpp"
 #include "labs/lab_model_command.hpp"
 #include "labs/register_labs.hpp"
 
@@ -35,8 +34,9 @@ int main(int argc, char** argv) {
   using namespace microddp;
   // The course's labs (docs/labs) plug into the product here, so its libraries do not depend on them.
   app::set_lab_replica_combiner(&labs::combine_replica_gradients);  // manual --average lab (lab 01)
-  comm::set_lab_backend_maker(&labs::make_lab_backend);  // --comm lab-naive | lab-ring | lab-sync (02, 03, 07)
-  labs::register_labs();  // --strategy lab | lab-overlap | lab-bucketed (04-06): rows of the strategy table
+  // --strategy lab | lab-overlap | lab-bucketed (04-06), --comm lab-naive | lab-ring | lab-sync (02, 03, 07):
+  // rows of the strategy and backend tables.
+  labs::register_labs();
   auto cl = app::build_command_line();
   labs::register_lab_commands(*cl);  // `microddp lab-model` (docs/labs/08-performance-model)
   const bool print = probably_rank0();

@@ -4,11 +4,12 @@
 // calls it to run the program's seams against the reference solutions.
 //
 //   strategy table (ddp/strategy.hpp)  lab, lab-overlap, lab-bucketed   labs 04-06, lab_strategies.hpp
+//   backend table (comm/factory.hpp)   lab-naive, lab-ring, lab-sync     labs 02, 03, 07, lab_backend.hpp
 #pragma once
 
 namespace microddp::labs {
 
-// Adds every lab row to the strategy table; later calls do nothing.
+// Adds every lab row to the strategy and backend tables; later calls do nothing.
 void register_labs();
 
 }  // namespace microddp::labs

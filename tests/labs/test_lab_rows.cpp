@@ -1,12 +1,14 @@
 // test_lab_rows.cpp — how the course's labs plug in (src/labs/register_labs.hpp): register_labs()
-// adds their rows to the strategy table, after the production rows and in the order the help lists
-// them, once however often it is called; each lab strategy is modelled as the production strategy
-// whose collectives it issues and refuses --shard (and lab 04 compression).
+// adds their rows to the strategy and backend tables, after the production rows and in the order
+// the help lists them, once however often it is called; each lab strategy is modelled as the
+// production strategy whose collectives it issues, refuses --shard (and lab 04 compression), and
+// each lab backend is described as the all-reduce it runs.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
+#include "comm/factory.hpp"
 #include "ddp/strategy.hpp"
 #include "labs/lab_strategies.hpp"
 #include "labs/register_labs.hpp"
@@ -18,6 +20,10 @@ TEST(LabRows, RegisteredOnceAfterTheProductionRows) {
   register_labs();
   register_labs();  // the program and a grader may both call it
   EXPECT_EQ(ddp::strategy_choices(), "naive, flat, overlap, bucketed, lab, lab-overlap, lab-bucketed");
+  const std::vector<std::string> backends = comm::available_backends();
+  ASSERT_GE(backends.size(), 3u);
+  EXPECT_EQ(std::vector<std::string>(backends.end() - 3, backends.end()),
+            (std::vector<std::string>{"lab-naive", "lab-ring", "lab-sync"}));
 }
 
 TEST(LabRows, StrategiesAreTheirProductionStrategyWithTheStudentsPart) {
@@ -38,6 +44,22 @@ TEST(LabRows, StrategiesAreTheirProductionStrategyWithTheStudentsPart) {
   EXPECT_TRUE(ddp::strategy_row(lab.overlap).no_compression.empty());
   EXPECT_EQ(ddp::modelled_as(lab.bucketed), ddp::Strategy::Bucketed);
   EXPECT_TRUE(ddp::is_async(lab.bucketed));
+}
+
+TEST(LabRows, BackendsAreDescribedAsTheAllReduceTheyRun) {
+  register_labs();
+  using A = comm::AllReduceAlgorithm;
+  const struct {
+    const char* name;
+    A algorithm;
+  } rows[] = {{"lab-naive", A::Naive}, {"lab-ring", A::Ring}, {"lab-sync", A::Ring}};
+  for (const auto& r : rows) {
+    const comm::BackendDescription d = comm::describe_backend(r.name);
+    EXPECT_TRUE(d.compiled_in) << r.name;
+    EXPECT_EQ(d.kind, comm::BackendKind::Host) << r.name;
+    EXPECT_FALSE(d.accepts_device_buffers) << r.name;
+    EXPECT_EQ(d.all_reduce_algorithm(1 << 20, 4), r.algorithm) << r.name;
+  }
 }
 
 }  // namespace
