@@ -27,24 +27,18 @@
 #include <utility>
 #include <vector>
 
-#include "comm/factory.hpp"
-#include "comm/runtime/mpi_runtime.hpp"
 #include "ddp/bucket_planner.hpp"
 #include "ddp/bucketed_sync.hpp"
-#include "ddp/trainer.hpp"
-#include "grade_verdict.hpp"
-#include "kernels/ops.hpp"
+#include "grader_training.hpp"
 #include "labs/lab_api.hpp"
 #include "labs/lab_planner.hpp"
 #include "labs/lab_strategies.hpp"
-#include "labs/register_labs.hpp"
 
 namespace {
 
 using namespace microddp;
 using labs::LabBucket;
 using labs::LabParam;
-using labs::grading::any_failed;
 
 constexpr std::int64_t kAlign = model::kParamAlignFloats;  // 64 floats = 256 bytes
 constexpr std::int64_t kB = labs::kGradElementBytes;
@@ -66,7 +60,9 @@ Layout make_layout(const std::vector<std::int64_t>& counts, const std::vector<bo
   std::int64_t end = 0;
   for (std::size_t i = 0; i < counts.size(); ++i) {
     const std::int64_t offset = aligned[i] ? model::align_param_count(end) : end;
-    l.params.push_back(LabParam{intern("p" + std::to_string(i)), offset, counts[i]});
+    std::string name = "p";  // (not "p" + to_string: GCC 12 warns falsely, -Wrestrict, on that inlined)
+    name += std::to_string(i);
+    l.params.push_back(LabParam{intern(name), offset, counts[i]});
     end = offset + counts[i];
   }
   return l;
@@ -313,8 +309,7 @@ std::string grade_random(int cases) {
 }
 
 struct Run {
-  std::vector<double> losses;
-  std::vector<float> params;
+  labs::grading::TrainRun run;
   std::vector<ddp::Bucket> buckets;
 };
 
@@ -326,14 +321,11 @@ Run train(ddp::Strategy strategy, const ddp::GradSyncOptions& options, comm::Com
   c.seed = 7;
   c.strategy = strategy;
   c.sync_options = options;
-  auto ops = kernels::make_cpu_ops(1);
-  ddp::Trainer t(c, comm, *ops);
-  t.setup();
-  Run run;
-  for (std::int64_t s = 0; s < c.steps; ++s) run.losses.push_back(t.step().loss);
-  run.params.assign(t.model().param_data(), t.model().param_data() + t.model().flat_count());
-  run.buckets = dynamic_cast<const ddp::BucketedSync&>(t.sync()).buckets();
-  return run;
+  Run r;
+  r.run = labs::grading::train(c, comm, [&](const ddp::Trainer& t, std::int64_t) {
+    r.buckets = dynamic_cast<const ddp::BucketedSync&>(t.sync()).buckets();
+  });
+  return r;
 }
 
 // Part 3 on this rank: "" when it passed.
@@ -367,17 +359,18 @@ std::string grade_training(comm::Communicator& comm) {
                bucket_text({y.first_param, y.end_param, y.offset, y.count});
       }
     }
-    for (std::size_t k = 0; k < ours.losses.size(); ++k) {
-      if (lab.losses[k] != ours.losses[k]) {
+    for (std::size_t k = 0; k < ours.run.losses.size(); ++k) {
+      if (lab.run.losses[k] != ours.run.losses[k]) {
         std::snprintf(msg, sizeof msg, "%s, step %zu: loss %.9g with lab-bucketed, %.9g with bucketed", where.c_str(),
-                      k + 1, lab.losses[k], ours.losses[k]);
+                      k + 1, lab.run.losses[k], ours.run.losses[k]);
         return msg;
       }
     }
-    for (std::size_t i = 0; i < ours.params.size(); ++i) {
-      if (std::memcmp(&lab.params[i], &ours.params[i], sizeof(float)) != 0) {
+    for (std::size_t i = 0; i < ours.run.params.size(); ++i) {
+      if (std::memcmp(&lab.run.params[i], &ours.run.params[i], sizeof(float)) != 0) {
         std::snprintf(msg, sizeof msg, "%s: parameter element %zu is %.9g with lab-bucketed, %.9g with bucketed",
-                      where.c_str(), i, static_cast<double>(lab.params[i]), static_cast<double>(ours.params[i]));
+                      where.c_str(), i, static_cast<double>(lab.run.params[i]),
+                      static_cast<double>(ours.run.params[i]));
         return msg;
       }
     }
@@ -385,44 +378,15 @@ std::string grade_training(comm::Communicator& comm) {
   return "";
 }
 
-template <class F>
-std::string guarded(F&& part) {
-  try {
-    return part();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  using namespace microddp;
-  labs::register_labs();  // as the program does (src/app/main.cpp)
   constexpr int kRandomCases = 3000;
-  int rc = 0;
-  try {
-    comm::MpiRuntime mpi(&argc, &argv);
-    auto comm = comm::make_communicator("mpi", mpi);
-    const bool root = mpi.rank() == 0;
-    if (root) {
-      std::printf("grading lab 06 (bucketing: plan_buckets) on %d rank(s)\n", mpi.size());
-      std::fflush(stdout);
-    }
-    if (any_failed(guarded(grade_hand_picked), /*same_everywhere=*/true) ||
-        any_failed(guarded([&] { return grade_random(kRandomCases); }), /*same_everywhere=*/true) ||
-        any_failed(guarded([&] { return grade_training(*comm); }))) {
-      rc = 1;
-    } else if (root) {
-      std::printf(
-          "PASS: lab 06, %zu hand-picked plans exact, %d random layouts equal to the production planner, "
-          "training with lab-bucketed bitwise identical to bucketed\n",
-          hand_picked().size(), kRandomCases);
-    }
-  } catch (const std::exception& e) {
-    std::printf("FAIL: %s\n", e.what());
-    std::fflush(stdout);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
-  return rc;
+  return labs::grading::run_trainer_grader(
+      argc, argv, "06 (bucketing: plan_buckets)", "",
+      {{[](comm::Communicator&) { return grade_hand_picked(); }, /*same_everywhere=*/true},
+       {[](comm::Communicator&) { return grade_random(kRandomCases); }, /*same_everywhere=*/true},
+       {grade_training}},
+      "lab 06, " + std::to_string(hand_picked().size()) + " hand-picked plans exact, " + std::to_string(kRandomCases) +
+          " random layouts equal to the production planner, training with lab-bucketed bitwise identical to bucketed");
 }

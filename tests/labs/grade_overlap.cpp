@@ -29,20 +29,14 @@
 #include <string>
 #include <vector>
 
-#include "comm/factory.hpp"
-#include "comm/runtime/mpi_runtime.hpp"
 #include "core/event_log.hpp"
-#include "ddp/trainer.hpp"
-#include "grade_verdict.hpp"
-#include "kernels/ops.hpp"
+#include "grader_training.hpp"
 #include "labs/lab_hooks.hpp"
 #include "labs/lab_strategies.hpp"
-#include "labs/register_labs.hpp"
 
 namespace {
 
 using namespace microddp;
-using labs::grading::any_failed;
 
 constexpr float kPadding = 0.25f;  // the padding between gradients: no all-reduce may touch it
 constexpr int kSteps = 3;
@@ -142,8 +136,7 @@ std::string grade_hooks(comm::Communicator& comm) {
 }
 
 struct Run {
-  std::vector<double> losses;
-  std::vector<float> params;
+  labs::grading::TrainRun run;
   std::string failure;  // overlap checks of the lab run
 };
 
@@ -155,28 +148,24 @@ Run train(ddp::Strategy strategy, std::int64_t accum_steps, comm::Communicator& 
   c.steps = 4;
   c.seed = 5;
   c.strategy = strategy;
-  auto ops = kernels::make_cpu_ops(1);
-  ddp::Trainer t(c, comm, *ops);
-  t.setup();
-  Run run;
-  for (std::int64_t s = 0; s < c.steps; ++s) {
-    run.losses.push_back(t.step().loss);
+  Run r;
+  r.run = labs::grading::train(c, comm, [&](const ddp::Trainer& t, std::int64_t s) {
     const auto* lab = dynamic_cast<const labs::LabOverlapSync*>(&t.sync());
-    if (lab != nullptr && run.failure.empty()) {
-      run.failure = overlap_failure(
+    if (lab != nullptr && r.failure.empty()) {
+      r.failure = overlap_failure(
           lab->recorder(), t.model().params().size(),
           "part 2 (training, " + std::to_string(accum_steps) + " micro-step(s)), step " + std::to_string(s + 1));
     }
-  }
-  run.params.assign(t.model().param_data(), t.model().param_data() + t.model().flat_count());
-  return run;
+  });
+  return r;
 }
 
 // Part 2 on this rank: "" when it passed.
 std::string grade_training(comm::Communicator& comm, std::int64_t accum_steps) {
-  const Run ours = train(ddp::Strategy::Overlap, accum_steps, comm);
-  const Run lab = train(labs::lab_strategies().overlap, accum_steps, comm);
-  if (!lab.failure.empty()) return lab.failure;
+  const labs::grading::TrainRun ours = train(ddp::Strategy::Overlap, accum_steps, comm).run;
+  const Run lab_run = train(labs::lab_strategies().overlap, accum_steps, comm);
+  if (!lab_run.failure.empty()) return lab_run.failure;
+  const labs::grading::TrainRun& lab = lab_run.run;
   const std::string where = "part 2 (training, " + std::to_string(accum_steps) + " micro-step(s))";
   char msg[512];
   for (std::size_t s = 0; s < ours.losses.size(); ++s) {
@@ -199,45 +188,15 @@ std::string grade_training(comm::Communicator& comm, std::int64_t accum_steps) {
   return "";
 }
 
-// Runs one part, turning an exception (the starter's "not done yet", a rule the seam enforces)
-// into this rank's failure.
-template <class F>
-std::string guarded(F&& part) {
-  try {
-    return part();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  using namespace microddp;
-  labs::register_labs();  // as the program does (src/app/main.cpp)
-  int rc = 0;
-  try {
-    comm::MpiRuntime mpi(&argc, &argv);
-    auto comm = comm::make_communicator("mpi", mpi);
-    const bool root = mpi.rank() == 0;
-    if (root) {
-      std::printf("grading lab 05 (hooks and overlap: OverlapHooks) on %d rank(s)\n", mpi.size());
-      std::fflush(stdout);
-    }
-    if (any_failed(guarded([&] { return grade_hooks(*comm); })) ||
-        any_failed(guarded([&] { return grade_training(*comm, 1); })) ||
-        any_failed(guarded([&] { return grade_training(*comm, 2); }))) {
-      rc = 1;
-    } else if (root) {
-      std::printf(
-          "PASS: lab 05, %d steps of hand-made gradients exact on every rank, every all-reduce launched from "
-          "its hook and waited for after backward; training bitwise identical to `overlap`\n",
-          kSteps);
-    }
-  } catch (const std::exception& e) {
-    std::printf("FAIL: %s\n", e.what());
-    std::fflush(stdout);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
-  return rc;
+  return labs::grading::run_trainer_grader(
+      argc, argv, "05 (hooks and overlap: OverlapHooks)", "",
+      {{grade_hooks}, {[](comm::Communicator& c) { return grade_training(c, 1); }}, {[](comm::Communicator& c) {
+         return grade_training(c, 2);
+       }}},
+      "lab 05, " + std::to_string(kSteps) +
+          " steps of hand-made gradients exact on every rank, every all-reduce launched from its hook and waited for "
+          "after backward; training bitwise identical to `overlap`");
 }
