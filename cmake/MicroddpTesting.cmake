@@ -21,8 +21,8 @@
 # A shell-script test. It runs in the MPI tests' environment (Open MPI may run as root and
 # oversubscribe, CPU device); exit code 77 means skipped (the script prints why).
 #
-# MPI tests link tests/support/mpi_gtest_main.cpp (MPI up, rank-0 output, results agreed across
-# ranks). GPU tests exit with code 77 when no device is present, which ctest reports as skipped;
+# MPI tests link tests/support/mpi_gtest_main.cpp (the harness of mpi_gtest_run.hpp: MPI up, rank-0
+# output, results agreed across ranks). GPU tests exit with code 77 when no device is present, which ctest reports as skipped;
 # in the emulated CUDA build (MICRODDP_CUDA_EMU) the device is always there, so a cuda/nccl test
 # that skips has failed to find it and is reported as failed. There, every test program also gets
 # MICRODDP_TEST_CUDA_EMU=1 and the emulator's test headers (cuda_emu/counters.h, control.h).

@@ -47,7 +47,7 @@ struct Variant {
   ddp::Strategy strategy = ddp::Strategy::Naive;
   double bucket_mb = 0;  // bucketed only
   ddp::zero::ShardMode shard = ddp::zero::ShardMode::None;
-  std::string compression = "none";
+  ddp::CompressionMode compression = ddp::CompressionMode::None;
   std::string label;
   double ring_mib = 0;       // per-rank bytes a ring moves per step (formula over the collectives' sizes)
   double opt_state_mib = 0;  // optimizer state per rank, measured (memory_report)
@@ -75,11 +75,7 @@ class BenchDdpCommand final : public Command {
     add_strategy_list_option(sub, "--strategies", strategies_, "Strategies to compare");
     // Compression modes side by side (docs/compression.md): a list here, not the single mode of train.
     sub->remove_option(sub->get_option("--grad-compression"));
-    sub->add_option("--grad-compression", compressions_,
-                    "Gradient compression modes to compare (none,fp16,bf16,powersgd)")
-        ->delimiter(',')
-        ->check(CLI::IsMember({"none", "fp16", "bf16", "powersgd"}))
-        ->capture_default_str();
+    add_compression_list_option(sub, "--grad-compression", compressions_, "Gradient compression modes to compare");
     sub->add_option("--bucket-mb", bucket_mbs_, "Bucket caps in MiB for `bucketed` (one variant each: the sweep)")
         ->delimiter(',')
         ->check(finite_range(1e-6, 1e6))
@@ -94,8 +90,11 @@ class BenchDdpCommand final : public Command {
   void validate() override {
     MDDP_USAGE_CHECK(!compressions_.empty(), "--grad-compression is empty");
     // The shared checks see the most specific mode listed (--powersgd-rank needs powersgd among them).
-    for (const auto& c : compressions_) {
-      if (c != "none" && opts_.config.compression.mode != "powersgd") opts_.config.compression.mode = c;
+    for (const auto c : compressions_) {
+      if (c != ddp::CompressionMode::None &&
+          !ddp::compression_mode_row(opts_.config.compression.mode).powersgd_settings) {
+        opts_.config.compression.mode = c;
+      }
     }
     validate_train_options(opts_);
     MDDP_USAGE_CHECK(!strategies_.empty(), "--strategies is empty");
@@ -107,7 +106,7 @@ class BenchDdpCommand final : public Command {
  private:
   TrainOptions opts_;
   std::vector<ddp::Strategy> strategies_{ddp::kStrategies.begin(), ddp::kStrategies.end()};
-  std::vector<std::string> compressions_{"none"};
+  std::vector<ddp::CompressionMode> compressions_{ddp::CompressionMode::None};
   std::vector<double> bucket_mbs_{0.25, 1, 4, 25, 100};
   std::vector<std::string> shards_{"none"};
   int rounds_ = 3, warmup_ = 1;
@@ -126,12 +125,15 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
     const ddp::zero::ShardMode shard = ddp::zero::parse_shard_mode(shard_name);
     const std::string shard_suffix =
         shard == ddp::zero::ShardMode::None ? "" : (shard == ddp::zero::ShardMode::Optimizer ? " zero1" : " zero2");
-    for (const auto& c : compressions_) {
+    for (const auto c : compressions_) {
       // The trainer refuses sharding with compression (ddp/trainer.cpp build_sync): such pairs are left out.
-      if (shard != ddp::zero::ShardMode::None && c != "none") continue;
-      const std::string suffix = shard_suffix + (compressions_.size() > 1 || c != "none" ? " " + c : "");
+      if (shard != ddp::zero::ShardMode::None && c != ddp::CompressionMode::None) continue;
+      const std::string suffix = shard_suffix + (compressions_.size() > 1 || c != ddp::CompressionMode::None
+                                                     ? " " + std::string(ddp::compression_mode_name(c))
+                                                     : "");
       for (const ddp::Strategy s : strategies_) {
-        if (shard != ddp::zero::ShardMode::None && ddp::is_lab(s)) continue;  // the labs do not shard
+        // Rows that do not shard (the labs) run unsharded only.
+        if (shard != ddp::zero::ShardMode::None && !ddp::strategy_row(s).no_shard.empty()) continue;
         if (ddp::modelled_as(s) == ddp::Strategy::Bucketed) {  // bucketed and lab-bucketed: the sweep
           for (double mb : bucket_mbs_) {
             char label[64];

@@ -113,12 +113,12 @@ CLI::Option* add_byte_size_option(CLI::App* sub, const std::string& name, std::i
 // ---- strategies ----
 namespace {
 
-// Rewrites a strategy name to the enum's number, which CLI11 then converts into the enum.
+// Checks that the value is a strategy's name (the error names the option and the choices).
 CLI::Validator strategy_name(const std::string& option) {
   return CLI::Validator(
       [option](std::string& input) -> std::string {
         try {
-          input = std::to_string(static_cast<int>(ddp::parse_strategy(input, option)));
+          ddp::parse_strategy(input, option);
         } catch (const core::UsageError& e) {
           return e.what();
         }
@@ -127,15 +127,12 @@ CLI::Validator strategy_name(const std::string& option) {
       "");
 }
 
-// "naive: one blocking ...; flat: ...": what each choice does, for the help.
+// "naive: one blocking ...; flat: ...": what each row of the strategy table does, for the help.
 std::string strategies_help() {
   std::string help;
-  for (const ddp::Strategy s : ddp::kStrategies) {
+  for (const ddp::Strategy s : ddp::all_strategies()) {
     help += (help.empty() ? "" : "; ") + std::string(ddp::strategy_name(s)) + ": " +
             std::string(ddp::strategy_description(s));
-  }
-  for (const ddp::Strategy s : ddp::kLabStrategies) {  // the course's labs (docs/labs)
-    help += "; " + std::string(ddp::strategy_name(s)) + ": " + std::string(ddp::strategy_description(s));
   }
   return help;
 }
@@ -144,8 +141,11 @@ std::string strategies_help() {
 
 CLI::Option* add_strategy_option(CLI::App* sub, const std::string& name, ddp::Strategy& target,
                                  const std::string& description) {
-  return sub->add_option(name, target, description + " (" + strategies_help() + ")")
-      ->transform(strategy_name(name))
+  return sub
+      ->add_option_function<std::string>(
+          name, [&target, name](const std::string& s) { target = ddp::parse_strategy(s, name); },
+          description + " (" + strategies_help() + ")")
+      ->check(strategy_name(name))
       ->type_name("STRATEGY")
       ->default_str(std::string(ddp::strategy_name(target)));
 }
@@ -154,11 +154,63 @@ CLI::Option* add_strategy_list_option(CLI::App* sub, const std::string& name, st
                                       const std::string& description) {
   std::string defaults;
   for (const ddp::Strategy s : target) defaults += (defaults.empty() ? "" : ",") + std::string(ddp::strategy_name(s));
-  return sub->add_option(name, target, description + ", comma-separated (" + strategies_help() + ")")
+  return sub
+      ->add_option_function<std::vector<std::string>>(
+          name,
+          [&target, name](const std::vector<std::string>& names) {
+            target.clear();
+            for (const auto& s : names) target.push_back(ddp::parse_strategy(s, name));
+          },
+          description + ", comma-separated (" + strategies_help() + ")")
       ->delimiter(',')
-      ->transform(strategy_name(name))
+      ->check(strategy_name(name))
       ->type_name("STRATEGY,...")
       ->default_str(defaults);
+}
+
+// ---- gradient compression modes ----
+namespace {
+
+std::vector<std::string> compression_mode_names() {
+  std::vector<std::string> names;
+  for (const auto& row : ddp::compression_modes()) names.emplace_back(row.name);
+  return names;
+}
+
+}  // namespace
+
+CLI::Option* add_compression_option(CLI::App* sub, const std::string& name, ddp::CompressionMode& target,
+                                    const std::string& description) {
+  std::string help;  // "none (fp32), fp16, bf16 (16-bit, fp32 accumulation), powersgd (low rank)"
+  for (const auto& row : ddp::compression_modes()) {
+    help += (help.empty() ? "" : ", ") + std::string(row.name) +
+            (row.help.empty() ? "" : " (" + std::string(row.help) + ")");
+  }
+  return sub
+      ->add_option_function<std::string>(
+          name, [&target](const std::string& s) { target = ddp::parse_compression_mode(s); }, description + ": " + help)
+      ->check(CLI::IsMember(compression_mode_names()))
+      ->type_name("TEXT")
+      ->default_str(std::string(ddp::compression_mode_name(target)));
+}
+
+CLI::Option* add_compression_list_option(CLI::App* sub, const std::string& name,
+                                         std::vector<ddp::CompressionMode>& target, const std::string& description) {
+  std::string modes, defaults;
+  for (const auto& m : compression_mode_names()) modes += (modes.empty() ? "" : ",") + m;
+  for (const auto m : target) defaults += (defaults.empty() ? "" : ",") + std::string(ddp::compression_mode_name(m));
+  return sub
+      ->add_option_function<std::vector<std::string>>(
+          name,
+          [&target](const std::vector<std::string>& names) {
+            target.clear();
+            for (const auto& s : names) target.push_back(ddp::parse_compression_mode(s));
+          },
+          description + " (" + modes + ")")
+      ->delimiter(',')
+      ->check(CLI::IsMember(compression_mode_names()))
+      ->type_name("TEXT")
+      ->default_str("[" + defaults + "]");
 }
 
 }  // namespace microddp::app

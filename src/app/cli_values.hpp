@@ -10,6 +10,8 @@
 //     "B": 4K, 4k, 4KiB and 4KB all mean 4096 bytes). No fractions, signs or spaces.
 //   * Strategies: read by ddp::parse_strategy (one spelling of every strategy); an unknown name
 //     fails naming the option and the choices, and the help lists every strategy with what it does.
+//   * Gradient compression modes: one of the mode table's names (ddp/compression/compression_config.hpp),
+//     parsed here into a ddp::CompressionMode; the help lists the table's rows.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -20,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ddp/compression/compression_config.hpp"
 #include "ddp/strategy.hpp"
 
 namespace microddp::app {
@@ -44,5 +47,12 @@ CLI::Option* add_strategy_option(CLI::App* sub, const std::string& name, ddp::St
 // A comma-separated list of strategies, in the order given.
 CLI::Option* add_strategy_list_option(CLI::App* sub, const std::string& name, std::vector<ddp::Strategy>& target,
                                       const std::string& description);
+
+// A compression mode; `description` is followed by every mode's name and help ("none (fp32), ...").
+CLI::Option* add_compression_option(CLI::App* sub, const std::string& name, ddp::CompressionMode& target,
+                                    const std::string& description);
+// A comma-separated list of compression modes; `description` is followed by "(none,fp16,...)".
+CLI::Option* add_compression_list_option(CLI::App* sub, const std::string& name,
+                                         std::vector<ddp::CompressionMode>& target, const std::string& description);
 
 }  // namespace microddp::app

@@ -15,13 +15,10 @@
 
 #include "app/cli.hpp"
 #include "app/comm_settings.hpp"
-#include "app/manual_replicas.hpp"
+#include "app/lab_commands.hpp"
 #include "comm/runtime/mpi_runtime.hpp"
 #include "core/error.hpp"
-#include "labs/lab_api.hpp"
-#include "labs/lab_backend.hpp"
-#include "labs/lab_model_command.hpp"
-#include "labs/lab_strategies.hpp"
+#include "labs/register_labs.hpp"
 
 namespace {
 
@@ -33,12 +30,14 @@ bool probably_rank0() { return microddp::comm::MpiRuntime::launcher_rank().value
 
 int main(int argc, char** argv) {
   using namespace microddp;
-  // The course's labs (docs/labs) plug into the product here, so its libraries do not depend on them.
-  app::set_lab_replica_combiner(&labs::combine_replica_gradients);  // manual --average lab (lab 01)
-  comm::set_lab_backend_maker(&labs::make_lab_backend);             // --comm lab-naive | lab-ring | lab-sync (02, 03, 07)
-  ddp::set_lab_sync_maker(&labs::make_lab_strategy);                // --strategy lab | lab-overlap | lab-bucketed (04-06)
+  // The course's labs (docs/labs) add their rows to the program's tables here, before the command
+  // line is built (its help lists every row), so no library of the product depends on them:
+  // --strategy lab | lab-overlap | lab-bucketed (labs 04-06), --comm lab-naive | lab-ring | lab-sync
+  // (02, 03, 07), manual --average lab (01), `microddp lab-model` (08).
+  labs::register_labs();
+  app::register_lab_combiner();
   auto cl = app::build_command_line();
-  labs::register_lab_commands(*cl);  // `microddp lab-model` (docs/labs/08-performance-model)
+  app::register_lab_commands(*cl);
   const bool print = probably_rank0();
   const app::ParseOutcome parsed = app::parse_command_line(*cl, argc, argv);
   if (parsed.help) {

@@ -15,14 +15,17 @@
 // sums all B rows inside one GEMM, a different summation order, so its checksum differs in the
 // last bits (docs/baseline.md).
 //
-// --average lab combines them with lab 01's function instead of ours (docs/labs/01-manual-averaging):
-// done right, the run ends with exactly the checksum of the default `--average ours`.
+// --average NAME picks the combiner from the table in manual_replicas.hpp: ours, or a registered one
+// (`lab`: lab 01's function, docs/labs/01-manual-averaging; done right, the run ends with exactly
+// the checksum of the default `--average ours`).
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "app/command.hpp"
 #include "app/manual_replicas.hpp"
@@ -54,10 +57,16 @@ class ManualCommand final : public Command {
     auto* no_sync =
         sub->add_flag("--no-sync", no_sync_,
                       "Skip combining the gradients: each replica steps on its own half; watch them drift apart");
-    sub->add_option("--average", average_,
-                    "Who combines the replicas' gradients: ours, or lab (YOUR function of lab 01, "
-                    "docs/labs/01-manual-averaging)")
-        ->check(CLI::IsMember({"ours", "lab"}))
+    // The rows of the combiner table: "ours, or lab (YOUR function of lab 01, ...)".
+    std::string who;
+    std::vector<std::string> names;
+    for (const ReplicaCombinerRow& row : replica_combiners()) {
+      who += std::string(who.empty() ? "" : ", or ") + std::string(row.name) +
+             (row.help.empty() ? "" : " (" + std::string(row.help) + ")");
+      names.emplace_back(row.name);
+    }
+    sub->add_option("--average", average_, "Who combines the replicas' gradients: " + who)
+        ->check(CLI::IsMember(names))
         ->type_name("WHO")
         ->default_str("ours")
         ->excludes(no_sync);
@@ -70,26 +79,19 @@ class ManualCommand final : public Command {
   int run(const comm::MpiRuntime& mpi) override {
     MDDP_AGREED_USAGE_CHECK(mpi.size() == 1, "manual runs its replicas inside one process; start it without mpirun");
     const auto& cfg = opts_.config;
-    ReplicaCombiner combine = &sum_replica_gradients;
-    if (average_ == "lab") {
-      combine = lab_replica_combiner();
-      MDDP_USAGE_CHECK(combine != nullptr,
-                       "--average lab: this program was built without the course's labs (docs/labs)");
-    }
-    if (no_sync_) combine = nullptr;
+    const ReplicaCombinerRow& who = *find_replica_combiner(average_);  // --average checked it
+    ReplicaCombiner combine = no_sync_ ? nullptr : who.combine;
+    const std::string how =
+        no_sync_ ? "--no-sync: gradients NOT combined, each replica steps on its own half" : std::string(who.summary);
     ManualReplicas reps(cfg, kReplicas, opts_.threads > 0 ? opts_.threads : default_blas_threads(mpi));
     const std::int64_t n = reps.param_count();
     std::printf("# microddp manual: %d replicas in one process, rows per replica %" PRId64 " + %" PRId64 "; %s\n",
-                kReplicas, reps.sampler(0).local_count(), reps.sampler(1).local_count(),
-                no_sync_            ? "--no-sync: gradients NOT combined, each replica steps on its own half"
-                : average_ == "lab" ? "gradients combined by lab 01's function (--average lab)"
-                                    : "gradients combined by hand (g = g_A + g_B)");
+                kReplicas, reps.sampler(0).local_count(), reps.sampler(1).local_count(), how.c_str());
     // max|A-B|: largest parameter difference between the replicas; checksums: FNV-1a of each
     // replica's parameter bytes (equal exactly when the replicas are bitwise identical).
     std::printf("# %8s %12s %12s %12s %10s %12s %16s %16s\n", "step", "loss", "loss_A", "loss_B", "identical",
                 "max|A-B|", "checksum_A", "checksum_B");
-    const char* why_diverged =
-        average_ == "lab" ? " (--average lab: lab 01's function left the replicas' gradients different)" : "";
+    const std::string_view why_diverged = who.diverged;
     bool same = true;
     for (std::int64_t s = 0; s < cfg.steps; ++s) {
       double losses[kReplicas];

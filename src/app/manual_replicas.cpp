@@ -7,11 +7,29 @@
 namespace microddp::app {
 
 namespace {
-ReplicaCombiner g_lab_combiner = nullptr;
+
+std::vector<ReplicaCombinerRow>& table() {
+  static std::vector<ReplicaCombinerRow> rows = {
+      {"ours", "", "gradients combined by hand (g = g_A + g_B)", "", &sum_replica_gradients},
+  };
+  return rows;
+}
+
 }  // namespace
 
-void set_lab_replica_combiner(ReplicaCombiner combiner) { g_lab_combiner = combiner; }
-ReplicaCombiner lab_replica_combiner() { return g_lab_combiner; }
+void register_replica_combiner(const ReplicaCombinerRow& row) {
+  MDDP_CHECK(find_replica_combiner(row.name) == nullptr, "replica combiner '" << row.name << "' registered twice");
+  table().push_back(row);
+}
+
+const std::vector<ReplicaCombinerRow>& replica_combiners() { return table(); }
+
+const ReplicaCombinerRow* find_replica_combiner(std::string_view name) {
+  for (const ReplicaCombinerRow& row : table()) {
+    if (row.name == name) return &row;
+  }
+  return nullptr;
+}
 
 void sum_replica_gradients(std::span<float* const> replicas, std::int64_t count) {
   if (replicas.empty()) return;

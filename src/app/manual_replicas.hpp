@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "core/host_buffer.hpp"
@@ -34,11 +35,22 @@ using ReplicaCombiner = void (*)(std::span<float* const> replicas, std::int64_t 
 // Ours: the sum in replica order ((g_0 + g_1) + g_2) + ..., written back to every replica.
 void sum_replica_gradients(std::span<float* const> replicas, std::int64_t count);
 
-// Lab 01's function (`manual --average lab`, docs/labs/01-manual-averaging). It lives in the course's
-// lab library, which this one does not depend on: the program installs it at start-up
-// (app/main.cpp). nullptr until then.
-void set_lab_replica_combiner(ReplicaCombiner combiner);
-ReplicaCombiner lab_replica_combiner();
+// Who combines the replicas' gradients (`manual --average NAME`): one table of combiners. Ours is
+// the production row; the course's lab 01 adds `lab` at start-up (app/lab_commands.hpp), so this
+// library does not depend on the labs.
+struct ReplicaCombinerRow {
+  std::string_view name;      // --average NAME
+  std::string_view help;      // what it is, after the name in --average's help ("": nothing)
+  std::string_view summary;   // how the gradients are combined, in the run's first line
+  std::string_view diverged;  // appended to "replicas diverged at step N" (why that may happen)
+  ReplicaCombiner combine = nullptr;
+};
+// Appends a row (a name not in the table yet; its strings are literals).
+void register_replica_combiner(const ReplicaCombinerRow& row);
+// Every row, ours first.
+const std::vector<ReplicaCombinerRow>& replica_combiners();
+// The row named `name`, or nullptr.
+const ReplicaCombinerRow* find_replica_combiner(std::string_view name);
 
 class ManualReplicas {
  public:

@@ -144,15 +144,15 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     std::printf("#   memory     : --shard %s: %s per rank\n",
                 std::string(ddp::zero::shard_mode_name(cfg.shard)).c_str(),
                 ddp::zero::format_memory(trainer.memory_report()).c_str());
-    if (cfg.compression.mode != "none") {
+    if (cfg.compression.mode != ddp::CompressionMode::None) {
       const auto& cc = cfg.compression;
       char how[160] = "";
-      if (cc.mode == "powersgd") {
+      if (ddp::compression_mode_row(cc.mode).powersgd_settings) {
         std::snprintf(how, sizeof how, " rank %" PRId64 " from step %" PRId64 ",", cc.powersgd_rank,
                       cc.powersgd_start_step + 1);
       }
-      std::printf("#   compression: %s%s error feedback %s (docs/compression.md)\n", cc.mode.c_str(), how,
-                  cc.error_feedback ? "on" : "off");
+      std::printf("#   compression: %s%s error feedback %s (docs/compression.md)\n",
+                  std::string(ddp::compression_mode_name(cc.mode)).c_str(), how, cc.error_feedback ? "on" : "off");
     }
     if (cfg.accum_steps > 1) {
       std::printf("#   accumulate : %" PRId64 " micro-batches of %" PRId64 " per step (effective batch %" PRId64
@@ -225,12 +225,13 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     std::printf("#   memory per rank (--shard %s, measured): %s\n",
                 std::string(ddp::zero::shard_mode_name(cfg.shard)).c_str(),
                 ddp::zero::format_memory(trainer.memory_report()).c_str());
-    if (cfg.compression.mode != "none") {
+    if (cfg.compression.mode != ddp::CompressionMode::None) {
       const double fp32 = static_cast<double>(trainer.sync().uncompressed_bytes_per_step());
       std::printf(
           "#   compression: %s, %.3f MiB on the wire per step (%.1f%% of fp32's %.3f MiB); encode/decode %.3f ms "
           "per step (median)\n",
-          cfg.compression.mode.c_str(), static_cast<double>(m.comm_bytes) / (1 << 20),
+          std::string(ddp::compression_mode_name(cfg.compression.mode)).c_str(),
+          static_cast<double>(m.comm_bytes) / (1 << 20),
           fp32 > 0 ? 100.0 * static_cast<double>(m.comm_bytes) / fp32 : 0.0, fp32 / (1 << 20), m.compress_ms);
     }
     std::printf("#   parameter checksum %016" PRIx64 "\n", checksum);

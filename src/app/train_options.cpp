@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "app/cli_values.hpp"
 #include "comm/factory.hpp"
@@ -168,10 +170,7 @@ void add_distributed_training_options(CLI::App* sub, TrainOptions& o) {
 void add_compression_options(CLI::App* sub, TrainOptions& o) {
   auto& c = o.config;
   // Gradient compression (docs/compression.md).
-  sub->add_option("--grad-compression", c.compression.mode,
-                  "Gradient wire format: none (fp32), fp16, bf16 (16-bit, fp32 accumulation), powersgd (low rank)")
-      ->check(CLI::IsMember({"none", "fp16", "bf16", "powersgd"}))
-      ->capture_default_str();
+  add_compression_option(sub, "--grad-compression", c.compression.mode, "Gradient wire format");
   o.powersgd_rank_opt = sub->add_option("--powersgd-rank", c.compression.powersgd_rank,
                                         "PowerSGD: rank of each weight matrix's approximation")
                             ->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}))
@@ -201,14 +200,24 @@ void validate_train_options(TrainOptions& o) {
   validate_backend_name(o.comm, "--comm");
   c.on_nan = ddp::parse_nan_policy(o.on_nan);
   c.shard = ddp::zero::parse_shard_mode(o.shard);
-  MDDP_USAGE_CHECK(!ddp::is_lab(c.strategy) || c.shard == ddp::zero::ShardMode::None,
-                   "--strategy " << ddp::strategy_name(c.strategy)
-                                 << " (a course lab, docs/labs) does not shard: leave --shard at none");
+  const ddp::StrategyRow& strategy = ddp::strategy_row(c.strategy);
+  MDDP_USAGE_CHECK(
+      strategy.no_shard.empty() || c.shard == ddp::zero::ShardMode::None,
+      "--strategy " << strategy.name << " (" << strategy.no_shard << ") does not shard: leave --shard at none");
   auto given = [](const CLI::Option* opt) { return opt != nullptr && opt->count() > 0; };
   c.compression.error_feedback = o.error_feedback == "on";
   ddp::validate_compression(c.compression, given(o.powersgd_rank_opt) || given(o.powersgd_start_opt));
-  MDDP_USAGE_CHECK(!given(o.error_feedback_opt) || c.compression.mode != "none",
-                   "--error-feedback needs a lossy --grad-compression (fp16, bf16 or powersgd)");
+  if (given(o.error_feedback_opt) && !ddp::compression_mode_row(c.compression.mode).lossy) {
+    std::vector<std::string_view> lossy;  // "fp16, bf16 or powersgd"
+    for (const auto& row : ddp::compression_modes()) {
+      if (row.lossy) lossy.push_back(row.name);
+    }
+    std::string list;
+    for (std::size_t i = 0; i < lossy.size(); ++i) {
+      list += (i == 0 ? "" : i + 1 == lossy.size() ? " or " : ", ") + std::string(lossy[i]);
+    }
+    MDDP_USAGE_CHECK(false, "--error-feedback needs a lossy --grad-compression (" << list << ")");
+  }
   if (o.log_every == 0) o.log_every = std::max<std::int64_t>(1, c.steps / 10);
 }
 

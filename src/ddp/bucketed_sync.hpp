@@ -26,8 +26,8 @@ namespace microddp::ddp {
 
 class BucketedSync final : public GradSync {
  public:
-  // `strategy`: Overlap (one bucket per parameter), Bucketed, or LabBucketed (lab 06: the plan is the
-  // student's, src/labs/lab_planner.hpp); it only names the synchroniser.
+  // `strategy`: the row it is built for (overlap: one bucket per parameter; bucketed; or a registered
+  // row with a plan of its own); it only names the synchroniser.
   BucketedSync(Strategy strategy, std::vector<Bucket> plan, comm::Communicator& comm,
                const std::vector<model::ParamInfo>& params, core::TensorView grads, core::EventLog& events);
   Strategy strategy() const override { return strategy_; }

@@ -1,4 +1,4 @@
-// grad_sync.cpp — shared bookkeeping of strategies and the strategy factory.
+// grad_sync.cpp — shared bookkeeping of strategies, and building one from its row of the strategy table.
 #include "ddp/grad_sync.hpp"
 
 #include <algorithm>
@@ -6,17 +6,8 @@
 
 #include "core/error.hpp"
 #include "ddp/bucket_planner.hpp"
-#include "ddp/bucketed_sync.hpp"
-#include "ddp/flat_sync.hpp"
-#include "ddp/naive_sync.hpp"
 
 namespace microddp::ddp {
-
-namespace {
-LabSyncMaker g_lab_sync_maker = nullptr;
-}  // namespace
-
-void set_lab_sync_maker(LabSyncMaker maker) { g_lab_sync_maker = maker; }
 
 BucketCaps bucket_caps(const GradSyncOptions& options) {
   MDDP_USAGE_CHECK(options.bucket_mb > 0, "--bucket-mb must be > 0, got " << options.bucket_mb);
@@ -137,10 +128,12 @@ std::unique_ptr<GradSync> make_grad_sync(Strategy strategy, comm::Communicator& 
                                          core::EventLog& events, const GradSyncOptions& options,
                                          const GradCompressionConfig& compression, kernels::Ops& ops,
                                          std::uint64_t seed) {
-  // The lab strategy hands the student plain fp32 all-reduces; encode/decode would bypass their code.
-  MDDP_USAGE_CHECK(
-      strategy != Strategy::Lab || compression.mode == "none",
-      "--strategy lab (lab 04) with --grad-compression " << compression.mode << " is not supported: leave it at none");
+  // A row may refuse compression (lab 04 hands the student plain fp32 all-reduces: encode/decode
+  // would bypass their code).
+  const StrategyRow& row = strategy_row(strategy);
+  MDDP_USAGE_CHECK(row.no_compression.empty() || compression.mode == CompressionMode::None,
+                   "--strategy " << row.name << " (" << row.no_compression << ") with --grad-compression "
+                                 << compression_mode_name(compression.mode) << " is not supported: leave it at none");
   auto sync = make_grad_sync(strategy, comm, params, grads, events, options);
   sync->attach_compressor(make_grad_compressor(compression, seed, comm, ops, params, grads));
   return sync;
@@ -149,28 +142,7 @@ std::unique_ptr<GradSync> make_grad_sync(Strategy strategy, comm::Communicator& 
 std::unique_ptr<GradSync> make_grad_sync(Strategy strategy, comm::Communicator& comm,
                                          const std::vector<model::ParamInfo>& params, core::TensorView grads,
                                          core::EventLog& events, const GradSyncOptions& options) {
-  switch (strategy) {
-    case Strategy::Naive:
-      return std::make_unique<NaiveSync>(comm, params, grads, events);
-    case Strategy::Flat:
-      return std::make_unique<FlatSync>(comm, params, grads, events);
-    case Strategy::Overlap:
-      return std::make_unique<BucketedSync>(strategy, plan_per_parameter(params), comm, params, grads, events);
-    case Strategy::Bucketed: {
-      const BucketCaps caps = bucket_caps(options);
-      return std::make_unique<BucketedSync>(strategy, plan_buckets(params, caps.cap_bytes, caps.first_cap_bytes), comm,
-                                            params, grads, events);
-    }
-    case Strategy::Lab:
-    case Strategy::LabOverlap:
-    case Strategy::LabBucketed:
-      MDDP_USAGE_CHECK(g_lab_sync_maker != nullptr, "--strategy " << strategy_name(strategy)
-                                                                  << ": this program was built without the course's "
-                                                                     "labs (docs/labs)");
-      return g_lab_sync_maker(strategy, comm, params, grads, events, options);
-  }
-  MDDP_CHECK(false, "strategy " << static_cast<int>(strategy) << " has no synchroniser");
-  return nullptr;
+  return strategy_row(strategy).make(strategy, comm, params, grads, events, options);
 }
 
 }  // namespace microddp::ddp

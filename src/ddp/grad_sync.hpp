@@ -130,18 +130,11 @@ class GradSync {
   std::vector<Deferred> deferred_;  // capacity reserved at construction (no allocation per step)
 };
 
-// Builds the strategy's synchroniser; a non-positive bucket cap for `bucketed` is a UsageError.
+// Builds the strategy's synchroniser with its row's maker (strategy.hpp); a non-positive bucket cap
+// for `bucketed` is a UsageError.
 std::unique_ptr<GradSync> make_grad_sync(Strategy strategy, comm::Communicator& comm,
                                          const std::vector<model::ParamInfo>& params, core::TensorView grads,
                                          core::EventLog& events, const GradSyncOptions& options = {});
-// The course's lab strategies (strategy.hpp: kLabStrategies; src/labs/lab_strategies.hpp) run a
-// student's code, which this library does not contain: the program installs their maker once at
-// start-up (app/main.cpp), as it does comm's lab backends. Without it, make_grad_sync refuses them.
-using LabSyncMaker = std::unique_ptr<GradSync> (*)(Strategy strategy, comm::Communicator& comm,
-                                                   const std::vector<model::ParamInfo>& params,
-                                                   core::TensorView grads, core::EventLog& events,
-                                                   const GradSyncOptions& options);
-void set_lab_sync_maker(LabSyncMaker maker);
 // The caps `bucketed` plans with, in bytes: --bucket-mb (at least one byte) and --first-bucket-mb
 // (0: the same as the cap). A non-positive --bucket-mb is a UsageError.
 struct BucketCaps {

@@ -1,75 +1,95 @@
-// strategy.cpp — names, descriptions and the parser of the gradient-synchronisation strategies.
+// strategy.cpp — the strategy table: the production rows, the rows registered at start-up, and the
+// names, descriptions and parser read from them.
 #include "ddp/strategy.hpp"
 
+#include <deque>
+
 #include "core/error.hpp"
+#include "ddp/bucket_planner.hpp"
+#include "ddp/bucketed_sync.hpp"
+#include "ddp/flat_sync.hpp"
+#include "ddp/grad_sync.hpp"
+#include "ddp/naive_sync.hpp"
 
 namespace microddp::ddp {
 
-std::string_view strategy_name(Strategy s) {
-  switch (s) {
-    case Strategy::Naive:
-      return "naive";
-    case Strategy::Flat:
-      return "flat";
-    case Strategy::Overlap:
-      return "overlap";
-    case Strategy::Bucketed:
-      return "bucketed";
-    case Strategy::Lab:
-      return "lab";
-    case Strategy::LabOverlap:
-      return "lab-overlap";
-    case Strategy::LabBucketed:
-      return "lab-bucketed";
-  }
-  return "?";
+namespace {
+
+using Params = std::vector<model::ParamInfo>;
+
+std::unique_ptr<GradSync> make_naive(Strategy, comm::Communicator& comm, const Params& params, core::TensorView grads,
+                                     core::EventLog& events, const GradSyncOptions&) {
+  return std::make_unique<NaiveSync>(comm, params, grads, events);
+}
+std::unique_ptr<GradSync> make_flat(Strategy, comm::Communicator& comm, const Params& params, core::TensorView grads,
+                                    core::EventLog& events, const GradSyncOptions&) {
+  return std::make_unique<FlatSync>(comm, params, grads, events);
+}
+// Overlap is the bucketed machinery with one bucket per parameter.
+std::unique_ptr<GradSync> make_overlap(Strategy self, comm::Communicator& comm, const Params& params,
+                                       core::TensorView grads, core::EventLog& events, const GradSyncOptions&) {
+  return std::make_unique<BucketedSync>(self, plan_per_parameter(params), comm, params, grads, events);
+}
+std::unique_ptr<GradSync> make_bucketed(Strategy self, comm::Communicator& comm, const Params& params,
+                                        core::TensorView grads, core::EventLog& events,
+                                        const GradSyncOptions& options) {
+  const BucketCaps caps = bucket_caps(options);
+  return std::make_unique<BucketedSync>(self, plan_buckets(params, caps.cap_bytes, caps.first_cap_bytes), comm, params,
+                                        grads, events);
 }
 
-std::string_view strategy_description(Strategy s) {
-  switch (s) {
-    case Strategy::Naive:
-      return "one blocking all-reduce per parameter after backward";
-    case Strategy::Flat:
-      return "one blocking all-reduce of all gradients after backward";
-    case Strategy::Overlap:
-      return "one async all-reduce per parameter, launched during backward";
-    case Strategy::Bucketed:
-      return "one async all-reduce per bucket (--bucket-mb), launched during backward";
-    case Strategy::Lab:
-      return "YOUR naive data parallelism, lab 04 (docs/labs/04-naive-dp)";
-    case Strategy::LabOverlap:
-      return "overlap with YOUR hooks, lab 05 (docs/labs/05-hooks-overlap)";
-    case Strategy::LabBucketed:
-      return "bucketed with YOUR bucket planner, lab 06 (docs/labs/06-bucketing)";
-  }
-  return "?";
+// The production rows, at the indices of their constants (strategy.hpp).
+const StrategyRow kProductionRows[] = {
+    {"naive", "one blocking all-reduce per parameter after backward", false, Strategy::Naive, &make_naive},
+    {"flat", "one blocking all-reduce of all gradients after backward", false, Strategy::Flat, &make_flat},
+    {"overlap", "one async all-reduce per parameter, launched during backward", true, Strategy::Overlap, &make_overlap},
+    {"bucketed", "one async all-reduce per bucket (--bucket-mb), launched during backward", true, Strategy::Bucketed,
+     &make_bucketed},
+};
+
+// A deque: registering a row never moves the others (strategy_row hands out references).
+std::deque<StrategyRow>& table() {
+  static std::deque<StrategyRow> rows = [] {
+    std::deque<StrategyRow> r(std::begin(kProductionRows), std::end(kProductionRows));
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      MDDP_CHECK(r[i].modelled_as.index() == i, "production strategy row " << r[i].name << " is not at its index");
+    }
+    return r;
+  }();
+  return rows;
 }
 
-bool is_async(Strategy s) {
-  s = modelled_as(s);
-  return s == Strategy::Overlap || s == Strategy::Bucketed;
+}  // namespace
+
+Strategy register_strategy(const StrategyRow& row) {
+  auto& rows = table();
+  for (const StrategyRow& r : rows) MDDP_CHECK(r.name != row.name, "strategy '" << row.name << "' registered twice");
+  MDDP_CHECK(row.make != nullptr, "strategy '" << row.name << "' has no maker");
+  MDDP_CHECK(row.modelled_as.index() < std::size(kProductionRows),
+             "strategy '" << row.name << "' must be modelled as a production strategy");
+  rows.push_back(row);
+  return Strategy(rows.size() - 1);
 }
 
-Strategy modelled_as(Strategy s) {
-  switch (s) {
-    case Strategy::Lab:
-      return Strategy::Naive;
-    case Strategy::LabOverlap:
-      return Strategy::Overlap;
-    case Strategy::LabBucketed:
-      return Strategy::Bucketed;
-    default:
-      return s;
-  }
+const StrategyRow& strategy_row(Strategy s) {
+  const auto& rows = table();
+  MDDP_CHECK(s.index() < rows.size(), "strategy " << s.index() << " is not in the table");
+  return rows[s.index()];
 }
 
-bool is_lab(Strategy s) { return modelled_as(s) != s; }
+std::vector<Strategy> all_strategies() {
+  std::vector<Strategy> all;
+  for (std::size_t i = 0; i < table().size(); ++i) all.push_back(Strategy(i));
+  return all;
+}
+
+std::string_view strategy_name(Strategy s) { return strategy_row(s).name; }
+std::string_view strategy_description(Strategy s) { return strategy_row(s).description; }
+bool is_async(Strategy s) { return strategy_row(s).async; }
+Strategy modelled_as(Strategy s) { return strategy_row(s).modelled_as; }
 
 Strategy parse_strategy(std::string_view name, std::string_view what) {
-  for (Strategy s : kStrategies) {
-    if (strategy_name(s) == name) return s;
-  }
-  for (Strategy s : kLabStrategies) {
+  for (const Strategy s : all_strategies()) {
     if (strategy_name(s) == name) return s;
   }
   MDDP_USAGE_CHECK(false, "unknown " << what << " '" << name << "' (choose " << strategy_choices() << ")");
@@ -78,8 +98,7 @@ Strategy parse_strategy(std::string_view name, std::string_view what) {
 
 std::string strategy_choices() {
   std::string list;
-  for (Strategy s : kStrategies) list += (list.empty() ? "" : ", ") + std::string(strategy_name(s));
-  for (Strategy s : kLabStrategies) list += ", " + std::string(strategy_name(s));
+  for (const StrategyRow& r : table()) list += (list.empty() ? "" : ", ") + std::string(r.name);
   return list;
 }
 

@@ -1,53 +1,113 @@
-// strategy.hpp — the gradient-synchronisation strategies, named once: the enum every layer passes
-// around (ddp builds them, perf models them, app parses and lists them) and their one spelling.
+// strategy.hpp — the gradient-synchronisation strategies as ONE table: a row per strategy (its name,
+// one line of help, whether it is async, which production strategy's collectives it issues, and the
+// maker of its GradSync). Every layer asks the table: ddp builds a strategy with its row's maker,
+// perf models it and the shard planner plans it as its row's `modelled_as`, app parses and lists
+// the rows.
 //
-// Contract: kStrategies lists every production strategy in the order help text, benchmarks and the
-// analysis present them (cheapest idea first). kLabStrategies are the course's labs (docs/labs):
-// a production strategy with one part written by the student (lab: lab 04's naive data
-// parallelism; lab-overlap: lab 05's hooks; lab-bucketed: lab 06's bucket planner), built outside this library (grad_sync.hpp:
-// set_lab_sync_maker). They are parsed and named like the others but are in no default list, and
-// everything that models or plans a strategy treats them as modelled_as() says. strategy_name() and
-// parse_strategy() are inverse; a name that is not a strategy is a core::UsageError naming the
-// option it came from and listing the choices.
+// How a strategy is identified: `Strategy` is a small value, the index of its row. The production
+// rows come first, at fixed indices, named by constants (Strategy::Naive, ::Flat, ::Overlap,
+// ::Bucketed, in the order help text, benchmarks and the analysis present them: cheapest idea
+// first; kStrategies lists them). Further rows are added at start-up by register_strategy (the
+// course's labs, src/labs, register theirs from app/main.cpp) and get the next indices in
+// registration order, so an index is only meaningful inside one process: everything that leaves it
+// (TrainConfig's field table and fingerprint codes, run records, checkpoints, messages) carries the
+// row's name, and parse_strategy reads it back. strategy_name() and parse_strategy() are inverse; a
+// name that is not a row is a core::UsageError naming the option it came from and listing the rows.
+//
+// Adding a strategy: its GradSync in its own file(s), one row in kProductionRows (strategy.cpp), and
+// a constant here at the row's index (docs/design.md, "Adding a strategy").
+// Contract: rows are added before any thread reads the table (start-up); a registered name must be
+// new; a row's strings outlive the program (literals).
 #pragma once
 
 #include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "comm/communicator.hpp"
+#include "core/event_log.hpp"
+#include "core/tensor_view.hpp"
+#include "model/param_layout.hpp"
 
 namespace microddp::ddp {
 
-enum class Strategy {
-  Naive,     // one blocking all-reduce per parameter after backward
-  Flat,      // one blocking all-reduce of the whole flat gradient buffer after backward
-  Overlap,   // one async all-reduce per parameter, launched during backward when it is ready
-  Bucketed,  // one async all-reduce per bucket (--bucket-mb), launched when its last gradient is ready
-  // The course's labs (docs/labs): the same collectives as the production strategy named.
-  Lab,          // lab 04 (docs/labs/04-naive-dp): the student's naive DP; the same collectives as Naive
-  LabOverlap,   // lab 05 (docs/labs/05-hooks-overlap): overlap, the student's hooks launch and wait
-  LabBucketed,  // lab 06 (docs/labs/06-bucketing): bucketed with the student's bucket planner
-};
+class GradSync;
+struct GradSyncOptions;
+struct StrategyRow;
 
+class Strategy {
+ public:
+  // The production strategies (their rows: strategy.cpp).
+  static const Strategy Naive;    // one blocking all-reduce per parameter after backward
+  static const Strategy Flat;     // one blocking all-reduce of the whole flat gradient buffer after backward
+  static const Strategy Overlap;  // one async all-reduce per parameter, launched during backward when it is ready
+  static const Strategy
+      Bucketed;  // one async all-reduce per bucket (--bucket-mb), launched when its last gradient is ready
+
+  constexpr Strategy() = default;  // Naive
+  constexpr bool operator==(const Strategy&) const = default;
+  // The row's position in the table (production rows first).
+  constexpr std::size_t index() const { return index_; }
+
+ private:
+  explicit constexpr Strategy(std::size_t index) : index_(index) {}
+  friend Strategy register_strategy(const StrategyRow& row);
+  friend std::vector<Strategy> all_strategies();
+  std::size_t index_ = 0;
+};
+inline constexpr Strategy Strategy::Naive{0};
+inline constexpr Strategy Strategy::Flat{1};
+inline constexpr Strategy Strategy::Overlap{2};
+inline constexpr Strategy Strategy::Bucketed{3};
+
+// The production strategies, in table order.
 inline constexpr std::array<Strategy, 4> kStrategies = {Strategy::Naive, Strategy::Flat, Strategy::Overlap,
                                                         Strategy::Bucketed};
-inline constexpr std::array<Strategy, 3> kLabStrategies = {Strategy::Lab, Strategy::LabOverlap,
-                                                            Strategy::LabBucketed};
+
+// Builds the strategy's synchroniser (`self`: the strategy being built, for GradSync::strategy()).
+using GradSyncMaker = std::unique_ptr<GradSync> (*)(Strategy self, comm::Communicator& comm,
+                                                    const std::vector<model::ParamInfo>& params, core::TensorView grads,
+                                                    core::EventLog& events, const GradSyncOptions& options);
+
+struct StrategyRow {
+  std::string_view name;         // --strategy NAME; the spelling in checkpoints, run records, messages
+  std::string_view description;  // one line on what it does, for help text
+  // Its collectives are launched asynchronously during backward: they may overlap compute and run on
+  // the communication thread; otherwise they are all-reduced after backward.
+  bool async = false;
+  // The production strategy whose collectives it issues (a production row: itself), for the
+  // performance model, the analysis and the shard planner.
+  Strategy modelled_as;
+  GradSyncMaker make = nullptr;
+  // Why it cannot be combined with --shard ("--strategy NAME (<this>) does not shard"); empty: it can.
+  std::string_view no_shard = {};
+  // Why it cannot carry compressed gradients ("--strategy NAME (<this>) with --grad-compression ... is
+  // not supported"); empty: it can.
+  std::string_view no_compression = {};
+};
+
+// Appends a row (a name not in the table yet, `make` set, `modelled_as` a production strategy) and
+// returns its strategy.
+Strategy register_strategy(const StrategyRow& row);
+const StrategyRow& strategy_row(Strategy s);
+// Every strategy of the table, in table order (production, then registered).
+std::vector<Strategy> all_strategies();
 
 std::string_view strategy_name(Strategy s);
 // One line on what the strategy does, for help text.
 std::string_view strategy_description(Strategy s);
-// True when its collectives are launched asynchronously during backward (overlap, bucketed): they
-// may overlap compute and run on the communication thread; the others all-reduce after backward.
+// The row's `async`.
 bool is_async(Strategy s);
-// The production strategy whose collectives `s` issues (a lab strategy: the one it is a version of;
-// the others: themselves), for the performance model, the analysis and the shard planner.
+// The row's `modelled_as`.
 Strategy modelled_as(Strategy s);
-// True for the course's lab strategies (kLabStrategies).
-bool is_lab(Strategy s);
 
 // `what` names the source in the error, e.g. "--strategy" or "run record".
 Strategy parse_strategy(std::string_view name, std::string_view what = "strategy");
-// "naive, flat, overlap, bucketed, lab, lab-overlap, lab-bucketed": the choices as errors and help text list them.
+// "naive, flat, overlap, bucketed, ...": every row's name, as errors and help text list them.
 std::string strategy_choices();
 
 }  // namespace microddp::ddp

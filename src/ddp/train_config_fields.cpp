@@ -106,6 +106,11 @@ ConfigValue get_strategy(const TrainConfig& c) { return std::string(strategy_nam
 void set_strategy(TrainConfig& c, const ConfigValue& v) { c.strategy = parse_strategy(std::get<std::string>(v)); }
 ConfigValue get_shard(const TrainConfig& c) { return std::string(zero::shard_mode_name(c.shard)); }
 void set_shard(TrainConfig& c, const ConfigValue& v) { c.shard = zero::parse_shard_mode(std::get<std::string>(v)); }
+// And the compression mode (ddp/compression/compression_config.hpp spells it).
+ConfigValue get_compression(const TrainConfig& c) { return std::string(compression_mode_name(c.compression.mode)); }
+void set_compression(TrainConfig& c, const ConfigValue& v) {
+  c.compression.mode = parse_compression_mode(std::get<std::string>(v));
+}
 
 constexpr FieldRules kRunShape{.agree = true, .stored = true, .resume = true};     // the checkpoint must match
 constexpr FieldRules kRunLength{.agree = true, .stored = true, .resume = false};   // recorded; a resume may change it
@@ -158,7 +163,7 @@ std::span<const ConfigField> fields() {
       // How the state is distributed, not what it is: a checkpoint holds the full state in any
       // mode, so a resume may change it (the save records it with its strategy).
       ConfigField{"shard", FieldType::String, kRanksOnly, &get_shard, &set_shard},
-      row<Nested<&TC::compression, &GC::mode>>("grad_compression", kCompression),
+      ConfigField{"grad_compression", FieldType::String, kCompression, &get_compression, &set_compression},
       row<Nested<&TC::compression, &GC::powersgd_rank>>("powersgd_rank", kCompression),
       row<Nested<&TC::compression, &GC::powersgd_start_step>>("powersgd_start_step", kCompression),
       row<Nested<&TC::compression, &GC::error_feedback>>("error_feedback", kCompression),

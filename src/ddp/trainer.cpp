@@ -172,9 +172,10 @@ void Trainer::build_sync() {
   }
   // The sharded sync reduce-scatters fp32 buckets; compressing them (16-bit reduce-scatter, PowerSGD
   // of a shard) is not built: refuse the pair rather than silently send fp32.
-  MDDP_USAGE_CHECK(config_.compression.mode == "none",
+  MDDP_USAGE_CHECK(config_.compression.mode == CompressionMode::None,
                    "--shard " << zero::shard_mode_name(config_.shard) << " with --grad-compression "
-                              << config_.compression.mode << " is not supported (use one or the other)");
+                              << compression_mode_name(config_.compression.mode)
+                              << " is not supported (use one or the other)");
   // With a gradient pool backward writes into the sync's bucket slots and the flat gradient buffer
   // is freed.
   const bool pool = zero::uses_grad_pool(config_.shard, config_.accum_steps);
@@ -457,7 +458,7 @@ void Trainer::handle_nonfinite(std::int64_t step, bool loss_bad, bool grad_bad) 
   std::ostringstream msg;
   msg << "non-finite values at step " << step + 1 << ": loss non-finite on rank(s) " << (nl ? loss_ranks.str() : "none")
       << "; synchronised gradient non-finite on rank(s) " << (ng ? grad_ranks.str() : "none");
-  if (ng > 0 && config_.compression.mode == "fp16") {
+  if (ng > 0 && config_.compression.mode == CompressionMode::Fp16) {
     // The fp16 wire format's range safety (ddp/compression/wire16_compressor.hpp): no clipping, no
     // silent saturation; an overflow is an infinity in the all-reduced data, hence on every rank.
     msg << " (with --grad-compression fp16 this includes gradient values or sums beyond fp16's range, |x| > 65504: "

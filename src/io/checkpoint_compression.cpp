@@ -49,7 +49,7 @@ CompressionSnapshot snapshot_compression(MPI_Comm comm, const ddp::Trainer& trai
 void write_compression_group(hid_t file, const CompressionSnapshot& s) {
   if (!s.present) return;
   Hid g(MDDP_HDF5_CHECK(H5Gcreate2(file, kGroup, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
-  write_attr(g, "mode", s.config.mode);
+  write_attr(g, "mode", std::string(ddp::compression_mode_name(s.config.mode)));
   write_attr(g, "powersgd_rank", s.config.powersgd_rank);
   write_attr(g, "powersgd_start_step", s.config.powersgd_start_step);
   write_attr(g, "error_feedback", static_cast<std::int64_t>(s.config.error_feedback ? 1 : 0));
@@ -73,7 +73,7 @@ CompressionSnapshot read_compression_group(hid_t file, const std::string& path) 
   const std::string where = "checkpoint " + path + ": group " + kGroup;
   Hid g(MDDP_HDF5_FILE_CHECK(H5Gopen2(file, kGroup, H5P_DEFAULT), where, "cannot open group"));
   s.present = true;
-  s.config.mode = read_attr_str(g, "mode", where + " attribute 'mode'");
+  const std::string mode = read_attr_str(g, "mode", where + " attribute 'mode'");
   s.config.powersgd_rank = read_attr_i64(g, "powersgd_rank", where + " attribute 'powersgd_rank'");
   s.config.powersgd_start_step = read_attr_i64(g, "powersgd_start_step", where + " attribute 'powersgd_start_step'");
   s.config.error_feedback = read_attr_i64(g, "error_feedback", where + " attribute 'error_feedback'") != 0;
@@ -81,6 +81,7 @@ CompressionSnapshot read_compression_group(hid_t file, const std::string& path) 
   MDDP_USAGE_CHECK(s.world_size >= 1 && s.world_size <= (1 << 24),
                    where << " attribute 'world_size' is " << s.world_size);
   try {
+    s.config.mode = ddp::parse_compression_mode(mode);
     ddp::validate_compression(s.config);
   } catch (const core::UsageError& e) {
     MDDP_USAGE_CHECK(false, where << ": " << e.what());

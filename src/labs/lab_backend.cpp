@@ -7,6 +7,7 @@
 #include <string>
 
 #include "comm/backends/hand_rolled_backend.hpp"
+#include "comm/factory.hpp"
 #include "comm/transport/mpi_comm_size.hpp"
 #include "core/error.hpp"
 #include "labs/lab_api.hpp"
@@ -111,16 +112,26 @@ class LabBackend final : public comm::HostBackend {
   comm::HandRolledBackend production_;
 };
 
+// Every lab row's maker: its description says which lab runs (name) and which production
+// all-reduce stands beside it (small_algorithm).
+std::unique_ptr<comm::Communicator> make_lab(const comm::MpiRuntime& runtime, const comm::BackendDescription& d,
+                                             const comm::CommConfig& config, const core::FaultPlan& faults) {
+  return std::make_unique<comm::Communicator>(std::make_unique<LabBackend>(runtime.world(), d, config), faults);
+}
+
 }  // namespace
 
-std::unique_ptr<comm::HostBackend> make_lab_backend(MPI_Comm parent, const comm::BackendDescription& description,
-                                                    const comm::CommConfig& config) {
-  MDDP_CHECK(description.small_algorithm == comm::AllReduceAlgorithm::Ring ||
-                 description.small_algorithm == comm::AllReduceAlgorithm::Naive,
-             "lab backend '" << description.name << "' must be described as naive or ring");
-  MDDP_CHECK(description.name == "lab-naive" || description.name == "lab-ring" || description.name == "lab-sync",
-             "lab backend '" << description.name << "': src/labs has lab-naive, lab-ring and lab-sync");
-  return std::make_unique<LabBackend>(parent, description, config);
+void register_lab_backends() {
+  static const bool registered = [] {
+    using A = comm::AllReduceAlgorithm;
+    // The course's labs (docs/labs): a student's fp32 all-reduce inside the real program.
+    comm::register_backend({"lab-naive", comm::BackendKind::Host, false, A::Naive, A::Naive, false, &make_lab});
+    comm::register_backend({"lab-ring", comm::BackendKind::Host, false, A::Ring, A::Ring, false, &make_lab});
+    // Lab 07: the student's broadcast, gather and barrier; all-reduces run the production ring.
+    comm::register_backend({"lab-sync", comm::BackendKind::Host, false, A::Ring, A::Ring, false, &make_lab});
+    return true;
+  }();
+  (void)registered;
 }
 
 }  // namespace microddp::labs

@@ -15,20 +15,15 @@
 // and every all-reduce runs the production ring. In train that is the initial parameter broadcast
 // from rank 0 and, with --trace, the barrier and the gather of every rank's events to rank 0. Its
 // own backend rather than lab-naive/lab-ring doing it too, so each lab runs without the others done.
+//
+// The three are rows of the backend table (comm/factory.hpp), registered by register_lab_backends
+// (the program: at start-up, register_labs.hpp). lab-naive and lab-ring are described as the
+// algorithm they implement, lab-sync as the ring its all-reduces run.
 #pragma once
-
-#include <mpi.h>
-
-#include <memory>
-
-#include "comm/backend.hpp"
-#include "comm/backend_description.hpp"
-#include "comm/comm_config.hpp"
 
 namespace microddp::labs {
 
-// For comm::set_lab_backend_maker (the program installs it; comm/factory.hpp).
-std::unique_ptr<comm::HostBackend> make_lab_backend(MPI_Comm parent, const comm::BackendDescription& description,
-                                                    const comm::CommConfig& config);
+// Adds the rows lab-naive, lab-ring and lab-sync to the backend table; later calls do nothing.
+void register_lab_backends();
 
 }  // namespace microddp::labs

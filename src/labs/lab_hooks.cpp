@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/timer.hpp"
+#include "labs/lab_strategies.hpp"
 
 namespace microddp::labs {
 
@@ -29,8 +30,8 @@ std::string_view hook_phase_name(HookPhase p) {
   return "?";
 }
 
-HookRecorder::HookRecorder(int rank, int size, const std::vector<std::string>& names,
-                           std::vector<std::int64_t> counts, Launcher launch)
+HookRecorder::HookRecorder(int rank, int size, const std::vector<std::string>& names, std::vector<std::int64_t> counts,
+                           Launcher launch)
     : rank_(rank),
       size_(size),
       names_(names),
@@ -57,11 +58,11 @@ void HookRecorder::begin_step(std::int64_t step) {
 
 LabWork HookRecorder::all_reduce_async(const ReadyGrad& grad) {
   const int n = static_cast<int>(names_.size());
-  MDDP_AGREED_USAGE_CHECK(grad.index >= 0 && grad.index < n && counts_[static_cast<std::size_t>(grad.index)] ==
-                                                                     grad.count,
-                          kLab << ": all_reduce_async got a gradient (index " << grad.index << ", " << grad.count
-                               << " floats) that is not one of the " << n
-                               << " the hooks were given: pass the ReadyGrad that grad_ready() received");
+  MDDP_AGREED_USAGE_CHECK(
+      grad.index >= 0 && grad.index < n && counts_[static_cast<std::size_t>(grad.index)] == grad.count,
+      kLab << ": all_reduce_async got a gradient (index " << grad.index << ", " << grad.count
+           << " floats) that is not one of the " << n
+           << " the hooks were given: pass the ReadyGrad that grad_ready() received");
   const auto g = static_cast<std::size_t>(grad.index);
   MDDP_AGREED_USAGE_CHECK(ready_[g], kLab << ": all_reduce_async(" << names_[g] << ") in " << where(phase_, hook_grad_)
                                           << ", before that gradient was ready: backward has not computed it yet, so "
@@ -149,6 +150,8 @@ std::string HookRecorder::overlap_violation() const {
   return "";
 }
 
+ddp::Strategy LabOverlapSync::strategy() const { return lab_strategies().overlap; }
+
 LabOverlapSync::LabOverlapSync(comm::Communicator& comm, const std::vector<model::ParamInfo>& params,
                                core::TensorView grads, core::EventLog& events)
     : GradSync(comm, params, grads, events),
@@ -157,13 +160,14 @@ LabOverlapSync::LabOverlapSync(comm::Communicator& comm, const std::vector<model
         for (const auto& p : params) n.push_back(p.name);
         return n;
       }()),
-      recorder_(comm.rank(), comm.size(), names_,
-                [&params] {
-                  std::vector<std::int64_t> c;
-                  for (const auto& p : params) c.push_back(p.count);
-                  return c;
-                }(),
-                [this](int grad) { return launch_unit(grad, comm::Mode::Async); }) {
+      recorder_(
+          comm.rank(), comm.size(), names_,
+          [&params] {
+            std::vector<std::int64_t> c;
+            for (const auto& p : params) c.push_back(p.count);
+            return c;
+          }(),
+          [this](int grad) { return launch_unit(grad, comm::Mode::Async); }) {
   synced_count_ = 0;  // one all-reduce per parameter: the padding between them is not sent
   for (const auto& p : params) synced_count_ += p.count;
   hooks_ = make_overlap_hooks(recorder_);

@@ -103,7 +103,7 @@ class LabOverlapSync final : public ddp::GradSync {
  public:
   LabOverlapSync(comm::Communicator& comm, const std::vector<model::ParamInfo>& params, core::TensorView grads,
                  core::EventLog& events);
-  ddp::Strategy strategy() const override { return ddp::Strategy::LabOverlap; }
+  ddp::Strategy strategy() const override;  // `lab-overlap` (lab_strategies.hpp)
   void on_backward_begin(std::int64_t step) override;
   void on_grad_ready(const model::ParamInfo& param) override;
   void finish() override;

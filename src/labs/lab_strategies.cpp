@@ -1,7 +1,6 @@
-// lab_strategies.cpp — see lab_strategies.hpp.
+// lab_strategies.cpp — the lab strategies' rows of the strategy table (see lab_strategies.hpp).
 #include "labs/lab_strategies.hpp"
 
-#include "core/error.hpp"
 #include "ddp/bucketed_sync.hpp"
 #include "labs/lab_hooks.hpp"
 #include "labs/lab_planner.hpp"
@@ -9,24 +8,47 @@
 
 namespace microddp::labs {
 
-std::unique_ptr<ddp::GradSync> make_lab_strategy(ddp::Strategy strategy, comm::Communicator& comm,
-                                                 const std::vector<model::ParamInfo>& params, core::TensorView grads,
-                                                 core::EventLog& events, const ddp::GradSyncOptions& options) {
-  switch (strategy) {
-    case ddp::Strategy::Lab:  // lab 04: the student writes the whole (naive) synchronisation
-      return make_lab_sync(comm, params, grads, events);
-    case ddp::Strategy::LabOverlap:
-      return std::make_unique<LabOverlapSync>(comm, params, grads, events);
-    case ddp::Strategy::LabBucketed: {
-      const ddp::BucketCaps caps = ddp::bucket_caps(options);
-      return std::make_unique<ddp::BucketedSync>(strategy, lab_plan_buckets(params, caps.cap_bytes, caps.first_cap_bytes),
-                                                 comm, params, grads, events);
-    }
-    default:
-      break;
-  }
-  MDDP_CHECK(false, "strategy " << ddp::strategy_name(strategy) << " is not a lab strategy");
-  return nullptr;
+namespace {
+
+using Params = std::vector<model::ParamInfo>;
+
+// Lab 04: the student writes the whole (naive) synchronisation.
+std::unique_ptr<ddp::GradSync> make_naive_dp(ddp::Strategy, comm::Communicator& comm, const Params& params,
+                                             core::TensorView grads, core::EventLog& events,
+                                             const ddp::GradSyncOptions&) {
+  return std::make_unique<LabSync>(comm, params, grads, events);
+}
+// Lab 05: overlap, the student's hooks launch and wait.
+std::unique_ptr<ddp::GradSync> make_overlap(ddp::Strategy, comm::Communicator& comm, const Params& params,
+                                            core::TensorView grads, core::EventLog& events,
+                                            const ddp::GradSyncOptions&) {
+  return std::make_unique<LabOverlapSync>(comm, params, grads, events);
+}
+// Lab 06: the production bucketed strategy on the student's bucket plan.
+std::unique_ptr<ddp::GradSync> make_bucketed(ddp::Strategy self, comm::Communicator& comm, const Params& params,
+                                             core::TensorView grads, core::EventLog& events,
+                                             const ddp::GradSyncOptions& options) {
+  const ddp::BucketCaps caps = ddp::bucket_caps(options);
+  return std::make_unique<ddp::BucketedSync>(self, lab_plan_buckets(params, caps.cap_bytes, caps.first_cap_bytes), comm,
+                                             params, grads, events);
+}
+
+constexpr std::string_view kNoShard = "a course lab, docs/labs";
+
+}  // namespace
+
+const LabStrategies& lab_strategies() {
+  static const LabStrategies rows{
+      ddp::register_strategy({"lab", "YOUR naive data parallelism, lab 04 (docs/labs/04-naive-dp)", false,
+                              ddp::Strategy::Naive, &make_naive_dp, kNoShard,
+                              // It hands the student plain fp32 all-reduces: encode/decode would bypass their code.
+                              "lab 04"}),
+      ddp::register_strategy({"lab-overlap", "overlap with YOUR hooks, lab 05 (docs/labs/05-hooks-overlap)", true,
+                              ddp::Strategy::Overlap, &make_overlap, kNoShard}),
+      ddp::register_strategy({"lab-bucketed", "bucketed with YOUR bucket planner, lab 06 (docs/labs/06-bucketing)",
+                              true, ddp::Strategy::Bucketed, &make_bucketed, kNoShard}),
+  };
+  return rows;
 }
 
 }  // namespace microddp::labs

@@ -3,6 +3,7 @@
 
 #include "core/error.hpp"
 #include "core/timer.hpp"
+#include "labs/lab_strategies.hpp"
 
 namespace microddp::labs {
 
@@ -60,9 +61,6 @@ void LabSync::finish() {
   events_.record(core::EventKind::CommWait, step_, -1, wait_begin, core::now_ns());
 }
 
-std::unique_ptr<ddp::GradSync> make_lab_sync(comm::Communicator& comm, const std::vector<model::ParamInfo>& params,
-                                             core::TensorView grads, core::EventLog& events) {
-  return std::make_unique<LabSync>(comm, params, grads, events);
-}
+ddp::Strategy LabSync::strategy() const { return lab_strategies().naive_dp; }
 
 }  // namespace microddp::labs

@@ -23,7 +23,7 @@ class LabSync final : public ddp::GradSync {
  public:
   LabSync(comm::Communicator& comm, const std::vector<model::ParamInfo>& params, core::TensorView grads,
           core::EventLog& events);
-  ddp::Strategy strategy() const override { return ddp::Strategy::Lab; }
+  ddp::Strategy strategy() const override;  // `lab` (lab_strategies.hpp)
   void finish() override;
   std::int64_t collectives_per_step() const override { return static_cast<std::int64_t>(params_.size()); }
   std::vector<ddp::SyncUnit> units() const override;  // naive's: one per parameter
@@ -35,9 +35,5 @@ class LabSync final : public ddp::GradSync {
   void all_reduce_sum(float* data, std::int64_t count);
   GradSyncContext ctx_;
 };
-
-// `--strategy lab`, through make_lab_strategy (lab_strategies.hpp: what the program installs).
-std::unique_ptr<ddp::GradSync> make_lab_sync(comm::Communicator& comm, const std::vector<model::ParamInfo>& params,
-                                             core::TensorView grads, core::EventLog& events);
 
 }  // namespace microddp::labs

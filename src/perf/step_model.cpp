@@ -104,36 +104,29 @@ StepPrediction predict_step(const StepProfile& prof, ddp::Strategy strategy, con
                                   return fp32_allreduce.streamed(bytes * prof.wire_ratio, before * prof.wire_ratio);
                                 }};
   StepPrediction r;
-  switch (ddp::modelled_as(strategy)) {  // a lab strategy issues its production strategy's collectives
-    case ddp::Strategy::Lab:              // (not reached: modelled as naive, overlap and bucketed)
-    case ddp::Strategy::LabOverlap:
-    case ddp::Strategy::LabBucketed:
-    case ddp::Strategy::Naive:
-      // One after the other: one busy period (a shaped link streams them as one transfer).
-      for (double before = 0; const auto& p : prof.params) {
-        const double bytes = bytes_of(p.count);
-        r.comm_total_s += before > 0 ? allreduce.streamed(bytes, before) : allreduce(bytes);
-        before += bytes;
-      }
-      r.collectives = static_cast<std::int64_t>(prof.params.size());
-      r.exposed_comm_s = prof.peer_lag_s + r.comm_total_s;
-      break;
-    case ddp::Strategy::Flat:
-      // The whole flat buffer, alignment padding included (model/param_layout.hpp).
-      r.comm_total_s = allreduce(bytes_of(model::flat_count(prof.params)));
-      r.exposed_comm_s = prof.peer_lag_s + r.comm_total_s;
-      r.collectives = 1;
-      break;
-    case ddp::Strategy::Overlap:
-      r = simulate_async(prof, ddp::plan_per_parameter(prof.params), allreduce);
-      break;
-    case ddp::Strategy::Bucketed: {
-      const auto cap = static_cast<std::int64_t>(std::llround(bucket_cap_bytes));
-      const auto first = static_cast<std::int64_t>(std::llround(first_bucket_cap_bytes));
-      r = simulate_async(prof, ddp::plan_buckets(prof.params, std::max<std::int64_t>(cap, 1), first), allreduce);
-      r.bucket_bytes = bucket_cap_bytes;
-      break;
+  // A strategy issues the collectives of the production strategy it is modelled as (its row).
+  const ddp::Strategy as = ddp::modelled_as(strategy);
+  if (as == ddp::Strategy::Naive) {
+    // One after the other: one busy period (a shaped link streams them as one transfer).
+    for (double before = 0; const auto& p : prof.params) {
+      const double bytes = bytes_of(p.count);
+      r.comm_total_s += before > 0 ? allreduce.streamed(bytes, before) : allreduce(bytes);
+      before += bytes;
     }
+    r.collectives = static_cast<std::int64_t>(prof.params.size());
+    r.exposed_comm_s = prof.peer_lag_s + r.comm_total_s;
+  } else if (as == ddp::Strategy::Flat) {
+    // The whole flat buffer, alignment padding included (model/param_layout.hpp).
+    r.comm_total_s = allreduce(bytes_of(model::flat_count(prof.params)));
+    r.exposed_comm_s = prof.peer_lag_s + r.comm_total_s;
+    r.collectives = 1;
+  } else if (as == ddp::Strategy::Overlap) {
+    r = simulate_async(prof, ddp::plan_per_parameter(prof.params), allreduce);
+  } else if (as == ddp::Strategy::Bucketed) {
+    const auto cap = static_cast<std::int64_t>(std::llround(bucket_cap_bytes));
+    const auto first = static_cast<std::int64_t>(std::llround(first_bucket_cap_bytes));
+    r = simulate_async(prof, ddp::plan_buckets(prof.params, std::max<std::int64_t>(cap, 1), first), allreduce);
+    r.bucket_bytes = bucket_cap_bytes;
   }
   r.strategy = strategy;
   r.step_s = prof.data_s + prof.forward_s + prof.backward_s + r.exposed_comm_s + prof.loss_sync_s + prof.optimizer_s +

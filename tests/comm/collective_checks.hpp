@@ -1,5 +1,6 @@
 // collective_checks.hpp — exactness checks for every collective, shared by the backend-generic
-// suite (test_collectives.cpp) and the mpi chunking test (test_mpi_chunking.cpp).
+// suite (test_collectives.cpp), the mpi chunking test (test_mpi_chunking.cpp) and the GPU backends'
+// suite (gpu/test_nccl_collectives.cpp).
 //
 // Habits from nccl-tests: inputs are integers, small enough to be exact in f32 (< 2^24), so every
 // correct result is exact and compared BITWISE with a closed form; failures report #wrong. The
@@ -453,6 +454,19 @@ void run_cases(Communicator& comm, const std::vector<Case>& cases, int max_failu
       return;
     }
   }
+}
+
+// Every rank issued the same collectives, so the sequence numbers agree (docs/design.md,
+// "Invariants"): after a barrier on `comm`, this rank's count of issued collectives is compared with
+// every other rank's (over MPI_COMM_WORLD). Returns this rank's count.
+inline std::int64_t expect_same_sequence_on_every_rank(Communicator& comm) {
+  comm.barrier();
+  const auto mine = static_cast<std::int64_t>(comm.collectives_issued());
+  std::int64_t lo = 0, hi = 0;
+  MPI_Allreduce(&mine, &lo, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&mine, &hi, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+  EXPECT_EQ(lo, hi);
+  return mine;
 }
 
 }  // namespace microddp::testing

@@ -20,6 +20,7 @@
 #include "collective_checks.hpp"
 #include "comm/factory.hpp"
 #include "support/mpi_test_env.hpp"
+#include "support/test_args.hpp"
 
 namespace microddp::testing {
 namespace {
@@ -27,16 +28,9 @@ namespace {
 using comm::Mode;
 using comm::Work;
 
-std::string backend_from_argv() {
-  for (const std::string& a : ::testing::internal::GetArgvs()) {
-    if (a.rfind("--backend=", 0) == 0) return a.substr(10);
-  }
-  return "mpi";
-}
-
 class Async : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { comm_ = comm::make_communicator(backend_from_argv(), runtime(), comm_config()); }
+  static void SetUpTestSuite() { comm_ = comm::make_communicator(backend_arg(), runtime(), comm_config()); }
   static void TearDownTestSuite() { comm_.reset(); }
   static std::unique_ptr<Communicator> comm_;
 };

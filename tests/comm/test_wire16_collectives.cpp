@@ -21,11 +21,10 @@
 #include "core/rng.hpp"
 #include "kernels/elementwise.hpp"
 #include "support/mpi_test_env.hpp"
+#include "support/test_args.hpp"
 
 namespace microddp::comm {
 namespace {
-
-std::string g_backend = "mpi";
 
 using kernels::Wire16;
 
@@ -46,7 +45,7 @@ void expect_same_on_all_ranks(Communicator& comm, const std::vector<std::uint16_
 }
 
 TEST(Wire16Collectives, ExactOnRepresentableSums) {
-  auto comm = make_communicator(g_backend, testing::runtime());
+  auto comm = make_communicator(testing::backend_arg(), testing::runtime());
   const int n = comm->size(), rank = comm->rank();
   for (Wire16 f : {Wire16::F16, Wire16::BF16}) {
     for (std::int64_t count :
@@ -78,7 +77,7 @@ TEST(Wire16Collectives, ExactOnRepresentableSums) {
 }
 
 TEST(Wire16Collectives, RoundingBound) {
-  auto comm = make_communicator(g_backend, testing::runtime());
+  auto comm = make_communicator(testing::backend_arg(), testing::runtime());
   const int n = comm->size(), rank = comm->rank();
   const std::int64_t count = 50003;
   for (Wire16 f : {Wire16::F16, Wire16::BF16}) {
@@ -114,7 +113,7 @@ TEST(Wire16Collectives, RoundingBound) {
 }
 
 TEST(Wire16Collectives, Fp16OverflowIsInfinityOnEveryRank) {
-  auto comm = make_communicator(g_backend, testing::runtime());
+  auto comm = make_communicator(testing::backend_arg(), testing::runtime());
   if (comm->size() < 2) GTEST_SKIP() << "needs two ranks for a sum beyond the range";
   std::vector<std::uint16_t> x(5, kernels::float_to_f16_bits(40000.0f));  // each finite, the sum is not
   comm->all_reduce(core::TensorView(x.data(), 5, core::DType::F16), core::ReduceOp::Sum);
@@ -123,17 +122,3 @@ TEST(Wire16Collectives, Fp16OverflowIsInfinityOnEveryRank) {
 
 }  // namespace
 }  // namespace microddp::comm
-
-// --backend=NAME: parsed when GoogleTest's environment is set up (it leaves unknown flags in argv).
-namespace {
-struct ArgParser {
-  ArgParser() { ::testing::AddGlobalTestEnvironment(new Env); }
-  struct Env : ::testing::Environment {
-    void SetUp() override {
-      for (const auto& a : ::testing::internal::GetArgvs()) {
-        if (a.rfind("--backend=", 0) == 0) microddp::comm::g_backend = a.substr(10);
-      }
-    }
-  };
-} g_arg_parser;
-}  // namespace

@@ -24,11 +24,10 @@
 #include "ddp/trainer.hpp"
 #include "kernels/ops.hpp"
 #include "support/mpi_test_env.hpp"
+#include "support/test_args.hpp"
 
 namespace microddp::ddp {
 namespace {
-
-std::string g_backend = "mpi";
 
 // Three parameters in gradient-ready order, 256-byte aligned as model::param_layout lays them out:
 // a (rows, cols) weight, its bias, and a second weight.
@@ -69,7 +68,7 @@ GradSyncOptions small_buckets() {
 class PowerSgdStrategy : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(PowerSgdStrategy, RankAtLeastMatrixRankReproducesTheSum) {
-  auto comm = comm::make_communicator(g_backend, testing::runtime());
+  auto comm = comm::make_communicator(testing::backend_arg(), testing::runtime());
   const int n = comm->size();
   auto ops = kernels::make_cpu_ops(1);
   const auto params = test_params(40, 24);
@@ -78,7 +77,7 @@ TEST_P(PowerSgdStrategy, RankAtLeastMatrixRankReproducesTheSum) {
   core::EventLog events;
   events.reserve(1000);
   GradCompressionConfig cc;
-  cc.mode = "powersgd";
+  cc.mode = CompressionMode::PowerSgd;
   cc.powersgd_rank = 4;  // >= n (the sum's rank) for n <= 4
   cc.error_feedback = false;
   ASSERT_LE(n, cc.powersgd_rank);
@@ -119,7 +118,7 @@ INSTANTIATE_TEST_SUITE_P(Strategies, PowerSgdStrategy, ::testing::Values("naive"
 
 // The same full-rank gradient every step: with error feedback, what is applied converges to it.
 double mean_applied_error(bool error_feedback, double* max_error_norm_ratio) {
-  auto comm = comm::make_communicator(g_backend, testing::runtime());
+  auto comm = comm::make_communicator(testing::backend_arg(), testing::runtime());
   auto ops = kernels::make_cpu_ops(1);
   const auto params = test_params(12, 10);
   const std::int64_t total = total_count(params);
@@ -133,7 +132,7 @@ double mean_applied_error(bool error_feedback, double* max_error_norm_ratio) {
   core::EventLog events;
   events.reserve(100);
   GradCompressionConfig cc;
-  cc.mode = "powersgd";
+  cc.mode = CompressionMode::PowerSgd;
   cc.powersgd_rank = 1;
   cc.error_feedback = error_feedback;
   auto sync =
@@ -186,11 +185,12 @@ TEST(ErrorFeedback, ErrorStaysBoundedAndTheMeanConverges) {
 
 // Training: every mode x strategy keeps all ranks bitwise identical with compression on.
 TEST(CompressedTraining, RanksStayBitwiseIdentical) {
-  auto comm = comm::make_communicator(g_backend, testing::runtime());
-  for (const char* mode : {"powersgd", "bf16", "fp16"}) {
+  auto comm = comm::make_communicator(testing::backend_arg(), testing::runtime());
+  for (const CompressionMode mode : {CompressionMode::PowerSgd, CompressionMode::Bf16, CompressionMode::Fp16}) {
     for (const char* strategy : {"naive", "flat", "overlap", "bucketed"}) {
       for (bool ef : {true, false}) {
-        SCOPED_TRACE(std::string(mode) + " " + strategy + (ef ? " with" : " without") + " error feedback");
+        SCOPED_TRACE(std::string(compression_mode_name(mode)) + " " + strategy + (ef ? " with" : " without") +
+                     " error feedback");
         TrainConfig c;
         c.model = model::MlpConfig{8, 16, 3, 3};
         c.global_batch = 13;
@@ -216,7 +216,7 @@ TEST(CompressedTraining, RanksStayBitwiseIdentical) {
         EXPECT_LT(last, first);
         EXPECT_EQ(t.checks_done(), c.steps);
         const std::int64_t fp32 = t.sync().uncompressed_bytes_per_step();
-        if (std::string(mode) == "powersgd") {
+        if (mode == CompressionMode::PowerSgd) {
           EXPECT_LT(t.sync().bytes_per_step(), fp32);
         } else {
           EXPECT_EQ(2 * t.sync().bytes_per_step(), fp32);  // exactly half: 16 of 32 bits per value
@@ -230,14 +230,14 @@ TEST(CompressedTraining, RanksStayBitwiseIdentical) {
 // at most n - 1 roundings of partial sums: (n + n - 1) u sum|g| with u = 2^-11 / 2^-8), the same
 // bits on every rank, and fp16 overflow as +inf (refused by the trainer's numerics, never clipped).
 TEST(Wire16Compression, MatchesTheSumWithinItsPrecision) {
-  auto comm = comm::make_communicator(g_backend, testing::runtime());
+  auto comm = comm::make_communicator(testing::backend_arg(), testing::runtime());
   const int n = comm->size();
   auto ops = kernels::make_cpu_ops(1);
   const auto params = test_params(40, 24);
   const std::int64_t total = total_count(params);
-  for (const char* mode : {"fp16", "bf16"}) {
+  for (const CompressionMode mode : {CompressionMode::Fp16, CompressionMode::Bf16}) {
     for (const char* strategy : {"naive", "flat", "overlap", "bucketed"}) {
-      SCOPED_TRACE(std::string(mode) + " " + strategy);
+      SCOPED_TRACE(std::string(compression_mode_name(mode)) + " " + strategy);
       std::vector<float> grads(static_cast<std::size_t>(total), 0.0f);
       core::EventLog events;
       events.reserve(1000);
@@ -251,7 +251,7 @@ TEST(Wire16Compression, MatchesTheSumWithinItsPrecision) {
       sync->on_backward_begin(0);
       for (const auto& p : params) sync->on_grad_ready(p);
       sync->finish();
-      const double u = std::string(mode) == "fp16" ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
+      const double u = mode == CompressionMode::Fp16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
       std::vector<double> exact(static_cast<std::size_t>(total), 0.0), abs_sum(exact);
       std::vector<float> tmp(static_cast<std::size_t>(total), 0.0f);
       for (int r = 0; r < n; ++r) {
@@ -268,7 +268,7 @@ TEST(Wire16Compression, MatchesTheSumWithinItsPrecision) {
         ASSERT_LE(std::abs(grads[i] - exact[i]), bound) << "element " << i;
       }
       const float big = grads[5];
-      if (std::string(mode) == "fp16" && n > 1) {
+      if (mode == CompressionMode::Fp16 && n > 1) {
         EXPECT_TRUE(std::isinf(big) && big > 0) << big;
       } else {
         EXPECT_EQ(big, 40960.0f * (n > 1 ? 2 : 1));  // exact: 40960 and 81920 have 3 significant bits
@@ -279,17 +279,3 @@ TEST(Wire16Compression, MatchesTheSumWithinItsPrecision) {
 
 }  // namespace
 }  // namespace microddp::ddp
-
-// --backend=NAME: parsed when GoogleTest's environment is set up (it leaves unknown flags in argv).
-namespace {
-struct ArgParser {
-  ArgParser() { ::testing::AddGlobalTestEnvironment(new Env); }
-  struct Env : ::testing::Environment {
-    void SetUp() override {
-      for (const auto& a : ::testing::internal::GetArgvs()) {
-        if (a.rfind("--backend=", 0) == 0) microddp::ddp::g_backend = a.substr(10);
-      }
-    }
-  };
-} g_arg_parser;
-}  // namespace

@@ -37,6 +37,7 @@
 #include "ddp/trainer.hpp"
 #include "kernels/cuda/device.hpp"
 #include "kernels/ops.hpp"
+#include "support/gpu_ranks.hpp"
 #include "support/mpi_test_env.hpp"
 
 #if defined(MICRODDP_TEST_CUDA_EMU)
@@ -117,16 +118,9 @@ bool is_stream_backend(const std::string& backend) {
 int gpu_for(const std::string& backend) {
   const auto& rt = microddp::testing::runtime();
   if (cpu_standin()) return backend == "mpi" ? 0 : -1;
-  const int gpus = kernels::cuda_device_count();
-  comm::GpuIdentity mine;
-  mine.host = rt.hostname();
-  if (gpus > 0) {
-    mine.uses_gpu = true;
-    mine.uuid = kernels::cuda_device_uuid(rt.local_rank() % gpus);
-  }
-  const comm::GpuSharing sharing = comm::exchange_gpu_identities(rt, mine, kernels::format_device_uuid);
+  const comm::GpuSharing sharing = microddp::testing::exchange_rank_gpus(rt);
   if (sharing.ranks_without_gpu > 0 || (is_stream_backend(backend) && sharing.shared())) return -1;
-  return rt.local_rank() % gpus;
+  return rt.local_rank() % kernels::cuda_device_count();
 }
 
 // The "device" ops under test: CudaOps on `gpu`, or CpuOps for the stand-in run.
@@ -199,8 +193,8 @@ TEST_P(DeviceTraining, CompressedTrainingFollowsCpu) {
   if (gpu < 0) GTEST_SKIP() << "no GPU for backend " << GetParam() << " on every rank of this node";
   // bf16 stands for both 16-bit formats (one code path, the format a kernel argument); 6 steps keep
   // the emulated device's CI time small.
-  for (const char* mode : {"bf16", "powersgd"}) {
-    SCOPED_TRACE(mode);
+  for (const CompressionMode mode : {CompressionMode::Bf16, CompressionMode::PowerSgd}) {
+    SCOPED_TRACE(compression_mode_name(mode));
     TrainConfig cfg = gpu_config();
     cfg.steps = 6;
     cfg.compression.mode = mode;

@@ -26,12 +26,10 @@
 #include "ddp/trainer.hpp"
 #include "kernels/ops.hpp"
 #include "support/mpi_test_env.hpp"
+#include "support/test_args.hpp"
 
 namespace microddp::ddp {
 namespace {
-
-std::string g_strategy = "naive";
-std::string g_backend = "mpi";
 
 struct RunResult {
   std::vector<float> params;
@@ -47,7 +45,7 @@ struct SyncVariant {
 constexpr double kByte = 1.0 / (1024.0 * 1024.0);  // one byte in MiB
 
 std::vector<SyncVariant> sync_variants() {
-  if (g_strategy != "bucketed") return {{"default", {}, 1, 1000}};
+  if (testing::test_arg("strategy", "naive") != "bucketed") return {{"default", {}, 1, 1000}};
   return {
       {"one bucket (25 MiB)", {25.0, 0.0}, 1, 1},
       {"a few buckets (1200 B)", {1200 * kByte, 0.0}, 3, 5},
@@ -63,7 +61,7 @@ TrainConfig small_config(std::int64_t global_batch) {
   c.global_batch = global_batch;
   c.steps = 10;
   c.seed = 11;
-  c.strategy = parse_strategy(g_strategy);
+  c.strategy = parse_strategy(testing::test_arg("strategy", "naive"));
   return c;
 }
 
@@ -98,7 +96,7 @@ class DdpEquivalence : public ::testing::TestWithParam<std::int64_t> {};
 
 TEST_P(DdpEquivalence, MatchesSingleProcessAfterTenAdamSteps) {
   const auto& rt = microddp::testing::runtime();
-  auto comm = comm::make_communicator(g_backend, rt);
+  auto comm = comm::make_communicator(testing::backend_arg(), rt);
   const RunResult ref = run_reference(small_config(GetParam()));
   for (const auto& v : sync_variants()) {
     SCOPED_TRACE(v.what);
@@ -136,7 +134,7 @@ TEST(DdpDeterminism, SameConfigTwiceIsBitwiseIdentical) {
   const auto& rt = microddp::testing::runtime();
   TrainConfig cfg = small_config(12);
   cfg.sync_options = sync_variants().back().options;
-  auto comm = comm::make_communicator(g_backend, rt);
+  auto comm = comm::make_communicator(testing::backend_arg(), rt);
   const RunResult a = run(cfg, *comm);
   const RunResult b = run(cfg, *comm);
   ASSERT_EQ(a.losses.size(), b.losses.size());
@@ -149,7 +147,7 @@ TEST(DdpDeterminism, SameConfigTwiceIsBitwiseIdentical) {
 // Only the summation order differs (per rank and per micro-step), hence the 1e-5 tolerance.
 TEST(DdpAccumulation, KMicroStepsEqualOneStepOnKTimesLargerBatch) {
   const auto& rt = microddp::testing::runtime();
-  auto comm = comm::make_communicator(g_backend, rt);
+  auto comm = comm::make_communicator(testing::backend_arg(), rt);
   constexpr std::int64_t kK = 3, kB = 5;  // 5 rows over 2..4 ranks: uneven shares too
   TrainConfig acc = small_config(kB);
   acc.accum_steps = kK;
@@ -183,7 +181,7 @@ TEST(DdpStartup, MismatchedConfigurationIsRefusedOnEveryRank) {
   if (rt.size() < 2) GTEST_SKIP() << "needs 2 ranks";
   TrainConfig cfg = small_config(8);
   if (rt.rank() == rt.size() - 1) cfg.model.width = 17;  // one rank started with other options
-  auto comm = comm::make_communicator(g_backend, rt);
+  auto comm = comm::make_communicator(testing::backend_arg(), rt);
   auto ops = kernels::make_cpu_ops(1);
   Trainer t(cfg, *comm, *ops);
   try {
@@ -197,18 +195,3 @@ TEST(DdpStartup, MismatchedConfigurationIsRefusedOnEveryRank) {
 
 }  // namespace
 }  // namespace microddp::ddp
-
-// Test arguments are parsed by a static initialiser-free hook: gtest leaves unknown flags in argv.
-namespace {
-struct ArgParser {
-  ArgParser() { ::testing::AddGlobalTestEnvironment(new Env); }
-  struct Env : ::testing::Environment {
-    void SetUp() override {
-      for (const auto& a : ::testing::internal::GetArgvs()) {
-        if (a.rfind("--strategy=", 0) == 0) microddp::ddp::g_strategy = a.substr(11);
-        if (a.rfind("--backend=", 0) == 0) microddp::ddp::g_backend = a.substr(10);
-      }
-    }
-  };
-} g_arg_parser;
-}  // namespace

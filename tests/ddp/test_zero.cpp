@@ -39,11 +39,11 @@
 #include "kernels/ops.hpp"
 #include "model/param_layout.hpp"
 #include "support/mpi_test_env.hpp"
+#include "support/test_args.hpp"
 
 namespace microddp::ddp {
 namespace {
 
-std::string g_backend = "mpi";
 using zero::ShardMode;
 
 constexpr double kByte = 1.0 / (1024.0 * 1024.0);
@@ -129,7 +129,7 @@ struct Variant {
 
 TEST(Zero, MatchesDdpOverFiftyAdamSteps) {
   const auto& rt = microddp::testing::runtime();
-  auto comm = comm::make_communicator(g_backend, rt);
+  auto comm = comm::make_communicator(testing::backend_arg(), rt);
   const std::vector<Variant> variants = {
       {"a few buckets (1200 B)", Strategy::Bucketed, 1200 * kByte},
       {"one bucket per parameter", Strategy::Overlap, 25.0},
@@ -159,14 +159,14 @@ TEST(Zero, MatchesDdpOverFiftyAdamSteps) {
         // the all-reduce's chunks (comm/algorithms/ring_layout.hpp, even_part) have the same boundaries, each
         // element is summed in the same rank order, so the result is the same bits. One bucket over
         // the 960-element buffer divides evenly by 1..4 ranks (and DDP's flat bucket is the same).
-        if (g_backend == "ring" && v.strategy == Strategy::Flat && 960 % rt.size() == 0) {
+        if (testing::backend_arg() == "ring" && v.strategy == Strategy::Flat && 960 % rt.size() == 0) {
           EXPECT_TRUE(bitwise) << "same chunk boundaries, same summation order";
         }
         if (rt.rank() == 0) {
-          std::printf("[zero] %s np %d %s --shard %s batch %lld: %s DDP (max rel diff %.3g)\n", g_backend.c_str(),
-                      rt.size(), v.what, std::string(zero::shard_mode_name(mode)).c_str(),
-                      static_cast<long long>(batch), bitwise ? "bitwise equal to" : "NOT bitwise equal to",
-                      max_rel_diff(z.params, ddp.params));
+          std::printf("[zero] %s np %d %s --shard %s batch %lld: %s DDP (max rel diff %.3g)\n",
+                      testing::backend_arg().c_str(), rt.size(), v.what,
+                      std::string(zero::shard_mode_name(mode)).c_str(), static_cast<long long>(batch),
+                      bitwise ? "bitwise equal to" : "NOT bitwise equal to", max_rel_diff(z.params, ddp.params));
         }
       }
     }
@@ -177,7 +177,7 @@ TEST(Zero, AccumulationClippingAndNanSkipMatchDdp) {
   for (const std::int64_t accum : {1, 3}) {  // 1: ZeRO-2 through the gradient pool; 3: the flat buffer
     SCOPED_TRACE("--accum-steps " + std::to_string(accum));
     const auto& rt = microddp::testing::runtime();
-    auto comm = comm::make_communicator(g_backend, rt);
+    auto comm = comm::make_communicator(testing::backend_arg(), rt);
     TrainConfig base = small_config(7, ShardMode::None);
     base.steps = 12;
     base.accum_steps = accum;
@@ -218,7 +218,7 @@ TEST(Zero, AccumulationClippingAndNanSkipMatchDdp) {
 // the full state into a run with another (or the same) shard mode, continue 5 steps.
 TEST(Zero, StateMovesBetweenShardModes) {
   const auto& rt = microddp::testing::runtime();
-  auto comm = comm::make_communicator(g_backend, rt);
+  auto comm = comm::make_communicator(testing::backend_arg(), rt);
   const std::vector<ShardMode> modes = {ShardMode::None, ShardMode::Optimizer, ShardMode::Gradients};
   for (const ShardMode from : modes) {
     for (const ShardMode to : modes) {
@@ -260,7 +260,7 @@ TEST(Zero, StateMovesBetweenShardModes) {
 
 TEST(Zero, SetStrategyMovesTheStateExactly) {
   const auto& rt = microddp::testing::runtime();
-  auto comm = comm::make_communicator(g_backend, rt);
+  auto comm = comm::make_communicator(testing::backend_arg(), rt);
   TrainConfig cfg = small_config(13, ShardMode::Optimizer);
   cfg.steps = 8;
   const RunResult whole = run(cfg, *comm);
@@ -282,7 +282,7 @@ TEST(Zero, SetStrategyMovesTheStateExactly) {
 TEST(Zero, AllGathersOverlapTheNextForward) {
   const auto& rt = microddp::testing::runtime();
   if (rt.size() < 2) GTEST_SKIP() << "one rank has nothing to gather";
-  auto comm = comm::make_communicator(g_backend, rt);
+  auto comm = comm::make_communicator(testing::backend_arg(), rt);
   auto ops = kernels::make_cpu_ops(1);
   TrainConfig cfg = small_config(8, ShardMode::Optimizer);
   cfg.keep_events = true;
@@ -321,7 +321,7 @@ TEST(Zero, AllGathersOverlapTheNextForward) {
 
 TEST(Zero, OptimizerStateIsTheShardMeasured) {
   const auto& rt = microddp::testing::runtime();
-  auto comm = comm::make_communicator(g_backend, rt);
+  auto comm = comm::make_communicator(testing::backend_arg(), rt);
   auto ops = kernels::make_cpu_ops(1);
   const TrainConfig none = small_config(8, ShardMode::None);
   Trainer ddp(none, *comm, *ops);
@@ -358,16 +358,3 @@ TEST(Zero, OptimizerStateIsTheShardMeasured) {
 
 }  // namespace
 }  // namespace microddp::ddp
-
-namespace {
-struct ArgParser {
-  ArgParser() { ::testing::AddGlobalTestEnvironment(new Env); }
-  struct Env : ::testing::Environment {
-    void SetUp() override {
-      for (const auto& a : ::testing::internal::GetArgvs()) {
-        if (a.rfind("--backend=", 0) == 0) microddp::ddp::g_backend = a.substr(10);
-      }
-    }
-  };
-} g_arg_parser;
-}  // namespace

@@ -243,7 +243,7 @@ TEST(Checkpoint, CompressionStateResumesBitwise) {
   const MPI_Comm world = MPI_COMM_WORLD;
   const std::string dir = shared_tmpdir(world, "compress");
   auto cfg = small_config("bucketed");
-  cfg.compression.mode = "powersgd";
+  cfg.compression.mode = ddp::CompressionMode::PowerSgd;
   cfg.compression.powersgd_rank = 1;  // rank 1: every weight of the small model compresses
   cfg.compression.powersgd_start_step = 2;
   const TrainRun straight = train(world, cfg, 8, dir, -1);
@@ -257,12 +257,12 @@ TEST(Checkpoint, CompressionStateResumesBitwise) {
       << "resumed parameters differ from the uninterrupted run";
   const CheckpointContents c = read_checkpoint(checkpoint_path(dir, 4));
   ASSERT_TRUE(c.compression.present);
-  EXPECT_EQ(c.compression.config.mode, "powersgd");
+  EXPECT_EQ(c.compression.config.mode, ddp::CompressionMode::PowerSgd);
   ASSERT_EQ(c.compression.tensors.size(), 2u);  // powersgd_q and error_feedback
   auto other = cfg;
   other.compression.error_feedback = false;
   EXPECT_THROW(check_compatible(c, other, c.data_source), core::UsageError);
-  other.compression.mode = "none";
+  other.compression.mode = ddp::CompressionMode::None;
   EXPECT_THROW(check_compatible(c, other, c.data_source), core::UsageError);
   EXPECT_NO_THROW(check_compatible(c, cfg, c.data_source));
   remove_dir(world, dir);

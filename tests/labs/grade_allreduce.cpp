@@ -17,9 +17,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "grader_support.hpp"
 #include "labs/lab_api.hpp"
 
 #ifndef LAB_RING
@@ -99,34 +101,12 @@ std::string grade_one(LabComm& comm, std::int64_t count) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rc = 0;
-  {
-    LabComm comm(MPI_COMM_WORLD);
-    const int n = comm.size(), r = comm.rank();
-    if (r == 0) {
-      std::printf("grading lab %s on %d rank(s) (a hang here: some send has no matching receive)\n", kLab, n);
-      std::fflush(stdout);
+  return microddp::labs::grading::run_lab_comm_grader(argc, argv, kLab, "counts", [](LabComm& comm) {
+    const int n = comm.size();
+    std::vector<std::function<std::string()>> cases;
+    for (const std::int64_t count : {0, 1, 2, 3, 5, n - 1, n, n + 1, 2 * n + 1, 64, 1000, 4099}) {
+      if (count >= 0) cases.emplace_back([&comm, count] { return grade_one(comm, count); });
     }
-    const std::vector<std::int64_t> counts = {0, 1, 2, 3, 5, n - 1, n, n + 1, 2 * n + 1, 64, 1000, 4099};
-    for (const std::int64_t count : counts) {
-      if (count < 0) continue;
-      const std::string failure = grade_one(comm, count);
-      int bad = failure.empty() ? 0 : 1, any = 0;
-      for (int p = 0; p < n; ++p) {  // each failing rank says why, in rank order
-        if (p == r && bad) std::printf("FAIL rank %d: %s\n", r, failure.c_str());
-        std::fflush(stdout);
-        MPI_Barrier(MPI_COMM_WORLD);
-      }
-      MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-      if (any) {
-        rc = 1;
-        break;
-      }
-    }
-    if (r == 0 && rc == 0)
-      std::printf("PASS: lab %s, %zu counts, every element exact on every rank\n", kLab, counts.size());
-  }
-  MPI_Finalize();
-  return rc;
+    return cases;
+  });
 }

@@ -27,13 +27,9 @@
 #include <utility>
 #include <vector>
 
-#include "comm/factory.hpp"
-#include "comm/runtime/mpi_runtime.hpp"
 #include "ddp/bucket_planner.hpp"
 #include "ddp/bucketed_sync.hpp"
-#include "ddp/trainer.hpp"
-#include "grade_verdict.hpp"
-#include "kernels/ops.hpp"
+#include "grader_training.hpp"
 #include "labs/lab_api.hpp"
 #include "labs/lab_planner.hpp"
 #include "labs/lab_strategies.hpp"
@@ -43,7 +39,6 @@ namespace {
 using namespace microddp;
 using labs::LabBucket;
 using labs::LabParam;
-using labs::grading::any_failed;
 
 constexpr std::int64_t kAlign = model::kParamAlignFloats;  // 64 floats = 256 bytes
 constexpr std::int64_t kB = labs::kGradElementBytes;
@@ -65,7 +60,9 @@ Layout make_layout(const std::vector<std::int64_t>& counts, const std::vector<bo
   std::int64_t end = 0;
   for (std::size_t i = 0; i < counts.size(); ++i) {
     const std::int64_t offset = aligned[i] ? model::align_param_count(end) : end;
-    l.params.push_back(LabParam{intern("p" + std::to_string(i)), offset, counts[i]});
+    std::string name = "p";  // (not "p" + to_string: GCC 12 warns falsely, -Wrestrict, on that inlined)
+    name += std::to_string(i);
+    l.params.push_back(LabParam{intern(name), offset, counts[i]});
     end = offset + counts[i];
   }
   return l;
@@ -148,12 +145,11 @@ std::string layout_text(const std::vector<LabParam>& params) {
 }
 
 // "" when `got` is `want`, else which bucket differs and how, with a hint when got is a known slip.
-std::string compare(const std::string& what, const std::vector<LabParam>& params, std::int64_t cap,
-                    std::int64_t first, const std::vector<LabBucket>& want, const std::vector<LabBucket>& got) {
+std::string compare(const std::string& what, const std::vector<LabParam>& params, std::int64_t cap, std::int64_t first,
+                    const std::vector<LabBucket>& want, const std::vector<LabBucket>& got) {
   if (same(want, got)) return "";
   std::ostringstream os;
-  os << "case '" << what << "', " << layout_text(params) << ", cap " << cap << " B, first cap " << first
-     << " B: ";
+  os << "case '" << what << "', " << layout_text(params) << ", cap " << cap << " B, first cap " << first << " B: ";
   std::size_t b = 0;
   while (b < want.size() && b < got.size() && same({want[b]}, {got[b]})) ++b;
   if (b < want.size() && b < got.size()) {
@@ -206,31 +202,43 @@ std::vector<Case> hand_picked() {
   const Layout three = aligned_layout({100, 100, 100});
   cases.push_back({"no parameters", aligned_layout({}), 1024, 0, {}});
   cases.push_back({"one parameter", aligned_layout({100}), 1024, 0, {{0, 1, 0, 100}}});
-  cases.push_back({"cap smaller than any parameter (each gets its own bucket)", three, 100, 0,
+  cases.push_back({"cap smaller than any parameter (each gets its own bucket)",
+                   three,
+                   100,
+                   0,
                    {{0, 1, 0, 100}, {1, 2, 128, 100}, {2, 3, 256, 100}}});
   cases.push_back({"first two exactly at the cap (912 B)", three, 912, 0, {{0, 2, 0, 228}, {2, 3, 256, 100}}});
-  cases.push_back({"one byte short of two (cap 911 B)", three, 911, 0,
-                   {{0, 1, 0, 100}, {1, 2, 128, 100}, {2, 3, 256, 100}}});
+  cases.push_back(
+      {"one byte short of two (cap 911 B)", three, 911, 0, {{0, 1, 0, 100}, {1, 2, 128, 100}, {2, 3, 256, 100}}});
   cases.push_back({"all three exactly at the cap (1424 B)", three, 1424, 0, {{0, 3, 0, 356}}});
   cases.push_back({"one bucket for everything (25 MiB)", three, 25 << 20, 0, {{0, 3, 0, 356}}});
   // Counts alone would fit (3 x 10 floats = 120 B <= 300 B), the slice with its padding does not:
   // offsets 0, 64, 128 make two parameters 74 floats = 296 B and three 138 floats = 552 B.
-  cases.push_back({"padding counts toward the cap", aligned_layout({10, 10, 10}), 300, 0,
-                   {{0, 2, 0, 74}, {2, 3, 128, 10}}});
-  cases.push_back({"packed parameters (no padding)", make_layout({10, 10, 10}, {true, false, false}), 80, 0,
+  cases.push_back(
+      {"padding counts toward the cap", aligned_layout({10, 10, 10}), 300, 0, {{0, 2, 0, 74}, {2, 3, 128, 10}}});
+  cases.push_back({"packed parameters (no padding)",
+                   make_layout({10, 10, 10}, {true, false, false}),
+                   80,
+                   0,
                    {{0, 2, 0, 20}, {2, 3, 20, 10}}});
-  cases.push_back({"smaller first bucket", aligned_layout({10, 10, 10, 10, 10}), 1024, 40,
-                   {{0, 1, 0, 10}, {1, 5, 64, 202}}});
+  cases.push_back(
+      {"smaller first bucket", aligned_layout({10, 10, 10, 10, 10}), 1024, 40, {{0, 1, 0, 10}, {1, 5, 64, 202}}});
   cases.push_back({"larger first bucket", three, 400, 912, {{0, 2, 0, 228}, {2, 3, 256, 100}}});
   // 5000 floats (20000 B) between small ones with a 1000 B cap: a bucket of its own.
-  cases.push_back({"one parameter larger than the cap between small ones", aligned_layout({10, 5000, 10, 10}), 1000,
-                   0, {{0, 1, 0, 10}, {1, 2, 64, 5000}, {2, 4, 5120, 74}}});
+  cases.push_back({"one parameter larger than the cap between small ones",
+                   aligned_layout({10, 5000, 10, 10}),
+                   1000,
+                   0,
+                   {{0, 1, 0, 10}, {1, 2, 64, 5000}, {2, 4, 5120, 74}}});
   // Zero-sized parameters: p1 right after p0 (offset 10), p3 at the next boundary (offset 128).
-  cases.push_back({"zero-sized parameters", make_layout({10, 0, 50, 0, 10}, {true, false, true, true, true}), 1024, 0,
+  cases.push_back({"zero-sized parameters",
+                   make_layout({10, 0, 50, 0, 10}, {true, false, true, true, true}),
+                   1024,
+                   0,
                    {{0, 5, 0, 138}}});
   // p1 (0 floats) starts at 64: joining bucket 0 would make it 256 B > 100 B, so it opens bucket 1.
-  cases.push_back({"a zero-sized parameter opens a bucket", aligned_layout({10, 0, 10}), 100, 0,
-                   {{0, 1, 0, 10}, {1, 3, 64, 10}}});
+  cases.push_back(
+      {"a zero-sized parameter opens a bucket", aligned_layout({10, 0, 10}), 100, 0, {{0, 1, 0, 10}, {1, 3, 64, 10}}});
   // The course's small model (width 16, depth 3: 8 tensors, gradient-ready order) at 1200 B.
   {
     Layout model_layout;
@@ -239,7 +247,10 @@ std::vector<Case> hand_picked() {
     }
     // b3 (3 floats), W3 (48), b2 (16), W2 (256), b1 (16), W1 (256), b0 (16), W0 (128) at offsets 0, 64,
     // 128, 192, 448, 512, 768, 832; the cap is 300 floats.
-    cases.push_back({"the small model at 1200 B", model_layout, 1200, 0,
+    cases.push_back({"the small model at 1200 B",
+                     model_layout,
+                     1200,
+                     0,
                      {{0, 3, 0, 144}, {3, 5, 192, 272}, {5, 7, 512, 272}, {7, 8, 832, 128}}});
   }
   return cases;
@@ -298,8 +309,7 @@ std::string grade_random(int cases) {
 }
 
 struct Run {
-  std::vector<double> losses;
-  std::vector<float> params;
+  labs::grading::TrainRun run;
   std::vector<ddp::Bucket> buckets;
 };
 
@@ -311,14 +321,11 @@ Run train(ddp::Strategy strategy, const ddp::GradSyncOptions& options, comm::Com
   c.seed = 7;
   c.strategy = strategy;
   c.sync_options = options;
-  auto ops = kernels::make_cpu_ops(1);
-  ddp::Trainer t(c, comm, *ops);
-  t.setup();
-  Run run;
-  for (std::int64_t s = 0; s < c.steps; ++s) run.losses.push_back(t.step().loss);
-  run.params.assign(t.model().param_data(), t.model().param_data() + t.model().flat_count());
-  run.buckets = dynamic_cast<const ddp::BucketedSync&>(t.sync()).buckets();
-  return run;
+  Run r;
+  r.run = labs::grading::train(c, comm, [&](const ddp::Trainer& t, std::int64_t) {
+    r.buckets = dynamic_cast<const ddp::BucketedSync&>(t.sync()).buckets();
+  });
+  return r;
 }
 
 // Part 3 on this rank: "" when it passed.
@@ -338,7 +345,7 @@ std::string grade_training(comm::Communicator& comm) {
   char msg[512];
   for (const Setting& s : settings) {
     const Run ours = train(ddp::Strategy::Bucketed, s.options, comm);
-    const Run lab = train(ddp::Strategy::LabBucketed, s.options, comm);
+    const Run lab = train(labs::lab_strategies().bucketed, s.options, comm);
     const std::string where = std::string("part 3 (training, ") + s.what + ")";
     if (ours.buckets.size() != lab.buckets.size()) {
       return where + ": " + std::to_string(lab.buckets.size()) + " bucket(s) with lab-bucketed, " +
@@ -352,17 +359,18 @@ std::string grade_training(comm::Communicator& comm) {
                bucket_text({y.first_param, y.end_param, y.offset, y.count});
       }
     }
-    for (std::size_t k = 0; k < ours.losses.size(); ++k) {
-      if (lab.losses[k] != ours.losses[k]) {
+    for (std::size_t k = 0; k < ours.run.losses.size(); ++k) {
+      if (lab.run.losses[k] != ours.run.losses[k]) {
         std::snprintf(msg, sizeof msg, "%s, step %zu: loss %.9g with lab-bucketed, %.9g with bucketed", where.c_str(),
-                      k + 1, lab.losses[k], ours.losses[k]);
+                      k + 1, lab.run.losses[k], ours.run.losses[k]);
         return msg;
       }
     }
-    for (std::size_t i = 0; i < ours.params.size(); ++i) {
-      if (std::memcmp(&lab.params[i], &ours.params[i], sizeof(float)) != 0) {
+    for (std::size_t i = 0; i < ours.run.params.size(); ++i) {
+      if (std::memcmp(&lab.run.params[i], &ours.run.params[i], sizeof(float)) != 0) {
         std::snprintf(msg, sizeof msg, "%s: parameter element %zu is %.9g with lab-bucketed, %.9g with bucketed",
-                      where.c_str(), i, static_cast<double>(lab.params[i]), static_cast<double>(ours.params[i]));
+                      where.c_str(), i, static_cast<double>(lab.run.params[i]),
+                      static_cast<double>(ours.run.params[i]));
         return msg;
       }
     }
@@ -370,43 +378,15 @@ std::string grade_training(comm::Communicator& comm) {
   return "";
 }
 
-template <class F>
-std::string guarded(F&& part) {
-  try {
-    return part();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  using namespace microddp;
-  ddp::set_lab_sync_maker(&labs::make_lab_strategy);  // as the program does (src/app/main.cpp)
   constexpr int kRandomCases = 3000;
-  int rc = 0;
-  try {
-    comm::MpiRuntime mpi(&argc, &argv);
-    auto comm = comm::make_communicator("mpi", mpi);
-    const bool root = mpi.rank() == 0;
-    if (root) {
-      std::printf("grading lab 06 (bucketing: plan_buckets) on %d rank(s)\n", mpi.size());
-      std::fflush(stdout);
-    }
-    if (any_failed(guarded(grade_hand_picked), /*same_everywhere=*/true) ||
-        any_failed(guarded([&] { return grade_random(kRandomCases); }), /*same_everywhere=*/true) ||
-        any_failed(guarded([&] { return grade_training(*comm); }))) {
-      rc = 1;
-    } else if (root) {
-      std::printf("PASS: lab 06, %zu hand-picked plans exact, %d random layouts equal to the production planner, "
-                  "training with lab-bucketed bitwise identical to bucketed\n",
-                  hand_picked().size(), kRandomCases);
-    }
-  } catch (const std::exception& e) {
-    std::printf("FAIL: %s\n", e.what());
-    std::fflush(stdout);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
-  return rc;
+  return labs::grading::run_trainer_grader(
+      argc, argv, "06 (bucketing: plan_buckets)", "",
+      {{[](comm::Communicator&) { return grade_hand_picked(); }, /*same_everywhere=*/true},
+       {[](comm::Communicator&) { return grade_random(kRandomCases); }, /*same_everywhere=*/true},
+       {grade_training}},
+      "lab 06, " + std::to_string(hand_picked().size()) + " hand-picked plans exact, " + std::to_string(kRandomCases) +
+          " random layouts equal to the production planner, training with lab-bucketed bitwise identical to bucketed");
 }

@@ -17,7 +17,7 @@
 // to ours, so the checksum `manual --average lab` prints is the one `manual` prints.
 // Values are compared with == (so -0 equals +0: the sign of a zero gradient does not move a
 // parameter). The grader runs on rank 0; other ranks (graders_both_ways starts it at 1, 3 and 4)
-// wait for its verdict. Exit 0 and "PASS" when everything holds, else exit 1 on every rank.
+// wait for its verdict (grader_support.hpp). Exit 0 and "PASS" when everything holds, else exit 1 on every rank.
 #include <mpi.h>
 
 #include <cmath>
@@ -29,24 +29,18 @@
 #include <vector>
 
 #include "app/manual_replicas.hpp"
+#include "grader_support.hpp"
 #include "labs/lab_api.hpp"
 
 namespace {
 
 using namespace microddp;
+using labs::grading::ulps;
 
 constexpr const char* kLab = "01-manual-averaging (combine_replica_gradients)";
 constexpr std::int64_t kGuard = 16;
 constexpr float kGuardValue = -7777.0f;
 constexpr float kBatch = 64.0f;
-
-std::int64_t ulps(float a, float b) {
-  std::int32_t ia, ib;
-  std::memcpy(&ia, &a, 4);
-  std::memcpy(&ib, &b, 4);
-  if ((ia < 0) != (ib < 0)) return a == b ? 0 : INT64_MAX;
-  return std::llabs(static_cast<std::int64_t>(ia) - ib);
-}
 
 // Replica buffers with guards: buf[r] holds kGuard + count + kGuard floats.
 struct Replicas {
@@ -202,31 +196,23 @@ std::string in_the_program() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rank = 0, bad = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  if (rank == 0) {
-    std::printf("grading lab %s\n", kLab);
+  using namespace labs::grading;
+  return run_grader(argc, argv, [](const comm::MpiRuntime& mpi) {
+    root_says("grading lab %s\n", kLab);
     std::string f;
-    try {
-      f = closed_form();
-      if (f.empty()) f = order();
-      if (f.empty()) f = in_the_program();
-    } catch (const std::exception& e) {
-      f = e.what();
+    if (mpi.rank() == 0) {  // the other ranks wait for its verdict
+      f = guarded([] {
+        std::string failure = closed_form();
+        if (failure.empty()) failure = order();
+        if (failure.empty()) failure = in_the_program();
+        return failure;
+      });
     }
-    if (f.empty()) {
-      std::printf(
-          "PASS: lab %s: exact sums for 1-4 replicas, bitwise equal to ours in replica order, and manual's "
-          "replicas train bitwise identically to `microddp manual`\n",
-          kLab);
-    } else {
-      std::printf("FAIL: %s\n", f.c_str());
-      bad = 1;
-    }
-    std::fflush(stdout);
-  }
-  MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return bad;
+    if (any_failed(f, /*same_everywhere=*/true)) return false;
+    root_says(
+        "PASS: lab %s: exact sums for 1-4 replicas, bitwise equal to ours in replica order, and manual's "
+        "replicas train bitwise identically to `microddp manual`\n",
+        kLab);
+    return true;
+  });
 }

@@ -27,12 +27,9 @@
 #include <string>
 #include <vector>
 
-#include "comm/factory.hpp"
-#include "comm/runtime/mpi_runtime.hpp"
 #include "core/event_log.hpp"
 #include "data/synthetic_dataset.hpp"
-#include "ddp/trainer.hpp"
-#include "kernels/ops.hpp"
+#include "grader_training.hpp"
 #include "labs/lab_api.hpp"
 #include "labs/lab_strategies.hpp"
 #include "labs/lab_sync.hpp"
@@ -40,6 +37,9 @@
 namespace {
 
 using namespace microddp;
+using labs::grading::train;
+using labs::grading::TrainRun;
+using labs::grading::ulps;
 
 constexpr const char* kLab = "04-naive-dp (naive_data_parallel_sync)";
 constexpr std::int64_t kBatch = 8;    // global batch of part 1: a power of two, so 1/B is exact
@@ -52,15 +52,6 @@ const std::vector<std::int64_t> kCounts = {3, 1, 1000, 17, 64};  // part 1's "pa
 // Sample j's gradient of element i of parameter p: a small integer in [-6, 6].
 float sample_grad(std::int64_t j, int p, std::int64_t i) {
   return static_cast<float>((j * 5 + i * 3 + p * 7) % 13 - 6);
-}
-
-// Distance in units in the last place (adjacent floats: 1).
-std::int64_t ulps(float a, float b) {
-  std::int32_t ia, ib;
-  std::memcpy(&ia, &a, 4);
-  std::memcpy(&ib, &b, 4);
-  if ((ia < 0) != (ib < 0)) return a == b ? 0 : INT64_MAX;
-  return std::llabs(static_cast<std::int64_t>(ia) - ib);
 }
 
 // What went wrong with value `got` where `want` was expected (n ranks; `mine`: this rank's input).
@@ -168,36 +159,24 @@ std::string closed_form(comm::Communicator& comm) {
   return "";
 }
 
-struct TrainResult {
-  std::vector<float> params;
-  std::vector<double> losses;
-  std::vector<model::ParamInfo> layout;
-};
-
-TrainResult train(ddp::Strategy strategy, comm::Communicator& comm) {
+// The small MLP of part 2 with `strategy`.
+ddp::TrainConfig part2_config(ddp::Strategy strategy) {
   ddp::TrainConfig cfg;
   cfg.model = model::MlpConfig{8, 16, 3, 3};
   cfg.global_batch = 10;
   cfg.steps = 6;
   cfg.seed = 5;
   cfg.strategy = strategy;
-  auto ops = kernels::make_cpu_ops(1);
-  ddp::Trainer t(cfg, comm, *ops);
-  t.setup();
-  TrainResult res;
-  for (std::int64_t s = 0; s < cfg.steps; ++s) res.losses.push_back(t.step().loss);
-  res.params.assign(t.model().param_data(), t.model().param_data() + t.model().flat_count());
-  res.layout = t.model().params();
-  return res;
+  return cfg;
 }
 
 // Part 2 on this rank: "" when it passed.
 std::string in_the_trainer(comm::Communicator& comm) {
-  const TrainResult ours = train(ddp::Strategy::Naive, comm);
-  TrainResult yours;
+  const TrainRun ours = train(part2_config(ddp::Strategy::Naive), comm);
+  TrainRun yours;
   char msg[1024];
   try {
-    yours = train(ddp::Strategy::Lab, comm);
+    yours = train(part2_config(labs::lab_strategies().naive_dp), comm);
   } catch (const std::exception& e) {
     std::snprintf(msg, sizeof msg, "training with --strategy lab threw: %s", e.what());
     return msg;
@@ -229,43 +208,14 @@ std::string in_the_trainer(comm::Communicator& comm) {
   return "";
 }
 
-// Every rank learns whether any failed; failing ranks say why, in rank order.
-bool agree(const std::string& failure, const char* part, int r, int n) {
-  const int bad = failure.empty() ? 0 : 1;
-  int any = 0;
-  for (int p = 0; p < n; ++p) {
-    if (p == r && bad) std::printf("FAIL rank %d, %s: %s\n", r, part, failure.c_str());
-    std::fflush(stdout);
-    MPI_Barrier(MPI_COMM_WORLD);
-  }
-  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  return any == 0;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  int rc = 0;
-  try {
-    comm::MpiRuntime mpi(&argc, &argv);
-    ddp::set_lab_sync_maker(&labs::make_lab_strategy);  // what the program's main does: --strategy lab
-    const int n = mpi.size(), r = mpi.rank();
-    auto comm = comm::make_communicator("mpi", mpi);
-    if (r == 0) {
-      std::printf("grading lab %s on %d rank(s) (a hang here: ranks made different all-reduce calls)\n", kLab, n);
-      std::fflush(stdout);
-    }
-    bool ok = agree(closed_form(*comm), "closed form (part 1)", r, n);
-    if (ok) ok = agree(in_the_trainer(*comm), "in the trainer vs --strategy naive (part 2)", r, n);
-    rc = ok ? 0 : 1;
-    if (r == 0 && ok)
-      std::printf(
-          "PASS: lab %s: global-batch means exact on every rank, one all-reduce per gradient in order; "
-          "6 training steps bitwise identical to --strategy naive\n",
-          kLab);
-  } catch (const std::exception& e) {
-    std::printf("FAIL: %s\n", e.what());
-    return 1;
-  }
-  return rc;
+  return labs::grading::run_trainer_grader(
+      argc, argv, kLab, " (a hang here: ranks made different all-reduce calls)",
+      {{closed_form, false, "closed form (part 1)"},
+       {in_the_trainer, false, "in the trainer vs --strategy naive (part 2)"}},
+      std::string("lab ") + kLab +
+          ": global-batch means exact on every rank, one all-reduce per gradient in order; 6 training steps bitwise "
+          "identical to --strategy naive");
 }

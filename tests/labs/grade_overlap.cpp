@@ -29,24 +29,21 @@
 #include <string>
 #include <vector>
 
-#include "comm/factory.hpp"
-#include "comm/runtime/mpi_runtime.hpp"
 #include "core/event_log.hpp"
-#include "ddp/trainer.hpp"
-#include "grade_verdict.hpp"
-#include "kernels/ops.hpp"
+#include "grader_training.hpp"
 #include "labs/lab_hooks.hpp"
 #include "labs/lab_strategies.hpp"
 
 namespace {
 
 using namespace microddp;
-using labs::grading::any_failed;
 
 constexpr float kPadding = 0.25f;  // the padding between gradients: no all-reduce may touch it
 constexpr int kSteps = 3;
 
-float input(int rank, int p, std::int64_t i, int step) { return static_cast<float>((rank + 1) * ((i + 3 * p + step) % 11 + 1)); }
+float input(int rank, int p, std::int64_t i, int step) {
+  return static_cast<float>((rank + 1) * ((i + 3 * p + step) % 11 + 1));
+}
 float expected(int n, int p, std::int64_t i, int step) {
   return static_cast<float>(n * (n + 1) / 2 * ((i + 3 * p + step) % 11 + 1));
 }
@@ -57,9 +54,9 @@ std::vector<model::ParamInfo> layout() {
     const char* name;
     std::int64_t count;
   };
-  const Shape shapes[] = {{"layer_03.bias", 3},   {"layer_03.weight", 192}, {"layer_02.bias", 64},
+  const Shape shapes[] = {{"layer_03.bias", 3},      {"layer_03.weight", 192}, {"layer_02.bias", 64},
                           {"layer_02.weight", 4160}, {"layer_01.bias", 65},    {"layer_01.weight", 1105},
-                          {"layer_00.bias", 17},  {"layer_00.weight", 85}};
+                          {"layer_00.bias", 17},     {"layer_00.weight", 85}};
   std::vector<model::ParamInfo> params;
   std::int64_t end = 0;
   for (const Shape& s : shapes) {
@@ -97,7 +94,8 @@ std::string grade_hooks(comm::Communicator& comm) {
   for (int s = 0; s < kSteps; ++s) {
     std::fill(grads.begin(), grads.end(), kPadding);
     for (const auto& p : params) {
-      for (std::int64_t i = 0; i < p.count; ++i) grads[static_cast<std::size_t>(p.offset + i)] = input(r, p.index, i, s);
+      for (std::int64_t i = 0; i < p.count; ++i)
+        grads[static_cast<std::size_t>(p.offset + i)] = input(r, p.index, i, s);
     }
     events.clear();
     sync.on_backward_begin(s);
@@ -138,8 +136,7 @@ std::string grade_hooks(comm::Communicator& comm) {
 }
 
 struct Run {
-  std::vector<double> losses;
-  std::vector<float> params;
+  labs::grading::TrainRun run;
   std::string failure;  // overlap checks of the lab run
 };
 
@@ -151,28 +148,24 @@ Run train(ddp::Strategy strategy, std::int64_t accum_steps, comm::Communicator& 
   c.steps = 4;
   c.seed = 5;
   c.strategy = strategy;
-  auto ops = kernels::make_cpu_ops(1);
-  ddp::Trainer t(c, comm, *ops);
-  t.setup();
-  Run run;
-  for (std::int64_t s = 0; s < c.steps; ++s) {
-    run.losses.push_back(t.step().loss);
+  Run r;
+  r.run = labs::grading::train(c, comm, [&](const ddp::Trainer& t, std::int64_t s) {
     const auto* lab = dynamic_cast<const labs::LabOverlapSync*>(&t.sync());
-    if (lab != nullptr && run.failure.empty()) {
-      run.failure = overlap_failure(lab->recorder(), t.model().params().size(),
-                                    "part 2 (training, " + std::to_string(accum_steps) + " micro-step(s)), step " +
-                                        std::to_string(s + 1));
+    if (lab != nullptr && r.failure.empty()) {
+      r.failure = overlap_failure(
+          lab->recorder(), t.model().params().size(),
+          "part 2 (training, " + std::to_string(accum_steps) + " micro-step(s)), step " + std::to_string(s + 1));
     }
-  }
-  run.params.assign(t.model().param_data(), t.model().param_data() + t.model().flat_count());
-  return run;
+  });
+  return r;
 }
 
 // Part 2 on this rank: "" when it passed.
 std::string grade_training(comm::Communicator& comm, std::int64_t accum_steps) {
-  const Run ours = train(ddp::Strategy::Overlap, accum_steps, comm);
-  const Run lab = train(ddp::Strategy::LabOverlap, accum_steps, comm);
-  if (!lab.failure.empty()) return lab.failure;
+  const labs::grading::TrainRun ours = train(ddp::Strategy::Overlap, accum_steps, comm).run;
+  const Run lab_run = train(labs::lab_strategies().overlap, accum_steps, comm);
+  if (!lab_run.failure.empty()) return lab_run.failure;
+  const labs::grading::TrainRun& lab = lab_run.run;
   const std::string where = "part 2 (training, " + std::to_string(accum_steps) + " micro-step(s))";
   char msg[512];
   for (std::size_t s = 0; s < ours.losses.size(); ++s) {
@@ -195,44 +188,15 @@ std::string grade_training(comm::Communicator& comm, std::int64_t accum_steps) {
   return "";
 }
 
-// Runs one part, turning an exception (the starter's "not done yet", a rule the seam enforces)
-// into this rank's failure.
-template <class F>
-std::string guarded(F&& part) {
-  try {
-    return part();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  using namespace microddp;
-  ddp::set_lab_sync_maker(&labs::make_lab_strategy);  // as the program does (src/app/main.cpp)
-  int rc = 0;
-  try {
-    comm::MpiRuntime mpi(&argc, &argv);
-    auto comm = comm::make_communicator("mpi", mpi);
-    const bool root = mpi.rank() == 0;
-    if (root) {
-      std::printf("grading lab 05 (hooks and overlap: OverlapHooks) on %d rank(s)\n", mpi.size());
-      std::fflush(stdout);
-    }
-    if (any_failed(guarded([&] { return grade_hooks(*comm); })) ||
-        any_failed(guarded([&] { return grade_training(*comm, 1); })) ||
-        any_failed(guarded([&] { return grade_training(*comm, 2); }))) {
-      rc = 1;
-    } else if (root) {
-      std::printf("PASS: lab 05, %d steps of hand-made gradients exact on every rank, every all-reduce launched from "
-                  "its hook and waited for after backward; training bitwise identical to `overlap`\n",
-                  kSteps);
-    }
-  } catch (const std::exception& e) {
-    std::printf("FAIL: %s\n", e.what());
-    std::fflush(stdout);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
-  return rc;
+  return labs::grading::run_trainer_grader(
+      argc, argv, "05 (hooks and overlap: OverlapHooks)", "",
+      {{grade_hooks}, {[](comm::Communicator& c) { return grade_training(c, 1); }}, {[](comm::Communicator& c) {
+         return grade_training(c, 2);
+       }}},
+      "lab 05, " + std::to_string(kSteps) +
+          " steps of hand-made gradients exact on every rank, every all-reduce launched from its hook and waited for "
+          "after backward; training bitwise identical to `overlap`");
 }

@@ -30,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "grader_support.hpp"
 #include "labs/lab_api.hpp"
 
 namespace {
@@ -218,48 +219,24 @@ std::string grade_barrier(LabComm& comm, int late) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rc = 0;
-  {
-    LabComm comm(MPI_COMM_WORLD);
-    const int n = comm.size(), r = comm.rank();
-    if (r == 0) {
-      std::printf("grading lab 07-sync-primitives on %d rank(s) (a hang here: some send has no matching receive)\n", n);
-      std::fflush(stdout);
-    }
-    std::vector<int> roots = {0};
-    if (n - 1 != 0) roots.push_back(n - 1);
-    if (n / 2 != 0 && n / 2 != n - 1) roots.push_back(n / 2);
-    std::vector<std::int64_t> counts = {0, 1, 2, 3, 5, 1000, 4099};
-    for (const std::int64_t c : {std::int64_t{n} - 1, std::int64_t{n} + 1, 2 * std::int64_t{n} + 1})
-      counts.push_back(c);
-    std::vector<std::function<std::string()>> cases;
-    for (int root : roots)
-      for (std::int64_t c : counts) cases.emplace_back([&comm, root, c] { return grade_broadcast(comm, root, c); });
-    for (int root : roots) {
-      for (std::int64_t c : counts) cases.emplace_back([&comm, root, c] { return grade_gather(comm, root, c, false); });
-      cases.emplace_back([&comm, root] { return grade_gather(comm, root, 7, true); });
-    }
-    for (int late : roots) cases.emplace_back([&comm, late] { return grade_barrier(comm, late); });
-    for (const auto& run : cases) {
-      const std::string failure = run();
-      int bad = failure.empty() ? 0 : 1, any = 0;
-      for (int p = 0; p < n; ++p) {  // each failing rank says why, in rank order
-        if (p == r && bad) std::printf("FAIL rank %d: %s\n", r, failure.c_str());
-        std::fflush(stdout);
-        MPI_Barrier(MPI_COMM_WORLD);
-      }
-      MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-      if (any) {
-        rc = 1;
-        break;
-      }
-    }
-    if (r == 0 && rc == 0)
-      std::printf(
-          "PASS: lab 07-sync-primitives, %zu cases (broadcast, gather, barrier), every element exact on every rank\n",
-          cases.size());
-  }
-  MPI_Finalize();
-  return rc;
+  return microddp::labs::grading::run_lab_comm_grader(
+      argc, argv, "07-sync-primitives", "cases (broadcast, gather, barrier)", [](LabComm& comm) {
+        const int n = comm.size();
+        std::vector<int> roots = {0};
+        if (n - 1 != 0) roots.push_back(n - 1);
+        if (n / 2 != 0 && n / 2 != n - 1) roots.push_back(n / 2);
+        std::vector<std::int64_t> counts = {0, 1, 2, 3, 5, 1000, 4099};
+        for (const std::int64_t c : {std::int64_t{n} - 1, std::int64_t{n} + 1, 2 * std::int64_t{n} + 1})
+          counts.push_back(c);
+        std::vector<std::function<std::string()>> cases;
+        for (int root : roots)
+          for (std::int64_t c : counts) cases.emplace_back([&comm, root, c] { return grade_broadcast(comm, root, c); });
+        for (int root : roots) {
+          for (std::int64_t c : counts)
+            cases.emplace_back([&comm, root, c] { return grade_gather(comm, root, c, false); });
+          cases.emplace_back([&comm, root] { return grade_gather(comm, root, 7, true); });
+        }
+        for (int late : roots) cases.emplace_back([&comm, late] { return grade_barrier(comm, late); });
+        return cases;
+      });
 }

@@ -34,7 +34,11 @@ inline ddp::ConfigValue another_value(const ddp::ConfigField& f, const ddp::Trai
       if (f.name == "strategy") return std::string(s == "flat" ? "naive" : "flat");
       if (f.name == "on_nan") return std::string(s == "skip" ? "abort" : "skip");
       if (f.name == "shard") return std::string(s == "optimizer" ? "gradients" : "optimizer");
-      if (f.name == "grad_compression") return std::string(s == "powersgd" ? "none" : "powersgd");
+      if (f.name == "grad_compression") {
+        const bool powersgd = ddp::parse_compression_mode(s) == ddp::CompressionMode::PowerSgd;
+        return std::string(
+            ddp::compression_mode_name(powersgd ? ddp::CompressionMode::None : ddp::CompressionMode::PowerSgd));
+      }
       ADD_FAILURE() << "config_field_values.hpp knows no other value for string field " << f.name;
       return s;
     }

@@ -11,23 +11,18 @@ namespace microddp::ddp::zero {
 
 std::vector<Bucket> buckets_for_strategy(Strategy strategy, const GradSyncOptions& options,
                                          const std::vector<model::ParamInfo>& params) {
-  switch (strategy) {
-    case Strategy::Naive:
-    case Strategy::Overlap:
-      return plan_per_parameter(params);
-    case Strategy::Flat:
-      return plan_buckets(params, std::numeric_limits<std::int64_t>::max());
-    case Strategy::Bucketed: {
-      const BucketCaps caps = bucket_caps(options);
-      return plan_buckets(params, caps.cap_bytes, caps.first_cap_bytes);
-    }
-    case Strategy::Lab:
-    case Strategy::LabOverlap:
-    case Strategy::LabBucketed:
-      MDDP_USAGE_CHECK(false, "--strategy " << strategy_name(strategy)
-                                            << " (a course lab, docs/labs) does not shard: leave --shard at none");
+  const StrategyRow& row = strategy_row(strategy);
+  MDDP_USAGE_CHECK(row.no_shard.empty(),
+                   "--strategy " << row.name << " (" << row.no_shard << ") does not shard: leave --shard at none");
+  // Shards follow the buckets of the production strategy whose collectives it issues.
+  const Strategy as = row.modelled_as;
+  if (as == Strategy::Naive || as == Strategy::Overlap) return plan_per_parameter(params);
+  if (as == Strategy::Flat) return plan_buckets(params, std::numeric_limits<std::int64_t>::max());
+  if (as == Strategy::Bucketed) {
+    const BucketCaps caps = bucket_caps(options);
+    return plan_buckets(params, caps.cap_bytes, caps.first_cap_bytes);
   }
-  MDDP_USAGE_CHECK(false, "--shard: unknown strategy " << static_cast<int>(strategy));
+  MDDP_USAGE_CHECK(false, "--shard: strategy " << row.name << " has no shard plan");
   return {};
 }
 

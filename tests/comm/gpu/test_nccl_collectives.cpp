@@ -11,8 +11,8 @@
 //     more outstanding collectives than completion slots; a host pointer marked Device::Cuda; the
 //     exactness matrix of broadcast, scatter, gather, all-gather and reduce-scatter on device buffers
 //     (DeviceGuarded: collective_checks.hpp's guarded buffers, copied whole to the device and back).
-// Own main: every rank exits 77 (ctest: skipped) when some rank sees no GPU, or, for the NCCL
-// backends, when ranks share one.
+// Own main (the harness of tests/support/mpi_gtest_run.hpp with a skip check): every rank exits 77
+// (ctest: skipped) when some rank sees no GPU, or, for the NCCL backends, when ranks share one.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -34,23 +34,17 @@
 #include "core/timer.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/device.hpp"
+#include "support/gpu_ranks.hpp"
+#include "support/mpi_gtest_run.hpp"
+#include "support/mpi_test_env.hpp"
+#include "support/test_args.hpp"
 
 namespace microddp::testing {
 namespace {
 
-const comm::MpiRuntime* g_runtime = nullptr;
-comm::CommConfig g_comm_config;  // from the environment, parsed in main before MPI starts
-
-std::string backend_from_argv() {
-  for (const std::string& a : ::testing::internal::GetArgvs()) {
-    if (a.rfind("--backend=", 0) == 0) return a.substr(10);
-  }
-  return "nccl";
-}
-
 class Nccl : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { comm_ = comm::make_communicator(backend_from_argv(), *g_runtime, g_comm_config); }
+  static void SetUpTestSuite() { comm_ = comm::make_communicator(backend_arg("nccl"), runtime(), comm_config()); }
   static void TearDownTestSuite() { comm_.reset(); }
   static std::unique_ptr<Communicator> comm_;
   static int n() { return comm_->size(); }
@@ -266,66 +260,22 @@ TEST_F(Nccl, TeardownWithPendingWorkAbortsInsteadOfWaitingForever) {
   }
 }
 
-TEST_F(Nccl, SequenceAgrees) {
-  comm_->barrier();
-  const auto mine = static_cast<std::int64_t>(comm_->collectives_issued());
-  std::int64_t lo = 0, hi = 0;
-  MPI_Allreduce(&mine, &lo, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD);
-  MPI_Allreduce(&mine, &hi, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
-  EXPECT_EQ(lo, hi);
-}
+TEST_F(Nccl, SequenceAgrees) { expect_same_sequence_on_every_rank(*comm_); }
 
 }  // namespace
+
+// Skip on every rank alike, never half the job: every rank needs a GPU, and the NCCL backends
+// (stream backends) need one GPU per rank; the host backends stage through the host and may share a GPU.
+std::string skip_without_gpus(const comm::MpiRuntime& runtime) {
+  const comm::GpuSharing sharing = exchange_rank_gpus(runtime);
+  if (sharing.ranks_without_gpu > 0) return "no visible CUDA device on some rank";
+  const bool nccl_backend = comm::describe_backend(backend_arg("nccl")).kind == comm::BackendKind::Stream;
+  if (nccl_backend && sharing.shared()) return "NCCL needs one GPU per rank, but " + sharing.example;
+  return "";
+}
+
 }  // namespace microddp::testing
 
 int main(int argc, char** argv) {
-  constexpr int kSkip = 77;  // MICRODDP_SKIP_CODE (cmake/MicroddpTesting.cmake)
-  try {
-    // A bad value ends every rank with exit code 2 before MPI starts, as in the app.
-    microddp::testing::g_comm_config =
-        microddp::comm::parse_comm_config([](const char* name) -> const char* { return std::getenv(name); });
-  } catch (const microddp::core::UsageError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 2;
-  }
-  try {
-    microddp::comm::MpiRuntime runtime(&argc, &argv);
-    microddp::testing::g_runtime = &runtime;
-    ::testing::InitGoogleTest(&argc, argv);
-    // Skip on every rank alike, never half the job: every rank needs a GPU (its node-local rank
-    // modulo the visible ones), and the NCCL backends (stream backends) need one GPU per rank (UUIDs
-    // compared: with CUDA_VISIBLE_DEVICES set per rank, every rank sees one GPU and they differ); the
-    // host backends stage through the host and may share a GPU.
-    const int gpus = microddp::kernels::cuda_device_count();
-    microddp::comm::GpuIdentity mine;
-    mine.host = runtime.hostname();
-    if (gpus > 0) {
-      mine.uses_gpu = true;
-      mine.uuid = microddp::kernels::cuda_device_uuid(runtime.local_rank() % gpus);
-    }
-    const auto sharing = microddp::comm::exchange_gpu_identities(runtime, mine, microddp::kernels::format_device_uuid);
-    const bool nccl_backend = microddp::comm::describe_backend(microddp::testing::backend_from_argv()).kind ==
-                              microddp::comm::BackendKind::Stream;
-    if (sharing.ranks_without_gpu > 0 || (nccl_backend && sharing.shared())) {
-      if (runtime.rank() == 0) {
-        std::printf("%s: skipped\n", sharing.ranks_without_gpu > 0
-                                         ? "no visible CUDA device on some rank"
-                                         : ("NCCL needs one GPU per rank, but " + sharing.example).c_str());
-      }
-      microddp::testing::g_runtime = nullptr;
-      return kSkip;
-    }
-    if (runtime.rank() != 0) {
-      auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-      delete listeners.Release(listeners.default_result_printer());
-    }
-    int local_failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
-    int any_failed = 0;
-    MPI_Allreduce(&local_failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    microddp::testing::g_runtime = nullptr;
-    return any_failed;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "fatal: %s\n", e.what());
-    microddp::comm::MpiRuntime::abort_all(1);
-  }
+  return microddp::testing::run_mpi_gtest(argc, argv, &microddp::testing::skip_without_gpus);
 }

@@ -1,5 +1,5 @@
 // lab_model_command.cpp — `microddp lab-model`, lab 08's seam (docs/labs/08-performance-model): the
-// student's α-β functions (lab_api.hpp) on real measurements, printed next to src/perf's.
+// student's α-β functions (labs/lab_api.hpp) on real measurements, printed next to src/perf's.
 //
 //   microddp lab-model --bench bench.json [--backend ring] [--metrics m.jsonl] [--ranks 2,4,8,16,64]
 //
@@ -11,7 +11,7 @@
 // step model searched for the same answer (flat: nothing hidden, which the lab's formula assumes;
 // bucketed: backward hides part of the all-reduce).
 // No messages between ranks: rank 0 prints, the others return.
-#include "labs/lab_model_command.hpp"
+#include "app/lab_commands.hpp"
 
 #include <algorithm>
 #include <cinttypes>
@@ -29,7 +29,7 @@
 #include "perf/run_record.hpp"
 #include "perf/step_model.hpp"
 
-namespace microddp::labs {
+namespace microddp::app {
 
 namespace {
 
@@ -57,7 +57,7 @@ std::int64_t src_perf_break_even(const perf::StepProfile& prof, ddp::Strategy st
   return hi;
 }
 
-class LabModelCommand final : public app::Command {
+class LabModelCommand final : public Command {
  public:
   explicit LabModelCommand(CLI::App* sub) {
     sub->add_option("--bench", bench_path_, "`microddp bench collectives --json` (or CSV) output to fit")->required();
@@ -76,7 +76,7 @@ class LabModelCommand final : public app::Command {
     MDDP_USAGE_CHECK(algo == perf::Algorithm::Ring, "lab-model: the lab models a ring; src/perf models backend '"
                                                         << backend_ << "' as " << perf::algorithm_name(algo)
                                                         << " (use --backend ring, mpi or lab-ring)");
-    std::vector<LabTiming> points;
+    std::vector<labs::LabTiming> points;
     std::vector<perf::Sample> samples;
     std::set<std::string> backends;
     for (const perf::BenchRow& r : perf::read_bench_rows(bench_path_)) {
@@ -93,7 +93,7 @@ class LabModelCommand final : public app::Command {
                      "lab-model: " << bench_path_ << " has " << points.size() << " all-reduce rows of backend '"
                                    << backend_
                                    << "' at >= 2 ranks (all-reduce rows of: " << (have.empty() ? "none" : have) << ")");
-    const LabAlphaBeta mine = fit_ring_all_reduce(points);
+    const labs::LabAlphaBeta mine = labs::fit_ring_all_reduce(points);
     const perf::FitResult line = perf::fit_alpha_beta(perf::Collective::AllReduce, algo, samples);
     const perf::FitResult regimes = perf::fit_alpha_beta_regimes(perf::Collective::AllReduce, algo, samples);
     const perf::AlphaBeta& pl = line.model;
@@ -115,8 +115,8 @@ class LabModelCommand final : public app::Command {
 
     std::printf("# %5s %14s %12s %12s %12s %12s %8s\n", "ranks", "bytes", "measured_us", "yours_us", "line_us",
                 "regimes_us", "err_%");
-    for (const LabTiming& p : points) {
-      const double y = ring_all_reduce_time(mine, p.ranks, p.bytes);
+    for (const labs::LabTiming& p : points) {
+      const double y = labs::ring_all_reduce_time(mine, p.ranks, p.bytes);
       const double l = pl.time_s(perf::cost_coefficients(perf::Collective::AllReduce, algo, p.ranks, p.bytes));
       const double g = regimes.model_for(p.bytes).time_s(
           perf::cost_coefficients(perf::Collective::AllReduce, algo, p.ranks, p.bytes));
@@ -133,7 +133,7 @@ class LabModelCommand final : public app::Command {
   }
 
  private:
-  void predict_training(const LabAlphaBeta& mine, const perf::FitResult& line, const perf::FitResult& regimes,
+  void predict_training(const labs::LabAlphaBeta& mine, const perf::FitResult& line, const perf::FitResult& regimes,
                         perf::Algorithm algo) const {
     const perf::RunRecord rec = perf::run_record_from_metrics(metrics_path_);
     MDDP_USAGE_CHECK(rec.ranks == 1 && !rec.runs.empty() && !rec.runs.front().steps.empty(),
@@ -159,9 +159,9 @@ class LabModelCommand final : public app::Command {
         };
       };
       const perf::AllReduceTime with_line = model_ar(line), with_regimes = model_ar(regimes);
-      const std::int64_t b = break_even_rows_per_rank(mine, n, grad_bytes, c);
+      const std::int64_t b = labs::break_even_rows_per_rank(mine, n, grad_bytes, c);
       std::printf("  %5d %11.3f %11.3f %11.3f %9" PRId64 " %9" PRId64 " %9" PRId64 " %9" PRId64 "\n", n,
-                  ring_all_reduce_time(mine, n, grad_bytes) * 1e3, with_line(grad_bytes) * 1e3,
+                  labs::ring_all_reduce_time(mine, n, grad_bytes) * 1e3, with_line(grad_bytes) * 1e3,
                   with_regimes(grad_bytes) * 1e3, b,
                   src_perf_break_even(prof, ddp::Strategy::Flat, n, with_line, kLimit),
                   src_perf_break_even(prof, ddp::Strategy::Flat, n, with_regimes, kLimit),
@@ -183,10 +183,10 @@ class LabModelCommand final : public app::Command {
 
 }  // namespace
 
-void register_lab_commands(app::CommandLine& cl) {
+void register_lab_commands(CommandLine& cl) {
   CLI::App* sub = cl.app.add_subcommand(
       "lab-model", "Lab 08 (docs/labs/08-performance-model): your alpha-beta fit and break-even next to src/perf's");
   cl.commands.emplace_back(sub, std::make_unique<LabModelCommand>(sub));
 }
 
-}  // namespace microddp::labs
+}  // namespace microddp::app

@@ -1,0 +1,14 @@
+// register_labs.cpp — see register_labs.hpp.
+#include "labs/register_labs.hpp"
+
+#include "labs/lab_backend.hpp"
+#include "labs/lab_strategies.hpp"
+
+namespace microddp::labs {
+
+void register_labs() {
+  lab_strategies();  // registers them on first use
+  register_lab_backends();
+}
+
+}  // namespace microddp::labs

@@ -1,0 +1,66 @@
+// test_lab_rows.cpp — how the course's labs plug in (src/labs/register_labs.hpp): register_labs()
+// adds their rows to the strategy and backend tables, after the production rows and in the order
+// the help lists them, once however often it is called; each lab strategy is modelled as the
+// production strategy whose collectives it issues, refuses --shard (and lab 04 compression), and
+// each lab backend is described as the all-reduce it runs.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "comm/factory.hpp"
+#include "ddp/strategy.hpp"
+#include "labs/lab_strategies.hpp"
+#include "labs/register_labs.hpp"
+
+namespace microddp::labs {
+namespace {
+
+TEST(LabRows, RegisteredOnceAfterTheProductionRows) {
+  register_labs();
+  register_labs();  // the program and a grader may both call it
+  EXPECT_EQ(ddp::strategy_choices(), "naive, flat, overlap, bucketed, lab, lab-overlap, lab-bucketed");
+  const std::vector<std::string> backends = comm::available_backends();
+  ASSERT_GE(backends.size(), 3u);
+  EXPECT_EQ(std::vector<std::string>(backends.end() - 3, backends.end()),
+            (std::vector<std::string>{"lab-naive", "lab-ring", "lab-sync"}));
+}
+
+TEST(LabRows, StrategiesAreTheirProductionStrategyWithTheStudentsPart) {
+  const LabStrategies& lab = lab_strategies();
+  for (const ddp::Strategy s : {lab.naive_dp, lab.overlap, lab.bucketed}) {
+    EXPECT_EQ(ddp::parse_strategy(ddp::strategy_name(s)), s);
+    EXPECT_NE(ddp::modelled_as(s), s);
+    EXPECT_EQ(ddp::modelled_as(ddp::modelled_as(s)), ddp::modelled_as(s));  // a production strategy
+    EXPECT_NE(ddp::strategy_description(s).find("lab 0"), std::string_view::npos) << ddp::strategy_name(s);
+    EXPECT_EQ(ddp::strategy_row(s).no_shard, "a course lab, docs/labs");
+  }
+  EXPECT_EQ(ddp::strategy_name(lab.naive_dp), "lab");
+  EXPECT_EQ(ddp::modelled_as(lab.naive_dp), ddp::Strategy::Naive);
+  EXPECT_FALSE(ddp::is_async(lab.naive_dp));
+  EXPECT_EQ(ddp::strategy_row(lab.naive_dp).no_compression, "lab 04");
+  EXPECT_EQ(ddp::modelled_as(lab.overlap), ddp::Strategy::Overlap);
+  EXPECT_TRUE(ddp::is_async(lab.overlap));
+  EXPECT_TRUE(ddp::strategy_row(lab.overlap).no_compression.empty());
+  EXPECT_EQ(ddp::modelled_as(lab.bucketed), ddp::Strategy::Bucketed);
+  EXPECT_TRUE(ddp::is_async(lab.bucketed));
+}
+
+TEST(LabRows, BackendsAreDescribedAsTheAllReduceTheyRun) {
+  register_labs();
+  using A = comm::AllReduceAlgorithm;
+  const struct {
+    const char* name;
+    A algorithm;
+  } rows[] = {{"lab-naive", A::Naive}, {"lab-ring", A::Ring}, {"lab-sync", A::Ring}};
+  for (const auto& r : rows) {
+    const comm::BackendDescription d = comm::describe_backend(r.name);
+    EXPECT_TRUE(d.compiled_in) << r.name;
+    EXPECT_EQ(d.kind, comm::BackendKind::Host) << r.name;
+    EXPECT_FALSE(d.accepts_device_buffers) << r.name;
+    EXPECT_EQ(d.all_reduce_algorithm(1 << 20, 4), r.algorithm) << r.name;
+  }
+}
+
+}  // namespace
+}  // namespace microddp::labs
