@@ -140,6 +140,7 @@ void Trainer::build_host_state() {
   device_state_ = optimizer_->state_buffers();
   const bool sharded = config_.shard != zero::ShardMode::None;
   host_state_ = HostState{};
+  host_state_.param_count = model_.flat_count();
   sharded_host_state_ = HostState{};
   full_state_mirror_ = core::HostBuffer<float>();
   if (on_host_) {
@@ -319,6 +320,7 @@ const Trainer::HostState& Trainer::host_state() const {
     const std::int64_t n = model_.flat_count();
     full_state_mirror_.resize(n * static_cast<std::int64_t>(device_state_.size()));
     sharded_host_state_.params = host_state_.params;
+    sharded_host_state_.param_count = n;
     for (std::size_t i = 0; i < device_state_.size(); ++i) {
       sharded_host_state_.optimizer.push_back(
           {device_state_[i].name, full_state_mirror_.data() + n * static_cast<std::int64_t>(i), n});
@@ -421,6 +423,11 @@ void Trainer::set_data_source(const data::DataSource& source) {
                      << " classes but the model expects " << config_.model.in_dim << " and " << config_.model.classes
                      << " (give matching --in-dim / --classes, or leave them out to take them from the file)");
   source_ = &source;
+}
+
+void Trainer::restore_progress(std::int64_t steps_done, std::int64_t optimizer_steps) {
+  optimizer_->set_steps_taken(optimizer_steps);
+  restore_progress(steps_done);
 }
 
 void Trainer::restore_progress(std::int64_t steps_done) {

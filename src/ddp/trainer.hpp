@@ -57,6 +57,7 @@
 #include "ddp/grad_sync.hpp"
 #include "ddp/numerics.hpp"
 #include "ddp/train_config.hpp"
+#include "ddp/train_state.hpp"
 #include "ddp/zero/memory_report.hpp"
 #include "ddp/zero/shard_plan.hpp"
 #include "ddp/zero/zero_sync.hpp"
@@ -87,7 +88,8 @@ struct StepRecord {
   bool skipped = false;    // non-finite loss/gradient and on_nan == skip: no update was made
 };
 
-class Trainer {
+// The checkpoint's view of the trainer is ddp/train_state.hpp (io/ includes only that).
+class Trainer : public TrainState {
  public:
   Trainer(const TrainConfig& config, comm::Communicator& comm, kernels::Ops& ops);
   // Waits for a sharded run's in-flight parameter all-gathers: they write into the model.
@@ -99,8 +101,8 @@ class Trainer {
   void setup();
   StepRecord step();
 
-  std::int64_t steps_done() const { return steps_done_; }
-  const TrainConfig& config() const { return config_; }
+  std::int64_t steps_done() const override { return steps_done_; }
+  const TrainConfig& config() const override { return config_; }
   // The model, its parameters those of the last step (a sharded run's in-flight all-gathers are
   // waited for first; see finish_param_gather()).
   model::FullMLP& model() {
@@ -133,28 +135,27 @@ class Trainer {
   model::Optimizer& optimizer() { return *optimizer_; }
   const model::Optimizer& optimizer() const { return *optimizer_; }
   // Global index of the next sample the trainer will read (world-size independent).
-  std::int64_t data_position() const { return steps_done_ * config_.accum_steps * config_.global_batch; }
+  std::int64_t data_position() const override { return steps_done_ * config_.accum_steps * config_.global_batch; }
   // Train from `source` instead of the built-in synthetic set (it must outlive the trainer and
   // match the model's in_dim and classes). Call before the first step.
   void set_data_source(const data::DataSource& source);
-  const data::DataSource& data_source() const { return *source_; }
+  const data::DataSource& data_source() const override { return *source_; }
+  std::int64_t optimizer_steps() const override { return optimizer_->steps_taken(); }
+  GradCompressor* compressor() const override { return sync_->compressor(); }
   // After a checkpoint was loaded (host_state() + state_from_host()): continue at `steps_done`;
   // verifies that all ranks hold the same parameters (collective).
   void restore_progress(std::int64_t steps_done);
+  void restore_progress(std::int64_t steps_done, std::int64_t optimizer_steps) override;
 
   // Host view of the parameters and the optimizer state (checkpoints, hashes). With CpuOps these are
   // the live buffers; on a GPU a host mirror: state_to_host() refreshes it from the device,
-  // state_from_host() uploads it (both synchronous; no-ops on the CPU).
-  struct HostState {
-    float* params = nullptr;                               // param_count floats
-    std::vector<model::Optimizer::StateBuffer> optimizer;  // same names and counts as the optimizer's
-  };
+  // state_from_host() uploads it (both synchronous; no-ops on the CPU). HostState: train_state.hpp.
   // Sharded runs (--shard): the optimizer state of the host view is FULL size (checkpoints stay one
   // format): a host buffer allocated at the first call, filled by state_to_host(), which then is a
   // collective (it all-gathers the shards); state_from_host() takes this rank's shard from it.
-  const HostState& host_state() const;
-  void state_to_host() const;
-  void state_from_host();
+  const HostState& host_state() const override;
+  void state_to_host() const override;
+  void state_from_host() override;
 
   // FNV-1a hash of the parameter bytes (equal on all ranks after every step). Copies from a GPU.
   std::uint64_t param_checksum() const;
