@@ -45,7 +45,8 @@ struct TrainConfig {
   // --shard: none = plain DDP; optimizer / gradients = ZeRO-1 / ZeRO-2 (ddp/zero/zero_sync.hpp):
   // shards follow the strategy's buckets (naive and overlap: one per parameter, flat: one bucket).
   zero::ShardMode shard = zero::ShardMode::None;
-  core::FaultPlan faults;  // test hooks at the trainer's fault points (trainer.hpp); empty by default
+  // Test hooks at the trainer's fault points (ddp/step_faults.hpp); empty by default.
+  core::FaultPlan faults;
 };
 
 }  // namespace microddp::ddp
