@@ -11,7 +11,9 @@
 // all-reduce is queued on the device and the compute stream waits for it, not the host.
 // A local check alone could differ between ranks (a NaN in one rank's copy only); the all-reduced
 // counts cannot, so every rank applies the NaN policy at the same step: enforce() throws
-// core::AgreedError on every rank (abort) or counts a skipped step (skip).
+// core::AgreedError on every rank (abort) or counts a skipped step (skip: the trainer makes no
+// update, so parameters and optimizer state, moments and step count, stay as they were, and the
+// next step takes the next batch).
 // Contract: reduce() allocates nothing; enforce() (rare) gathers the per-rank flags to name ranks.
 #pragma once
 
