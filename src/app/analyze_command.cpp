@@ -230,8 +230,8 @@ perf::RunRecord AnalyzeCommand::fresh_run(TrainingSession& session, const comm::
   cfg.keep_events = false;
   cfg.strategy = strategies_.front();
   cfg.steps = static_cast<std::int64_t>(strategies_.size()) * (opts_.config.steps + warmup_);
-  ddp::Trainer& trainer = session.start_trainer(cfg);
-  trainer.setup();
+  ddp::Trainer* current = &session.start_trainer(cfg);
+  current->setup();
   perf::RunRecord rec;
   rec.model = cfg.model;
   rec.global_batch = cfg.global_batch;
@@ -244,7 +244,12 @@ perf::RunRecord AnalyzeCommand::fresh_run(TrainingSession& session, const comm::
   rec.source = "fresh run (microddp analyze)";
   for (std::size_t k = 0; k < strategies_.size(); ++k) {
     const ddp::Strategy s = strategies_[k];
-    if (k > 0) trainer.set_strategy(s, cfg.sync_options);
+    if (k > 0) {  // the run continues under the next strategy in a new trainer (app/strategy_switch.hpp)
+      ddp::TrainConfig next = cfg;
+      next.strategy = s;
+      current = &session.switch_trainer(next);
+    }
+    ddp::Trainer& trainer = *current;
     perf::StrategyRun run;
     run.strategy = s;
     run.bucket_mb = ddp::modelled_as(s) == ddp::Strategy::Bucketed ? cfg.sync_options.bucket_mb : 0.0;

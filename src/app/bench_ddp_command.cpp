@@ -2,10 +2,12 @@
 // side in ONE invocation, and the course's comparison table.
 //
 // Variants: the --strategies list; `bucketed` expands into one variant per --bucket-mb value (the
-// bucket-size sweep). One Trainer (one model, one optimizer) switches strategy between blocks of
-// steps; rounds are interleaved (round 1: every variant, round 2: every variant, ...) so drift on
-// a shared machine hits all variants alike (house style). Each block starts with untimed warm-up
-// steps (fresh strategy: first-touch of its state, Work handles, ...).
+// bucket-size sweep). One training run (one model, one optimizer state) switches strategy between
+// blocks of steps: each block continues it in a new Trainer built for the variant
+// (TrainingSession::switch_trainer, app/strategy_switch.hpp); rounds are interleaved (round 1: every
+// variant, round 2: every variant, ...) so drift on a shared machine hits all variants alike (house
+// style). Each block starts with untimed warm-up steps (fresh strategy: first-touch of its state,
+// Work handles, ...).
 //
 // Columns (means over all timed steps, from rank 0's event log — the one source of timing truth):
 //   step_ms      optimizer step wall time
@@ -37,6 +39,7 @@
 #include "core/error.hpp"
 #include "ddp/strategy.hpp"
 #include "ddp/trainer.hpp"
+#include "ddp/zero/zero_sync.hpp"
 #include "perf/step_stats.hpp"
 
 namespace microddp::app {
@@ -160,16 +163,16 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
   TrainingSession session(mpi, opts_, comm_settings());
   const int threads = session.threads();
   comm::Communicator& comm = session.comm();
-  ddp::Trainer& trainer = session.start_trainer(cfg);
-  trainer.setup();
+  ddp::Trainer& first = session.start_trainer(cfg);
+  first.setup();
   const bool root = mpi.rank() == 0;
-  const double grad_mib = static_cast<double>(trainer.model().flat_count() * model::kParamElementBytes) / (1 << 20);
+  const double grad_mib = static_cast<double>(first.model().flat_count() * model::kParamElementBytes) / (1 << 20);
   if (root) {
     std::printf("# microddp bench ddp: width %" PRId64 " depth %" PRId64
                 " (%.2f M parameters, %.2f MiB of gradients), global "
                 "batch %" PRId64 " x %" PRId64 " accumulation, %d ranks, %s backend, %d BLAS thread(s) per rank\n",
-                cfg.model.width, cfg.model.depth, static_cast<double>(trainer.model().parameter_count()) * 1e-6,
-                grad_mib, cfg.global_batch, cfg.accum_steps, mpi.size(), opts_.comm.c_str(), threads);
+                cfg.model.width, cfg.model.depth, static_cast<double>(first.model().parameter_count()) * 1e-6, grad_mib,
+                cfg.global_batch, cfg.accum_steps, mpi.size(), opts_.comm.c_str(), threads);
     std::printf("# %d interleaved rounds x %" PRId64
                 " timed steps per variant (after %d warm-up step(s) each time); "
                 "means of rank 0's per-step statistics\n",
@@ -180,9 +183,13 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
     for (auto& v : variants) {
       ddp::GradSyncOptions so = cfg.sync_options;
       if (v.bucket_mb > 0) so.bucket_mb = v.bucket_mb;
-      ddp::GradCompressionConfig cc = opts_.config.compression;
-      cc.mode = v.compression;
-      trainer.set_strategy(v.strategy, so, v.shard, cc);
+      ddp::TrainConfig next = cfg;
+      next.strategy = v.strategy;
+      next.sync_options = so;
+      next.shard = v.shard;
+      next.compression = opts_.config.compression;
+      next.compression.mode = v.compression;
+      ddp::Trainer& trainer = session.switch_trainer(next);
       {
         // Bytes per rank on a ring: an all-reduce of B bytes sends 2(n-1)/n B, a reduce-scatter of B
         // bytes and an all-gather into B bytes (n-1)/n B each.

@@ -8,7 +8,7 @@
 
 #include "comm/communicator.hpp"
 #include "core/error.hpp"
-#include "ddp/trainer.hpp"
+#include "ddp/step_faults.hpp"
 #include "io/checkpoint_save.hpp"
 
 namespace microddp::app {

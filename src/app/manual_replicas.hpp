@@ -22,7 +22,7 @@
 
 #include "core/host_buffer.hpp"
 #include "data/synthetic_dataset.hpp"
-#include "ddp/trainer.hpp"
+#include "ddp/train_config.hpp"
 #include "kernels/ops.hpp"
 #include "model/mlp.hpp"
 #include "model/optimizer.hpp"

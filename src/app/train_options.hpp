@@ -24,7 +24,7 @@
 #include <string>
 
 #include "comm/runtime/mpi_runtime.hpp"
-#include "ddp/trainer.hpp"
+#include "ddp/train_config.hpp"
 
 namespace microddp::app {
 

@@ -3,6 +3,7 @@
 
 #include "app/command.hpp"
 #include "app/compute_device.hpp"
+#include "app/strategy_switch.hpp"
 #include "comm/factory.hpp"
 #include "core/error.hpp"
 
@@ -28,6 +29,12 @@ TrainingSession::TrainingSession(const comm::MpiRuntime& mpi, const TrainOptions
 ddp::Trainer& TrainingSession::start_trainer(const ddp::TrainConfig& config) {
   MDDP_CHECK(trainer_ == nullptr, "the training session already has a trainer");
   trainer_ = std::make_unique<ddp::Trainer>(config, *comm_, *ops_);
+  return *trainer_;
+}
+
+ddp::Trainer& TrainingSession::switch_trainer(const ddp::TrainConfig& next) {
+  MDDP_CHECK(trainer_ != nullptr, "the training session has no trainer to switch");
+  trainer_ = continue_with(std::move(trainer_), next, *comm_, *ops_);
   return *trainer_;
 }
 

@@ -45,6 +45,8 @@ class TrainingSession {
 
   // Builds the trainer over this session's communicator and ops (once; collective only in setup()).
   ddp::Trainer& start_trainer(const ddp::TrainConfig& config);
+  // Benchmarks: the run continues in a new trainer for `next` (collective; app/strategy_switch.hpp).
+  ddp::Trainer& switch_trainer(const ddp::TrainConfig& next);
 
  private:
   // Declared in construction order: destroyed trainer first, then communicator, then ops.

@@ -13,7 +13,7 @@
 
 #include <string>
 
-#include "ddp/trainer.hpp"
+#include "ddp/train_config.hpp"
 #include "perf/analysis.hpp"
 
 namespace microddp::app {

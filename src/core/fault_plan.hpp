@@ -5,7 +5,7 @@
 // performs that point's action (put a NaN somewhere, flip a bit, SIGKILL itself). The caller counts
 // occurrences in its own terms: the trainer by step number (1-based, as printed), a checkpoint save
 // by saves of this process (1-based). Each component documents its point names next to the code
-// that has them (ddp/trainer.hpp, io/checkpoint_save.hpp).
+// that has them (ddp/step_faults.hpp, io/checkpoint_save.hpp).
 //
 // Library code never reads the environment: `microddp` parses the MICRODDP_FAULT_* variables
 // (app/fault_env.hpp) and passes the plan down (ddp::TrainConfig::faults, io::SaveOptions::faults).

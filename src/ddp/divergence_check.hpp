@@ -10,6 +10,10 @@
 // of ranks) gives every hash's max and min, which agree iff all ranks hold the same bits. The result
 // is exact and identical on every rank, so all ranks take the reporting path together.
 //
+// When: after the initial broadcast and after loading a checkpoint (verify()), and as the scheduled
+// check after a step (check_after_step(): every check_every steps and at the end of `train`), which
+// runs at most once per step count and keeps the count and time of those checks for the summary.
+//
 // Contract: verify() is collective over the communicator. It reads the host view of the state (the
 // live buffers with CpuOps, a mirror on a GPU that the caller refreshes first). It allocates nothing
 // unless ranks differ; then an all-gather (run only then) names the ranks that disagree with rank 0,
@@ -22,6 +26,7 @@
 
 #include "comm/communicator.hpp"
 #include "core/host_buffer.hpp"
+#include "core/timer.hpp"
 #include "model/optimizer.hpp"
 #include "model/param_layout.hpp"
 
@@ -38,6 +43,23 @@ class DivergenceCheck {
   // rank 0[ (k of n tensors differ)]" (step < 0: not printed) when any entry differs.
   void verify(const char* when, std::int64_t step, std::int64_t optimizer_steps);
 
+  // The scheduled check after `steps_done` steps: refresh() brings the host view up to date, then
+  // verify("after step", steps_done, ...). Nothing when that step count was checked already (by the
+  // schedule, or by a resume: mark_checked()). Counted and timed, refresh included.
+  template <typename Refresh>
+  void check_after_step(std::int64_t steps_done, std::int64_t optimizer_steps, const Refresh& refresh) {
+    if (checked_steps_ == steps_done) return;
+    const std::int64_t t0 = core::now_ns();
+    refresh();
+    verify("after step", steps_done, optimizer_steps);  // allocates nothing unless ranks differ
+    checked_steps_ = steps_done;
+    ++checks_done_;
+    check_ms_total_ += static_cast<double>(core::now_ns() - t0) * 1e-6;
+  }
+  void mark_checked(std::int64_t steps_done) { checked_steps_ = steps_done; }
+  std::int64_t checks_done() const { return checks_done_; }
+  double check_ms_total() const { return check_ms_total_; }  // wall time of all scheduled checks
+
  private:
   void fill_hashes(std::int64_t optimizer_steps);
 
@@ -49,6 +71,9 @@ class DivergenceCheck {
   comm::Communicator& comm_;
   std::vector<Entry> entries_;
   core::HostBuffer<std::int64_t> hashes_;  // [h_0..h_{E-1}, ~h_0..~h_{E-1}], all-reduced (MAX) in place
+  std::int64_t checked_steps_ = -1;        // the step count last checked (-1: none)
+  std::int64_t checks_done_ = 0;
+  double check_ms_total_ = 0.0;
 };
 
 }  // namespace microddp::ddp

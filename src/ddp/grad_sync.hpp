@@ -28,6 +28,7 @@
 #include "comm/communicator.hpp"
 #include "core/event_log.hpp"
 #include "ddp/compression/grad_compressor.hpp"
+#include "ddp/grad_sync_options.hpp"
 #include "ddp/strategy.hpp"
 #include "model/mlp.hpp"
 
@@ -38,12 +39,6 @@ namespace microddp::ddp {
 struct SyncUnit {
   std::int64_t offset = 0, count = 0;
   int first_param = 0, end_param = 0;
-};
-
-// Strategy settings (only `bucketed` reads them). Sizes in MiB as on the command line.
-struct GradSyncOptions {
-  double bucket_mb = 25.0;       // --bucket-mb: bucket cap (PyTorch DDP's default bucket_cap_mb)
-  double first_bucket_mb = 0.0;  // --first-bucket-mb: cap of the first bucket; 0 = same as bucket_mb
 };
 
 class GradSync {

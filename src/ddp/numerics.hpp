@@ -1,6 +1,6 @@
 // numerics.hpp — the numerical guards of a training step: gradient finiteness, the global gradient
 // norm, gradient-norm clipping, the NaN policy (docs/reliability.md). The fault points that test
-// them are the trainer's (trainer.hpp, trainer_fault_point).
+// them are the trainer's (ddp/step_faults.hpp); the verdict that applies them is ddp/numerics_verdict.hpp.
 //
 // Contract:
 //   * grad_sum_squares() accumulates in double, so its result is finite exactly when every element

@@ -28,7 +28,7 @@
 #include <string_view>
 #include <variant>
 
-#include "ddp/trainer.hpp"
+#include "ddp/train_config.hpp"
 
 namespace microddp::ddp {
 

@@ -23,9 +23,9 @@ void gather_floats(MPI_Comm comm, const float* mine, std::int64_t count, float* 
 }
 }  // namespace
 
-CompressionSnapshot snapshot_compression(MPI_Comm comm, const ddp::Trainer& trainer) {
+CompressionSnapshot snapshot_compression(MPI_Comm comm, const ddp::TrainState& trainer) {
   CompressionSnapshot s;
-  ddp::GradCompressor* c = trainer.sync().compressor();
+  ddp::GradCompressor* c = trainer.compressor();
   if (c == nullptr) return s;
   int size = 1;
   MDDP_MPI_CHECK(MPI_Comm_size(comm, &size));
@@ -115,8 +115,8 @@ CompressionSnapshot read_compression_group(hid_t file, const std::string& path) 
   return s;
 }
 
-std::string restore_compression(MPI_Comm comm, const CompressionSnapshot& s, ddp::Trainer& trainer) {
-  ddp::GradCompressor* c = trainer.sync().compressor();
+std::string restore_compression(MPI_Comm comm, const CompressionSnapshot& s, ddp::TrainState& trainer) {
+  ddp::GradCompressor* c = trainer.compressor();
   if (c == nullptr) return "";
   int rank = 0, size = 1;
   MDDP_MPI_CHECK(MPI_Comm_rank(comm, &rank));

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "ddp/trainer.hpp"
+#include "ddp/train_state.hpp"
 
 namespace microddp::io {
 
@@ -40,13 +40,13 @@ struct CompressionSnapshot {
 
 // Collective: the trainer's compressor state with every rank's per-rank tensors gathered (every
 // rank gets the whole snapshot, so serial and parallel writers can use it). !present without one.
-CompressionSnapshot snapshot_compression(MPI_Comm comm, const ddp::Trainer& trainer);
+CompressionSnapshot snapshot_compression(MPI_Comm comm, const ddp::TrainState& trainer);
 // Writes the group's attributes and datasets (serial writer: call on the writing rank only).
 void write_compression_group(hid_t file, const CompressionSnapshot& s);
 // Reads and verifies the group (shapes, checksums); !present when the file has none.
 CompressionSnapshot read_compression_group(hid_t file, const std::string& path);
 // Collective: rank 0's snapshot (the others pass any) into the trainer's compressor; returns a note
 // for the log when per-rank state restarted from zero (another world size), else "".
-std::string restore_compression(MPI_Comm comm, const CompressionSnapshot& s, ddp::Trainer& trainer);
+std::string restore_compression(MPI_Comm comm, const CompressionSnapshot& s, ddp::TrainState& trainer);
 
 }  // namespace microddp::io

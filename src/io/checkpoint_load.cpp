@@ -108,7 +108,7 @@ void check_compatible(const CheckpointContents& c, const ddp::TrainConfig& cfg, 
   MDDP_USAGE_CHECK(bad.empty(), "checkpoint " << c.path << " does not fit this run: " << bad);
 }
 
-ResumeResult resume(MPI_Comm comm, const std::string& spec, const std::string& dir, ddp::Trainer& trainer) {
+ResumeResult resume(MPI_Comm comm, const std::string& spec, const std::string& dir, ddp::TrainState& trainer) {
   int rank = 0;
   MDDP_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   const bool automatic = spec == "auto";
@@ -159,11 +159,10 @@ ResumeResult resume(MPI_Comm comm, const std::string& spec, const std::string& d
                         std::to_string(size) + " (same global batch, so the same samples)");
   }
   // Staging -> model and optimizer (rank 0 copies, then everyone receives the broadcast).
-  auto& model = trainer.model();
   // Into the host view (the live buffers with CpuOps, the host mirror on a GPU), uploaded below.
-  const ddp::Trainer::HostState& host = trainer.host_state();
+  const ddp::TrainState::HostState& host = trainer.host_state();
   if (rank == 0) std::memcpy(host.params, chosen.params.data(), chosen.params.size() * sizeof(float));
-  bcast_floats(comm, host.params, model.flat_count());
+  bcast_floats(comm, host.params, host.param_count);
   const auto& buffers = host.optimizer;
   for (std::size_t i = 0; i < buffers.size(); ++i) {
     if (rank == 0) {
@@ -178,8 +177,7 @@ ResumeResult resume(MPI_Comm comm, const std::string& spec, const std::string& d
   trainer.state_from_host();
   const std::string note = restore_compression(comm, chosen.compression, trainer);  // collective
   if (rank == 0 && !note.empty()) res.notes.push_back(note);
-  trainer.optimizer().set_steps_taken(hdr[2]);
-  trainer.restore_progress(hdr[1]);
+  trainer.restore_progress(hdr[1], hdr[2]);
   return res;
 }
 

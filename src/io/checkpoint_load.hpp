@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "ddp/trainer.hpp"
+#include "ddp/train_state.hpp"
 #include "io/checkpoint_compression.hpp"
 
 namespace microddp::io {
@@ -55,6 +55,6 @@ struct ResumeResult {
 // Collective. spec "auto": the newest valid compatible checkpoint in `dir`, falling back past
 // invalid ones (each reason in notes); none at all is not an error (fresh start). Otherwise spec
 // is a path that must be valid (throws an agreed UsageError on every rank otherwise).
-ResumeResult resume(MPI_Comm comm, const std::string& spec, const std::string& dir, ddp::Trainer& trainer);
+ResumeResult resume(MPI_Comm comm, const std::string& spec, const std::string& dir, ddp::TrainState& trainer);
 
 }  // namespace microddp::io

@@ -93,7 +93,7 @@ const std::vector<std::string>& save_fault_points() {
   return points;
 }
 
-SaveResult save_checkpoint(MPI_Comm comm, const ddp::Trainer& trainer, const SaveOptions& opts) {
+SaveResult save_checkpoint(MPI_Comm comm, const ddp::TrainState& trainer, const SaveOptions& opts) {
   hdf5_quiet();
   int rank = 0, size = 1;
   MDDP_MPI_CHECK(MPI_Comm_rank(comm, &rank));
@@ -103,7 +103,7 @@ SaveResult save_checkpoint(MPI_Comm comm, const ddp::Trainer& trainer, const Sav
   // Host copies of the parameters and optimizer state (the live buffers with CpuOps; a refreshed
   // host mirror when they live on a GPU).
   trainer.state_to_host();
-  const ddp::Trainer::HostState& host = trainer.host_state();
+  const ddp::TrainState::HostState& host = trainer.host_state();
   const auto& buffers = host.optimizer;
   std::vector<std::string> names;
   for (const auto& b : buffers) names.push_back(b.name);
@@ -131,8 +131,7 @@ SaveResult save_checkpoint(MPI_Comm comm, const ddp::Trainer& trainer, const Sav
   std::vector<WriteItem> items;
   for (const auto& s : specs) items.push_back({"/model/" + s.rel, host.params + s.offset, s});
   for (const auto& b : buffers) {
-    MDDP_CHECK(b.count == trainer.model().flat_count(),
-               "optimizer buffer " << b.name << " has " << b.count << " elements");
+    MDDP_CHECK(b.count == host.param_count, "optimizer buffer " << b.name << " has " << b.count << " elements");
     for (const auto& s : specs) items.push_back({"/optimizer/" + b.name + "/" + s.rel, b.data + s.offset, s});
   }
 
@@ -154,7 +153,7 @@ SaveResult save_checkpoint(MPI_Comm comm, const ddp::Trainer& trainer, const Sav
       MDDP_HDF5_CHECK(H5Pset_create_intermediate_group(lcpl, 1));
       Hid g(MDDP_HDF5_CHECK(H5Gcreate2(file, "/optimizer", lcpl, H5P_DEFAULT, H5P_DEFAULT)));
       write_attr(g, "name", cfg.optimizer.name);
-      write_attr(g, "step_count", trainer.optimizer().steps_taken());
+      write_attr(g, "step_count", trainer.optimizer_steps());
       write_attr(g, "state_buffers", join_names(names));
     }
     write_compression_group(file, compression);

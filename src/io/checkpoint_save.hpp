@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "core/fault_plan.hpp"
-#include "ddp/trainer.hpp"
+#include "ddp/train_state.hpp"
 
 namespace microddp::io {
 
@@ -53,6 +53,6 @@ struct SaveResult {
 const std::vector<std::string>& save_fault_points();
 
 // Collective over `comm` (all ranks of the trainer). Throws core::Error on I/O failure on any rank.
-SaveResult save_checkpoint(MPI_Comm comm, const ddp::Trainer& trainer, const SaveOptions& opts);
+SaveResult save_checkpoint(MPI_Comm comm, const ddp::TrainState& trainer, const SaveOptions& opts);
 
 }  // namespace microddp::io

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "ddp/trainer.hpp"
+#include "ddp/train_config.hpp"
 
 namespace microddp::io {
 

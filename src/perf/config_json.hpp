@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ddp/trainer.hpp"
+#include "ddp/train_config.hpp"
 
 namespace microddp::perf {
 

@@ -14,7 +14,8 @@
 //     must have their alignment padding re-zeroed or the full-buffer comparison fails) and three.
 //   * State moves between layouts: 5 sharded steps, the full state through the host view (what a
 //     checkpoint stores), 5 more steps in another shard mode, equal to 10 uninterrupted steps;
-//     bitwise when the mode is the same.
+//     bitwise when the mode is the same. The same through the benchmarks' strategy switch
+//     (app/strategy_switch.hpp): to another plan and mode and back, bitwise.
 //   * The parameter all-gathers cross the step boundary (waited for in the next forward, layer by layer).
 //   * Memory: the optimizer state per rank is the plan's shard (measured from the allocations); under
 //     ZeRO-2 the flat gradient buffer is gone and backward's gradients sit in the two-slot pool.
@@ -29,9 +30,11 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "app/strategy_switch.hpp"
 #include "comm/factory.hpp"
 #include "ddp/bucket_planner.hpp"
 #include "ddp/trainer.hpp"
@@ -258,20 +261,23 @@ TEST(Zero, StateMovesBetweenShardModes) {
   }
 }
 
-TEST(Zero, SetStrategyMovesTheStateExactly) {
+TEST(Zero, StrategySwitchMovesTheStateExactly) {
   const auto& rt = microddp::testing::runtime();
   auto comm = comm::make_communicator(testing::backend_arg(), rt);
   TrainConfig cfg = small_config(13, ShardMode::Optimizer);
   cfg.steps = 8;
   const RunResult whole = run(cfg, *comm);
   auto ops = kernels::make_cpu_ops(1);
-  Trainer t(cfg, *comm, *ops);
-  t.setup();
-  for (int s = 0; s < 4; ++s) t.step();
-  t.set_strategy(Strategy::Overlap, cfg.sync_options, ShardMode::Gradients);  // another plan and mode
-  t.set_strategy(cfg.strategy, cfg.sync_options, ShardMode::Optimizer);       // and back
-  for (int s = 4; s < 8; ++s) t.step();
-  EXPECT_EQ(std::memcmp(t.model().param_data(), whole.params.data(), whole.params.size() * sizeof(float)), 0);
+  auto t = std::make_unique<Trainer>(cfg, *comm, *ops);
+  t->setup();
+  for (int s = 0; s < 4; ++s) t->step();
+  TrainConfig other = cfg;
+  other.strategy = Strategy::Overlap;
+  other.shard = ShardMode::Gradients;
+  t = app::continue_with(std::move(t), other, *comm, *ops);  // another plan and mode
+  t = app::continue_with(std::move(t), cfg, *comm, *ops);    // and back
+  for (int s = 4; s < 8; ++s) t->step();
+  EXPECT_EQ(std::memcmp(t->model().param_data(), whole.params.data(), whole.params.size() * sizeof(float)), 0);
 }
 
 // The parameter all-gathers of step s are launched during its update (last bucket first) and

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "comm/communicator.hpp"
@@ -55,6 +56,9 @@ class GradCompressor {
   virtual std::int64_t unit_wire_bytes(int unit) const = 0;
   // Host nanoseconds spent encoding/decoding (not waiting for collectives) since begin_step().
   std::int64_t encode_ns() const { return encode_ns_; }
+  // What a non-finite synchronised gradient may mean under this wire format, for the NaN policy's
+  // message (ddp/numerics_verdict.hpp); empty: nothing beyond what fp32 would mean.
+  virtual std::string_view nonfinite_hint() const { return {}; }
 
   // Checkpoint state: host views, valid after state_to_host(); state_from_host() uploads them.
   virtual std::vector<CompressorState> state() { return {}; }

@@ -74,4 +74,12 @@ void Wire16Compressor::state_from_host() {
   error_.from_host(host_error_.data(), 0, grads_.count);
 }
 
+std::string_view Wire16Compressor::nonfinite_hint() const {
+  // The fp16 wire format's range safety (see the header): no clipping, no silent saturation; an
+  // overflow is an infinity in the all-reduced data, hence on every rank.
+  if (format_ != kernels::Wire16::F16) return {};
+  return "with --grad-compression fp16 this includes gradient values or sums beyond fp16's range, |x| > 65504: "
+         "use --grad-compression bf16, which has fp32's range";
+}
+
 }  // namespace microddp::ddp

@@ -30,6 +30,8 @@ class Wire16Compressor final : public GradCompressor {
   comm::Work start(int unit, comm::Mode mode) override;
   void finish(int unit) override;
   std::int64_t unit_wire_bytes(int unit) const override;
+  // fp16: an infinity in the all-reduced gradient may be an overflow of fp16's range (bf16: none).
+  std::string_view nonfinite_hint() const override;
 
   std::vector<CompressorState> state() override;
   void state_to_host() override;

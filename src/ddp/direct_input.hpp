@@ -1,0 +1,45 @@
+// direct_input.hpp — the input pipeline without a pipeline: each batch is produced when the step
+// asks for it, on the step's thread (ddp/input_pipeline.hpp says what a pipeline provides).
+//
+// CPU: the data source fills the model's input buffer and the labels directly. GPU: it fills pinned
+// staging buffers, and two asynchronous copies queued on the compute stream upload them; the
+// staging is free again by the next load() because the step's one synchronisation waited for the
+// uploads (docs/gpu.md). The source is the built-in synthetic set (data::SyntheticDataset of the
+// run's seed) unless set_source() gave another one.
+#pragma once
+
+#include <cstdint>
+
+#include "ddp/input_pipeline.hpp"
+#include "kernels/ops.hpp"
+#include "kernels/ops_buffer.hpp"
+#include "model/param_layout.hpp"
+
+namespace microddp::ddp {
+
+class DirectInput final : public InputPipeline {
+ public:
+  // model_input: the model's input buffer (device memory), max_local_count(global_batch) rows of in_dim.
+  DirectInput(kernels::Ops& ops, const model::MlpConfig& model, std::uint64_t seed, std::int64_t global_batch, int rank,
+              int world, float* model_input);
+
+  void load(std::int64_t batch, bool nan_input) override;
+  const std::int32_t* labels() const override { return on_host_ ? labels_.data() : device_labels_.data(); }
+  const data::Sampler& sampler() const override { return sampler_; }
+  void set_source(const data::DataSource& source) override;
+  const data::DataSource& source() const override { return *source_; }
+
+ private:
+  kernels::Ops& ops_;
+  bool on_host_;  // ops_.device() == Host: no staging
+  std::int64_t in_dim_, classes_;
+  data::SyntheticDataset dataset_;
+  const data::DataSource* source_ = &dataset_;  // dataset_ unless set_source()
+  data::Sampler sampler_;
+  float* model_input_;
+  kernels::OpsHostBuffer<std::int32_t> labels_;     // host staging (pinned on a GPU): the data source fills it
+  kernels::OpsHostBuffer<float> host_input_;        // GPU only: the batch is filled here, then uploaded
+  kernels::OpsBuffer<std::int32_t> device_labels_;  // GPU only: labels_ uploaded
+};
+
+}  // namespace microddp::ddp

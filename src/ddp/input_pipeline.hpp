@@ -1,0 +1,46 @@
+// input_pipeline.hpp — where the batch comes from: the data phase of a training step, behind one
+// small interface so the step does not know how its input is prepared.
+//
+// load(b) makes global batch b (micro-batch b = step * accum_steps + k; world-size independent, see
+// data::Sampler) the model's input: this rank's rows() rows in the model's input buffer and their
+// labels at labels(), both memory of the Ops's device. On a GPU load() need not wait for the copies:
+// it orders the compute stream after them, so the forward and backward queued after load() see them.
+//
+// Implementations:
+//   DirectInput (ddp/direct_input.hpp)  today's: fills the batch on the step's thread when the step
+//                                       asks for it (into pinned staging on a GPU, then one upload).
+//   PrefetchingInput (to come) replaces it: a loader thread preparing the next batches into pinned
+//   buffers, a copy stream and an event on the GPU, shuffled epochs. The step keeps calling load()
+//   and reading rows() and labels(); the time load() blocks is the step's Data event, its exposed
+//   input time.
+// Contract: batches are loaded in increasing order, one at a time; load() allocates nothing; every
+// rank's rows together are exactly the global batch (Sampler), so N ranks see what 1 rank sees.
+#pragma once
+
+#include <cstdint>
+
+#include "data/data_source.hpp"
+#include "data/synthetic_dataset.hpp"
+
+namespace microddp::ddp {
+
+class InputPipeline {
+ public:
+  virtual ~InputPipeline() = default;
+
+  // Makes batch `batch` the model's input. nan_input (the fault point of ddp/step_faults.hpp):
+  // element 0 of this rank's input becomes NaN before it reaches the model.
+  virtual void load(std::int64_t batch, bool nan_input) = 0;
+  // This rank's rows of every batch and the labels of the batch last loaded (device memory).
+  std::int64_t rows() const { return sampler().local_count(); }
+  virtual const std::int32_t* labels() const = 0;
+
+  // Which rows of each batch are this rank's.
+  virtual const data::Sampler& sampler() const = 0;
+  // Train from `source` instead of the built-in synthetic set (it must outlive the pipeline and
+  // match the model's in_dim and classes: core::UsageError otherwise). Before the first load().
+  virtual void set_source(const data::DataSource& source) = 0;
+  virtual const data::DataSource& source() const = 0;
+};
+
+}  // namespace microddp::ddp

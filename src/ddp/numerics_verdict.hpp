@@ -1,0 +1,69 @@
+// numerics_verdict.hpp — the step's loss and numerics verdict, agreed by all ranks in ONE small
+// all-reduce, and the NaN policy applied to it (docs/reliability.md; the guards themselves are
+// ddp/numerics.hpp).
+//
+// Per step: each micro-step's backward writes its loss share to micro_loss(k); the optimizer update
+// writes the synchronised gradient's sum of squares to sum_squares(); reduce() then computes, on the
+// device, [loss, loss non-finite, gradient non-finite] twice (one copy for the all-reduce, one
+// this rank's own), all-reduces the first copy (sum: the global loss and the number of ranks that
+// saw each problem), brings everything to pinned host memory with one asynchronous copy and waits
+// once: the step's one host synchronisation on a GPU. On a stream-ordered communicator (NCCL) the
+// all-reduce is queued on the device and the compute stream waits for it, not the host.
+// A local check alone could differ between ranks (a NaN in one rank's copy only); the all-reduced
+// counts cannot, so every rank applies the NaN policy at the same step: enforce() throws
+// core::AgreedError on every rank (abort) or counts a skipped step (skip: the trainer makes no
+// update, so parameters and optimizer state, moments and step count, stay as they were, and the
+// next step takes the next batch).
+// Contract: reduce() allocates nothing; enforce() (rare) gathers the per-rank flags to name ranks.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string_view>
+
+#include "comm/communicator.hpp"
+#include "core/host_buffer.hpp"
+#include "ddp/numerics.hpp"
+#include "kernels/ops.hpp"
+#include "kernels/ops_buffer.hpp"
+
+namespace microddp::ddp {
+
+class NumericsVerdict {
+ public:
+  NumericsVerdict(comm::Communicator& comm, kernels::Ops& ops, std::int64_t micro_steps, NanPolicy policy);
+
+  // Device float where micro-step k's loss share goes; device double for the gradient's sum of squares.
+  float* micro_loss(std::int64_t k) { return micro_losses_.data() + k; }
+  double* sum_squares() { return numerics_.data() + 3; }
+  // The verdict of the step's `micro_steps` micro-steps (collective; the step's host synchronisation).
+  void reduce(std::int64_t micro_steps);
+
+  // The last reduce()'s result, the same on every rank.
+  double loss() const { return host_numerics_[0]; }  // global mean loss of the step's global batch
+  bool nonfinite() const { return host_numerics_[1] != 0.0 || host_numerics_[2] != 0.0; }
+  double grad_norm() const { return std::sqrt(host_numerics_[3]); }  // of the synchronised gradient
+
+  // A non-finite step (every rank calls it at the same step, 0-based `step`): names the ranks that
+  // saw a non-finite loss / gradient; abort: throws core::AgreedError; skip: warns on rank 0 and
+  // counts. `gradient_hint`, when not empty, is added in parentheses when a gradient was non-finite
+  // (what the gradient's wire format can tell about it: GradCompressor::nonfinite_hint()).
+  void enforce(std::int64_t step, std::string_view gradient_hint);
+  std::int64_t skipped_steps() const { return skipped_steps_; }
+
+ private:
+  comm::Communicator& comm_;
+  kernels::Ops& ops_;
+  NanPolicy policy_;
+  // Device memory: each micro-step's loss share, and the step's numerics: [0..2] all-reduced (sum)
+  // once per step = [loss, ranks with a non-finite loss, ranks with a non-finite synchronised
+  // gradient] (counts are small integers, exact in double); [3] the gradient's sum of squares;
+  // [4..6] this rank's own [loss, loss bad, gradient bad]. host_numerics_ is its pinned host copy.
+  kernels::OpsBuffer<float> micro_losses_;
+  kernels::OpsBuffer<double> numerics_;
+  kernels::OpsHostBuffer<double> host_numerics_;
+  core::HostBuffer<std::int64_t> nonfinite_all_;  // (ranks, 2) local flags, gathered only on a non-finite step
+  std::int64_t skipped_steps_ = 0;
+};
+
+}  // namespace microddp::ddp

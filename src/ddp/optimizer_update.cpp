@@ -1,0 +1,35 @@
+// optimizer_update.cpp — what both updates share: the parameters' host view and the memory count.
+#include "ddp/optimizer_update.hpp"
+
+namespace microddp::ddp {
+
+OptimizerUpdate::OptimizerUpdate(model::FullMLP& model, kernels::Ops& ops, std::unique_ptr<model::Optimizer> optimizer)
+    : model_(model),
+      ops_(ops),
+      optimizer_(std::move(optimizer)),
+      device_state_(optimizer_->state_buffers()),
+      on_host_(ops.device() == core::Device::Host) {
+  if (on_host_) {
+    host_params_ = model_.param_data();  // CpuOps: the live buffer is host memory
+  } else {
+    params_mirror_.resize(model_.flat_count());
+    host_params_ = params_mirror_.data();
+  }
+}
+
+const OptimizerUpdate::Waits& OptimizerUpdate::forward_waits() const {
+  static const Waits kNone;  // nothing waits in a replicated forward
+  return kNone;
+}
+
+void OptimizerUpdate::params_to_host() const {
+  if (!on_host_) model_.param_buffer().to_host(host_params_, 0, model_.flat_count());
+}
+
+void OptimizerUpdate::add_memory(zero::MemoryReport& m) const {
+  constexpr std::int64_t kF = sizeof(float);
+  for (const auto& b : device_state_) m.optimizer_state += b.count * kF;
+  m.host_staging += (params_mirror_.count() + state_mirror_.count()) * kF;
+}
+
+}  // namespace microddp::ddp
