@@ -77,7 +77,7 @@ class ManualCommand final : public Command {
                        "--average lab: this program was built without the course's labs (docs/labs)");
     }
     if (no_sync_) combine = nullptr;
-    ManualReplicas reps(cfg, kReplicas, opts_.threads > 0 ? opts_.threads : default_blas_threads(mpi));
+    ManualReplicas reps(cfg, kReplicas, blas_threads(opts_.threads, mpi, comm_settings()).threads);
     const std::int64_t n = reps.param_count();
     std::printf("# microddp manual: %d replicas in one process, rows per replica %" PRId64 " + %" PRId64 "; %s\n",
                 kReplicas, reps.sampler(0).local_count(), reps.sampler(1).local_count(),

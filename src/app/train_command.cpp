@@ -27,9 +27,8 @@
 
 namespace microddp::app {
 
-int default_blas_threads(const comm::MpiRuntime& mpi) {
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::max(1, cores / std::max(1, mpi.local_size()));
+ThreadChoice blas_threads(int threads_option, const comm::MpiRuntime& mpi, const CommSettings& settings) {
+  return choose_blas_threads(threads_option, settings.threads, read_cpu_allocation(), mpi.local_size());
 }
 
 namespace {
@@ -160,6 +159,8 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
                   cfg.accum_steps, cfg.global_batch, cfg.accum_steps * cfg.global_batch);
     }
     std::printf("#   compute    : %s\n", ops.description().c_str());
+    if (ops.device() == core::Device::Host)
+      std::printf("#   threads    : %s\n", session.thread_choice().describe().c_str());
     if (!session.device_note().empty()) std::printf("#   gpu shared : %s\n", session.device_note().c_str());
     char clip[64] = "off";
     if (cfg.clip_grad_norm > 0.0f)
