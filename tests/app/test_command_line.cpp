@@ -93,7 +93,23 @@ TEST(CommandLine, ByteSizesTakeBinarySuffixes) {
   expect_error({"bench", "collectives", "--min-bytes", "1.5M"}, {"--min-bytes", "1.5M"});
   expect_error({"bench", "collectives", "--max-bytes", "2K", "--min-bytes", "4K"},
                {"--min-bytes 4096 > --max-bytes 2048"});
-  expect_error({"bench", "collectives", "--max-bytes", "2"}, {"--max-bytes"});  // below 4 bytes (one float)
+  expect_error({"bench", "collectives", "--max-bytes", "2"}, {"--max-bytes"});  // below the smallest size
+  expect_error({"bench", "collectives", "--min-bytes", "2"}, {"--min-bytes 2 is smaller than one float (4 bytes)"});
+  EXPECT_NE(parse({"bench", "collectives", "--min-bytes", "2", "--dtype", "half"}).out.chosen, nullptr);
+}
+
+// nccl-tests' habits: -b -e -f sizes, -n iters, -w warmup, -c check, -d dtype, -o redop.
+TEST(CommandLine, BenchCollectivesTakesNcclTestsShortOptions) {
+  EXPECT_NE(parse({"bench", "collectives", "-b", "8", "-e", "128M", "-f", "2", "-n", "5", "-w", "1", "-c", "0", "-d",
+                   "bfloat16", "-o", "max"})
+                .out.chosen,
+            nullptr);
+  for (const char* t : {"float", "double", "half", "bfloat16", "int32"}) {
+    EXPECT_NE(parse({"bench", "collectives", "-d", t}).out.chosen, nullptr) << t;
+  }
+  expect_error({"bench", "collectives", "-d", "fp8"}, {"--dtype", "fp8"});
+  expect_error({"bench", "collectives", "-c", "2"}, {"--check"});
+  expect_error({"bench", "collectives", "-e", "1X"}, {"--max-bytes"});
 }
 
 TEST(CommandLine, OverlapTimesMustBeNumbers) {

@@ -85,17 +85,19 @@ bool same_bits(T a, T b) {
 
 // ---- guarded, poisoned buffers ------------------------------------------------------------------
 
+// T: the element's storage (std::uint16_t for the 16-bit floats, whose dtype the case names).
 template <typename T>
 class Guarded {
  public:
-  explicit Guarded(std::int64_t count) : count_(count), storage_(static_cast<std::size_t>(count + 2 * kGuard)) {
+  Guarded(std::int64_t count, DType dtype)
+      : count_(count), dtype_(dtype), storage_(static_cast<std::size_t>(count + 2 * kGuard)) {
     std::memset(static_cast<void*>(storage_.data()), kPoison, storage_.size() * sizeof(T));
   }
   // Count 0 views carry a null pointer: a backend that dereferences them crashes the test.
   T* data() { return count_ == 0 ? nullptr : storage_.data() + kGuard; }
-  TensorView view() { return TensorView::of(data(), count_); }
+  TensorView view() { return TensorView(data(), count_, dtype_); }
   TensorView view(std::int64_t offset, std::int64_t n) {
-    return TensorView::of(count_ == 0 ? nullptr : data() + offset, n);
+    return TensorView(count_ == 0 ? nullptr : data() + offset, n, dtype_);
   }
   T& operator[](std::int64_t i) { return storage_[static_cast<std::size_t>(kGuard + i)]; }
   std::int64_t count() const { return count_; }
@@ -128,6 +130,7 @@ class Guarded {
 
  private:
   std::int64_t count_;
+  DType dtype_;
   std::vector<T> storage_;
 };
 
@@ -154,7 +157,7 @@ inline Outcome checked(const Case& k, const comm::CollectiveShape& s, TensorView
 template <typename T>
 Outcome run_all_reduce(Communicator& comm, const Case& k) {
   const comm::CollectiveShape s = shape_of(comm, k);
-  Guarded<T> send(k.count), recv(k.in_place ? 0 : k.count);
+  Guarded<T> send(k.count, k.dtype), recv(k.in_place ? 0 : k.count, k.dtype);
   comm::collective_record(k.kind).init(s, send.view());
   const std::vector<T> sent = send.values();
   comm.all_reduce(send.view(), k.in_place ? send.view() : recv.view(), k.op);
@@ -170,7 +173,7 @@ Outcome run_all_reduce(Communicator& comm, const Case& k) {
 template <typename T>
 Outcome run_broadcast(Communicator& comm, const Case& k) {
   const comm::CollectiveShape s = shape_of(comm, k);
-  Guarded<T> buf(k.count);
+  Guarded<T> buf(k.count, k.dtype);
   if (comm.rank() == k.root) comm::collective_record(k.kind).init(s, buf.view());
   comm.broadcast(buf.view(), k.root);
   Outcome o = checked(k, s, buf.view());
@@ -187,11 +190,11 @@ Outcome run_scatter(Communicator& comm, const Case& k) {
   const std::int64_t c = k.count;
   const bool root = comm.rank() == k.root;
   // The root's n*c elements: block q goes to rank q; values depend on the root and the position.
-  Guarded<T> send(root ? n * c : 0);
+  Guarded<T> send(root ? n * c : 0, k.dtype);
   if (root) comm::collective_record(k.kind).init(s, send.view());
   const std::vector<T> sent = send.values();
   const bool in_place = root && k.in_place;
-  Guarded<T> recv(in_place ? 0 : c);
+  Guarded<T> recv(in_place ? 0 : c, k.dtype);
   const TensorView result = in_place ? send.view(k.root * c, c) : recv.view();
   comm.scatter(root ? send.view() : TensorView(), result, k.root);
   Outcome o = checked(k, s, result);
@@ -207,8 +210,8 @@ Outcome run_gather(Communicator& comm, const Case& k) {
   const std::int64_t c = k.count;
   const bool root = comm.rank() == k.root;
   const bool in_place = root && k.in_place;
-  Guarded<T> recv(root ? n * c : 0);
-  Guarded<T> send(in_place ? 0 : c);
+  Guarded<T> recv(root ? n * c : 0, k.dtype);
+  Guarded<T> send(in_place ? 0 : c, k.dtype);
   const TensorView input = in_place ? recv.view(k.root * c, c) : send.view();
   comm::collective_record(k.kind).init(s, input);
   const std::vector<T> sent = send.values();
@@ -225,8 +228,8 @@ Outcome run_all_gather(Communicator& comm, const Case& k) {
   const comm::CollectiveShape s = shape_of(comm, k);
   const int r = comm.rank(), n = comm.size();
   const std::int64_t c = k.count;
-  Guarded<T> recv(n * c);
-  Guarded<T> send(k.in_place ? 0 : c);
+  Guarded<T> recv(n * c, k.dtype);
+  Guarded<T> send(k.in_place ? 0 : c, k.dtype);
   const TensorView input = k.in_place ? recv.view(r * c, c) : send.view();
   comm::collective_record(k.kind).init(s, input);
   const std::vector<T> sent = send.values();
@@ -244,10 +247,10 @@ Outcome run_reduce_scatter(Communicator& comm, const Case& k) {
   const comm::CollectiveShape s = shape_of(comm, k);
   const int n = comm.size();
   const std::int64_t c = k.count;
-  Guarded<T> send(n * c);
+  Guarded<T> send(n * c, k.dtype);
   comm::collective_record(k.kind).init(s, send.view());
   const std::vector<T> sent = send.values();
-  Guarded<T> recv(k.in_place ? 0 : c);
+  Guarded<T> recv(k.in_place ? 0 : c, k.dtype);
   comm.reduce_scatter(send.view(), k.in_place ? send.view(0, c) : recv.view(), k.op);
   Outcome o = checked(k, s, k.in_place ? send.view(0, c) : recv.view());
   // In place, the send buffer beyond the first c elements is scratch (unspecified afterwards).
@@ -290,7 +293,7 @@ inline Outcome run_case(Communicator& comm, const Case& k) {
       return run_typed<std::int64_t>(comm, k);
     case DType::F16:
     case DType::BF16:
-      break;  // 16-bit floats: tests/comm/test_wire16_collectives.cpp
+      return run_typed<std::uint16_t>(comm, k);  // stored as their bits (collective_reference.hpp)
   }
   ADD_FAILURE() << "no collective check for dtype " << core::dtype_name(k.dtype);
   return Outcome{};
@@ -401,6 +404,22 @@ inline std::vector<Case> cases_for(CollectiveKind kind, int n, const std::vector
       case CollectiveKind::Barrier:
         out.push_back({kind, DType::F32, ReduceOp::Sum, 0, false, 0});
         break;
+    }
+  }
+  return out;
+}
+
+// The 16-bit floats (f16, bf16: `bench collectives --dtype half|bfloat16`, gradient compression's
+// wire formats) through every collective: sum, max and min (Mean is refused for them), in place and
+// out of place, every root. Their inputs are collective_reference.hpp's 16-bit ones.
+inline std::vector<Case> cases_16bit(CollectiveKind kind, int n, const std::vector<std::int64_t>& counts) {
+  std::vector<Case> out;
+  for (const Case& k : cases_for(kind, n, counts)) {
+    if (k.dtype != DType::F32 || k.op == ReduceOp::Mean) continue;  // one of each F32 case, re-typed
+    for (DType t : {DType::F16, DType::BF16}) {
+      Case c = k;
+      c.dtype = t;
+      out.push_back(c);
     }
   }
   return out;
