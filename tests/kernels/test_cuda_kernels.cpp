@@ -384,7 +384,9 @@ TEST_F(CudaKernels, Wire16AndAxpyMatchCpuBitwise) {
       } else {
         ASSERT_EQ(res[i], res_cpu[i]) << i;
       }
-      if (!std::isnan(dec_cpu[i])) ASSERT_EQ(dec[i], dec_cpu[i]) << i;
+      if (!std::isnan(dec_cpu[i])) {  // braces: ASSERT_* is an if/else of its own (-Wdangling-else)
+        ASSERT_EQ(dec[i], dec_cpu[i]) << i;
+      }
     }
   }
   std::vector<float> y_cpu = y0;
@@ -396,7 +398,9 @@ TEST_F(CudaKernels, Wire16AndAxpyMatchCpuBitwise) {
   const auto y = dy.download();
   for (std::int64_t i = 0; i < n; ++i) {
     const double scale = std::abs(static_cast<double>(y0[i])) + std::abs(0.75 * static_cast<double>(x[i]));
-    if (i >= 3) ASSERT_NEAR(y[i], y_cpu[i], 2.4e-7 * scale) << i;
+    if (i >= 3) {
+      ASSERT_NEAR(y[i], y_cpu[i], 2.4e-7 * scale) << i;
+    }
   }
 }
 

@@ -65,7 +65,8 @@ Layout make_layout(const std::vector<std::int64_t>& counts, const std::vector<bo
   std::int64_t end = 0;
   for (std::size_t i = 0; i < counts.size(); ++i) {
     const std::int64_t offset = aligned[i] ? model::align_param_count(end) : end;
-    l.params.push_back(LabParam{intern("p" + std::to_string(i)), offset, counts[i]});
+    std::string name = "p";  // appended, not "p" + ...: GCC 12 warns -Wrestrict on that (a false positive)
+    l.params.push_back(LabParam{intern(name += std::to_string(i)), offset, counts[i]});
     end = offset + counts[i];
   }
   return l;
