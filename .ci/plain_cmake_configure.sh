@@ -35,11 +35,11 @@ sed -n '/microddp .* configuration/,/sanitizers/p' "$dir/configure.log"
 found() {  # found WHAT PATTERN: the summary line of WHAT matches PATTERN
   grep -qE -- "$2" "$dir/configure.log" || { echo "[plain-cmake] $1: not what was named (want /$2/)"; exit 1; }
 }
-found MPI "MPI +: Open MPI"
-found BLAS "BLAS +: $blas\$"
-found HDF5 "HDF5 +: .* parallel=TRUE \\($hdf5/include\\)"
+found MPI "MPI +: Open MPI .*\\(MPI [0-9.]+, /usr/bin/mpicxx\\)\$"
+found BLAS "BLAS +: OpenBLAS \\($blas\\)\$"
+found HDF5 "HDF5 +: [0-9.]+, parallel \\($hdf5/include\\)\$"
 if [ -x "$cuda/bin/nvcc" ]; then
-  found CUDA "CUDA \\(MICRODDP_CUDA\\): ON .* archs=90"
-  found NCCL "NCCL \\(MICRODDP_NCCL\\): ON [0-9]"
+  found CUDA "CUDA \\(MICRODDP_CUDA\\): CUDA [0-9.]+, architectures 90\$"
+  found NCCL "NCCL \\(MICRODDP_NCCL\\): [0-9]+[.][0-9]+"
 fi
 echo "[plain-cmake] OK: configured from explicit paths"
