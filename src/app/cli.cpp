@@ -321,12 +321,15 @@ std::unique_ptr<CommandLine> build_command_line() {
   add(register_bench_links, *bench);
   app.footer(strategy_descriptions());  // said once in --help-all (the commands' own footers are not shown there)
   app.set_version_flag("--version", version_text(), "Print the version, the git commit and what this build has");
-  check_number_kinds(app);
   return cl;
 }
 
 ParseOutcome parse_command_line(CommandLine& cl, int argc, const char* const* argv) {
   ParseOutcome out;
+  if (!cl.number_kinds_checked) {  // here, not at build time: commands registered later (main's) count too
+    check_number_kinds(cl.app);
+    cl.number_kinds_checked = true;
+  }
   if (auto unknown = command_word_error(cl.app, argc, argv)) {
     out.exit_code = 2;
     out.error = *unknown;

@@ -21,6 +21,7 @@ namespace microddp::app {
 struct CommandLine {
   CLI::App app{"microddp — data-parallel deep-learning training from first principles (C++20, MPI)"};
   std::vector<std::pair<CLI::App*, std::unique_ptr<Command>>> commands;
+  bool number_kinds_checked = false;  // parse_command_line added its integer/real checks
 };
 
 std::unique_ptr<CommandLine> build_command_line();
