@@ -35,6 +35,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev
   libcli11-dev nlohmann-json3-dev
   libhdf5-openmpi-dev hdf5-tools
+  zlib1g-dev                          # IDX data sets (MNIST, Fashion-MNIST) read gzip-compressed
   slurm-wlm munge python3-matplotlib  # the slurm test: local cluster, job-script aggregation plots
   iproute2 util-linux                 # the emulated cluster (tests/cluster/cluster.sh): ip netns, tc, nsenter, unshare
   python3-h5py python3-numpy          # io.h5py_data: data sets written with h5py (skipped without)

@@ -19,6 +19,7 @@ args=(-DCMAKE_BUILD_TYPE=Release
       -DMICRODDP_CBLAS_INCLUDE_DIR="/usr/include/$arch/openblas-pthread"
       -DCLI11_DIR=/usr/share/cmake/CLI11
       -Dnlohmann_json_DIR=/usr/share/cmake/nlohmann_json
+      -DZLIB_ROOT=/usr
       -DMICRODDP_TESTS=OFF)
 cuda=${CUDA_HOME:-/usr/local/cuda}
 if [ -x "$cuda/bin/nvcc" ]; then
@@ -38,6 +39,7 @@ found() {  # found WHAT PATTERN: the summary line of WHAT matches PATTERN
 found MPI "MPI +: Open MPI .*\\(MPI [0-9.]+, /usr/bin/mpicxx\\)\$"
 found BLAS "BLAS +: OpenBLAS \\($blas\\)\$"
 found HDF5 "HDF5 +: [0-9.]+, parallel \\($hdf5/include\\)\$"
+found zlib "zlib +: [0-9.]+ \\(/usr/"
 if [ -x "$cuda/bin/nvcc" ]; then
   found CUDA "CUDA \\(MICRODDP_CUDA\\): CUDA [0-9.]+, architectures 90\$"
   found NCCL "NCCL \\(MICRODDP_NCCL\\): [0-9]+[.][0-9]+"

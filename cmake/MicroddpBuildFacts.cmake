@@ -4,6 +4,7 @@
 #   MICRODDP_FACT_MPI   "Open MPI v4.1.4 (MPI 3.1, /usr/bin/mpicxx)"
 #   MICRODDP_FACT_BLAS  "OpenBLAS (/usr/lib/x86_64-linux-gnu/libopenblas.so)"
 #   MICRODDP_FACT_HDF5  "1.10.8, parallel (/usr/include/hdf5/openmpi)"
+#   MICRODDP_FACT_ZLIB  "1.2.13 (/usr/lib/x86_64-linux-gnu/libz.so)"
 #   MICRODDP_FACT_CUDA  "CUDA 12.4.131, architectures 80 90" | "emulated device (...)" | "off (...)"
 #   MICRODDP_FACT_NCCL  "2.21.5" | "off (MICRODDP_NCCL=OFF)"
 #   MICRODDP_FACT_SANITIZERS  MICRODDP_SANITIZE ("" for none)
@@ -17,6 +18,7 @@ if(HDF5_IS_PARALLEL)
 else()
   set(MICRODDP_FACT_HDF5 "${HDF5_VERSION}, serial (${HDF5_INCLUDE_DIRS})")
 endif()
+string(REPLACE ";" ", " MICRODDP_FACT_ZLIB "${ZLIB_VERSION_STRING} (${ZLIB_LIBRARIES})")
 if(MICRODDP_CUDA_EMU)
   set(MICRODDP_FACT_CUDA "emulated device (tests/cuda_emu: no GPU code; for tests)")
 elseif(MICRODDP_CUDA)

@@ -3,6 +3,7 @@
 // failing the same way, ends as one message and exit 2 everywhere instead of an MPI_Abort.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "comm/runtime/mpi_runtime.hpp"
@@ -15,5 +16,10 @@ namespace microddp::app {
 // a rank that succeeded throws `elsewhere` (not agreed).
 void agree_on_usage_error(const comm::MpiRuntime& mpi, const char* section, const std::string& error,
                           const std::string& elsewhere);
+
+// Collective: `work` runs on rank 0 only (a file to read or write once) while the others wait in
+// the watchdog section `section`. A core::UsageError it throws reaches every rank as one agreed
+// UsageError with rank 0's message (exit 2 everywhere); any other error ends the job as usual.
+void run_on_rank0(const comm::MpiRuntime& mpi, const char* section, const std::function<void()>& work);
 
 }  // namespace microddp::app

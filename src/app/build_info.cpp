@@ -17,7 +17,8 @@ std::string version_text() {
   s += "  NCCL       : " MICRODDP_BUILD_NCCL "\n";
   s += "  MPI        : " MICRODDP_BUILD_MPI "\n";
   s += "  BLAS       : " MICRODDP_BUILD_BLAS "\n";
-  s += "  HDF5       : " MICRODDP_BUILD_HDF5;  // CLI11 ends the line
+  s += "  HDF5       : " MICRODDP_BUILD_HDF5 "\n";
+  s += "  zlib       : " MICRODDP_BUILD_ZLIB;  // CLI11 ends the line
   return s;
 }
 

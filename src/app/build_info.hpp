@@ -1,5 +1,5 @@
 // build_info.hpp — what `microddp --version` prints: the version, the git commit the binary was built
-// from, and what the build has (CUDA and its architectures, NCCL, MPI, BLAS, HDF5), as CMake found
+// from, and what the build has (CUDA and its architectures, NCCL, MPI, BLAS, HDF5, zlib), as CMake found
 // them at configure time (the commit: at build time). No MPI needed: it is printed before MPI starts.
 #pragma once
 

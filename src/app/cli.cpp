@@ -308,6 +308,8 @@ std::unique_ptr<CommandLine> build_command_line() {
   add(register_baseline, app);
   add(register_manual, app);
   add(register_make_dataset, app);
+  add(register_evaluate, app);
+  add(register_export, app);
   add(register_inspect, app);
   add(register_hooks, app);
   add(register_analyze, app);

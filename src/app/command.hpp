@@ -49,6 +49,8 @@ std::unique_ptr<Command> register_manual(CLI::App& parent, CLI::App*& sub);
 std::unique_ptr<Command> register_bench_compute(CLI::App& bench, CLI::App*& sub);
 std::unique_ptr<Command> register_bench_collectives(CLI::App& bench, CLI::App*& sub);
 std::unique_ptr<Command> register_make_dataset(CLI::App& parent, CLI::App*& sub);
+std::unique_ptr<Command> register_evaluate(CLI::App& parent, CLI::App*& sub);
+std::unique_ptr<Command> register_export(CLI::App& parent, CLI::App*& sub);
 std::unique_ptr<Command> register_inspect(CLI::App& parent, CLI::App*& sub);
 std::unique_ptr<Command> register_hooks(CLI::App& parent, CLI::App*& sub);
 std::unique_ptr<Command> register_analyze(CLI::App& parent, CLI::App*& sub);

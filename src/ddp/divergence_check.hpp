@@ -1,5 +1,5 @@
 // divergence_check.hpp — do all ranks still hold the same model? The counterpart of
-// comm/sync_check (which compares the collectives the ranks issued): this compares what they
+// comm/runtime/sync_check (which compares the collectives the ranks issued): this compares what they
 // computed (docs/reliability.md, "Divergence check").
 //
 // Entries, in this order: every parameter tensor in layer order (weight, bias), every optimizer state

@@ -58,6 +58,17 @@ void write_attr(hid_t obj, const char* name, const std::string& v) {
   MDDP_HDF5_CHECK(H5Awrite(attr, type, padded.data()));
 }
 
+void write_attr_vlen(hid_t obj, const char* name, const std::string& v) {
+  Hid type(MDDP_HDF5_CHECK(H5Tcopy(H5T_C_S1)));
+  MDDP_HDF5_CHECK(H5Tset_size(type, H5T_VARIABLE));
+  MDDP_HDF5_CHECK(H5Tset_cset(type, H5T_CSET_UTF8));
+  if (H5Aexists(obj, name) > 0) MDDP_HDF5_CHECK(H5Adelete(obj, name));
+  Hid space(MDDP_HDF5_CHECK(H5Screate(H5S_SCALAR)));
+  Hid attr(MDDP_HDF5_CHECK(H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT)));
+  const char* p = v.c_str();
+  MDDP_HDF5_CHECK(H5Awrite(attr, type, &p));
+}
+
 bool has_attr(hid_t obj, const char* name) { return H5Aexists(obj, name) > 0; }
 
 std::int64_t read_attr_i64(hid_t obj, const char* name, const std::string& where) {

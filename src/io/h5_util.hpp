@@ -19,6 +19,9 @@ void write_attr(hid_t obj, const char* name, std::int64_t v);
 void write_attr_u64(hid_t obj, const char* name, std::uint64_t v);
 void write_attr(hid_t obj, const char* name, double v);
 void write_attr(hid_t obj, const char* name, const std::string& v);
+// A variable-length UTF-8 string: what h5py writes for a Python str and reads back as str (a
+// fixed-length one reads back as bytes), for files meant for Python (io/model_export.hpp).
+void write_attr_vlen(hid_t obj, const char* name, const std::string& v);
 
 bool has_attr(hid_t obj, const char* name);
 std::int64_t read_attr_i64(hid_t obj, const char* name, const std::string& where);

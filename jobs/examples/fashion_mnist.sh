@@ -1,0 +1,77 @@
+#!/bin/bash
+# jobs/examples/fashion_mnist.sh — a real data set end to end: Fashion-MNIST (Zalando's 28x28
+# grey-scale clothing images, 10 classes, 60000 training and 10000 test images, the IDX format of
+# MNIST) imported, trained on NP ranks, and the test set evaluated.
+#
+#   1. installs Debian's dataset-fashion-mnist when its files are missing (apt-get; sudo when not
+#      root) — it puts the four .gz IDX files in /usr/share/datasets/fashion-mnist;
+#   2. imports the training and the test set (`make-dataset --from-idx`: pixels / 255, float32);
+#   3. trains the MLP (784 -> WIDTH x DEPTH -> 10, Adam) with `train --data` as it is today: step s
+#      reads rows [s B, (s + 1) B) mod N of the file in file order, so STEPS x GLOBAL_BATCH / 60000
+#      passes over it, not shuffled (the file's own order is already mixed); checkpoints go to
+#      CKPT_DIR and a rerun resumes there (--resume auto);
+#   4. evaluates the test set with `evaluate` (loss, accuracy, per class, confusion matrix), and
+#      exports the model for numpy (`export`, docs/checkpoint_format.md);
+#   5. prints the test accuracy and the wall times.
+#
+# Settings (environment, with defaults):
+#   NP [2]  WIDTH [256]  DEPTH [2]  GLOBAL_BATCH [256]  STEPS [4680] (20 passes over the 60000 rows)
+#   LR [0.001]  SEED [1]  THREADS [1] BLAS threads per rank
+#   DATA_DIR [/usr/share/datasets/fashion-mnist]  where the IDX .gz files are (the package's place)
+#   CKPT_DIR [$RESULTS_DIR/ckpt_<width>x<depth>_b<batch>_lr<lr>_seed<seed>]  EXTRA_ARGS [] more train options
+# and jobs/lib/common.sh's (MICRODDP_BIN, RESULTS_DIR, LAUNCHER, MPIRUN_FLAGS, ...).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=../lib/common.sh
+source "$here/../lib/common.sh"
+NP=${NP:-2} WIDTH=${WIDTH:-256} DEPTH=${DEPTH:-2} GLOBAL_BATCH=${GLOBAL_BATCH:-256} STEPS=${STEPS:-4680}
+LR=${LR:-0.001} SEED=${SEED:-1} THREADS=${THREADS:-1} EXTRA_ARGS=${EXTRA_ARGS:-}
+DATA_DIR=${DATA_DIR:-/usr/share/datasets/fashion-mnist}
+RESULTS_DIR=${RESULTS_DIR:-${SLURM_SUBMIT_DIR:-$PWD}/results/fashion_mnist}
+mddp_init
+CKPT_DIR=${CKPT_DIR:-$RESULTS_DIR/ckpt_${WIDTH}x${DEPTH}_b${GLOBAL_BATCH}_lr${LR}_seed${SEED}}
+mddp_provenance "$@"
+echo "# model    : 784 -> $WIDTH x $DEPTH -> 10, Adam lr $LR, global batch $GLOBAL_BATCH, $STEPS steps, np $NP, seed $SEED"
+
+files=(train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz)
+missing=0
+for f in "${files[@]}"; do [ -r "$DATA_DIR/$f" ] || missing=1; done
+if [ $missing -eq 1 ]; then
+  [ "$DATA_DIR" = /usr/share/datasets/fashion-mnist ] ||
+    { echo "error: DATA_DIR=$DATA_DIR lacks ${files[*]}" >&2; exit 2; }
+  echo "# data     : installing Debian's dataset-fashion-mnist"
+  sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends dataset-fashion-mnist >/dev/null
+fi
+echo "# data     : $DATA_DIR ($(dpkg-query -W -f='dataset-fashion-mnist ${Version}' dataset-fashion-mnist 2>/dev/null || echo 'not from the Debian package'))"
+
+t0=$SECONDS
+mddp_launch "$NP" "$MICRODDP_BIN" make-dataset --from-idx "$DATA_DIR/train-images-idx3-ubyte.gz" \
+  "$DATA_DIR/train-labels-idx1-ubyte.gz" "$RESULTS_DIR/train.h5"
+mddp_launch "$NP" "$MICRODDP_BIN" make-dataset --from-idx "$DATA_DIR/t10k-images-idx3-ubyte.gz" \
+  "$DATA_DIR/t10k-labels-idx1-ubyte.gz" "$RESULTS_DIR/test.h5"
+t_import=$((SECONDS - t0))
+
+t0=$SECONDS
+# shellcheck disable=SC2086
+mddp_launch "$NP" "$MICRODDP_BIN" train --data "$RESULTS_DIR/train.h5" --width "$WIDTH" --depth "$DEPTH" \
+  --global-batch "$GLOBAL_BATCH" --steps "$STEPS" --lr "$LR" --seed "$SEED" --threads "$THREADS" \
+  --log-every $((STEPS / 10 > 0 ? STEPS / 10 : 1)) --checkpoint-every "$STEPS" --checkpoint-dir "$CKPT_DIR" \
+  --resume auto --metrics "$RESULTS_DIR/train.jsonl" $EXTRA_ARGS
+t_train=$((SECONDS - t0))
+ckpt=$(find "$CKPT_DIR" -maxdepth 1 -name 'ckpt_*.h5' | sort | tail -1)
+[ -n "$ckpt" ] || { echo "error: no checkpoint in $CKPT_DIR" >&2; exit 1; }
+
+t0=$SECONDS
+mddp_launch "$NP" "$MICRODDP_BIN" evaluate --checkpoint "$ckpt" --data "$RESULTS_DIR/test.h5" --threads "$THREADS"
+mddp_launch "$NP" "$MICRODDP_BIN" evaluate --checkpoint "$ckpt" --data "$RESULTS_DIR/test.h5" --threads "$THREADS" \
+  --json >"$RESULTS_DIR/test_eval.json"
+t_eval=$((SECONDS - t0))
+mddp_launch 1 "$MICRODDP_BIN" export "$ckpt" "$RESULTS_DIR/fashion_mnist_model.h5"
+
+accuracy=$(grep '^  "accuracy"' "$RESULTS_DIR/test_eval.json" | tr -dc '0-9.')
+echo "# ---- result ----"
+echo "# test accuracy ${accuracy} (10000 images) after $(basename "$ckpt" .h5 | tr -dc '0-9' | sed 's/^0*//') steps;" \
+  "wall: import ${t_import} s, train ${t_train} s, evaluate ${t_eval} s"
+echo "# files    : $RESULTS_DIR/{train,test}.h5, $ckpt, test_eval.json, fashion_mnist_model.h5"

@@ -1,0 +1,68 @@
+#!/bin/bash
+# model_cli.sh — `evaluate` and `export` end to end on a small trained checkpoint:
+#   * evaluate --json is identical at np 1, 2 and 3 (every count, the loss to the last digit; only
+#     world_size and seconds differ), also with a block size that divides nothing (--batch 7);
+#   * the text output has the loss, accuracy, per-class lines and the confusion matrix, whose rows
+#     sum to the class counts; --dump-logits writes one line per row of the file;
+#   * export writes one group per layer (h5ls), without the optimizer state;
+#   * bad input exits 2 with one message on every rank: a data file of another shape, a data file
+#     given as the checkpoint, a missing checkpoint, an export to a directory that does not exist.
+# Usage: model_cli.sh <microddp> <mpiexec> [mpiexec preflags...]
+# shellcheck source=cli_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
+cli_init "$@"
+
+run 2 make-dataset "$tmp/train.h5" --samples 600 --in-dim 12 --classes 3 --seed 4 >/dev/null || fail "make-dataset train"
+# The same teacher (seed), 301 rows: the first half of the training file (labels of another seed
+# would come from another teacher).
+run 2 make-dataset "$tmp/test.h5" --samples 301 --in-dim 12 --classes 3 --seed 4 >/dev/null || fail "make-dataset test"
+run 2 train --data "$tmp/train.h5" --width 16 --depth 2 --global-batch 60 --steps 60 --lr 0.01 --threads 1 \
+  --checkpoint-every 60 --checkpoint-dir "$tmp/ck" >/dev/null || fail "train"
+ck="$tmp/ck/ckpt_0000000060.h5"
+
+stable() { grep -v -E '"(world_size|seconds)"'; }  # the JSON lines that must not depend on np
+for batch in 64 7; do
+  ref=$(run 1 evaluate --checkpoint "$ck" --data "$tmp/test.h5" --json --threads 1 --batch "$batch" | stable)
+  grep -q '"rows": 301' <<<"$ref" || fail "evaluate np 1 (batch $batch): $ref"
+  for np in 2 3; do
+    got=$(run "$np" evaluate --checkpoint "$ck" --data "$tmp/test.h5" --json --threads 1 --batch "$batch" | stable)
+    if [ -n "$got" ] && [ "$got" == "$ref" ]; then echo "ok   evaluate --batch $batch: np $np == np 1"
+    else fail "evaluate --batch $batch: np $np differs: $(diff <(echo "$ref") <(echo "$got") | head -5)"; fi
+  done
+done
+acc=$(grep '^  "accuracy"' <<<"$ref" | tr -dc '0-9.')  # the top-level key (2 spaces)
+awk -v a="$acc" 'BEGIN { exit !(a > 0.8) }' && echo "ok   accuracy $acc (chance 0.33)" || fail "accuracy $acc"
+
+text=$(run 2 evaluate --checkpoint "$ck" --data "$tmp/test.h5" --threads 1 --dump-logits "$tmp/logits.txt")
+grep -qE "^loss [0-9.]+  accuracy [0-9.]+ \([0-9]+ of 301\)" <<<"$text" && echo "ok   text: loss and accuracy" ||
+  fail "text output: $text"
+# Confusion rows (after the header) sum to the per-class row counts.
+if awk '/^# class/ { c = 1; next } /^# confusion/ { c = 0; m = 1; getline; next }
+        c { rows[$1] = $2 } m && NF == 4 { s = $2 + $3 + $4; if (s != rows[$1]) bad = 1; n++ }
+        END { exit (bad || n != 3) }' <<<"$text"; then echo "ok   text: confusion rows sum to the class counts"
+else fail "confusion matrix: $text"; fi
+[ "$(grep -vc '^#' "$tmp/logits.txt")" -eq 301 ] && [ "$(grep -v '^#' "$tmp/logits.txt" | awk '{ print NF }' | sort -u)" == 3 ] &&
+  echo "ok   --dump-logits: 301 rows x 3 logits" || fail "--dump-logits: $(head -3 "$tmp/logits.txt")"
+
+out=$(run 2 export "$ck" "$tmp/model.h5") && grep -q "3 layers 12-16-16-3" <<<"$out" || fail "export: $out"
+if command -v h5ls >/dev/null 2>&1; then
+  l=$(h5ls -r "$tmp/model.h5")
+  grep -q "/layer_00/weight *Dataset {16, 12}" <<<"$l" && grep -q "/layer_02/bias *Dataset {3}" <<<"$l" &&
+    ! grep -q optimizer <<<"$l" && echo "ok   export: layer groups, (out, in) weights, no optimizer state" ||
+    fail "export layout: $l"
+fi
+
+expect2() {  # expect2 "<message>" <np> <microddp args...>
+  local want="$1" np="$2"; shift 2
+  local o rc; o=$(run "$np" "$@" 2>&1 >/dev/null); rc=$?
+  if [ $rc -eq 2 ] && grep -qF -- "$want" <<<"$o" && [ "$(grep -c error <<<"$o")" -eq 1 ]; then
+    echo "ok   exit 2: $(grep -m1 error <<<"$o" | cut -c1-150)"
+  else fail "want exit 2 and '$want' once, got $rc: $(head -3 <<<"$o")"; fi
+}
+run 1 make-dataset "$tmp/wide.h5" --samples 20 --in-dim 13 --classes 3 >/dev/null
+expect2 "has 13 features and 3 classes, but the model of $ck takes 12 features" 3 \
+  evaluate --checkpoint "$ck" --data "$tmp/wide.h5"
+expect2 "$tmp/test.h5" 2 evaluate --checkpoint "$tmp/test.h5" --data "$tmp/test.h5"
+expect2 "$tmp/none.h5: No such file or directory" 2 evaluate --checkpoint "$tmp/none.h5" --data "$tmp/test.h5"
+expect2 "$tmp/no/dir/m.h5.tmp: cannot create file" 2 export "$ck" "$tmp/no/dir/m.h5"
+cli_finish
