@@ -1,7 +1,8 @@
 #!/bin/bash
 # setup.sh — install microddp's dependencies (Debian packages), build, and run or test.
 #
-#   ./setup.sh run     install + build + train the default model on 2 MPI ranks
+#   ./setup.sh run     install + build the `microddp` program only + train the default model on 2
+#                      MPI ranks (the tests, lab graders and GPU tests are built by `test` and `build`)
 #   ./setup.sh test    install + build + run the whole test suite (what CI runs)
 #   ./setup.sh deps    install the dependencies only
 #   ./setup.sh build   install + build only
@@ -54,15 +55,17 @@ install_deps() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# build [TARGET...]: configure, then build the targets (default: everything).
 build() {
-  local cuda_args=()
+  local cuda_args=() targets=()
+  if [ $# -gt 0 ]; then targets=(--target "$@"); fi
   # nvcc is often installed outside PATH (e.g. /usr/local/cuda/bin).
   if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
     cuda_args=(-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
   fi
   # shellcheck disable=SC2086
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release "${cuda_args[@]}" ${MICRODDP_CMAKE_ARGS:-} >/dev/null
-  cmake --build "$BUILD_DIR" -j "$JOBS"
+  cmake --build "$BUILD_DIR" -j "$JOBS" "${targets[@]}"
 }
 
 # Configure, build and test each sanitizer preset; run all of them, then fail if any failed.
@@ -97,7 +100,7 @@ case "$cmd" in
   deps) install_deps ;;
   build) install_deps; build ;;
   run)
-    install_deps; build
+    install_deps; build microddp
     # shellcheck disable=SC2046
     mpirun -np 2 $(mpirun_flags) "$BUILD_DIR/microddp" train
     ;;

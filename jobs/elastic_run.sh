@@ -102,7 +102,8 @@ probe_host() {  # probe_host HOST: exit 0 iff the host can run a rank (within --
     timeout -k 2 "$probe_timeout" $ELASTIC_PROBE "$h" </dev/null >/dev/null 2>&1
   elif [ "$LAUNCHER" = srun ]; then
     # shellcheck disable=SC2086
-    timeout -k 2 "$probe_timeout" srun --nodes=1 --ntasks=1 --nodelist="$h" ${SRUN_FLAGS:-} true </dev/null >/dev/null 2>&1
+    timeout -k 2 "$probe_timeout" srun --nodes=1 --ntasks=1 --cpus-per-task="$(mddp_cpus_per_task)" --nodelist="$h" \
+      ${SRUN_FLAGS:-} true </dev/null >/dev/null 2>&1
   elif [ -n "${OMPI_MCA_plm_rsh_agent:-}" ]; then
     # shellcheck disable=SC2086
     timeout -k 2 "$probe_timeout" $OMPI_MCA_plm_rsh_agent "$h" true </dev/null >/dev/null 2>&1
@@ -193,7 +194,7 @@ run_attempt() {
     # --kill-on-bad-exit: one dead task ends the step (as mpirun does), so the attempt ends.
     # shellcheck disable=SC2206
     cmd=(srun --nodes="${#hosts[@]}" --ntasks="$world" --ntasks-per-node="${slots[0]}" --nodelist="$list"
-         --distribution=block --kill-on-bad-exit=1 ${SRUN_FLAGS:-})
+         --cpus-per-task="$(mddp_cpus_per_task)" --distribution=block --kill-on-bad-exit=1 ${SRUN_FLAGS:-})
   else
     local root=(); [ "$(id -u)" != 0 ] || root=(--allow-run-as-root)
     for i in "${!hosts[@]}"; do echo "${hosts[$i]} slots=${slots[$i]}"; done >"$tmp/hostfile.$n"

@@ -38,6 +38,14 @@ for arg in "$@"; do
     *) echo "usage: $0 [--emulated]" >&2; exit 2 ;;
   esac
 done
+# The site's settings first (jobs/README.md, "Site settings"): module loads of CUDA, NCCL, MPI, ...
+if [ -n "${MICRODDP_SITE_ENV:-}" ]; then
+  [ -r "$MICRODDP_SITE_ENV" ] || { echo "error: MICRODDP_SITE_ENV=$MICRODDP_SITE_ENV is not a readable file" >&2; exit 2; }
+  set +u
+  # shellcheck disable=SC1090
+  source "$MICRODDP_SITE_ENV"
+  set -u
+fi
 SRC_DIR="${MICRODDP_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 if [[ ${EMULATED} == 1 ]]; then
   BUILD_DIR="${MICRODDP_GPU_BUILD:-${SRC_DIR}/build-cuda-emu}"   # the cuda-emu preset's binaryDir

@@ -9,9 +9,13 @@
 #
 # Settings (environment): NODE_COUNTS [1 2 4 8], TASKS_PER_NODE [1], RANK_COUNTS [1 2 4] (local),
 # RESULTS_DIR [$PWD/results/scaling], SBATCH_ARGS [] (e.g. --partition=... --account=...),
-# and every tunable of scaling_point.sbatch / aggregate.sbatch (passed through the environment).
+# and every tunable of scaling_point.sbatch / aggregate.sbatch (passed through the environment),
+# MICRODDP_SITE_ENV included (sourced here and by every job: jobs/lib/common.sh).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib/common.sh
+source "$here/lib/common.sh"
+mddp_site_env
 export MDDP_JOBS_DIR=$here
 export RESULTS_DIR=${RESULTS_DIR:-$PWD/results/scaling}
 mkdir -p "$RESULTS_DIR"

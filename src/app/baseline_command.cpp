@@ -34,7 +34,7 @@ class BaselineCommand final : public Command {
     MDDP_AGREED_USAGE_CHECK(mpi.size() == 1,
                             "baseline is a single-process run; start it without mpirun (or with -np 1)");
     const auto& cfg = opts_.config;
-    auto ops = kernels::make_cpu_ops(opts_.threads > 0 ? opts_.threads : default_blas_threads(mpi));
+    auto ops = kernels::make_cpu_ops(blas_threads(opts_.threads, mpi, comm_settings()).threads);
     data::SyntheticDataset dataset(cfg.seed, cfg.model.in_dim, cfg.model.classes);
     model::FullMLP model(cfg.model, cfg.global_batch, *ops);
     auto optimizer = model::make_optimizer(cfg.optimizer, model.flat_count(), *ops);

@@ -13,9 +13,13 @@
 //     comm/collective_reference.hpp, the one the exactness tests use (nccl-tests keeps one file per
 //     collective). algbw = size / time; busbw = algbw · factor (all-reduce 2(n-1)/n, all-gather /
 //     reduce-scatter / gather / scatter (n-1)/n, broadcast 1; docs/allreduce.md).
-//   * Inputs are small integers (exact in f32 up to comm::kMaxExactRanks ranks), so every result of
-//     every iteration is compared exactly with its closed form; #wrong sums the wrong elements over
-//     iterations and ranks.
+//   * --dtype float | double | int32 | half | bfloat16 (nccl-tests' -d). Inputs are small integers
+//     (exact in f32 up to comm::kMaxExactRanks ranks; half and bfloat16 have inputs of their own,
+//     exact up to comm::kMaxExact16Ranks however a backend orders and accumulates the sums: ours
+//     decode, add in fp32 and round once per combination, as gradient compression's wire formats
+//     do), so every result of every iteration is compared exactly with its closed form; #wrong
+//     sums the wrong elements over iterations and ranks. -c 0 skips the check (#wrong: N/A).
+//   * nccl-tests' short options: -b/-e/-f sizes, -n iters, -w warmup, -c check, -d dtype, -o redop.
 //   * The bench's own exchanges (the barrier, the max of the times, the sum of #wrong) are plain MPI
 //     calls on MPI_COMM_WORLD, never on a communicator under test: checked, and watched like every
 //     MPI call outside a communicator (docs/reliability.md), so a stuck rank ends the job.
@@ -63,8 +67,23 @@ using comm::Communicator;
 using core::ReduceOp;
 using core::TensorView;
 
-// The bench moves f32 elements; sizes are in bytes.
-constexpr std::int64_t kElemBytes = sizeof(float);
+// --dtype: nccl-tests' names, and ours.
+struct BenchType {
+  const char* name;
+  core::DType dtype;
+};
+constexpr BenchType kTypes[] = {{"float", core::DType::F32},
+                                {"double", core::DType::F64},
+                                {"int32", core::DType::I32},
+                                {"half", core::DType::F16},
+                                {"bfloat16", core::DType::BF16}};
+core::DType dtype_named(const std::string& name) {
+  for (const BenchType& t : kTypes) {
+    if (name == t.name) return t.dtype;
+  }
+  return core::DType::F32;  // unreachable: CLI11 checks the choice
+}
+bool is_16bit(core::DType t) { return t == core::DType::F16 || t == core::DType::BF16; }
 
 // NAME+dsync: the same backend with --debug-sync (every collective's fingerprint compared first),
 // so the check's latency shows side by side with the plain backend.
@@ -140,23 +159,32 @@ struct Result {
 class BenchCollectivesCommand final : public Command {
  public:
   explicit BenchCollectivesCommand(CLI::App* sub) {
-    add_byte_size_option(sub, "--min-bytes", min_bytes_, "Smallest size", 4, std::int64_t{1} << 40);
-    add_byte_size_option(sub, "--max-bytes", max_bytes_, "Largest size", 4, std::int64_t{1} << 40);
-    sub->add_option("--factor", factor_, "Size multiplier between rows")
+    // nccl-tests' short options beside ours: -b 8 -e 128M -f 2 -n 20 -w 3 -c 1 -d float -o sum.
+    add_byte_size_option(sub, "-b,--min-bytes", min_bytes_, "Smallest size", 2, std::int64_t{1} << 40);
+    add_byte_size_option(sub, "-e,--max-bytes", max_bytes_, "Largest size", 2, std::int64_t{1} << 40);
+    sub->add_option("-f,--factor", factor_, "Size multiplier between rows")
         ->check(CLI::Range(2, 1024))
         ->capture_default_str();
-    sub->add_option("--warmup", warmup_, "Untimed iterations per cell")
+    sub->add_option("-w,--warmup", warmup_, "Untimed iterations per cell")
         ->check(CLI::Range(0, 100000))
         ->capture_default_str();
-    sub->add_option("--iters", iters_, "Timed iterations per cell")
+    sub->add_option("-n,--iters", iters_, "Timed iterations per cell")
         ->check(CLI::Range(1, 100000))
+        ->capture_default_str();
+    sub->add_option("-c,--check", check_, "Check every result exactly (1) or not (0: #wrong is N/A)")
+        ->check(CLI::Range(0, 1))
+        ->capture_default_str();
+    sub->add_option("-d,--dtype", dtype_,
+                    "Element type: float, double, int32, half, bfloat16 (half and bfloat16 reduce with fp32 "
+                    "accumulation, as the gradient wire formats)")
+        ->check(CLI::IsMember({"float", "double", "int32", "half", "bfloat16"}))
         ->capture_default_str();
     sub->add_option("--backends", backends_,
                     "Comma-separated backends, compared side by side (NAME+dsync: with --debug-sync)")
         ->capture_default_str();
     sub->add_option("--ops", ops_, "Comma-separated: allreduce,allgather,reducescatter,broadcast,gather,scatter")
         ->capture_default_str();
-    sub->add_option("--redop", redop_, "Reduction: sum, max, min")
+    sub->add_option("-o,--redop", redop_, "Reduction: sum, max, min")
         ->check(CLI::IsMember({"sum", "max", "min"}))
         ->capture_default_str();
     sub->add_option("--csv", csv_, "Also write every row to this CSV file (rank 0)");
@@ -172,6 +200,10 @@ class BenchCollectivesCommand final : public Command {
   }
   void validate() override {
     MDDP_USAGE_CHECK(min_bytes_ <= max_bytes_, "--min-bytes " << min_bytes_ << " > --max-bytes " << max_bytes_);
+    dt_ = dtype_named(dtype_);
+    es_ = static_cast<std::int64_t>(core::dtype_bytes(dt_));
+    MDDP_USAGE_CHECK(min_bytes_ >= es_,
+                     "--min-bytes " << min_bytes_ << " is smaller than one " << dtype_ << " (" << es_ << " bytes)");
     MDDP_USAGE_CHECK(!split_list(backends_).empty(), "--backends is empty");
     // Before MPI starts, so an unknown name is exit 2 with one message, not an MPI_ABORT.
     for (const auto& b : split_list(backends_)) comm::check_backend_available(backend_of(b));
@@ -192,52 +224,60 @@ class BenchCollectivesCommand final : public Command {
   void run_overlap(const comm::MpiRuntime& mpi, std::vector<std::unique_ptr<Communicator>>& comms);
 
   std::int64_t min_bytes_ = 8, max_bytes_ = std::int64_t{64} << 20, overlap_bytes_ = 0;
-  int factor_ = 2, warmup_ = 3, iters_ = 20;
+  int factor_ = 2, warmup_ = 3, iters_ = 20, check_ = 1;
   std::string backends_ = "mpi,ring,rd,auto", ops_ = "allreduce", redop_ = "sum", overlap_ms_ = "0,5,10,20,40";
-  std::string csv_, json_, memory_ = "auto";
-  core::HostBuffer<float> send_, recv_;  // sized once for the largest cell
+  std::string csv_, json_, memory_ = "auto", dtype_ = "float";
+  core::DType dt_ = core::DType::F32;  // --dtype
+  std::int64_t es_ = 4;                // its bytes per element
+  // Sized once for the largest cell, in 8-byte words so every dtype is aligned; views of any dtype
+  // are taken at byte offsets.
+  core::HostBuffer<double> send_, recv_;
   // GPU memory, only when some backend is measured on it: the cell's inputs are built in send_ /
   // recv_ and copied here, the results copied back (both untimed).
   std::unique_ptr<kernels::Ops> gpu_;
-  kernels::OpsBuffer<float> dev_send_, dev_recv_;
+  kernels::OpsBuffer<double> dev_send_, dev_recv_;
   ReduceOp rop_ = ReduceOp::Sum;
 };
 
 Result BenchCollectivesCommand::run_cell(const comm::MpiRuntime& mpi, Communicator& c, CollectiveKind op,
                                          std::int64_t bytes, bool in_place, bool on_device) {
   const int n = c.size(), r = c.rank();
-  const std::int64_t total = bytes / kElemBytes;
+  const std::int64_t total = bytes / es_;
   const bool blocky = op != CollectiveKind::AllReduce && op != CollectiveKind::Broadcast;
   const std::int64_t block = blocky ? total / n : total;  // per-rank block (or whole buffer)
   const std::int64_t count = blocky ? block * n : total;
-  float* s = send_.data();
-  float* d = recv_.data();
+  auto* s = reinterpret_cast<char*>(send_.data());
+  auto* d = reinterpret_cast<char*>(recv_.data());
   const int root = 0;
+  // A view of `elems` elements of --dtype at element offset `at` of buffer `base`.
+  auto view = [this](char* base, std::int64_t at, std::int64_t elems) {
+    return TensorView(base + at * es_, elems, dt_);
+  };
   // Views for this cell (in place per types.hpp's conventions).
   TensorView sv, rv;
   switch (op) {
     case CollectiveKind::AllReduce:
-      sv = TensorView::of(in_place ? d : s, count);
-      rv = TensorView::of(d, count);
+      sv = view(in_place ? d : s, 0, count);
+      rv = view(d, 0, count);
       break;
     case CollectiveKind::Broadcast:
-      rv = TensorView::of(d, count);
+      rv = view(d, 0, count);
       break;
     case CollectiveKind::AllGather:
-      rv = TensorView::of(d, count);
-      sv = TensorView::of(in_place ? d + r * block : s, block);
+      rv = view(d, 0, count);
+      sv = in_place ? view(d, r * block, block) : view(s, 0, block);
       break;
     case CollectiveKind::ReduceScatter:
-      sv = TensorView::of(in_place ? d : s, count);
-      rv = TensorView::of(d, block);
+      sv = view(in_place ? d : s, 0, count);
+      rv = view(d, 0, block);
       break;
     case CollectiveKind::Gather:
-      rv = TensorView::of(d, count);
-      sv = TensorView::of(in_place && r == root ? d + r * block : s, block);
+      rv = view(d, 0, count);
+      sv = in_place && r == root ? view(d, r * block, block) : view(s, 0, block);
       break;
     case CollectiveKind::Scatter:
-      sv = TensorView::of(s, count);
-      rv = TensorView::of(in_place && r == root ? s + r * block : d, block);
+      sv = view(s, 0, count);
+      rv = in_place && r == root ? view(s, r * block, block) : view(d, 0, block);
       break;
     case CollectiveKind::Barrier:
       break;
@@ -254,12 +294,15 @@ Result BenchCollectivesCommand::run_cell(const comm::MpiRuntime& mpi, Communicat
   // On the GPU: the same views at the same offsets of the device buffers (in-place layouts kept).
   auto to_device = [&](const TensorView& v) {
     if (v.data == nullptr) return v;
-    const float* p = static_cast<const float*>(v.data);
-    float* base = (p >= s && p < s + send_.count()) ? dev_send_.data() + (p - s) : dev_recv_.data() + (p - d);
-    return TensorView::of(base, v.count, core::Device::Cuda);
+    const char* p = static_cast<const char*>(v.data);
+    const auto send_bytes = static_cast<std::ptrdiff_t>(send_.count() * sizeof(double));
+    char* base = (p >= s && p < s + send_bytes) ? reinterpret_cast<char*>(dev_send_.data()) + (p - s)
+                                                : reinterpret_cast<char*>(dev_recv_.data()) + (p - d);
+    return TensorView(base, v.count, v.dtype, core::Device::Cuda);
   };
   const TensorView dsv = on_device ? to_device(sv) : sv, drv = on_device ? to_device(rv) : rv;
-  const std::int64_t span = count + n;  // every element a cell touches lies below this
+  // Every byte a cell touches lies below (count + n) elements: in 8-byte words, rounded up.
+  const std::int64_t span = ((count + n) * es_ + 7) / 8;
   auto launch = [&] {
     switch (op) {
       case CollectiveKind::AllReduce:
@@ -290,18 +333,18 @@ Result BenchCollectivesCommand::run_cell(const comm::MpiRuntime& mpi, Communicat
   for (int it = 0; it < warmup_ + iters_; ++it) {
     init();
     if (on_device) {  // synchronous copies: the data is on the GPU before the barrier
-      dev_send_.from_host(s, 0, span);
-      dev_recv_.from_host(d, 0, span);
+      dev_send_.from_host(send_.data(), 0, span);
+      dev_recv_.from_host(recv_.data(), 0, span);
     }
     world_barrier(mpi);  // the communicator under test is idle: sync calls only
     core::Stopwatch sw;
     launch();  // a synchronous collective: returns when the GPU has finished it too
     const double us = sw.elapsed_s() * 1e6;
     if (on_device) {
-      dev_send_.to_host(s, 0, span);  // scatter's in-place result lives in the send buffer
-      dev_recv_.to_host(d, 0, span);
+      dev_send_.to_host(send_.data(), 0, span);  // scatter's in-place result lives in the send buffer
+      dev_recv_.to_host(recv_.data(), 0, span);
     }
-    wrong += rec.check(shape, result).wrong;
+    if (check_ != 0) wrong += rec.check(shape, result).wrong;
     if (it >= warmup_) times.push_back(us);
   }
   const double t = median(times);
@@ -309,7 +352,7 @@ Result BenchCollectivesCommand::run_cell(const comm::MpiRuntime& mpi, Communicat
   max_over_ranks(mpi, &t, &tmax, 1);
   Result res;
   res.backend = backend_label(c);
-  res.bytes = count * kElemBytes;
+  res.bytes = count * es_;
   res.count = count;
   res.in_place = in_place;
   res.time_us = tmax;
@@ -334,13 +377,15 @@ double compute_for_ms(double ms) {
 
 void BenchCollectivesCommand::run_overlap(const comm::MpiRuntime& mpi,
                                           std::vector<std::unique_ptr<Communicator>>& comms) {
-  const std::int64_t count = overlap_bytes_ / kElemBytes;
+  // f32, whatever --dtype says: the progress of an async all-reduce, not of a type.
+  constexpr std::int64_t kOverlapElemBytes = sizeof(float);
+  const std::int64_t count = overlap_bytes_ / kOverlapElemBytes;
   std::vector<double> ts;
   for (const auto& t : split_list(overlap_ms_)) ts.push_back(parse_overlap_ms(t));
   if (mpi.rank() == 0) {
     std::printf("#\n# Async progress: all_reduce of %" PRId64
                 " bytes issued async, caller computes T ms, then wait().\n",
-                count * kElemBytes);
+                count * kOverlapElemBytes);
     std::printf(
         "# comm = sync all-reduce time; wait = time spent in wait() after compute; progressed = 1 - wait/comm\n");
     std::printf(
@@ -353,12 +398,13 @@ void BenchCollectivesCommand::run_overlap(const comm::MpiRuntime& mpi,
     auto& c = comms[i];
     const int r = c->rank(), n = c->size();
     const bool dev = on_device(split_list(backends_)[i]);
-    const TensorView buf =
-        dev ? TensorView::of(dev_send_.data(), count, core::Device::Cuda) : TensorView::of(send_.data(), count);
+    const TensorView host(send_.data(), count, core::DType::F32);
+    const TensorView buf = dev ? TensorView(dev_send_.data(), count, core::DType::F32, core::Device::Cuda) : host;
     const comm::CollectiveShape shape{r, n, 0, count, ReduceOp::Sum};
+    const std::int64_t words = (count * kOverlapElemBytes + 7) / 8;  // of the double buffers
     auto fill = [&] {
-      comm::collective_record(CollectiveKind::AllReduce).init(shape, TensorView::of(send_.data(), count));
-      if (dev) dev_send_.from_host(send_.data(), 0, count);
+      comm::collective_record(CollectiveKind::AllReduce).init(shape, host);
+      if (dev) dev_send_.from_host(send_.data(), 0, words);
     };
     std::vector<double> comm_t;
     for (int it = 0; it < warmup_ + iters_; ++it) {
@@ -400,9 +446,11 @@ void BenchCollectivesCommand::run_overlap(const comm::MpiRuntime& mpi,
 int BenchCollectivesCommand::run(const comm::MpiRuntime& mpi) {
   rop_ = redop_ == "max" ? ReduceOp::Max : redop_ == "min" ? ReduceOp::Min : ReduceOp::Sum;
   // Every rank knows the rank count: one agreed verdict, no hang.
-  MDDP_AGREED_USAGE_CHECK(mpi.size() <= comm::kMaxExactRanks,
-                          "bench collectives checks every result exactly, which its f32 inputs allow up to "
-                              << comm::kMaxExactRanks << " ranks; this job has " << mpi.size());
+  const int exact_ranks = is_16bit(dt_) ? comm::kMaxExact16Ranks : comm::kMaxExactRanks;
+  MDDP_AGREED_USAGE_CHECK(check_ == 0 || mpi.size() <= exact_ranks,
+                          "bench collectives checks every result exactly, which its "
+                              << dtype_ << " inputs allow up to " << exact_ranks << " ranks; this job has "
+                              << mpi.size() << " (-c 0: no check)");
   const std::vector<std::string> backend_names = split_list(backends_);
   std::vector<std::unique_ptr<Communicator>> comms;
   for (const auto& b : backend_names) {
@@ -410,7 +458,8 @@ int BenchCollectivesCommand::run(const comm::MpiRuntime& mpi) {
     comms.back()->set_debug_sync(has_dsync_suffix(b));
   }
   const int n = mpi.size();
-  const std::int64_t cap = std::max(max_bytes_, overlap_bytes_) / kElemBytes + n;
+  // 8-byte words for the largest cell of --dtype (count + n elements) and the async-progress check's f32.
+  const std::int64_t cap = (std::max(max_bytes_ + n * es_, overlap_bytes_ + n * std::int64_t{4}) + 7) / 8;
   send_.resize(cap);
   recv_.resize(cap);
   bool any_device = false;
@@ -419,23 +468,27 @@ int BenchCollectivesCommand::run(const comm::MpiRuntime& mpi) {
     // The rank's GPU as `train --device cuda` picks it (one agreed error when there is none).
     ComputeChoice gpu = choose_compute("cuda", "nccl", true, false, 1, mpi);
     gpu_ = std::move(gpu.ops);
-    dev_send_ = kernels::OpsBuffer<float>(*gpu_, cap);
-    dev_recv_ = kernels::OpsBuffer<float>(*gpu_, cap);
+    dev_send_ = kernels::OpsBuffer<double>(*gpu_, cap);
+    dev_recv_ = kernels::OpsBuffer<double>(*gpu_, cap);
     for (auto& c : comms) c->set_compute_stream(gpu_->native_stream());
   }
   const int rank = mpi.rank();
   if (rank == 0) {
     std::printf("# microddp bench collectives: %d rank(s) on %s, %s\n", n, mpi.hostname().c_str(),
                 mpi.library_version().c_str());
-    std::printf("# sizes %" PRId64 " .. %" PRId64
-                " bytes x%d, warmup %d, iters %d, dtype float, redop %s, backends %s\n",
-                min_bytes_, max_bytes_, factor_, warmup_, iters_, redop_.c_str(), backends_.c_str());
+    std::printf("# sizes %" PRId64 " .. %" PRId64 " bytes x%d, warmup %d, iters %d, dtype %s, redop %s, backends %s\n",
+                min_bytes_, max_bytes_, factor_, warmup_, iters_, dtype_.c_str(), redop_.c_str(), backends_.c_str());
     std::printf(
         "# time = max over ranks of each rank's per-iteration median (us); algbw = size/time, busbw = algbw x\n");
     std::printf(
         "# factor (allreduce 2(n-1)/n; allgather, reducescatter, gather, scatter (n-1)/n; broadcast 1), GB/s.\n");
-    std::printf(
-        "# every iteration's result is checked exactly; #wrong = wrong elements over all iterations and ranks.\n");
+    if (check_ != 0) {
+      std::printf(
+          "# every iteration's result is checked exactly; #wrong = wrong elements over all iterations and "
+          "ranks.\n");
+    } else {
+      std::printf("# -c 0: results are not checked (#wrong N/A).\n");
+    }
     std::printf("# memory:");
     for (const auto& b : backend_names) std::printf(" %s=%s", b.c_str(), on_device(b) ? "gpu" : "host");
     if (gpu_) std::printf(" (gpu: %s)", gpu_->description().c_str());
@@ -445,9 +498,9 @@ int BenchCollectivesCommand::run(const comm::MpiRuntime& mpi) {
   for (const auto& op_name : split_list(ops_)) {
     const CollectiveKind op = kOps.at(op_name);
     if (rank == 0) {
-      std::printf("#\n# %-15s %12s %6s %6s %-8s %s %s\n", "", "", "", "", "", "       out-of-place                  ",
+      std::printf("#\n# %-15s %12s %8s %6s %-8s %s %s\n", "", "", "", "", "", "       out-of-place                  ",
                   "        in-place");
-      std::printf("# %-13s %12s %12s %6s %6s %-8s %9s %8s %8s %7s %9s %8s %8s %7s\n", "op", "size(B)", "count", "type",
+      std::printf("# %-13s %12s %12s %8s %6s %-8s %9s %8s %8s %7s %9s %8s %8s %7s\n", "op", "size(B)", "count", "type",
                   "redop", "backend", "time(us)", "algbw", "busbw", "#wrong", "time(us)", "algbw", "busbw", "#wrong");
     }
     for (std::int64_t bytes = min_bytes_; bytes <= max_bytes_; bytes *= factor_) {
@@ -459,11 +512,12 @@ int BenchCollectivesCommand::run(const comm::MpiRuntime& mpi) {
         oop.op = ip.op = op_name;
         const bool reduces = op == CollectiveKind::AllReduce || op == CollectiveKind::ReduceScatter;
         if (rank == 0) {
-          std::printf("  %-13s %12" PRId64 " %12" PRId64 " %6s %6s %-8s %9.1f %8.3f %8.3f %7" PRId64
-                      " %9.1f %8.3f %8.3f %7" PRId64 "\n",
-                      op_name.c_str(), oop.bytes, oop.count, "float", reduces ? redop_.c_str() : "none",
-                      oop.backend.c_str(), oop.time_us, oop.algbw, oop.busbw, oop.wrong, ip.time_us, ip.algbw, ip.busbw,
-                      ip.wrong);
+          const std::string w_oop = check_ != 0 ? std::to_string(oop.wrong) : "N/A";
+          const std::string w_ip = check_ != 0 ? std::to_string(ip.wrong) : "N/A";
+          std::printf("  %-13s %12" PRId64 " %12" PRId64 " %8s %6s %-8s %9.1f %8.3f %8.3f %7s %9.1f %8.3f %8.3f %7s\n",
+                      op_name.c_str(), oop.bytes, oop.count, dtype_.c_str(), reduces ? redop_.c_str() : "none",
+                      oop.backend.c_str(), oop.time_us, oop.algbw, oop.busbw, w_oop.c_str(), ip.time_us, ip.algbw,
+                      ip.busbw, w_ip.c_str());
           std::fflush(stdout);
         }
         all.push_back(oop);
@@ -475,7 +529,11 @@ int BenchCollectivesCommand::run(const comm::MpiRuntime& mpi) {
   std::int64_t wrong_total = 0;
   for (const auto& r : all) wrong_total += r.wrong;
   if (rank == 0) {
-    std::printf("#\n# Out of bounds values : %" PRId64 " %s\n", wrong_total, wrong_total == 0 ? "OK" : "FAILED");
+    if (check_ != 0) {
+      std::printf("#\n# Out of bounds values : %" PRId64 " %s\n", wrong_total, wrong_total == 0 ? "OK" : "FAILED");
+    } else {
+      std::printf("#\n# Out of bounds values : N/A (-c 0: not checked)\n");
+    }
     const std::string& base = backend_names.front();
     for (const auto& op_name : split_list(ops_)) {
       for (const auto& b : backend_names) {
@@ -504,23 +562,27 @@ int BenchCollectivesCommand::run(const comm::MpiRuntime& mpi) {
   if (rank == 0 && !csv_.empty()) {
     std::ofstream f(csv_);
     MDDP_CHECK(f.good(), "cannot write " << csv_);
-    f << "op,backend,ranks,bytes,count,in_place,time_us,algbw_gbs,busbw_gbs,wrong\n";
+    f << "op,backend,ranks,bytes,count,dtype,in_place,time_us,algbw_gbs,busbw_gbs,wrong\n";
     for (const auto& r : all) {
-      f << r.op << "," << r.backend << "," << n << "," << r.bytes << "," << r.count << "," << (r.in_place ? 1 : 0)
-        << "," << r.time_us << "," << r.algbw << "," << r.busbw << "," << r.wrong << "\n";
+      f << r.op << "," << r.backend << "," << n << "," << r.bytes << "," << r.count << "," << dtype_ << ","
+        << (r.in_place ? 1 : 0) << "," << r.time_us << "," << r.algbw << "," << r.busbw << ","
+        << (check_ != 0 ? std::to_string(r.wrong) : "NA") << "\n";
     }
   }
   if (rank == 0 && !json_.empty()) {
     std::ofstream f(json_);
     MDDP_CHECK(f.good(), "cannot write " << json_);
-    f << "{\"ranks\": " << n << ", \"iters\": " << iters_ << ", \"warmup\": " << warmup_
+    f << "{\"ranks\": " << n << ", \"iters\": " << iters_ << ", \"warmup\": " << warmup_ << ", \"dtype\": \"" << dtype_
+      << "\", \"checked\": " << (check_ != 0 ? "true" : "false")
       << ", \"time\": \"max over ranks of per-iteration median\", \"rows\": [\n";
     for (std::size_t i = 0; i < all.size(); ++i) {
       const auto& r = all[i];
       f << "  {\"op\": \"" << r.op << "\", \"backend\": \"" << r.backend << "\", \"bytes\": " << r.bytes
-        << ", \"count\": " << r.count << ", \"in_place\": " << (r.in_place ? "true" : "false")
-        << ", \"time_us\": " << r.time_us << ", \"algbw_gbs\": " << r.algbw << ", \"busbw_gbs\": " << r.busbw
-        << ", \"wrong\": " << r.wrong << "}" << (i + 1 < all.size() ? ",\n" : "\n");
+        << ", \"count\": " << r.count << ", \"dtype\": \"" << dtype_
+        << "\", \"in_place\": " << (r.in_place ? "true" : "false") << ", \"time_us\": " << r.time_us
+        << ", \"algbw_gbs\": " << r.algbw << ", \"busbw_gbs\": " << r.busbw
+        << ", \"wrong\": " << (check_ != 0 ? std::to_string(r.wrong) : "null") << "}"
+        << (i + 1 < all.size() ? ",\n" : "\n");
     }
     f << "]}\n";
   }

@@ -53,7 +53,7 @@ class BenchComputeCommand final : public Command {
     sub->add_option("--classes", classes_, "Output classes")
         ->check(CLI::Range(std::int64_t{2}, std::int64_t{1} << 16))
         ->capture_default_str();
-    sub->add_option("--threads", threads_, "BLAS threads (0 = cores / ranks on this node)")
+    sub->add_option("--threads", threads_, "BLAS threads (0 = as train: the environment's or this rank's CPUs / ranks)")
         ->check(CLI::Range(0, 1024))
         ->capture_default_str();
     sub->add_option("--iters", iters_, "Timed iterations")->check(CLI::Range(1, 100000))->capture_default_str();
@@ -69,7 +69,7 @@ class BenchComputeCommand final : public Command {
 };
 
 int BenchComputeCommand::run(const comm::MpiRuntime& mpi) {
-  const int threads = threads_ > 0 ? threads_ : default_blas_threads(mpi);
+  const int threads = blas_threads(threads_, mpi, comm_settings()).threads;
   auto ops = kernels::make_cpu_ops(threads);
   model::MlpConfig mc{width_, width_, depth_, classes_};
   model::FullMLP net(mc, batch_, *ops);

@@ -8,7 +8,9 @@
 #include <CLI/CLI.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -19,6 +21,7 @@ namespace microddp::app {
 struct CommandLine {
   CLI::App app{"microddp — data-parallel deep-learning training from first principles (C++20, MPI)"};
   std::vector<std::pair<CLI::App*, std::unique_ptr<Command>>> commands;
+  bool number_kinds_checked = false;  // parse_command_line added its integer/real checks
 };
 
 std::unique_ptr<CommandLine> build_command_line();
@@ -31,6 +34,10 @@ struct ParseOutcome {
   bool help = false;          // --help/--help-all was given: print help_text, exit 0
   std::string help_text;
 };
+
+// The name among `names` that `word` is most likely a typo (at most 2 edits, transpositions count
+// one) or an abbreviation (the start of exactly one name) of; nullopt when none is near.
+std::optional<std::string> nearest_name(std::string_view word, const std::vector<std::string>& names);
 
 // Parses and validates (Command::validate). Throws nothing but what a bug would throw: malformed
 // input always ends in a ParseOutcome with exit_code 2 and a message.

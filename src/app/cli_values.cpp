@@ -1,6 +1,7 @@
 // cli_values.cpp — finite ranges and strategies on the command line (see cli_values.hpp).
 #include "app/cli_values.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -127,20 +128,31 @@ CLI::Validator strategy_name(const std::string& option) {
       "");
 }
 
-// "naive: one blocking ...; flat: ...": what each row of the strategy table does, for the help.
+// "naive | flat | ...; see Strategies below": the choices for an option's help; what each does is
+// said once, in the footer (strategy_descriptions), not under every option that takes one.
 std::string strategies_help() {
   std::string help;
-  for (const ddp::Strategy s : ddp::all_strategies()) {
-    help += (help.empty() ? "" : "; ") + std::string(ddp::strategy_name(s)) + ": " +
-            std::string(ddp::strategy_description(s));
-  }
-  return help;
+  for (const ddp::Strategy s : ddp::all_strategies())
+    help += (help.empty() ? "" : " | ") + std::string(ddp::strategy_name(s));
+  return help + "; see Strategies below";
 }
 
 }  // namespace
 
+std::string strategy_descriptions() {
+  std::string help = "Strategies (--strategy, --strategies, --scaling-strategy):";
+  auto row = [&help](ddp::Strategy s) {
+    std::string name(ddp::strategy_name(s));
+    name.resize(std::max<std::size_t>(name.size(), 14), ' ');
+    help += "\n  " + name + std::string(ddp::strategy_description(s));
+  };
+  for (const ddp::Strategy s : ddp::all_strategies()) row(s);  // the labs' rows too, once registered
+  return help;
+}
+
 CLI::Option* add_strategy_option(CLI::App* sub, const std::string& name, ddp::Strategy& target,
                                  const std::string& description) {
+  sub->footer(strategy_descriptions());
   return sub
       ->add_option_function<std::string>(
           name, [&target, name](const std::string& s) { target = ddp::parse_strategy(s, name); },
@@ -154,6 +166,7 @@ CLI::Option* add_strategy_list_option(CLI::App* sub, const std::string& name, st
                                       const std::string& description) {
   std::string defaults;
   for (const ddp::Strategy s : target) defaults += (defaults.empty() ? "" : ",") + std::string(ddp::strategy_name(s));
+  sub->footer(strategy_descriptions());
   return sub
       ->add_option_function<std::vector<std::string>>(
           name,

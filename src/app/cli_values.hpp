@@ -41,7 +41,11 @@ std::string format_byte_size(std::int64_t bytes);
 CLI::Option* add_byte_size_option(CLI::App* sub, const std::string& name, std::int64_t& target,
                                   const std::string& description, std::int64_t lo, std::int64_t hi);
 
-// `description` is followed by the list of strategies in the help.
+// What every strategy does, one line each: the footer of the help of a command that takes one, and
+// of --help-all (once, however many commands take a strategy).
+std::string strategy_descriptions();
+// `description` is followed by the names of the strategies in the help; the command's help ends
+// with strategy_descriptions().
 CLI::Option* add_strategy_option(CLI::App* sub, const std::string& name, ddp::Strategy& target,
                                  const std::string& description);
 // A comma-separated list of strategies, in the order given.

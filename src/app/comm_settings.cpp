@@ -11,9 +11,12 @@ namespace microddp::app {
 
 CommSettings comm_settings_from_environment() {
   const core::EnvLookup env = [](const char* name) -> const char* { return std::getenv(name); };
-  CommSettings s{comm::parse_comm_config(env), fault_plan_from_env(env)};
+  CommSettings s;
+  s.config = comm::parse_comm_config(env);
+  s.faults = fault_plan_from_env(env);
   const char* simd = env("MICRODDP_F16_SIMD");
   s.f16_simd = !(simd != nullptr && std::strcmp(simd, "0") == 0);
+  s.threads = thread_env_from(env);
   return s;
 }
 

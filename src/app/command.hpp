@@ -59,8 +59,8 @@ std::unique_ptr<Command> register_ring_schedule(CLI::App& parent, CLI::App*& sub
 std::unique_ptr<Command> register_bench_ddp(CLI::App& bench, CLI::App*& sub);
 std::unique_ptr<Command> register_bench_links(CLI::App& bench, CLI::App*& sub);
 
-// The number of BLAS threads to use when the user gave none: this node's cores shared by the
-// ranks on it (at least 1), so ranks on one node never oversubscribe the cores with BLAS threads.
-int default_blas_threads(const comm::MpiRuntime& mpi);
+// The BLAS threads of this rank: --threads (threads_option > 0), else the environment's or the
+// allocation's choice (app/blas_threads.hpp), so ranks on one node never oversubscribe its CPUs.
+ThreadChoice blas_threads(int threads_option, const comm::MpiRuntime& mpi, const CommSettings& settings);
 
 }  // namespace microddp::app

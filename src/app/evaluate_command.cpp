@@ -87,7 +87,8 @@ class EvaluateCommand final : public Command {
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20))
         ->capture_default_str();
     sub->add_option("--dump-logits", dump_, "Write every row's logits to this text file (one row per line)");
-    sub->add_option("--threads", threads_, "BLAS threads per rank (0 = cores on this node / ranks on this node)")
+    sub->add_option("--threads", threads_,
+                    "BLAS threads per rank (0 = as train: the environment's or this rank's CPUs / ranks on this node)")
         ->check(CLI::Range(0, 1024))
         ->capture_default_str();
     sub->add_option("--device", device_, "cpu, cuda (this rank's GPU) or auto, as train --device")
@@ -119,7 +120,7 @@ class EvaluateCommand final : public Command {
 
 int EvaluateCommand::run(const comm::MpiRuntime& mpi) {
   core::Stopwatch wall;
-  const int threads = threads_ > 0 ? threads_ : default_blas_threads(mpi);
+  const int threads = blas_threads(threads_, mpi, comm_settings()).threads;
   ComputeChoice compute = choose_compute(device_, "mpi", /*comm_given=*/true, /*tf32=*/false, threads, mpi);
   auto comm = make_communicator(compute.comm, mpi);
   const LoadedModel m = load_model(mpi, *comm, ckpt_);

@@ -11,6 +11,7 @@
 #include "io/hdf5_check.hpp"
 #include "io/hdf5_data_source.hpp"
 #include "io/hdf5_dataset.hpp"
+#include "model/param_layout.hpp"
 
 namespace microddp::app {
 
@@ -59,8 +60,12 @@ int inspect(const std::string& path) {
     std::printf("# %s: microddp checkpoint v%" PRId64 "\n", path.c_str(), c.format_version);
     std::printf("#   steps_done %" PRId64 ", data_position %" PRId64 ", optimizer %s (step_count %" PRId64 ")\n",
                 c.steps_done, c.data_position, m.optimizer.name.c_str(), c.optimizer_steps);
-    std::printf("#   model in=%" PRId64 " width=%" PRId64 " depth=%" PRId64 " classes=%" PRId64 " (%zu parameters)\n",
-                m.model.in_dim, m.model.width, m.model.depth, m.model.classes, c.params.size());
+    // The model's parameters, as train counts them; the flat buffer adds the alignment padding
+    // between them (model/param_layout.hpp).
+    std::printf("#   model in=%" PRId64 " width=%" PRId64 " depth=%" PRId64 " classes=%" PRId64 " (%" PRId64
+                " parameters; flat buffer %zu elements with alignment padding)\n",
+                m.model.in_dim, m.model.width, m.model.depth, m.model.classes,
+                model::parameter_count(model::param_layout(m.model)), c.params.size());
     std::printf("#   saved by %" PRId64 " ranks, strategy %s, backend %s; global_batch %" PRId64 ", seed %" PRIu64
                 ", data %s\n",
                 c.world_size, c.strategy.c_str(), c.backend.c_str(), m.global_batch, m.seed, c.data_source.c_str());

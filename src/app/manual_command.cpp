@@ -83,7 +83,7 @@ class ManualCommand final : public Command {
     ReplicaCombiner combine = no_sync_ ? nullptr : who.combine;
     const std::string how =
         no_sync_ ? "--no-sync: gradients NOT combined, each replica steps on its own half" : std::string(who.summary);
-    ManualReplicas reps(cfg, kReplicas, opts_.threads > 0 ? opts_.threads : default_blas_threads(mpi));
+    ManualReplicas reps(cfg, kReplicas, blas_threads(opts_.threads, mpi, comm_settings()).threads);
     const std::int64_t n = reps.param_count();
     std::printf("# microddp manual: %d replicas in one process, rows per replica %" PRId64 " + %" PRId64 "; %s\n",
                 kReplicas, reps.sampler(0).local_count(), reps.sampler(1).local_count(), how.c_str());

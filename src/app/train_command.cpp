@@ -2,7 +2,9 @@
 // Rank 0 prints a header (configuration, ranks, backend, threads), a progress line per logged
 // step and a summary; --metrics writes the JSONL record.
 #include <algorithm>
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <cinttypes>
 #include <cstdio>
 #include <string>
@@ -27,9 +29,8 @@
 
 namespace microddp::app {
 
-int default_blas_threads(const comm::MpiRuntime& mpi) {
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::max(1, cores / std::max(1, mpi.local_size()));
+ThreadChoice blas_threads(int threads_option, const comm::MpiRuntime& mpi, const CommSettings& settings) {
+  return choose_blas_threads(threads_option, settings.threads, read_cpu_allocation(), mpi.local_size());
 }
 
 namespace {
@@ -62,8 +63,18 @@ class TrainCommand final : public Command {
                   "Time every layer's forward and backward (a few us per layer); with --metrics the summary "
                   "gets the mean backward time per layer, which `analyze --metrics` uses for bucket timing");
     sub->add_flag("--tf32", tf32_, "GPU only: let cuBLAS use TF32 tensor cores for the GEMMs (about 10-bit mantissa)");
+    sub->add_option("--trace-steps", trace_steps_,
+                    "Steps the trace keeps, numbered as printed: A:B, A: (to the end), :B or N (default: every step); "
+                    "only their events are kept in memory")
+        ->needs(sub->get_option("--trace"));
   }
   void validate() override {
+    if (!trace_steps_.empty()) {
+      const std::optional<StepRange> r = parse_step_range(trace_steps_);
+      MDDP_USAGE_CHECK(
+          r, "--trace-steps '" << trace_steps_ << "' is not a range of steps A:B with 1 <= A <= B (or A:, :B, N)");
+      trace_window_ = *r;
+    }
     validate_device_name(device_);
     validate_train_options(opts_);
     validate_run_control_options(run_opts_);
@@ -83,14 +94,15 @@ class TrainCommand final : public Command {
   CLI::Option* classes_option_ = nullptr;  // and --classes (else --data's file decides)
   bool tf32_ = false;                      // --tf32
   bool layer_events_ = false;              // --layer-events
+  std::string trace_steps_;                // --trace-steps A:B
+  StepRange trace_window_;                 // its steps (default: all)
 };
 
 int TrainCommand::run(const comm::MpiRuntime& mpi) {
   if (layer_events_) opts_.config.layer_events = true;
-  if (!opts_.trace_path.empty()) {
-    opts_.config.keep_events = true;  // the trace shows every step, per layer
-    opts_.config.layer_events = true;
-  }
+  // The trace shows its steps per layer; their events are copied out of the trainer's one-step log
+  // after each step (TraceWindow), so only the window's steps are kept.
+  if (!opts_.trace_path.empty()) opts_.config.layer_events = true;
   const auto& cfg = opts_.config;
   TrainingSession session(mpi, opts_, comm_settings(), DeviceRequest{device_, comm_option_->count() > 0, tf32_});
   opts_.comm = session.backend();  // a GPU model without --comm: nccl (mpi when ranks share a GPU)
@@ -120,7 +132,17 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     return 0;
   }
 
+  std::optional<TraceWindow> trace;
+  if (!opts_.trace_path.empty()) trace.emplace(trace_window_, start + 1, cfg.steps, trainer.events().capacity());
   const bool root = mpi.rank() == 0;
+  // Overlap of communication with compute: with one rank nothing is communicated, so there is none to
+  // speak of (its "collectives" are local copies).
+  const bool single = mpi.size() == 1;
+  auto overlap_text = [single](double fraction) {
+    char text[16] = "n/a";
+    if (!single) std::snprintf(text, sizeof text, "%.1f%%", 100.0 * fraction);
+    return std::string(text);
+  };
   if (root) {
     std::printf("# microddp train\n");
     std::printf("#   model      : FullMLP in=%" PRId64 " width=%" PRId64 " depth=%" PRId64 " classes=%" PRId64
@@ -160,6 +182,8 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
                   cfg.accum_steps, cfg.global_batch, cfg.accum_steps * cfg.global_batch);
     }
     std::printf("#   compute    : %s\n", ops.description().c_str());
+    if (ops.device() == core::Device::Host)
+      std::printf("#   threads    : %s\n", session.thread_choice().describe().c_str());
     if (!session.device_note().empty()) std::printf("#   gpu shared : %s\n", session.device_note().c_str());
     char clip[64] = "off";
     if (cfg.clip_grad_norm > 0.0f)
@@ -187,15 +211,17 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     all_stats.push_back(st);
     if (cfg.layer_events && s > start) layer_times.add(perf::layer_backward_times(trainer.events().events(), rec.step));
     if (!opts_.metrics_path.empty()) arrival.add(trainer.events().events(), rec.step, /*keep=*/s > start);
+    if (trace) trace->add(rec.step + 1, trainer.events().events());
     if (s == start) first_loss = rec.loss;
     last_loss = rec.loss;
-    if (metrics) metrics->write_step(st, rec.loss);
+    const double samples_per_s = static_cast<double>(cfg.global_batch * cfg.accum_steps) / (st.step_ms * 1e-3);
+    if (metrics) metrics->write_step(st, rec.loss, samples_per_s, std::chrono::system_clock::now());
     if (root && ((s + 1) % opts_.log_every == 0 || s == start || s + 1 == cfg.steps)) {
       const double elapsed = wall.elapsed_s();
       const double eta = elapsed / static_cast<double>(s + 1 - start) * static_cast<double>(cfg.steps - s - 1);
-      std::printf("  %8" PRId64 " %12.6f %10.3f %12.0f %10.3f %10.3f %10.3f %7.1f%% %9.1f\n", rec.step + 1, rec.loss,
-                  st.step_ms, static_cast<double>(cfg.global_batch * cfg.accum_steps) / (st.step_ms * 1e-3),
-                  st.comm_busy_ms, st.comm_queued_ms, st.comm_exposed_ms, 100.0 * st.overlap(), eta);
+      std::printf("  %8" PRId64 " %12.6f %10.3f %12.0f %10.3f %10.3f %10.3f %8s %9.1f\n", rec.step + 1, rec.loss,
+                  st.step_ms, samples_per_s, st.comm_busy_ms, st.comm_queued_ms, st.comm_exposed_ms,
+                  overlap_text(st.overlap()).c_str(), eta);
       std::fflush(stdout);
     }
     if (control.after_step(trainer, comm)) break;  // agreed signal: checkpointed, stop
@@ -208,20 +234,32 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
   std::vector<perf::StepStats> steady(all_stats.begin() + (all_stats.size() > 1 ? 1 : 0), all_stats.end());
   const perf::RunSummary sum = perf::summarize(steady);
   const std::uint64_t checksum = trainer.param_checksum();
+  // The steps this run did: from `start` (a resumed checkpoint's step) to `end` (cfg.steps, or
+  // earlier when a signal stopped it).
+  const auto steps_run = static_cast<std::int64_t>(all_stats.size());
+  const std::int64_t end = start + steps_run;
   if (root) {
     const auto& m = sum.median;
-    std::printf("# summary: %" PRId64 " steps in %.2f s; loss %.6f -> %.6f\n", cfg.steps, total_s, first_loss,
-                last_loss);
+    std::string where;
+    if (start > 0) where = "resumed at step " + std::to_string(start);
+    if (end < cfg.steps) {
+      where += (where.empty() ? "" : "; ") + std::string("stopped at step ") + std::to_string(end) + " of " +
+               std::to_string(cfg.steps);
+    } else if (start > 0) {
+      where += "; now at step " + std::to_string(end) + " of " + std::to_string(cfg.steps);
+    }
+    std::printf("# summary: %" PRId64 " steps in %.2f s%s; loss %.6f -> %.6f\n", steps_run, total_s,
+                where.empty() ? "" : (" (" + where + ")").c_str(), first_loss, last_loss);
     std::printf(
         "#   median step %.3f ms (%.0f samples/s): data %.3f, forward %.3f, backward %.3f, comm busy %.3f "
         "(exposed %.3f; queued %.3f), optimizer %.3f, loss sync %.3f ms\n",
         m.step_ms, static_cast<double>(cfg.global_batch) / (m.step_ms * 1e-3), m.data_ms, m.forward_ms, m.backward_ms,
         m.comm_busy_ms, m.comm_exposed_ms, m.comm_queued_ms, m.optimizer_ms, m.loss_sync_ms);
-    std::printf("#   communication: %" PRId64
-                " collectives, %.2f MiB per step; overlap %.1f%% (1 - exposed/busy); "
-                "overhead %.1f%% of the step\n",
-                m.collectives, static_cast<double>(m.comm_bytes) / (1 << 20), 100.0 * m.overlap(),
-                m.step_ms > 0 ? 100.0 * m.comm_exposed_ms / m.step_ms : 0.0);
+    std::printf(
+        "#   communication: %" PRId64 " collectives, %.2f MiB per step; overlap %s; overhead %.1f%% of the step\n",
+        m.collectives, static_cast<double>(m.comm_bytes) / (1 << 20),
+        single ? "n/a (1 rank: nothing to communicate)" : (overlap_text(m.overlap()) + " (1 - exposed/busy)").c_str(),
+        m.step_ms > 0 ? 100.0 * m.comm_exposed_ms / m.step_ms : 0.0);
     std::printf("#   memory per rank (--shard %s, measured): %s\n",
                 std::string(ddp::zero::shard_mode_name(cfg.shard)).c_str(),
                 ddp::zero::format_memory(trainer.memory_report()).c_str());
@@ -257,13 +295,17 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     }
     std::fflush(stdout);
   }
-  if (!opts_.trace_path.empty()) {
-    write_trace(opts_.trace_path, comm, trainer.events().events(), trainer.sync(), trainer.model().params(),
+  if (trace) {
+    write_trace(opts_.trace_path, comm, trace->events(), trainer.sync(), trainer.model().params(),
                 {{"command", "train"}, {"width", cfg.model.width}, {"depth", cfg.model.depth}});
-    if (root) std::printf("# trace: %s (open in https://ui.perfetto.dev)\n", opts_.trace_path.c_str());
-    if (root && trainer.events().dropped() > 0) {
-      std::printf("# warning: %llu events dropped (event log full)\n",
-                  static_cast<unsigned long long>(trainer.events().dropped()));
+    const std::int64_t from = std::max(trace_window_.first, start + 1), to = std::min(trace_window_.last, end);
+    if (root) {
+      std::printf("# trace: %s, steps %" PRId64 "..%" PRId64 " (open in https://ui.perfetto.dev)\n",
+                  opts_.trace_path.c_str(), from, to);
+    }
+    const std::uint64_t dropped = trainer.events().dropped() + trace->dropped();
+    if (root && dropped > 0) {
+      std::printf("# warning: %llu events dropped (event log full)\n", static_cast<unsigned long long>(dropped));
     }
   }
   if (metrics) {
@@ -277,6 +319,8 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
                         {"device", ops.device() == core::Device::Cuda ? "cuda" : "cpu"},
                         {"ranks_per_node", mpi.local_size()},
                         {"cores_per_node", static_cast<int>(std::thread::hardware_concurrency())}});
+    j["steps_run"] = steps_run;      // by this run
+    j["resumed_from_step"] = start;  // 0: a fresh run
     j["first_loss"] = first_loss;
     j["final_loss"] = last_loss;
     j["total_s"] = total_s;

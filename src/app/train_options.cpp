@@ -63,7 +63,9 @@ void add_optimizer_options(CLI::App* sub, TrainOptions& o) {
 }
 
 void add_threads_option(CLI::App* sub, TrainOptions& o) {
-  sub->add_option("--threads", o.threads, "BLAS threads per rank (0 = cores on this node / ranks on this node)")
+  sub->add_option("--threads", o.threads,
+                  "BLAS threads per rank (0 = OPENBLAS_NUM_THREADS, OMP_NUM_THREADS, SLURM_CPUS_PER_TASK, else this "
+                  "rank's CPUs / ranks on this node)")
       ->check(CLI::Range(0, 1024))
       ->capture_default_str();
 }

@@ -11,7 +11,7 @@ namespace microddp::app {
 
 TrainingSession::TrainingSession(const comm::MpiRuntime& mpi, const TrainOptions& o, const CommSettings& settings,
                                  const std::optional<DeviceRequest>& device)
-    : threads_(o.threads > 0 ? o.threads : default_blas_threads(mpi)), backend_(o.comm) {
+    : thread_choice_(blas_threads(o.threads, mpi, settings)), threads_(thread_choice_.threads), backend_(o.comm) {
   if (device) {
     ComputeChoice compute = choose_compute(device->device, o.comm, device->comm_given, device->tf32, threads_, mpi);
     ops_ = std::move(compute.ops);

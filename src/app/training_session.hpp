@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "app/blas_threads.hpp"
 #include "app/comm_settings.hpp"
 #include "app/train_options.hpp"
 #include "comm/communicator.hpp"
@@ -40,6 +41,8 @@ class TrainingSession {
   int threads() const { return threads_; }                  // BLAS threads per rank (--threads or automatic)
   const std::string& backend() const { return backend_; }   // the backend in use (--comm or the device's)
   const std::string& device_note() const { return note_; }  // why the default backend was not taken, or ""
+  // How threads() was chosen (--threads, the environment or the allocation: app/blas_threads.hpp).
+  const ThreadChoice& thread_choice() const { return thread_choice_; }
   kernels::Ops& ops() { return *ops_; }
   comm::Communicator& comm() { return *comm_; }
 
@@ -50,6 +53,7 @@ class TrainingSession {
 
  private:
   // Declared in construction order: destroyed trainer first, then communicator, then ops.
+  ThreadChoice thread_choice_;
   int threads_ = 1;
   std::string backend_, note_;
   std::unique_ptr<kernels::Ops> ops_;

@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "core/error.hpp"
+#include "kernels/elementwise.hpp"
 
 namespace microddp::comm {
 
@@ -74,6 +75,51 @@ CheckResult check_typed(const CollectiveShape& s, TensorView v) {
   return r;
 }
 
+// ---- 16-bit floats: their own inputs (collective_reference.hpp), stored as their bits ----
+bool reduces(CollectiveKind kind) { return kind == CollectiveKind::AllReduce || kind == CollectiveKind::ReduceScatter; }
+kernels::Wire16 wire_format(DType t) { return t == DType::F16 ? kernels::Wire16::F16 : kernels::Wire16::BF16; }
+
+template <CollectiveKind K>
+void init16(const CollectiveShape& s, TensorView v) {
+  const kernels::Wire16 f = wire_format(v.dtype);
+  auto* p = static_cast<std::uint16_t*>(v.data);
+  for (std::int64_t i = 0; i < v.count; ++i) {
+    p[i] = reduces(K) ? kernels::wire16_encode(f, static_cast<float>(reduce_input16(s.rank, i, s.ranks)))
+                      : data_bits16(input_element(K, s, i));
+  }
+}
+
+template <CollectiveKind K>
+std::uint16_t expected16(const CollectiveShape& s, std::int64_t i, kernels::Wire16 f) {
+  const std::int64_t c = s.count;
+  switch (K) {
+    case CollectiveKind::AllReduce:
+      return kernels::wire16_encode(f, static_cast<float>(reduce_expected16(s.op, s.ranks, i)));
+    case CollectiveKind::ReduceScatter:
+      return kernels::wire16_encode(f, static_cast<float>(reduce_expected16(s.op, s.ranks, s.rank * c + i)));
+    default:
+      // The data movement collectives: the bits expected_element gives as an integer.
+      return data_bits16(expected_element<std::int64_t>(K, s, i));
+  }
+}
+
+template <CollectiveKind K>
+CheckResult check16(const CollectiveShape& s, TensorView v) {
+  const kernels::Wire16 f = wire_format(v.dtype);
+  CheckResult r;
+  const auto* p = static_cast<const std::uint16_t*>(v.data);
+  for (std::int64_t i = 0; i < v.count; ++i) {
+    const std::uint16_t want = expected16<K>(s, i, f);
+    if (p[i] == want) continue;
+    if (r.wrong++ == 0) {
+      r.first_bad = i;
+      r.first_got = reduces(K) ? kernels::wire16_decode(f, p[i]) : p[i];  // values; moved data: bits
+      r.first_want = reduces(K) ? kernels::wire16_decode(f, want) : want;
+    }
+  }
+  return r;
+}
+
 template <CollectiveKind K>
 void init(const CollectiveShape& s, TensorView v) {
   MDDP_CHECK(v.count == 0 || v.device == core::Device::Host, "collective reference: inputs are written on the host");
@@ -88,7 +134,7 @@ void init(const CollectiveShape& s, TensorView v) {
       return init_typed<K, std::int64_t>(s, v);
     case DType::F16:
     case DType::BF16:
-      break;  // 16-bit floats: their own exactness tests (tests/comm/test_wire16_collectives.cpp)
+      return init16<K>(s, v);
   }
   MDDP_CHECK(false, "collective reference: no reference inputs for " << core::dtype_name(v.dtype));
 }
@@ -107,7 +153,7 @@ CheckResult check(const CollectiveShape& s, TensorView v) {
       return check_typed<K, std::int64_t>(s, v);
     case DType::F16:
     case DType::BF16:
-      break;
+      return check16<K>(s, v);
   }
   MDDP_CHECK(false, "collective reference: no reference results for " << core::dtype_name(v.dtype));
   return {};

@@ -20,7 +20,12 @@
 //     closed form and returns the number of wrong elements and the first one.
 //   * record.bus_factor(n): nccl-tests' busbw = algbw · factor (all-reduce 2(n-1)/n; all-gather,
 //     reduce-scatter, gather, scatter (n-1)/n; broadcast 1; docs/allreduce.md says why).
-//   * Exact for n <= kMaxExactRanks ranks in every dtype.
+//   * Exact for n <= kMaxExactRanks ranks in f32, f64, i32 and i64; for the 16-bit floats (f16,
+//     bf16: gradient compression's wire formats) up to kMaxExact16Ranks, with inputs of their own
+//     (below): every partial sum any reduction order forms is an integer of magnitude <= 256, exact
+//     in both formats, so a backend that accumulates in fp32 and rounds once per combination (ours,
+//     kernels/elementwise.hpp wire16_reduce_pair) and one that adds in 16 bits (NCCL) both give
+//     the closed form bit for bit.
 #pragma once
 
 #include <cstdint>
@@ -79,6 +84,30 @@ T reduce_expected(ReduceOp op, int n, std::int64_t j) {
   }
   return T{};
 }
+
+// The 16-bit floats' inputs. Reductions: element j of rank r is ((r + j) mod n) + (j mod 5) - 8 up to
+// kTestRegimeRanks ranks (|x| <= 11: sums of 16 stay within 256, bf16's exact-integer range; signs
+// exercised), beyond ((r + j) mod n) mod 2 (sums <= n/2). Data movement: data_value's bits taken
+// modulo kBits16Period (a prime below 0x7BFF, so every pattern is a finite non-negative number in
+// both formats) and moved as they are.
+inline constexpr int kMaxExact16Ranks = 512;
+inline constexpr std::int64_t kBits16Period = 31741;
+inline std::int64_t reduce_input16(int rank, std::int64_t j, int n) {
+  return n <= kTestRegimeRanks ? (rank + j) % n + j % 5 - 8 : (rank + j) % n % 2;
+}
+// Closed form over ranks of reduce_input16(., j, n) (Mean is refused for 16-bit data).
+inline std::int64_t reduce_expected16(ReduceOp op, int n, std::int64_t j) {
+  if (n <= kTestRegimeRanks) {
+    const std::int64_t base = j % 5 - 8;
+    if (op == ReduceOp::Max) return n - 1 + base;
+    if (op == ReduceOp::Min) return base;
+    return std::int64_t{n} * (n - 1) / 2 + n * base;
+  }
+  if (op == ReduceOp::Max) return n > 1 ? 1 : 0;
+  if (op == ReduceOp::Min) return 0;
+  return n / 2;  // the odd numbers among 0 .. n-1
+}
+inline std::uint16_t data_bits16(std::int64_t value) { return static_cast<std::uint16_t>(value % kBits16Period); }
 
 struct CollectiveShape {
   int rank = 0;

@@ -99,7 +99,7 @@ nlohmann::json chrome_trace(const std::vector<RankEvents>& ranks, const TraceLab
       const std::int64_t start = measured != started.end() ? measured->second : std::max(c->begin_ns, prev_done);
       prev_done = std::max(prev_done, c->end_ns);
       const std::string label = labels.collective ? labels.collective(c->id) : "collective " + std::to_string(c->id);
-      json args = {{"step", c->step},
+      json args = {{"step", c->step + 1},
                    {"id", c->id},
                    {"bytes", c->bytes},
                    {"launch_us", us(c->begin_ns)},
@@ -112,9 +112,9 @@ nlohmann::json chrome_trace(const std::vector<RankEvents>& ranks, const TraceLab
                      {"name", "launch " + label},
                      {"cat", "launch"},
                      {"ts", us(c->begin_ns)},
-                     {"args", {{"step", c->step}, {"id", c->id}}}});
+                     {"args", {{"step", c->step + 1}, {"id", c->id}}}});
       if (start > c->begin_ns) {
-        const json qargs = {{"step", c->step}, {"id", c->id}};
+        const json qargs = {{"step", c->step + 1}, {"id", c->id}};
         const std::int64_t qid = static_cast<std::int64_t>(r.rank) * 1000000000 + queued_id++;
         for (const auto& [ph, t] : {std::pair{"b", c->begin_ns}, std::pair{"e", start}}) {
           out.push_back({{"ph", ph},
@@ -148,11 +148,11 @@ nlohmann::json chrome_trace(const std::vector<RankEvents>& ranks, const TraceLab
                        {"name", "grad_ready " + p},
                        {"cat", kind},
                        {"ts", us(e.begin_ns)},
-                       {"args", {{"step", e.step}, {"id", e.id}, {"bytes", e.bytes}}}});
+                       {"args", {{"step", e.step + 1}, {"id", e.id}, {"bytes", e.bytes}}}});
         continue;
       }
       std::string name = kind;
-      if (e.kind == core::EventKind::Step) name = "step " + std::to_string(e.step);
+      if (e.kind == core::EventKind::Step) name = "step " + std::to_string(e.step + 1);
       if (e.kind == core::EventKind::LayerForward) name = "fwd layer " + std::to_string(e.id);
       if (e.kind == core::EventKind::LayerBackward) name = "bwd layer " + std::to_string(e.id);
       out.push_back({{"ph", "X"},
@@ -162,7 +162,7 @@ nlohmann::json chrome_trace(const std::vector<RankEvents>& ranks, const TraceLab
                      {"cat", kind},
                      {"ts", us(e.begin_ns)},
                      {"dur", static_cast<double>(e.end_ns - e.begin_ns) * 1e-3},
-                     {"args", {{"step", e.step}, {"id", e.id}}}});
+                     {"args", {{"step", e.step + 1}, {"id", e.id}}}});
     }
   }
   json meta = metadata;

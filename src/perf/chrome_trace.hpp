@@ -12,7 +12,8 @@
 //   queued   (async slices, cat "queued") launch -> start of execution of every collective that
 //            waited behind others: drawn apart from execution, since many wait at once and so
 //            cannot nest on one track.
-// Timestamps are microseconds from the earliest event of the run.
+// Timestamps are microseconds from the earliest event of the run. Steps are numbered as `train`
+// prints them (1 = the first step; the event log's are 0-based).
 //
 // Clock alignment: gather_events() puts every rank through a barrier and then reads its clock;
 // these post-barrier instants are taken to be simultaneous and each rank's events are shifted by

@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 
 #include "core/error.hpp"
 
@@ -35,9 +36,24 @@ MetricsWriter::~MetricsWriter() {
   if (file_) std::fclose(file_);
 }
 
-void MetricsWriter::write_step(const StepStats& s, double loss) {
+std::string iso8601_utc(std::chrono::system_clock::time_point t) {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  const std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm utc{};
+  gmtime_r(&secs, &utc);
+  char buf[40];
+  const std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &utc);
+  std::snprintf(buf + n, sizeof buf - n, ".%03dZ", static_cast<int>(ms % 1000));
+  return buf;
+}
+
+void MetricsWriter::write_step(const StepStats& s, double loss, double samples_per_s,
+                               std::chrono::system_clock::time_point ended) {
   nlohmann::json j = to_json(s);
   j["type"] = "step";
+  j["step"] = s.step + 1;  // as train prints it
+  j["timestamp"] = iso8601_utc(ended);
+  j["samples_per_s"] = samples_per_s;
   j["loss"] = loss;
   write(j);
 }

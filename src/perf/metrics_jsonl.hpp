@@ -1,15 +1,19 @@
 // metrics_jsonl.hpp — the machine-readable record of a run: one JSON object per step, then a
 // summary object (JSON Lines). Later tools (analysis, sweeps) read this format.
-//   {"type":"step","step":0,"loss":0.69,"step_ms":..,"data_ms":..,"forward_ms":..,"backward_ms":..,
-//    "comm_total_ms":..,"comm_busy_ms":..,"comm_queued_ms":..,"comm_exposed_ms":..,"loss_sync_ms":..,
-//    "optimizer_ms":..,"overlap":..,"collectives":34,"comm_bytes":..}
-//   (step_stats.hpp defines them: comm_total_ms is launch -> completion summed, queueing included;
-//   overlap is 1 - exposed / busy.)
+//   {"type":"step","step":1,"timestamp":"2026-11-24T21:55:33.123Z","samples_per_s":..,"loss":0.69,
+//    "step_ms":..,"data_ms":..,"forward_ms":..,"backward_ms":..,"comm_total_ms":..,"comm_busy_ms":..,
+//    "comm_queued_ms":..,"comm_exposed_ms":..,"loss_sync_ms":..,"optimizer_ms":..,"overlap":..,
+//    "collectives":34,"comm_bytes":..}
+//   (step_stats.hpp defines the times: comm_total_ms is launch -> completion summed, queueing
+//   included; overlap is 1 - exposed / busy.) "step" is numbered as train prints it (1 = the first
+//   step; a resumed run continues the count); "timestamp" is when the step ended (UTC, ms);
+//   "samples_per_s" is the step's global samples (all micro-batches) over its time.
 //   {"type":"summary", "config":{...}, "median":{...}, "mean":{...}, "final_loss":.., ...}
 #pragma once
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <string>
 
@@ -18,6 +22,8 @@
 namespace microddp::perf {
 
 nlohmann::json to_json(const StepStats& s);
+// "2026-11-24T21:55:33.123Z": ISO 8601, UTC, milliseconds.
+std::string iso8601_utc(std::chrono::system_clock::time_point t);
 
 class MetricsWriter {
  public:
@@ -28,7 +34,8 @@ class MetricsWriter {
   MetricsWriter& operator=(const MetricsWriter&) = delete;
 
   bool enabled() const { return file_ != nullptr; }
-  void write_step(const StepStats& s, double loss);
+  // s.step is the trainer's (0-based) step; the line carries s.step + 1.
+  void write_step(const StepStats& s, double loss, double samples_per_s, std::chrono::system_clock::time_point ended);
   void write(const nlohmann::json& object);  // one line
 
  private:

@@ -59,6 +59,13 @@ check "--clip-grad-norm" "$bin" "${t[@]}" --clip-grad-norm inf
 check "MICRODDP_FAULT_NAN" env MICRODDP_FAULT_NAN=0:zero "$bin" "${t[@]}"
 check "MICRODDP_FAULT_PERTURB" env MICRODDP_FAULT_PERTURB=1 "$bin" "${t[@]}"
 check "--bogus"          "$bin" "${t[@]}" --bogus 3
+# A value of the wrong kind is named as such; a misspelt option gets the nearest real one.
+check "--width: value 'abc' is not an integer" "$bin" "${t[@]}" --width abc
+check "--lr: value 'fast' is not a number" "$bin" "${t[@]}" --lr fast
+check "unknown option '--widht' for 'train' (did you mean --width?)" "$bin" "${t[@]}" --widht 3
+check "unknown option '--itres' for 'bench collectives' (did you mean --iters?)" "$bin" bench collectives --itres 3
+check "--dtype: fp8 not in {float,double,int32,half,bfloat16}" "$bin" bench collectives -d fp8
+check "--min-bytes 2 is smaller than one float (4 bytes)" "$bin" bench collectives -b 2
 # An unknown command is named, with the real ones (CLI11 alone said "A subcommand is required").
 check "unknown command 'frobnicate' (commands: train," "$bin" frobnicate
 check "unknown command 'bench frobnicate' (bench commands: compute, collectives, ddp, links)" "$bin" bench frobnicate

@@ -10,6 +10,7 @@
 
 #include "app/cli.hpp"
 #include "app/cli_values.hpp"
+#include "ddp/strategy.hpp"
 
 namespace microddp::app {
 namespace {
@@ -92,7 +93,23 @@ TEST(CommandLine, ByteSizesTakeBinarySuffixes) {
   expect_error({"bench", "collectives", "--min-bytes", "1.5M"}, {"--min-bytes", "1.5M"});
   expect_error({"bench", "collectives", "--max-bytes", "2K", "--min-bytes", "4K"},
                {"--min-bytes 4096 > --max-bytes 2048"});
-  expect_error({"bench", "collectives", "--max-bytes", "2"}, {"--max-bytes"});  // below 4 bytes (one float)
+  expect_error({"bench", "collectives", "--max-bytes", "2"}, {"--max-bytes"});  // below the smallest size
+  expect_error({"bench", "collectives", "--min-bytes", "2"}, {"--min-bytes 2 is smaller than one float (4 bytes)"});
+  EXPECT_NE(parse({"bench", "collectives", "--min-bytes", "2", "--dtype", "half"}).out.chosen, nullptr);
+}
+
+// nccl-tests' habits: -b -e -f sizes, -n iters, -w warmup, -c check, -d dtype, -o redop.
+TEST(CommandLine, BenchCollectivesTakesNcclTestsShortOptions) {
+  EXPECT_NE(parse({"bench", "collectives", "-b", "8", "-e", "128M", "-f", "2", "-n", "5", "-w", "1", "-c", "0", "-d",
+                   "bfloat16", "-o", "max"})
+                .out.chosen,
+            nullptr);
+  for (const char* t : {"float", "double", "half", "bfloat16", "int32"}) {
+    EXPECT_NE(parse({"bench", "collectives", "-d", t}).out.chosen, nullptr) << t;
+  }
+  expect_error({"bench", "collectives", "-d", "fp8"}, {"--dtype", "fp8"});
+  expect_error({"bench", "collectives", "-c", "2"}, {"--check"});
+  expect_error({"bench", "collectives", "-e", "1X"}, {"--max-bytes"});
 }
 
 TEST(CommandLine, OverlapTimesMustBeNumbers) {
@@ -119,6 +136,86 @@ TEST(CommandLine, HelpAllShowsEveryCommandsOptions) {
   ASSERT_TRUE(p.out.help);
   for (const char* part : {"--strategy", "--min-bytes", "--overlap-ms", "--strategies", "--rounds", "--data"}) {
     EXPECT_NE(p.out.help_text.find(part), std::string::npos) << part;
+  }
+}
+
+std::size_t occurrences(const std::string& text, const std::string& part) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+// Five commands take a strategy; what each strategy does is said once, at the end of --help-all,
+// and at the end of the help of each command that takes one.
+TEST(CommandLine, HelpAllSaysEachStrategyOnce) {
+  const std::string all = parse({"--help-all"}).out.help_text;
+  for (const ddp::Strategy s : ddp::kStrategies) {
+    EXPECT_EQ(occurrences(all, std::string(ddp::strategy_description(s))), 1u) << ddp::strategy_name(s);
+  }
+  EXPECT_GE(occurrences(all, "naive | flat | overlap | bucketed"), 5u);  // the names, under each option
+  const std::string train = parse({"train", "--help"}).out.help_text;
+  EXPECT_EQ(occurrences(train, std::string(ddp::strategy_description(ddp::Strategy::Bucketed))), 1u);
+  EXPECT_EQ(occurrences(parse({"--help"}).out.help_text, "Strategies ("), 0u);  // the command list only
+}
+
+TEST(CommandLine, HelpShowsTypesAsWords) {
+  const std::string all = parse({"--help-all"}).out.help_text;
+  for (const char* part :
+       {"--width <integer in [1, 2^24]> (default 128)", "--lr <number in [1e-12, 1000]> (default 0.001)",
+        "--optimizer <one of adam, adamw, sgd> (default adam)", "--seed <integer >= 0> (default 1)",
+        "--min-bytes <size in bytes> (default 8)", "--strategy <strategy> (default bucketed)",
+        "--device <text> (default auto) (or $MICRODDP_DEVICE)"}) {
+    EXPECT_NE(all.find(part), std::string::npos) << part;
+  }
+  for (const char* raw : {"INT:INT", "FLOAT:FLOAT", "TEXT:{", "UINT"})
+    EXPECT_EQ(all.find(raw), std::string::npos) << raw;
+}
+
+TEST(CommandLine, BadValuesSayWhatIsWrong) {
+  expect_error({"train", "--width", "abc"}, {"--width: value 'abc' is not an integer"});
+  expect_error({"train", "--width", "3.5"}, {"--width: value '3.5' is not an integer"});
+  expect_error({"train", "--steps", "1e99"}, {"--steps: value '1e99' is not an integer"});
+  expect_error({"train", "--seed", "minus-one"}, {"--seed: value 'minus-one' is not an integer"});
+  expect_error({"train", "--seed", "-3"}, {"--seed: value '-3' is not an integer >= 0"});
+  expect_error({"train", "--lr", "fast"}, {"--lr: value 'fast' is not a number"});
+  expect_error({"train", "--steps", "99999999999999999999"}, {"--steps: value '99999999999999999999' is too large"});
+  expect_error({"train", "--width", "0"}, {"--width", "not in range"});  // an integer, out of range
+  expect_error({"bench", "collectives", "--iters", "x"}, {"--iters: value 'x' is not an integer"});
+  EXPECT_NE(parse({"train", "--width", "0x10"}).out.chosen, nullptr);  // CLI11 reads hexadecimal too
+}
+
+TEST(CommandLine, UnknownOptionsSuggestTheNearest) {
+  expect_error({"train", "--widht", "3"}, {"unknown option '--widht' for 'train' (did you mean --width?)"});
+  expect_error({"train", "--widht=3"}, {"unknown option '--widht' for 'train' (did you mean --width?)"});
+  expect_error({"bench", "collectives", "--itres", "3"},
+               {"unknown option '--itres' for 'bench collectives' (did you mean --iters?)"});
+  expect_error({"train", "--fooo", "1", "--barr"}, {"unknown options '--fooo', '--barr' for 'train'"});
+  expect_error({"train", "--width", "3", "4"}, {"unexpected argument '4' for 'train'"});
+  expect_error({"trian"}, {"unknown command 'trian'", "(did you mean train?)"});
+  expect_error({"--verison"}, {"unknown option '--verison' before the command", "(did you mean --version?)"});
+  const Parsed far = parse({"train", "--zzz"});
+  EXPECT_EQ(far.out.error.find("did you mean"), std::string::npos) << far.out.error;
+}
+
+TEST(CommandLine, NearestName) {
+  const std::vector<std::string> names = {"--width", "--depth", "--checkpoint-dir", "--checkpoint-every", "--iters"};
+  EXPECT_EQ(nearest_name("--widht", names), "--width");  // a transposition is one edit
+  EXPECT_EQ(nearest_name("--with", names), "--width");
+  EXPECT_EQ(nearest_name("--dpeth", names), "--depth");
+  EXPECT_EQ(nearest_name("--checkpoint-d", names), "--checkpoint-dir");  // the start of one name
+  EXPECT_FALSE(nearest_name("--checkpoint", names));                     // of two: no guess
+  EXPECT_FALSE(nearest_name("--colour", names));
+  EXPECT_FALSE(nearest_name("-x", names));
+}
+
+TEST(CommandLine, VersionSaysWhatTheBuildHas) {
+  const Parsed p = parse({"--version"});
+  ASSERT_TRUE(p.out.help) << p.out.error;
+  EXPECT_EQ(p.out.exit_code, 0);
+  const std::string& v = p.out.help_text;
+  EXPECT_EQ(v.rfind("microddp 0.", 0), 0u) << v;
+  for (const char* part : {"(commit ", "CUDA", "NCCL", "MPI", "MPI 3", "BLAS", "OpenBLAS", "HDF5", "parallel"}) {
+    EXPECT_NE(v.find(part), std::string::npos) << part << " in\n" << v;
   }
 }
 

@@ -91,19 +91,21 @@ bool same_bits(T a, T b) {
 
 // ---- guarded, poisoned buffers ------------------------------------------------------------------
 
+// T: the element's storage (std::uint16_t for the 16-bit floats, whose dtype the case names).
 template <typename T>
 class Guarded {
  public:
-  explicit Guarded(std::int64_t count) : count_(count), storage_(static_cast<std::size_t>(count + 2 * kGuard)) {
+  Guarded(std::int64_t count, DType dtype)
+      : count_(count), dtype_(dtype), storage_(static_cast<std::size_t>(count + 2 * kGuard)) {
     std::memset(static_cast<void*>(storage_.data()), kPoison, storage_.size() * sizeof(T));
   }
   // Count 0 views carry a null pointer: a backend that dereferences them crashes the test.
   T* data() { return count_ == 0 ? nullptr : storage_.data() + kGuard; }
   // What the collective gets (view) and what inits and checks read (host_view): the same host memory
   // here; see the file comment for buffers elsewhere.
-  TensorView view() { return TensorView::of(data(), count_); }
+  TensorView view() { return TensorView(data(), count_, dtype_); }
   TensorView view(std::int64_t offset, std::int64_t n) {
-    return TensorView::of(count_ == 0 ? nullptr : data() + offset, n);
+    return TensorView(count_ == 0 ? nullptr : data() + offset, n, dtype_);
   }
   TensorView host_view() { return Guarded::view(); }
   TensorView host_view(std::int64_t offset, std::int64_t n) { return Guarded::view(offset, n); }
@@ -145,6 +147,7 @@ class Guarded {
 
  private:
   std::int64_t count_;
+  DType dtype_;
   std::vector<T> storage_;
 };
 
@@ -181,7 +184,7 @@ void to_host(B&... b) {
 template <typename T, template <typename> class Buf = Guarded>
 Outcome run_all_reduce(Communicator& comm, const Case& k) {
   const comm::CollectiveShape s = shape_of(comm, k);
-  Buf<T> send(k.count), recv(k.in_place ? 0 : k.count);
+  Buf<T> send(k.count, k.dtype), recv(k.in_place ? 0 : k.count, k.dtype);
   comm::collective_record(k.kind).init(s, send.host_view());
   const std::vector<T> sent = send.values();
   to_device(send, recv);
@@ -199,7 +202,7 @@ Outcome run_all_reduce(Communicator& comm, const Case& k) {
 template <typename T, template <typename> class Buf = Guarded>
 Outcome run_broadcast(Communicator& comm, const Case& k) {
   const comm::CollectiveShape s = shape_of(comm, k);
-  Buf<T> buf(k.count);
+  Buf<T> buf(k.count, k.dtype);
   if (comm.rank() == k.root) comm::collective_record(k.kind).init(s, buf.host_view());
   to_device(buf);
   comm.broadcast(buf.view(), k.root);
@@ -218,11 +221,11 @@ Outcome run_scatter(Communicator& comm, const Case& k) {
   const std::int64_t c = k.count;
   const bool root = comm.rank() == k.root;
   // The root's n*c elements: block q goes to rank q; values depend on the root and the position.
-  Buf<T> send(root ? n * c : 0);
+  Buf<T> send(root ? n * c : 0, k.dtype);
   if (root) comm::collective_record(k.kind).init(s, send.host_view());
   const std::vector<T> sent = send.values();
   const bool in_place = root && k.in_place;
-  Buf<T> recv(in_place ? 0 : c);
+  Buf<T> recv(in_place ? 0 : c, k.dtype);
   to_device(send, recv);
   comm.scatter(root ? send.view() : TensorView(), in_place ? send.view(k.root * c, c) : recv.view(), k.root);
   to_host(send, recv);
@@ -239,8 +242,8 @@ Outcome run_gather(Communicator& comm, const Case& k) {
   const std::int64_t c = k.count;
   const bool root = comm.rank() == k.root;
   const bool in_place = root && k.in_place;
-  Buf<T> recv(root ? n * c : 0);
-  Buf<T> send(in_place ? 0 : c);
+  Buf<T> recv(root ? n * c : 0, k.dtype);
+  Buf<T> send(in_place ? 0 : c, k.dtype);
   comm::collective_record(k.kind).init(s, in_place ? recv.host_view(k.root * c, c) : send.host_view());
   const std::vector<T> sent = send.values();
   to_device(send, recv);
@@ -258,8 +261,8 @@ Outcome run_all_gather(Communicator& comm, const Case& k) {
   const comm::CollectiveShape s = shape_of(comm, k);
   const int r = comm.rank(), n = comm.size();
   const std::int64_t c = k.count;
-  Buf<T> recv(n * c);
-  Buf<T> send(k.in_place ? 0 : c);
+  Buf<T> recv(n * c, k.dtype);
+  Buf<T> send(k.in_place ? 0 : c, k.dtype);
   comm::collective_record(k.kind).init(s, k.in_place ? recv.host_view(r * c, c) : send.host_view());
   const std::vector<T> sent = send.values();
   to_device(send, recv);
@@ -278,10 +281,10 @@ Outcome run_reduce_scatter(Communicator& comm, const Case& k) {
   const comm::CollectiveShape s = shape_of(comm, k);
   const int n = comm.size();
   const std::int64_t c = k.count;
-  Buf<T> send(n * c);
+  Buf<T> send(n * c, k.dtype);
   comm::collective_record(k.kind).init(s, send.host_view());
   const std::vector<T> sent = send.values();
-  Buf<T> recv(k.in_place ? 0 : c);
+  Buf<T> recv(k.in_place ? 0 : c, k.dtype);
   to_device(send, recv);
   comm.reduce_scatter(send.view(), k.in_place ? send.view(0, c) : recv.view(), k.op);
   to_host(send, recv);
@@ -327,7 +330,7 @@ Outcome run_case(Communicator& comm, const Case& k) {
       return run_typed<std::int64_t, Buf>(comm, k);
     case DType::F16:
     case DType::BF16:
-      break;  // 16-bit floats: tests/comm/test_wire16_collectives.cpp
+      return run_typed<std::uint16_t, Buf>(comm, k);  // stored as their bits (collective_reference.hpp)
   }
   ADD_FAILURE() << "no collective check for dtype " << core::dtype_name(k.dtype);
   return Outcome{};
@@ -438,6 +441,22 @@ inline std::vector<Case> cases_for(CollectiveKind kind, int n, const std::vector
       case CollectiveKind::Barrier:
         out.push_back({kind, DType::F32, ReduceOp::Sum, 0, false, 0});
         break;
+    }
+  }
+  return out;
+}
+
+// The 16-bit floats (f16, bf16: `bench collectives --dtype half|bfloat16`, gradient compression's
+// wire formats) through every collective: sum, max and min (Mean is refused for them), in place and
+// out of place, every root. Their inputs are collective_reference.hpp's 16-bit ones.
+inline std::vector<Case> cases_16bit(CollectiveKind kind, int n, const std::vector<std::int64_t>& counts) {
+  std::vector<Case> out;
+  for (const Case& k : cases_for(kind, n, counts)) {
+    if (k.dtype != DType::F32 || k.op == ReduceOp::Mean) continue;  // one of each F32 case, re-typed
+    for (DType t : {DType::F16, DType::BF16}) {
+      Case c = k;
+      c.dtype = t;
+      out.push_back(c);
     }
   }
   return out;

@@ -44,6 +44,16 @@ TEST_F(Collectives, Gather) { run_cases(*comm_, cases_for(CollectiveKind::Gather
 TEST_F(Collectives, AllGather) { run_cases(*comm_, cases_for(CollectiveKind::AllGather, n(), counts())); }
 TEST_F(Collectives, ReduceScatter) { run_cases(*comm_, cases_for(CollectiveKind::ReduceScatter, n(), counts())); }
 
+// f16 and bf16 exactly, on every backend this suite is registered for (`bench collectives --dtype
+// half|bfloat16` checks its results with the same closed forms).
+TEST_F(Collectives, SixteenBitFloats) {
+  const std::vector<std::int64_t> counts = counts_for(n(), {4, 10});
+  for (CollectiveKind kind : {CollectiveKind::AllReduce, CollectiveKind::ReduceScatter, CollectiveKind::Broadcast,
+                              CollectiveKind::Scatter, CollectiveKind::Gather, CollectiveKind::AllGather}) {
+    run_cases(*comm_, cases_16bit(kind, n(), counts));
+  }
+}
+
 TEST_F(Collectives, Barrier) {
   for (int i = 0; i < 3; ++i) comm_->barrier();
   comm_->barrier(comm::Mode::Async).wait();

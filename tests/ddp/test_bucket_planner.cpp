@@ -15,7 +15,8 @@ std::vector<model::ParamInfo> params_of(const std::vector<std::int64_t>& counts)
   std::int64_t off = 0;
   for (std::size_t i = 0; i < counts.size(); ++i) {
     model::ParamInfo p;
-    p.name = "p" + std::to_string(i);
+    p.name = "p";  // appended, not "p" + ...: GCC 12 warns -Wrestrict on that (a false positive)
+    p.name += std::to_string(i);
     p.index = static_cast<int>(i);
     p.offset = off;
     p.count = counts[i];

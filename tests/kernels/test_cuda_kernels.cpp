@@ -390,7 +390,7 @@ TEST_F(CudaKernels, Wire16AndAxpyMatchCpuBitwise) {
       } else {
         ASSERT_EQ(res[i], res_cpu[i]) << i;
       }
-      if (!std::isnan(dec_cpu[i])) {
+      if (!std::isnan(dec_cpu[i])) {  // braces: ASSERT_* is an if/else of its own (-Wdangling-else)
         ASSERT_EQ(dec[i], dec_cpu[i]) << i;
       }
     }

@@ -27,8 +27,10 @@
 #     reaches whatever its network namespace;
 #   * a per-node TmpFS and spool directory (%n), because the pmix plugin puts per-step directories
 #     there and two nodes sharing one directory collide;
-#   * proctrack/linuxproc + task/none (no cgroup plugins without systemd), config_overrides so the
-#     declared CPUs may exceed the real ones (all nodes share the same cores);
+#   * proctrack/linuxproc + task/affinity (no cgroup plugins without systemd; affinity needs none),
+#     config_overrides so the declared CPUs may exceed the real ones (all nodes share the same
+#     cores). Tasks are bound only when a job asks (--cpu-bind): the CPUs-per-task test does, to
+#     see that srun gave each task the CPUs the job asked for;
 #   * a TaskProlog exports the Open MPI run-as-root variables and binding=none into every task, so
 #     the shipped job scripts carry no test-only flags;
 #   * SLURM_CONF under DIR (never /etc/slurm), and Slurm's default ports: every host has a port
@@ -104,7 +106,7 @@ SlurmdPidFile=$dir/run/slurmd-%n.pid
 SlurmctldLogFile=$dir/log/slurmctld.log
 SlurmdLogFile=$dir/log/slurmd-%n.log
 ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+TaskPlugin=task/affinity
 JobAcctGatherType=jobacct_gather/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core

@@ -7,8 +7,13 @@
 #      communicator and shared memory; between the nodes the bytes cross the emulated link
 #   1. train_multi_node.sbatch on 2 nodes x 1 rank, checkpoints every 3 steps; then again with more
 #      steps: the second run must resume from the first one's checkpoint (automatic resume)
-#   2. train_single_node.sbatch, 2 ranks on one node
-#   3. bench_collectives.sbatch across 2 nodes -> bench JSON + fitted model.json
+#   2. train_single_node.sbatch, 2 ranks on one node; and with 1 rank of --cpus-per-task=2 bound to
+#      its CPUs (srun --cpu-bind=cores): train must report 2 threads from SLURM_CPUS_PER_TASK with no
+#      oversubscription warning (the task got both CPUs: srun passed --cpus-per-task), and the
+#      site file MICRODDP_SITE_ENV was sourced
+#   3. bench_collectives.sbatch across 2 nodes -> bench JSON + fitted model.json; and docs/hpc.md's
+#      first job, the block under its "submits this block as written" marker, as written (its
+#      sizes overridden on the sbatch command line for this 2-CPU cluster)
 #   4. jobs/sweep.sh slurm over 1 and 2 nodes (strong + weak) + the aggregation job
 # waits for each, checks the outputs (training finished, results JSON, CSV + PNG), and always tears
 # the cluster down (daemons, then the emulated hosts), also on failure or timeout. Job logs are
@@ -68,7 +73,15 @@ echo "ok   srun 2 nodes x 2 tasks: grouping ok, shared memory inside a node, $(f
 multi=$(submit multi "${small[@]}" CKPT_EVERY=3 SHARD=optimizer RESULTS_DIR="$work/multi" -- --nodes=2 --ntasks-per-node=1 "$repo/jobs/train_multi_node.sbatch")
 single=$(submit single "${small[@]}" GRAD_COMPRESSION=bf16 RESULTS_DIR="$work/single" -- --nodes=1 --ntasks-per-node=2 "$repo/jobs/train_single_node.sbatch")
 bench=$(submit bench MIN_BYTES=4 MAX_BYTES=262144 ITERS=5 BACKENDS=mpi,ring RESULTS_DIR="$work/bench" -- "$repo/jobs/bench_collectives.sbatch")
-wait_ok "$multi"; wait_ok "$single"; wait_ok "$bench"
+printf '%s\n' 'echo "# site file: sourced"' 'export MDDP_SITE_MARK=1' >"$work/site.sh"
+# docs/hpc.md's first job: the fenced block after its marker, run from a directory with build/microddp.
+mkdir -p "$work/first/build" && ln -s "$bin" "$work/first/build/microddp"
+sed -n '/submits this block as written/,/^```$/p' "$repo/docs/hpc.md" | sed '1,2d;$d' >"$work/first/train.sbatch"
+grep -q "^srun --cpus-per-task" "$work/first/train.sbatch" || fail "no job script found under the marker in docs/hpc.md"
+first=$(client sbatch --parsable --chdir="$work/first" --nodes=2 --ntasks-per-node=1 --cpus-per-task=1 "$work/first/train.sbatch")
+cpus=$(submit cpus STEPS=3 WIDTH=64 DEPTH=2 GLOBAL_BATCH=16 SRUN_FLAGS=--cpu-bind=cores MICRODDP_SITE_ENV="$work/site.sh" \
+         RESULTS_DIR="$work/cpus" -- --nodes=1 --ntasks-per-node=1 --cpus-per-task=2 "$repo/jobs/train_single_node.sbatch")
+wait_ok "$multi"; wait_ok "$single"; wait_ok "$bench"; wait_ok "$cpus"; wait_ok "$first"
 
 grep -q "^# summary: 6 steps" "$work"/multi-"$multi".out || fail "multi-node training did not finish"
 grep -q '"type":"summary"' "$work"/multi/train_"$multi"_r0.jsonl || fail "multi-node results JSON missing"
@@ -79,6 +92,15 @@ grep -q '"type":"summary"' "$work"/single/train_"$single".jsonl || fail "single-
 grep -q "^#   memory     : --shard optimizer" "$work"/multi-"$multi".out || fail "SHARD=optimizer did not reach train"
 grep -q "^#   compression: bf16" "$work"/single-"$single".out || fail "GRAD_COMPRESSION=bf16 did not reach train"
 grep -q '"entries"' "$work"/bench/model.json || fail "no fitted model from the collectives benchmark"
+threads=$(sed -n 's/^#   threads    : //p' "$work"/cpus-"$cpus".out)
+[ "$threads" = "2 threads (SLURM_CPUS_PER_TASK)" ] || fail "--cpus-per-task=2: train reports '$threads' (want '2 threads (SLURM_CPUS_PER_TASK)')"
+grep -q "^# site file: sourced" "$work"/cpus-"$cpus".out && grep -q "^# site env : $work/site.sh" "$work"/cpus-"$cpus".out \
+  || fail "MICRODDP_SITE_ENV was not sourced"
+echo "ok   --cpus-per-task=2, bound: '$threads'; MICRODDP_SITE_ENV sourced"
+grep -q "^# summary: 200 steps" "$work"/first/mddp-train-"$first".out && grep -q '"type":"summary"' "$work/first/train-$first.jsonl" \
+  && grep -q "^#   ranks      : 2 (1 on this node)" "$work"/first/mddp-train-"$first".out \
+  || fail "docs/hpc.md's first job: $(tail -3 "$work"/first/mddp-train-"$first".out 2>/dev/null)"
+echo "ok   docs/hpc.md's first job as written: 200 steps on 2 nodes, results JSON"
 
 # Automatic resume: same checkpoint directory, 9 steps -> continues at step 6.
 resume=$(submit resume STEPS=9 WIDTH=128 DEPTH=3 GLOBAL_BATCH=64 CKPT_EVERY=3 RESULTS_DIR="$work/multi" -- --nodes=2 --ntasks-per-node=1 "$repo/jobs/train_multi_node.sbatch")
@@ -90,7 +112,8 @@ read -r -a ids <"$work/scaling/jobids"
 wait_ok "$resume"
 for id in "${ids[@]}"; do wait_ok "$id" 180; done
 grep -Eq "resum|step 6" "$work"/resume-"$resume".out || fail "the second run did not resume from the checkpoint"
-grep -q "^# summary: 9 steps" "$work"/resume-"$resume".out || fail "resumed training did not finish"
+grep -q "^# summary: 3 steps in [0-9.]* s (resumed at step 6; now at step 9 of 9)" "$work"/resume-"$resume".out \
+  || fail "resumed training did not finish (3 steps from step 6)"
 for f in scaling.csv phases.csv scaling_efficiency.png step_phases.png; do
   [ -s "$work/scaling/$f" ] || fail "aggregation did not produce $f"
 done

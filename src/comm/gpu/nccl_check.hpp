@@ -39,7 +39,12 @@ inline ncclDataType_t nccl_dtype(core::DType t) {
     case core::DType::F16:
       return ncclFloat16;  // NCCL's native 16-bit reductions
     case core::DType::BF16:
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0)
       return ncclBfloat16;
+#else
+      MDDP_CHECK(false, "nccl: this build's NCCL (" << NCCL_MAJOR << "." << NCCL_MINOR
+                                                    << ") has no bfloat16; NCCL 2.10 or later has");
+#endif
   }
   MDDP_CHECK(false, "nccl: unknown dtype " << static_cast<int>(t));
   return ncclFloat32;

@@ -112,12 +112,13 @@ class DeviceArray {
 template <typename T>
 class DeviceGuarded : public Guarded<T> {
  public:
-  explicit DeviceGuarded(std::int64_t count) : Guarded<T>(count), device_(count + 2 * kGuard), count_(count) {}
+  DeviceGuarded(std::int64_t count, DType dtype)
+      : Guarded<T>(count, dtype), device_(count + 2 * kGuard), count_(count), dtype_(dtype) {}
   TensorView view() {
-    return TensorView::of(count_ == 0 ? nullptr : device_.get() + kGuard, count_, core::Device::Cuda);
+    return TensorView(count_ == 0 ? nullptr : device_.get() + kGuard, count_, dtype_, core::Device::Cuda);
   }
   TensorView view(std::int64_t offset, std::int64_t n) {
-    return TensorView::of(count_ == 0 ? nullptr : device_.get() + kGuard + offset, n, core::Device::Cuda);
+    return TensorView(count_ == 0 ? nullptr : device_.get() + kGuard + offset, n, dtype_, core::Device::Cuda);
   }
   // Synchronous copies on the legacy stream: the backends order their own work after it (NCCL waits
   // for the compute stream, by default the legacy one; mpi and hier wait for the whole device).
@@ -132,6 +133,7 @@ class DeviceGuarded : public Guarded<T> {
  private:
   DeviceArray<T> device_;
   std::int64_t count_;
+  DType dtype_;  // f16/bf16 are stored as their bits (T = std::uint16_t)
 };
 
 // Counts as for the host-staged matrix above (sizes 0, 1, < ranks, not divisible, around 2^4, 2^10).
@@ -225,12 +227,12 @@ TEST_F(Nccl, DeviceLabelOnHostMemoryIsRefused) {
 TEST_F(Nccl, TeardownWithPendingWorkAbortsInsteadOfWaitingForever) {
   if (nccl() == nullptr) GTEST_SKIP() << "NCCL backends only";
   if (n() < 2) GTEST_SKIP() << "needs ranks that do not join";
-  comm::CommConfig config = g_comm_config;
+  comm::CommConfig config = comm_config();
   config.nccl_timeout_s = 0.0;
   constexpr double kGraceS = 0.5;
   for (bool unwinding : {true, false}) {
     SCOPED_TRACE(unwinding ? "destroyed while an exception unwinds" : "destroyed after the grace");
-    auto doomed = comm::make_communicator(backend_from_argv(), *g_runtime, config);
+    auto doomed = comm::make_communicator(backend_arg("nccl"), runtime(), config);
     doomed->backend_as<comm::NcclBackend>()->set_teardown_grace(kGraceS);
     DeviceArray<float> buf(1000);
     double seconds = 0.0;

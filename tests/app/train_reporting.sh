@@ -1,0 +1,75 @@
+#!/bin/bash
+# train_reporting.sh — what `train` reports, end to end: after a resume the summary counts the
+# steps this run did and says where it resumed; `inspect` counts a checkpoint's parameters as train
+# does (padding apart); one rank reports overlap n/a, two a percentage; --metrics numbers steps as
+# the console does, each with a timestamp and samples/s; --trace-steps keeps only its steps.
+# (A signal stop's summary: tests/io/signal_requeue.sh.)
+# Usage: train_reporting.sh <path-to-microddp> <mpiexec> [mpiexec preflags...]
+set -u
+bin="$1"; shift
+mpiexec="$1"; shift
+mpi=("$mpiexec" -np 2 "$@")
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+failures=0
+ok() { echo "ok   $*"; }
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+t=(train --width 16 --depth 2 --global-batch 16 --threads 1 --log-every 1)
+
+# Resume: 4 steps with checkpoints, then on to 6: this run did 2 steps, from step 4.
+"$bin" "${t[@]}" --steps 4 --checkpoint-every 2 --checkpoint-dir "$tmp/ck" >"$tmp/first.txt" 2>&1 || fail "first run: $(tail -3 "$tmp/first.txt")"
+grep -q "^# summary: 4 steps in [0-9.]* s; loss" "$tmp/first.txt" && ok "fresh run: '# summary: 4 steps in ...'" || fail "fresh summary: $(grep summary "$tmp/first.txt")"
+"$bin" "${t[@]}" --steps 6 --checkpoint-dir "$tmp/ck" --resume auto >"$tmp/resumed.txt" 2>&1 || fail "resumed run: $(tail -3 "$tmp/resumed.txt")"
+line=$(grep "^# summary:" "$tmp/resumed.txt")
+if grep -q "^# summary: 2 steps in [0-9.]* s (resumed at step 4; now at step 6 of 6); loss" <<<"$line"; then
+  ok "resumed run: $line"
+else
+  fail "resumed summary: '$line'"
+fi
+
+# inspect counts the model's parameters as train does (578 at width 16, depth 2), the padded flat
+# buffer apart.
+trained=$(sed -n 's/^#   model .*(\([0-9]*\) parameters.*/\1/p' "$tmp/first.txt")
+inspected=$("$bin" inspect "$tmp/ck/ckpt_0000000004.h5" | sed -n 's/^#   model .*(\([0-9]*\) parameters;.*/\1/p')
+[ -n "$trained" ] && [ "$trained" = "$inspected" ] && ok "inspect: $inspected parameters, as train" || fail "inspect says '$inspected' parameters, train '$trained'"
+
+# Overlap: nothing to communicate on one rank.
+one=$(grep -E "^ +1 " "$tmp/first.txt" | awk '{print $8}')
+grep -q "overlap n/a (1 rank: nothing to communicate)" "$tmp/first.txt" && [ "$one" = "n/a" ] \
+  && ok "1 rank: overlap n/a (step line and summary)" || fail "1 rank: overlap '$one': $(grep overlap "$tmp/first.txt")"
+"${mpi[@]}" "$bin" "${t[@]}" --steps 5 --metrics "$tmp/m.jsonl" --trace "$tmp/t.json" --trace-steps 2:3 >"$tmp/two.txt" 2>&1 || fail "2 ranks: $(tail -3 "$tmp/two.txt")"
+two=$(grep -E "^ +2 " "$tmp/two.txt" | awk '{print $8}')
+grep -Eq "overlap [0-9.]+% \(1 - exposed/busy\)" "$tmp/two.txt" && [[ "$two" =~ ^[0-9.]+%$ ]] \
+  && ok "2 ranks: overlap $two" || fail "2 ranks: overlap '$two'"
+
+# Metrics: steps 1..5 as printed, a timestamp and samples/s on each; the trace holds steps 2 and 3.
+printed=$(grep -E "^ +[0-9]+ " "$tmp/two.txt" | awk '{print $1}' | tr '\n' ' ')
+if python3 - "$tmp/m.jsonl" "$tmp/t.json" "$printed" <<'PY'
+import datetime, json, sys
+steps = [json.loads(l) for l in open(sys.argv[1]) if '"type":"step"' in l]
+got = [s["step"] for s in steps]
+want = [int(x) for x in sys.argv[3].split()]
+assert got == want, f"metrics steps {got}, console printed {want}"
+for s in steps:
+    datetime.datetime.fromisoformat(s["timestamp"].replace("Z", "+00:00"))
+    assert s["samples_per_s"] > 0, s
+trace = json.load(open(sys.argv[2]))
+kept = sorted({e["args"]["step"] for e in trace["traceEvents"] if "step" in e.get("args", {})})
+assert kept == [2, 3], f"trace steps {kept}, want [2, 3]"
+PY
+then
+  ok "metrics: steps $printed(as printed), timestamps, samples/s; trace: steps 2..3 only"
+else
+  fail "metrics or trace (above)"
+fi
+grep -q "^# trace: .*, steps 2..3 " "$tmp/two.txt" || fail "the trace line does not name its steps: $(grep '^# trace' "$tmp/two.txt")"
+
+# --trace-steps: a range of steps, with --trace only.
+for bad in "3:2" "0:2" "a:b" ":"; do
+  out=$("$bin" "${t[@]}" --steps 2 --trace "$tmp/x.json" --trace-steps "$bad" 2>&1); rc=$?
+  [ "$rc" = 2 ] && grep -q "is not a range of steps" <<<"$out" || fail "--trace-steps $bad: exit $rc: $out"
+done
+out=$("$bin" "${t[@]}" --steps 2 --trace-steps 1:2 2>&1); rc=$?
+[ "$rc" = 2 ] && grep -q "trace" <<<"$out" && ok "--trace-steps refuses bad ranges and needs --trace" || fail "--trace-steps without --trace: exit $rc: $out"
+
+[ "$failures" -eq 0 ] && echo "train reporting: OK"
+[ "$failures" -eq 0 ]
