@@ -17,6 +17,7 @@
 
 #include "core/reduce_op.hpp"
 #include "kernels/elementwise.hpp"
+#include "kernels/synthetic_data.hpp"
 
 struct CUstream_st;
 typedef struct CUstream_st* cudaStream_t;
@@ -90,6 +91,13 @@ void reduce(float* dst, const float* a, const float* b, std::int64_t n, core::Re
 
 // out[0..2] = step_numerics(losses[0..k), *grad_sumsq) of elementwise.hpp, on the device (one thread).
 void step_numerics(const float* losses, std::int64_t k, const double* grad_sumsq, double* out, cudaStream_t stream);
+
+// The synthetic data set's rows x(count, in_dim) and y(count) of samples [first, first + count)
+// (synthetic_data.hpp; spec.teacher is device memory): the same bits as synthetic_rows_host. Two
+// kernels: the features, one element per thread of a grid-stride loop, then the labels, one sample
+// per lane with its classes split over the warps of a block.
+void synthetic_rows(const SyntheticSpec& spec, std::int64_t first, std::int64_t count, float* x, std::int32_t* y,
+                    cudaStream_t stream);
 
 // fp32 <-> bf16 (bf16 stored as its 16 bits); round to nearest even, as float_to_bf16_bits.
 void f32_to_bf16(std::uint16_t* dst, const float* src, std::int64_t n, cudaStream_t stream);

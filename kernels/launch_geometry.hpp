@@ -69,4 +69,16 @@ inline LaunchGeometry bias_grad_geometry(std::int64_t rows, std::int64_t cols) {
                         threads};
 }
 
+// synthetic_rows' labels: one sample per lane of a warp, kSyntheticLabelWarps warps per block
+// (256 threads) sharing a tile of 32 samples and splitting its classes (warp w scores classes
+// w, w + 8, ...); one block per tile, capped (grid-stride over tiles). The labels do not depend on
+// the grid: each sample's scores are sums in a fixed order (synthetic_data.hpp).
+inline constexpr std::uint32_t kSyntheticLabelWarps = 8;
+inline LaunchGeometry synthetic_labels_geometry(std::int64_t count) {
+  MDDP_CHECK(count >= 0, "launch geometry: negative sample count " << count);
+  const std::int64_t tiles = ceil_div(count, 32);
+  return LaunchGeometry{static_cast<std::uint32_t>(tiles < kMaxGridStrideBlocks ? tiles : kMaxGridStrideBlocks),
+                        kSyntheticLabelWarps * 32};
+}
+
 }  // namespace microddp::kernels

@@ -20,6 +20,8 @@
 
 namespace microddp::kernels {
 
+struct SyntheticSpec;  // kernels/synthetic_data.hpp
+
 class Ops {
  public:
   virtual ~Ops() = default;
@@ -67,6 +69,13 @@ class Ops {
   virtual void zero(float* x, std::int64_t n) = 0;
   // Copy n floats (both on device()).
   virtual void copy(float* dst, const float* src, std::int64_t n) = 0;
+
+  // The synthetic data set's rows (kernels/synthetic_data.hpp: x(count, in_dim) and y(count) of
+  // global samples [first, first + count)), made on device(): x, y and spec.teacher are device()
+  // memory. The same bits on every device (CpuOps: the vectorised host maker; CudaOps: a kernel,
+  // queued like the other ops), so a GPU step needs no host fill and no upload for synthetic data.
+  virtual void synthetic_rows(const SyntheticSpec& spec, std::int64_t first, std::int64_t count, float* x,
+                              std::int32_t* y) = 0;
 
   // Sum of x_i^2 over n floats of device() memory, accumulated in double in an order fixed by n
   // (repeated calls are bitwise identical); the result is finite exactly when every element is

@@ -24,6 +24,7 @@
 #include "kernels/elementwise.hpp"
 #include "kernels/host_reduce.hpp"
 #include "kernels/ops.hpp"
+#include "kernels/synthetic_data.hpp"
 
 // OpenBLAS extensions; Debian's openblas cblas.h declares them, other cblas.h variants may not.
 // Redeclaring an identical extern "C" prototype is harmless.
@@ -188,6 +189,11 @@ class CpuOps final : public Ops {
   void copy(float* dst, const float* src, std::int64_t n) override {
     MDDP_CHECK(n >= 0, "copy: negative count " << n);
     if (n > 0 && dst != src) std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(float));
+  }
+
+  void synthetic_rows(const SyntheticSpec& spec, std::int64_t first, std::int64_t count, float* x,
+                      std::int32_t* y) override {
+    synthetic_rows_host(spec, first, count, x, y);
   }
 
   double sum_squares(const float* x, std::int64_t n) override { return host_sum_squares(x, n); }

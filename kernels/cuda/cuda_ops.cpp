@@ -159,6 +159,10 @@ class CudaOps final : public Ops {
   }
   void zero(float* x, std::int64_t n) override { gpu::zero(x, n, stream_); }
   void copy(float* dst, const float* src, std::int64_t n) override { gpu::copy(dst, src, n, stream_); }
+  void synthetic_rows(const SyntheticSpec& spec, std::int64_t first, std::int64_t count, float* x,
+                      std::int32_t* y) override {
+    gpu::synthetic_rows(spec, first, count, x, y, stream_);
+  }
 
   double sum_squares(const float* x, std::int64_t n) override {
     refuse_while_capturing("sum_squares");

@@ -9,6 +9,10 @@
 //   16-bit wire    the gradient compression's conversions over the gradient (--grad-compression
 //                  fp16/bf16; with error feedback, the residual written in the same pass), fp16 both
 //                  ways: the scalar code and F16C (kernels/cpu/f16_arrays.hpp), in values per ns
+//   synthetic data one batch of the synthetic data set (batch x width features and their labels):
+//                  data::SyntheticDataset::fill (kernels/cpu/synthetic_rows.cpp, vectorised) against
+//                  the fill it replaced, kept here as the baseline: core::normal01 (glibc logf/cosf)
+//                  one element at a time, then each label's dot products one after another
 // The target (issue: foundation) is fwd+bwd >= 85% of sgemm-only GFLOP/s.
 #include <algorithm>
 #include <cinttypes>
@@ -22,6 +26,7 @@
 #include "core/host_buffer.hpp"
 #include "core/rng.hpp"
 #include "core/timer.hpp"
+#include "data/synthetic_dataset.hpp"
 #include "kernels/cpu/f16_arrays.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/ops.hpp"
@@ -144,12 +149,43 @@ int BenchComputeCommand::run(const comm::MpiRuntime& mpi) {
       {"fp16 decode scalar", [&] { kernels::f16_decode_array_scalar(h16.data(), decoded.data(), n); }, {}},
       {"fp16 sum scalar", [&] { kernels::f16_sum_array_scalar(h16b.data(), h16.data(), h16.data(), n); }, {}}};
   if (simd) {
-    wire.push_back({"fp16 encode+ef f16c", [&] { kernels::f16_encode_array_simd(grad, h16.data(), residual.data(), n); }, {}});
+    wire.push_back(
+        {"fp16 encode+ef f16c", [&] { kernels::f16_encode_array_simd(grad, h16.data(), residual.data(), n); }, {}});
     wire.push_back({"fp16 decode f16c", [&] { kernels::f16_decode_array_simd(h16.data(), decoded.data(), n); }, {}});
     wire.push_back({"fp16 sum f16c", [&] { kernels::f16_sum_array_simd(h16b.data(), h16.data(), h16.data(), n); }, {}});
   }
   for (int rep = 0; rep < 3; ++rep) {
     for (WireRow& r : wire) r.ms.push_back(time_ms(r.fn));
+  }
+  // Synthetic data: one batch of rows, the vectorised maker against the per-element fill it replaced.
+  data::SyntheticDataset synthetic(1, width_, classes_);
+  const kernels::SyntheticSpec spec = synthetic.spec();
+  core::HostBuffer<float> rows(batch_ * width_);
+  core::HostBuffer<std::int32_t> row_labels(batch_);
+  auto libm_fill = [&] {  // the fill of data::SyntheticDataset before the portable maker (per element)
+    for (std::int64_t s = 0; s < batch_; ++s) {
+      float* row = rows.data() + s * width_;
+      for (std::int64_t j = 0; j < width_; ++j) {
+        row[j] = core::normal01(spec.seed, spec.stream, static_cast<std::uint64_t>(s * width_ + j));
+      }
+      std::int32_t best = 0;
+      float best_score = 0.0f;
+      for (std::int64_t k = 0; k < classes_; ++k) {
+        float score = 0.0f;
+        for (std::int64_t j = 0; j < width_; ++j) score += spec.teacher[k * width_ + j] * row[j];
+        if (k == 0 || score > best_score) {
+          best_score = score;
+          best = static_cast<std::int32_t>(k);
+        }
+      }
+      row_labels[s] = best;
+    }
+  };
+  auto portable_fill = [&] { synthetic.fill(0, batch_, rows.data(), row_labels.data()); };
+  std::vector<double> data_before, data_after;
+  for (int rep = 0; rep < 3; ++rep) {
+    data_before.push_back(time_ms(libm_fill));
+    data_after.push_back(time_ms(portable_fill));
   }
   const double flops = net.flops_per_step(batch_);
   const double bytes = 28.0 * static_cast<double>(n);
@@ -167,13 +203,24 @@ int BenchComputeCommand::run(const comm::MpiRuntime& mpi) {
     std::printf("  %-16s %12.3f %9.2f GB/s %10.3f\n", "adam (fused)", opt_ms, bytes / (opt_ms * 1e6), copy_ms / opt_ms);
     std::printf("# fwd+bwd reaches %.1f%% of sgemm-only throughput (target >= 85%%): %s\n", 100.0 * gemm_ms / model_ms,
                 gemm_ms / model_ms >= 0.85 ? "OK" : "BELOW TARGET");
-    std::printf("# 16-bit wire conversions of one gradient (%" PRId64 " values; ratio: time of bf16 encode+ef / time)%s\n",
+    std::printf("# 16-bit wire conversions of one gradient (%" PRId64
+                " values; ratio: time of bf16 encode+ef / time)%s\n",
                 n, simd ? "" : "; no F16C on this processor: scalar fp16 only");
     const double bf16_ms = median(wire[0].ms);
     for (const WireRow& r : wire) {
       const double ms = median(r.ms);
-      std::printf("  %-22s %6.3f %9.2f values/ns %7.3f\n", r.name, ms, static_cast<double>(n) / (ms * 1e6), bf16_ms / ms);
+      std::printf("  %-22s %6.3f %9.2f values/ns %7.3f\n", r.name, ms, static_cast<double>(n) / (ms * 1e6),
+                  bf16_ms / ms);
     }
+    const double values = static_cast<double>(batch_ * width_);
+    const double before_ms = median(data_before), after_ms = median(data_after);
+    std::printf("# synthetic data: one batch, %" PRId64 " rows x %" PRId64 " features, %" PRId64
+                " classes (ratio: time of the per-element libm fill / time)\n",
+                batch_, width_, classes_);
+    std::printf("  %-22s %9.3f %9.1f M values/s %7.3f\n", "per-element libm", before_ms, values / (before_ms * 1e3),
+                1.0);
+    std::printf("  %-22s %9.3f %9.1f M values/s %7.3f\n", "vectorised portable", after_ms, values / (after_ms * 1e3),
+                before_ms / after_ms);
   }
   return 0;
 }

@@ -6,12 +6,29 @@
 // any world size sees the same global batches and a resumed run continues where it stopped.
 // A finite source (an HDF5 file of N rows) maps sample i to row i mod N (epochs wrap).
 // Implementations: data::SyntheticDataset (here), io::Hdf5DataSource (src/io).
+// A source may also make its rows on a compute device (make_device_generator): the synthetic set
+// does, on a GPU, so its rows need no host fill and no upload.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
+namespace microddp::kernels {
+class Ops;
+}
+
 namespace microddp::data {
+
+// Rows made by an Ops on its own device, into its memory (from DataSource::make_device_generator).
+class DeviceRowGenerator {
+ public:
+  virtual ~DeviceRowGenerator() = default;
+  // Queues on the Ops (its stream, on a GPU) the rows that DataSource::fill writes, bit for bit:
+  // x(count, in_dim) float32 row-major and y(count) int32, both memory of the Ops' device().
+  // Allocates nothing and does not wait.
+  virtual void fill(std::int64_t first, std::int64_t count, float* x, std::int32_t* y) = 0;
+};
 
 class DataSource {
  public:
@@ -24,6 +41,10 @@ class DataSource {
   virtual std::string describe() const = 0;
   // const: a source's observable content never changes (file readers keep handles as mutable state).
   virtual void fill(std::int64_t first, std::int64_t count, float* x, std::int32_t* y) const = 0;
+  // A generator of these rows on ops.device(), or nullptr if this source has none (then the caller
+  // fills host memory and uploads). Called at set-up: it may allocate device memory (the synthetic
+  // set's teacher). It keeps a reference to ops and must not outlive it, nor this source.
+  virtual std::unique_ptr<DeviceRowGenerator> make_device_generator(kernels::Ops& /*ops*/) const { return nullptr; }
 };
 
 }  // namespace microddp::data

@@ -2,7 +2,8 @@
 #include "data/synthetic_dataset.hpp"
 
 #include "core/error.hpp"
-#include "core/rng.hpp"
+#include "kernels/ops.hpp"
+#include "kernels/ops_buffer.hpp"
 
 namespace microddp::data {
 
@@ -10,38 +11,42 @@ namespace {
 // RNG streams of the data set (parameters use streams < 2^32, see model/mlp.cpp).
 constexpr std::uint64_t kTeacherStream = 0x7EAC4E5ull << 32;
 constexpr std::uint64_t kFeatureStream = 0xFEA7u + (1ull << 33);
+
+// The rows made by an Ops: the teacher copied to its device once, then one synthetic_rows call per fill.
+class SyntheticDeviceRows final : public DeviceRowGenerator {
+ public:
+  SyntheticDeviceRows(kernels::Ops& ops, const kernels::SyntheticSpec& host_spec)
+      : ops_(ops), teacher_(ops, host_spec.classes * host_spec.in_dim), spec_(host_spec) {
+    teacher_.from_host(host_spec.teacher, 0, teacher_.count());
+    spec_.teacher = teacher_.data();
+  }
+  void fill(std::int64_t first, std::int64_t count, float* x, std::int32_t* y) override {
+    ops_.synthetic_rows(spec_, first, count, x, y);
+  }
+
+ private:
+  kernels::Ops& ops_;
+  kernels::OpsBuffer<float> teacher_;  // (classes, in_dim) on ops.device()
+  kernels::SyntheticSpec spec_;        // teacher pointing at teacher_
+};
 }  // namespace
 
 SyntheticDataset::SyntheticDataset(std::uint64_t seed, std::int64_t in_dim, std::int64_t classes)
     : seed_(seed), in_dim_(in_dim), classes_(classes), teacher_(in_dim * classes) {
   MDDP_CHECK(in_dim > 0 && classes >= 2, "dataset needs in_dim > 0 and classes >= 2");
-  for (std::int64_t i = 0; i < teacher_.count(); ++i) {
-    teacher_[i] = core::normal01(seed_, kTeacherStream, static_cast<std::uint64_t>(i));
-  }
+  kernels::portable_normal_fill(seed_, kTeacherStream, 0, teacher_.count(), teacher_.data());
+}
+
+kernels::SyntheticSpec SyntheticDataset::spec() const {
+  return kernels::SyntheticSpec{seed_, kFeatureStream, in_dim_, classes_, teacher_.data()};
 }
 
 void SyntheticDataset::fill(std::int64_t first, std::int64_t count, float* x, std::int32_t* y) const {
-  MDDP_CHECK(first >= 0 && count >= 0, "bad sample range [" << first << ", " << first + count << ")");
-  for (std::int64_t s = 0; s < count; ++s) {
-    const auto index = static_cast<std::uint64_t>(first + s);
-    float* row = x + s * in_dim_;
-    for (std::int64_t j = 0; j < in_dim_; ++j) {
-      row[j] = core::normal01(seed_, kFeatureStream,
-                              index * static_cast<std::uint64_t>(in_dim_) + static_cast<std::uint64_t>(j));
-    }
-    std::int32_t best = 0;
-    float best_score = 0.0f;
-    for (std::int64_t c = 0; c < classes_; ++c) {
-      const float* w = teacher_.data() + c * in_dim_;
-      float score = 0.0f;
-      for (std::int64_t j = 0; j < in_dim_; ++j) score += w[j] * row[j];
-      if (c == 0 || score > best_score) {
-        best_score = score;
-        best = static_cast<std::int32_t>(c);
-      }
-    }
-    y[s] = best;
-  }
+  kernels::synthetic_rows_host(spec(), first, count, x, y);
+}
+
+std::unique_ptr<DeviceRowGenerator> SyntheticDataset::make_device_generator(kernels::Ops& ops) const {
+  return std::make_unique<SyntheticDeviceRows>(ops, spec());
 }
 
 Sampler::Sampler(std::int64_t global_batch, int rank, int world_size) : global_batch_(global_batch) {

@@ -4,6 +4,8 @@
 // normals from the counter-based RNG, its label is the arg-max of a fixed random linear
 // "teacher" W_t x (W_t itself a pure function of the seed). The same global batch is therefore
 // produced at any world size, so N-rank training can be compared with 1-rank training exactly.
+// The rows are defined and made by kernels/synthetic_data.hpp: the same bits on the CPU (fill) and
+// on a GPU (make_device_generator: kernels write them into device memory, no host fill or upload).
 // A linear teacher keeps the task learnable by the MLP in a few hundred steps (the default run
 // must show the loss falling clearly) while the labels still depend on all features.
 #pragma once
@@ -13,6 +15,7 @@
 
 #include "core/host_buffer.hpp"
 #include "data/data_source.hpp"
+#include "kernels/synthetic_data.hpp"
 
 namespace microddp::data {
 
@@ -27,6 +30,11 @@ class SyntheticDataset final : public DataSource {
 
   // Writes samples [first, first + count): x(count, in_dim) row-major, y(count).
   void fill(std::int64_t first, std::int64_t count, float* x, std::int32_t* y) const override;
+  // The same rows made by ops on its device (a GPU: kernels, no host work); uploads the teacher once.
+  std::unique_ptr<DeviceRowGenerator> make_device_generator(kernels::Ops& ops) const override;
+
+  // What defines the rows; its teacher is this object's host copy.
+  kernels::SyntheticSpec spec() const;
 
  private:
   std::uint64_t seed_;

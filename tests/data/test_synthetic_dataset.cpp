@@ -1,10 +1,13 @@
 // test_synthetic_dataset.cpp — samples are pure functions of (seed, index); rank slices tile the
-// global batch exactly (including uneven splits); labels use every class.
+// global batch exactly (including uneven splits); labels use every class; the device generator on
+// the CPU writes fill's bits (on a GPU: test_synthetic_device.cpp).
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <vector>
 
 #include "data/synthetic_dataset.hpp"
+#include "kernels/ops.hpp"
 
 namespace microddp::data {
 namespace {
@@ -37,6 +40,21 @@ TEST(SyntheticDataset, LabelsCoverAllClasses) {
     ++counts[static_cast<std::size_t>(v)];
   }
   for (int c : counts) EXPECT_GT(c, 100);  // a random linear teacher is roughly balanced
+}
+
+TEST(SyntheticDataset, DeviceGeneratorOnTheCpuWritesFillsBits) {
+  auto ops = kernels::make_cpu_ops(1);
+  SyntheticDataset d(9, 33, 5);
+  auto gen = d.make_device_generator(*ops);
+  ASSERT_NE(gen, nullptr);
+  for (const auto& [first, count] : {std::pair<std::int64_t, std::int64_t>{0, 0}, {0, 1}, {41, 19}, {1000, 64}}) {
+    std::vector<float> xa(static_cast<std::size_t>(count * 33)), xb(xa.size(), -1.0f);
+    std::vector<std::int32_t> ya(static_cast<std::size_t>(count)), yb(ya.size(), -1);
+    d.fill(first, count, xa.data(), ya.data());
+    gen->fill(first, count, xb.data(), yb.data());
+    EXPECT_EQ(std::memcmp(xa.data(), xb.data(), xa.size() * sizeof(float)), 0) << first << " " << count;
+    EXPECT_EQ(ya, yb) << first << " " << count;
+  }
 }
 
 TEST(Sampler, RankSlicesTileTheGlobalBatch) {

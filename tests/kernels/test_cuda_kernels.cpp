@@ -29,6 +29,7 @@
 #include "kernels/launch_geometry.hpp"
 #include "kernels/ops.hpp"
 #include "kernels/ops_buffer.hpp"
+#include "kernels/synthetic_data.hpp"
 
 #if defined(MICRODDP_TEST_CUDA_EMU)
 #include "cuda_emu/counters.h"  // what the emulated device counted (tests only)
@@ -599,6 +600,42 @@ TEST_F(CudaKernels, CopyToHostReportsDeviceFlaggedErrorsLikeSynchronize) {
   gpu_->synchronize();  // reported once: the flag was reset
 }
 
+// ---- synthetic rows: the kernels make the CPU's rows, bit for bit -------------------------------
+// Sizes around the kernels' tiles (32 samples per block, 8 warps of classes: classes > 8 give a warp
+// two classes, classes < 8 leave warps idle), count 0, odd shapes, counters crossing 2^32.
+TEST_F(CudaKernels, SyntheticRowsAreTheCpuRowsBitForBit) {
+  struct Case {
+    std::int64_t first, count, in_dim, classes;
+  };
+  const Case cases[] = {{0, 0, 8, 3},        {0, 1, 1, 2},  {5, 17, 7, 3},  {1000, 33, 64, 10},
+                        {3, 70, 5, 17},      {0, 64, 3, 8}, {0, 40, 4, 20}, {(1ll << 32) / 9, 21, 9, 4},
+                        {12345, 300, 100, 7}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE("first " + std::to_string(c.first) + " count " + std::to_string(c.count) + " in_dim " +
+                 std::to_string(c.in_dim) + " classes " + std::to_string(c.classes));
+    const auto teacher = random_normal(c.classes * c.in_dim, 300 + static_cast<std::uint64_t>(c.in_dim));
+    SyntheticSpec spec{99, 0xFEA7u + (1ull << 33), c.in_dim, c.classes, teacher.data()};
+    std::vector<float> x_cpu(static_cast<std::size_t>(c.count * c.in_dim));
+    std::vector<std::int32_t> y_cpu(static_cast<std::size_t>(c.count));
+    cpu_->synthetic_rows(spec, c.first, c.count, x_cpu.data(), y_cpu.data());
+    DeviceArray<float> d_teacher(teacher);
+    DeviceArray<float> dx(c.count * c.in_dim + 1);  // poisoned (NaN), one guard element
+    DeviceArray<std::int32_t> dy(c.count + 1);      // poisoned (-1)
+    spec.teacher = d_teacher.get();
+    gpu_->synthetic_rows(spec, c.first, c.count, dx.get(), dy.get());
+    gpu_->synchronize();
+    const auto x_gpu = dx.download();
+    const auto y_gpu = dy.download();
+    for (std::size_t e = 0; e < x_cpu.size(); ++e) {
+      ASSERT_EQ(float_bits(x_gpu[e]), float_bits(x_cpu[e]))
+          << "x element " << e << ": " << x_gpu[e] << " vs " << x_cpu[e];
+    }
+    for (std::size_t s = 0; s < y_cpu.size(); ++s) ASSERT_EQ(y_gpu[s], y_cpu[s]) << "label " << s;
+    EXPECT_TRUE(std::isnan(x_gpu.back())) << "wrote past x";
+    EXPECT_EQ(y_gpu.back(), -1) << "wrote past y";
+  }
+}
+
 TEST_F(CudaKernels, LaunchersRejectBadArguments) {
   EXPECT_THROW(gpu::scale(nullptr, 1.0f, -1, nullptr), core::Error);
   EXPECT_THROW(gpu::bias_grad(nullptr, nullptr, -1, 3, nullptr), core::Error);
@@ -607,6 +644,10 @@ TEST_F(CudaKernels, LaunchersRejectBadArguments) {
   s.momentum = 0.9f;
   EXPECT_THROW(gpu::sgd_step(s, nullptr, nullptr, nullptr, 5, nullptr), core::Error);
   gpu::scale(nullptr, 1.0f, 0, nullptr);  // n = 0: no launch, no error
+  const SyntheticSpec no_teacher{1, 2, 10, 3, nullptr};
+  EXPECT_THROW(gpu::synthetic_rows(no_teacher, 0, 1, nullptr, nullptr, nullptr), core::Error);
+  EXPECT_THROW(gpu::synthetic_rows(no_teacher, 0, -1, nullptr, nullptr, nullptr), core::Error);
+  gpu::synthetic_rows(no_teacher, 5, 0, nullptr, nullptr, nullptr);  // count = 0: no launch, no error
 }
 
 }  // namespace

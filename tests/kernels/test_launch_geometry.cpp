@@ -28,6 +28,7 @@ TEST(LaunchGeometry, ZeroCountLaunchesNothing) {
   EXPECT_TRUE(softmax_xent_geometry(0).empty());
   EXPECT_TRUE(bias_grad_geometry(0, 10).empty());
   EXPECT_TRUE(bias_grad_geometry(10, 0).empty());
+  EXPECT_TRUE(synthetic_labels_geometry(0).empty());
 }
 
 TEST(LaunchGeometry, GridStrideCoversEveryElement) {
@@ -91,6 +92,12 @@ TEST(LaunchGeometry, SoftmaxXentAndBiasGrad) {
   EXPECT_EQ(bias_grad_geometry(4, 33).blocks, 2u);
   EXPECT_EQ(bias_grad_geometry(4, std::int64_t{1} << 40).blocks, kMaxGridStrideBlocks);
   EXPECT_EQ(bias_grad_geometry(4, 33).threads, kBiasGradCols * kBiasGradRowLanes);
+  // Synthetic labels: 32-sample tiles, one per block, capped.
+  EXPECT_EQ(synthetic_labels_geometry(1).blocks, 1u);
+  EXPECT_EQ(synthetic_labels_geometry(32).blocks, 1u);
+  EXPECT_EQ(synthetic_labels_geometry(33).blocks, 2u);
+  EXPECT_EQ(synthetic_labels_geometry(std::int64_t{1} << 40).blocks, kMaxGridStrideBlocks);
+  EXPECT_EQ(synthetic_labels_geometry(5).threads, kSyntheticLabelWarps * 32);
 }
 
 TEST(LaunchGeometry, BadArgumentsThrow) {
@@ -101,6 +108,7 @@ TEST(LaunchGeometry, BadArgumentsThrow) {
   EXPECT_THROW(grid_stride_geometry(10, 256, 0), core::Error);
   EXPECT_THROW(softmax_xent_geometry(-3), core::Error);
   EXPECT_THROW(bias_grad_geometry(-1, 4), core::Error);
+  EXPECT_THROW(synthetic_labels_geometry(-1), core::Error);
 }
 
 }  // namespace
