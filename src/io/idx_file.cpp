@@ -77,6 +77,18 @@ IdxReader::IdxReader(const std::string& path) : path_(path) {
   MDDP_USAGE_CHECK(gz_ != nullptr, path << ": cannot open: " << std::strerror(errno));
   // 256 KiB of buffered input instead of zlib's 8 KiB: fewer read() calls on a 47 MB image file.
   gzbuffer(as_gz(gz_), 256 * 1024);
+  // A constructor that throws runs no destructor: close the stream here on a bad header.
+  try {
+    read_header();
+  } catch (...) {
+    gzclose(as_gz(gz_));
+    gz_ = nullptr;
+    throw;
+  }
+}
+
+void IdxReader::read_header() {
+  const std::string& path = path_;
   unsigned char head[4] = {0, 0, 0, 0};
   const std::int64_t got = read_bytes(head, 4);
   gzip_ = gzdirect(as_gz(gz_)) == 0;

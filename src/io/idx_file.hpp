@@ -56,6 +56,8 @@ class IdxReader {
   [[noreturn]] void fail_short(std::int64_t got_bytes);    // got_bytes of the current read arrived
   std::int64_t read_bytes(void* out, std::int64_t bytes);  // up to `bytes`; fewer only at the end
 
+  void read_header();  // the magic and the dimensions (the constructor's second half)
+
   std::string path_;
   void* gz_ = nullptr;  // gzFile
   bool gzip_ = false;
