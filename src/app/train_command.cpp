@@ -129,7 +129,7 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
   // --data is read in epochs (training_data.hpp); --epochs E decides the steps.
   std::optional<TrainingData> data;
   if (source != nullptr) {
-    data.emplace(data_opts_, mpi, *source, cfg.seed, cfg.global_batch * cfg.accum_steps);
+    data.emplace(data_opts_, mpi, *source, cfg.seed, cfg.global_batch, cfg.accum_steps);
     if (data_opts_.epochs > 0) {
       opts_.config.steps = data->epoch_steps();
       if (log_every_auto_) opts_.log_every = std::max<std::int64_t>(1, cfg.steps / 10);

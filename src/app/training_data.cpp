@@ -59,7 +59,7 @@ auto agreed(F&& make) {
 }  // namespace
 
 TrainingData::TrainingData(const DataOptions& o, const comm::MpiRuntime& mpi, const data::DataSource& file,
-                           std::uint64_t seed, std::int64_t step_batch)
+                           std::uint64_t seed, std::int64_t global_batch, std::int64_t accum_steps)
     : o_(o), file_(file), seed_(seed) {
   if (o.val_fraction > 0.0) {
     split_.emplace(agreed([&] { return data::TrainValSplit(file.rows(), o.val_fraction, seed); }));
@@ -73,7 +73,18 @@ TrainingData::TrainingData(const DataOptions& o, const comm::MpiRuntime& mpi, co
                                           << val_file_->classes() << " classes, the training file "
                                           << file.in_dim() << " and " << file.classes());
   }
-  const std::int64_t rows = train_source().rows();
+  const std::int64_t rows = train_source().rows(), step_batch = global_batch * accum_steps;
+  MDDP_AGREED_USAGE_CHECK(
+      step_batch <= rows,
+      "the global batch of " << step_batch << " rows is larger than the training set of " << rows << " rows"
+                             << (accum_steps > 1 ? " (--global-batch " + std::to_string(global_batch) + " x --accum-steps " +
+                                                       std::to_string(accum_steps) + ")"
+                                                 : std::string())
+                             << (split_ ? " after holding out " + std::to_string(split_->val_rows()) + " validation rows"
+                                        : std::string())
+                             << ": an epoch would hold no full batch (each epoch's partial last batch is dropped); use "
+                                "--global-batch of at most "
+                             << rows / accum_steps);
   epochs_.emplace(agreed([&] { return data::EpochSampler(rows, step_batch, seed, o.shuffle == "on"); }));
 }
 

@@ -47,10 +47,10 @@ class TrainingData {
  public:
   // Collective. `file`: the opened --data source (must outlive this); its rows are split by
   // --val-fraction with the run's seed; --val-data is opened here (it must have the file's
-  // in_dim and classes). step_batch: rows per optimizer step (accumulation x global batch); a
-  // step_batch larger than the training rows is an agreed core::UsageError.
+  // in_dim and classes). An optimizer step reads accum_steps x global_batch rows; more than the
+  // training rows is an agreed core::UsageError.
   TrainingData(const DataOptions& o, const comm::MpiRuntime& mpi, const data::DataSource& file, std::uint64_t seed,
-               std::int64_t step_batch);
+               std::int64_t global_batch, std::int64_t accum_steps);
 
   // What the trainer reads, in the epochs of epochs().
   const data::DataSource& train_source() const { return train_ != nullptr ? *train_ : file_; }

@@ -10,7 +10,7 @@
 //   DirectInput (ddp/direct_input.hpp)  today's: fills the batch on the step's thread when the step
 //                                       asks for it (into pinned staging on a GPU, then one upload).
 //   PrefetchingInput (to come) replaces it: a loader thread preparing the next batches into pinned
-//   buffers, a copy stream and an event on the GPU, shuffled epochs. The step keeps calling load()
+//   buffers, a copy stream and an event on the GPU, the same epochs. The step keeps calling load()
 //   and reading rows() and labels(); the time load() blocks is the step's Data event, its exposed
 //   input time.
 // Contract: batches are loaded in increasing order, one at a time; load() allocates nothing; every
