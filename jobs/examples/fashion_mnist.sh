@@ -6,17 +6,19 @@
 #   1. installs Debian's dataset-fashion-mnist when its files are missing (apt-get; sudo when not
 #      root) — it puts the four .gz IDX files in /usr/share/datasets/fashion-mnist;
 #   2. imports the training and the test set (`make-dataset --from-idx`: pixels / 255, float32);
-#   3. trains the MLP (784 -> WIDTH x DEPTH -> 10, Adam) with `train --data` as it is today: step s
-#      reads rows [s B, (s + 1) B) mod N of the file in file order, so STEPS x GLOBAL_BATCH / 60000
-#      passes over it, not shuffled (the file's own order is already mixed); checkpoints go to
-#      CKPT_DIR and a rerun resumes there (--resume auto);
+#   3. trains the MLP (784 -> WIDTH x DEPTH -> 10, Adam) with `train --data` for EPOCHS shuffled
+#      epochs (a new seeded order of the training rows each epoch, the partial last batch dropped,
+#      docs/data_sets.md) on the training file less VAL_FRACTION of its rows, held out as the
+#      validation set and evaluated at each epoch's end; checkpoints go to CKPT_DIR every CKPT_EVERY
+#      steps and at the end, and a rerun resumes there (--resume auto), also in mid-epoch;
 #   4. evaluates the test set with `evaluate` (loss, accuracy, per class, confusion matrix), and
 #      exports the model for numpy (`export`, docs/checkpoint_format.md);
 #   5. prints the test accuracy and the wall times.
 #
 # Settings (environment, with defaults):
-#   NP [2]  WIDTH [256]  DEPTH [2]  GLOBAL_BATCH [256]  STEPS [4680] (20 passes over the 60000 rows)
-#   LR [0.001]  SEED [1]  THREADS [1] BLAS threads per rank
+#   NP [2]  WIDTH [256]  DEPTH [2]  GLOBAL_BATCH [256]  EPOCHS [20]  VAL_FRACTION [0.1] (6000 of the
+#   60000 training images held out: 54000 train rows, 210 steps per epoch at batch 256)
+#   LR [0.001]  SEED [1]  THREADS [1] BLAS threads per rank  CKPT_EVERY [1000] steps
 #   DATA_DIR [/usr/share/datasets/fashion-mnist]  where the IDX .gz files are (the package's place)
 #   CKPT_DIR [$RESULTS_DIR/ckpt_<width>x<depth>_b<batch>_lr<lr>_seed<seed>]  EXTRA_ARGS [] more train options
 # and jobs/lib/common.sh's (MICRODDP_BIN, RESULTS_DIR, LAUNCHER, MPIRUN_FLAGS, ...).
@@ -24,14 +26,15 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=../lib/common.sh
 source "$here/../lib/common.sh"
-NP=${NP:-2} WIDTH=${WIDTH:-256} DEPTH=${DEPTH:-2} GLOBAL_BATCH=${GLOBAL_BATCH:-256} STEPS=${STEPS:-4680}
+NP=${NP:-2} WIDTH=${WIDTH:-256} DEPTH=${DEPTH:-2} GLOBAL_BATCH=${GLOBAL_BATCH:-256} EPOCHS=${EPOCHS:-20}
+VAL_FRACTION=${VAL_FRACTION:-0.1} CKPT_EVERY=${CKPT_EVERY:-1000}
 LR=${LR:-0.001} SEED=${SEED:-1} THREADS=${THREADS:-1} EXTRA_ARGS=${EXTRA_ARGS:-}
 DATA_DIR=${DATA_DIR:-/usr/share/datasets/fashion-mnist}
 RESULTS_DIR=${RESULTS_DIR:-${SLURM_SUBMIT_DIR:-$PWD}/results/fashion_mnist}
 mddp_init
-CKPT_DIR=${CKPT_DIR:-$RESULTS_DIR/ckpt_${WIDTH}x${DEPTH}_b${GLOBAL_BATCH}_lr${LR}_seed${SEED}}
+CKPT_DIR=${CKPT_DIR:-$RESULTS_DIR/ckpt_${WIDTH}x${DEPTH}_b${GLOBAL_BATCH}_lr${LR}_seed${SEED}_val${VAL_FRACTION}}
 mddp_provenance "$@"
-echo "# model    : 784 -> $WIDTH x $DEPTH -> 10, Adam lr $LR, global batch $GLOBAL_BATCH, $STEPS steps, np $NP, seed $SEED"
+echo "# model    : 784 -> $WIDTH x $DEPTH -> 10, Adam lr $LR, global batch $GLOBAL_BATCH, $EPOCHS epochs (validation: $VAL_FRACTION of the rows), np $NP, seed $SEED"
 
 files=(train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz)
 missing=0
@@ -56,8 +59,8 @@ t_import=$((SECONDS - t0))
 t0=$SECONDS
 # shellcheck disable=SC2086
 mddp_launch "$NP" "$MICRODDP_BIN" train --data "$RESULTS_DIR/train.h5" --width "$WIDTH" --depth "$DEPTH" \
-  --global-batch "$GLOBAL_BATCH" --steps "$STEPS" --lr "$LR" --seed "$SEED" --threads "$THREADS" \
-  --log-every $((STEPS / 10 > 0 ? STEPS / 10 : 1)) --checkpoint-every "$STEPS" --checkpoint-dir "$CKPT_DIR" \
+  --global-batch "$GLOBAL_BATCH" --epochs "$EPOCHS" --val-fraction "$VAL_FRACTION" --lr "$LR" --seed "$SEED" \
+  --threads "$THREADS" --checkpoint-every "$CKPT_EVERY" --checkpoint-dir "$CKPT_DIR" \
   --resume auto --metrics "$RESULTS_DIR/train.jsonl" $EXTRA_ARGS
 t_train=$((SECONDS - t0))
 ckpt=$(find "$CKPT_DIR" -maxdepth 1 -name 'ckpt_*.h5' | sort | tail -1)

@@ -82,43 +82,49 @@ RunControl::RunControl(const RunControlOptions& o, const comm::MpiRuntime& mpi, 
 
 RunControl::~RunControl() { restore_handlers(); }
 
-const data::DataSource* RunControl::open_data_source(std::int64_t classes_option) {
-  if (o_.data_path.empty()) return nullptr;
+std::unique_ptr<data::DataSource> open_data_file(const comm::MpiRuntime& mpi, const std::string& path,
+                                                 std::int64_t classes_option, const std::string& option) {
   // Rank 0 opens the file first: when neither the file nor --classes says how many classes there
   // are, it reads all of /labels once (max label + 1) and the others take its answer, instead of
   // every rank reading the whole dataset. Its verdict is broadcast, so a bad file is one message
   // and exit 2 on every rank.
+  std::unique_ptr<data::DataSource> data;
   std::string error;
   std::int64_t classes = classes_option;
-  if (mpi_.rank() == 0) {
+  if (mpi.rank() == 0) {
     try {
-      auto source = std::make_unique<io::Hdf5DataSource>(o_.data_path, classes_option);
+      auto source = std::make_unique<io::Hdf5DataSource>(path, classes_option);
       classes = source->classes();
-      data_ = std::move(source);
+      data = std::move(source);
     } catch (const core::UsageError& e) {
       error = e.what();
     }
   }
   {
-    const auto watched = mpi_.watch("the --data agreement");
+    const auto watched = mpi.watch("the --data agreement");
     std::int64_t hdr[2] = {static_cast<std::int64_t>(error.size()), classes};
-    MDDP_MPI_CHECK(MPI_Bcast(hdr, 2, MPI_INT64_T, 0, mpi_.world()));
+    MDDP_MPI_CHECK(MPI_Bcast(hdr, 2, MPI_INT64_T, 0, mpi.world()));
     if (hdr[0] > 0) {
       error.resize(static_cast<std::size_t>(hdr[0]));
-      MDDP_MPI_CHECK(MPI_Bcast(error.data(), comm::to_mpi_int(hdr[0]), MPI_CHAR, 0, mpi_.world()));
+      MDDP_MPI_CHECK(MPI_Bcast(error.data(), comm::to_mpi_int(hdr[0]), MPI_CHAR, 0, mpi.world()));
       core::throw_usage_error(error, /*agreed=*/true);
     }
     classes = hdr[1];
   }
-  if (mpi_.rank() != 0) {
+  if (mpi.rank() != 0) {
     try {
-      data_ = std::make_unique<io::Hdf5DataSource>(o_.data_path, classes);
+      data = std::make_unique<io::Hdf5DataSource>(path, classes);
     } catch (const core::UsageError& e) {
       error = e.what();
     }
   }
-  agree_on_usage_error(mpi_, "the --data agreement", error,
-                       "--data " + o_.data_path + " could not be opened on another rank");
+  agree_on_usage_error(mpi, "the --data agreement", error, option + " " + path + " could not be opened on another rank");
+  return data;
+}
+
+const data::DataSource* RunControl::open_data_source(std::int64_t classes_option) {
+  if (o_.data_path.empty()) return nullptr;
+  data_ = open_data_file(mpi_, o_.data_path, classes_option, "--data");
   return data_.get();
 }
 

@@ -40,6 +40,12 @@ struct RunControlOptions {
 };
 
 void add_run_control_options(CLI::App* sub, RunControlOptions& o);
+
+// Collective: opens the HDF5 data file `path` on every rank, rank 0 first (it infers the classes
+// when neither the file nor classes_option says, and the others take its answer); a bad file is
+// one agreed core::UsageError naming `option` on every rank (exit 2).
+std::unique_ptr<data::DataSource> open_data_file(const comm::MpiRuntime& mpi, const std::string& path,
+                                                 std::int64_t classes_option, const std::string& option);
 void validate_run_control_options(const RunControlOptions& o);
 
 class RunControl {

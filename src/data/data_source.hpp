@@ -5,6 +5,9 @@
 // of the sample index (docs/design.md: data is a pure function of (seed, global sample index)), so
 // any world size sees the same global batches and a resumed run continues where it stopped.
 // A finite source (an HDF5 file of N rows) maps sample i to row i mod N (epochs wrap).
+// fill_rows(rows, count, x, y) writes the rows of an explicit list instead (shuffled epochs, a
+// validation split): row rows[i] into position i, for rows in [0, rows()) (any index of an unbounded
+// source). The default reads each run of consecutive rows with one fill(); a file source overrides it.
 // Implementations: data::SyntheticDataset (here), io::Hdf5DataSource (src/io).
 // A source may also make its rows on a compute device (make_device_generator): the synthetic set
 // does, on a GPU, so its rows need no host fill and no upload.
@@ -41,6 +44,16 @@ class DataSource {
   virtual std::string describe() const = 0;
   // const: a source's observable content never changes (file readers keep handles as mutable state).
   virtual void fill(std::int64_t first, std::int64_t count, float* x, std::int32_t* y) const = 0;
+  // Rows rows[0 .. count) (in that order, repeats allowed) into x (count, in_dim) and y (count).
+  virtual void fill_rows(const std::int64_t* rows, std::int64_t count, float* x, std::int32_t* y) const {
+    std::int64_t i = 0;
+    while (i < count) {
+      std::int64_t n = 1;
+      while (i + n < count && rows[i + n] == rows[i] + n) ++n;
+      fill(rows[i], n, x + i * in_dim(), y + i);
+      i += n;
+    }
+  }
   // A generator of these rows on ops.device(), or nullptr if this source has none (then the caller
   // fills host memory and uploads). Called at set-up: it may allocate device memory (the synthetic
   // set's teacher). It keeps a reference to ops and must not outlive it, nor this source.

@@ -27,7 +27,13 @@ DirectInput::DirectInput(kernels::Ops& ops, const model::MlpConfig& model, std::
 void DirectInput::load(std::int64_t batch, bool nan_input) {
   const std::int64_t rows = sampler_.local_count();
   float* x = on_host_ ? model_input_ : host_input_.data();
-  source_->fill(sampler_.first_sample(batch), rows, x, labels_.data());
+  if (epochs_) {
+    const std::int64_t step = batch / accum_steps_, k = batch % accum_steps_;
+    epochs_->rows(step, k * sampler_.global_batch() + sampler_.local_offset(), rows, rows_.data());
+    source_->fill_rows(rows_.data(), rows, x, labels_.data());
+  } else {
+    source_->fill(sampler_.first_sample(batch), rows, x, labels_.data());
+  }
   if (nan_input) x[0] = std::numeric_limits<float>::quiet_NaN();
   if (!on_host_) {
     ops_.copy_from_host_async(model_input_, x, static_cast<std::size_t>(rows * in_dim_) * sizeof(float));
@@ -44,6 +50,22 @@ void DirectInput::set_source(const data::DataSource& source) {
                                   << " (give matching --in-dim / --classes, or leave them out to take them from the "
                                      "file)");
   source_ = &source;
+}
+
+void DirectInput::set_epochs(const data::EpochSampler& epochs, std::int64_t accum_steps) {
+  MDDP_CHECK(accum_steps >= 1 && epochs.global_batch() == accum_steps * sampler_.global_batch(),
+             "epochs of " << epochs.global_batch() << "-row steps do not fit " << accum_steps << " micro-batches of "
+                          << sampler_.global_batch());
+  MDDP_CHECK(epochs.train_rows() == source_->rows(),
+             "epochs over " << epochs.train_rows() << " rows, but the source has " << source_->rows());
+  epochs_ = epochs;
+  accum_steps_ = accum_steps;
+  rows_.assign(static_cast<std::size_t>(sampler_.local_count()), 0);
+}
+
+std::string DirectInput::describe() const {
+  if (!epochs_) return source_->describe();
+  return source_->describe() + (epochs_->shuffle() ? ":epochs(shuffled)" : ":epochs(file order)");
 }
 
 }  // namespace microddp::ddp

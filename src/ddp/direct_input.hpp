@@ -9,6 +9,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "ddp/input_pipeline.hpp"
 #include "kernels/ops.hpp"
@@ -28,6 +31,8 @@ class DirectInput final : public InputPipeline {
   const data::Sampler& sampler() const override { return sampler_; }
   void set_source(const data::DataSource& source) override;
   const data::DataSource& source() const override { return *source_; }
+  void set_epochs(const data::EpochSampler& epochs, std::int64_t accum_steps) override;
+  std::string describe() const override;
 
  private:
   kernels::Ops& ops_;
@@ -36,6 +41,9 @@ class DirectInput final : public InputPipeline {
   data::SyntheticDataset dataset_;
   const data::DataSource* source_ = &dataset_;  // dataset_ unless set_source()
   data::Sampler sampler_;
+  std::optional<data::EpochSampler> epochs_;  // set: read in epochs (set_epochs)
+  std::int64_t accum_steps_ = 1;
+  std::vector<std::int64_t> rows_;            // this rank's source rows of the batch (epochs only)
   float* model_input_;
   kernels::OpsHostBuffer<std::int32_t> labels_;     // host staging (pinned on a GPU): the data source fills it
   kernels::OpsHostBuffer<float> host_input_;        // GPU only: the batch is filled here, then uploaded

@@ -10,16 +10,26 @@
 //   DirectInput (ddp/direct_input.hpp)  today's: fills the batch on the step's thread when the step
 //                                       asks for it (into pinned staging on a GPU, then one upload).
 //   PrefetchingInput (to come) replaces it: a loader thread preparing the next batches into pinned
-//   buffers, a copy stream and an event on the GPU, shuffled epochs. The step keeps calling load()
+//   buffers, a copy stream and an event on the GPU, the same epochs. The step keeps calling load()
 //   and reading rows() and labels(); the time load() blocks is the step's Data event, its exposed
 //   input time.
 // Contract: batches are loaded in increasing order, one at a time; load() allocates nothing; every
 // rank's rows together are exactly the global batch (Sampler), so N ranks see what 1 rank sees.
+//
+// Two ways to read the source: as an endless stream (the default; global sample i is the source's
+// sample i, rows wrap mod N), or in epochs (set_epochs: data/epoch_sampler.hpp). In epochs, the
+// sampler's batch is the optimizer step's K x B rows (K = accumulation micro-steps, B = the micro-
+// batch): micro-batch b = s K + k reads positions [k B, (k + 1) B) of step s's rows, of which this
+// rank takes its Sampler share. The epoch (and the rows dropped at its end) are then those of the
+// optimizer step, whatever K is, and every micro-batch is a pure function of (seed, step, k): the
+// same at any world size.
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "data/data_source.hpp"
+#include "data/epoch_sampler.hpp"
 #include "data/synthetic_dataset.hpp"
 
 namespace microddp::ddp {
@@ -41,6 +51,12 @@ class InputPipeline {
   // match the model's in_dim and classes: core::UsageError otherwise). Before the first load().
   virtual void set_source(const data::DataSource& source) = 0;
   virtual const data::DataSource& source() const = 0;
+  // Read the source in the epochs of `epochs` (its global batch: accum_steps x the micro-batch; its
+  // rows: the source's). Before the first load().
+  virtual void set_epochs(const data::EpochSampler& epochs, std::int64_t accum_steps) = 0;
+  // The source and how it is read ("hdf5:f.h5:500x12:epochs(shuffled)"): what a checkpoint records
+  // and a resume must match.
+  virtual std::string describe() const = 0;
 };
 
 }  // namespace microddp::ddp

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "data/data_source.hpp"
@@ -40,6 +41,8 @@ class TrainState {
   // Global index of the next sample the run will read (world-size independent).
   virtual std::int64_t data_position() const = 0;
   virtual const data::DataSource& data_source() const = 0;
+  // The data source and how the run reads it (InputPipeline::describe): what a checkpoint records.
+  virtual std::string data_description() const = 0;
   virtual std::int64_t optimizer_steps() const = 0;
   // The run's gradient compressor (its state is checkpointed), or nullptr.
   virtual GradCompressor* compressor() const = 0;

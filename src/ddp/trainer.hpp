@@ -80,12 +80,15 @@ class Trainer final : public TrainState {
   zero::MemoryReport memory_report() const;
   // Train from `source` instead of the built-in synthetic set (InputPipeline::set_source).
   void set_data_source(const data::DataSource& source) { input_->set_source(source); }
+  // Read the data source in epochs (InputPipeline::set_epochs), after set_data_source().
+  void set_epochs(const data::EpochSampler& epochs) { input_->set_epochs(epochs, config_.accum_steps); }
 
   // ---- TrainState: what checkpoints save and restore (ddp/train_state.hpp) ----
   const TrainConfig& config() const override { return config_; }
   std::int64_t steps_done() const override { return steps_done_; }
   std::int64_t data_position() const override { return steps_done_ * config_.accum_steps * config_.global_batch; }
   const data::DataSource& data_source() const override { return input_->source(); }
+  std::string data_description() const override { return input_->describe(); }
   std::int64_t optimizer_steps() const override { return optimizer().steps_taken(); }
   GradCompressor* compressor() const override { return sync_->compressor(); }
   const HostState& host_state() const override;

@@ -121,7 +121,7 @@ ResumeResult resume(MPI_Comm comm, const std::string& spec, const std::string& d
     for (const auto& path : candidates) {
       try {
         CheckpointContents c = read_checkpoint(path);
-        check_compatible(c, trainer.config(), trainer.data_source().describe());
+        check_compatible(c, trainer.config(), trainer.data_description());
         chosen = std::move(c);
         res.loaded = true;
         break;

@@ -125,7 +125,7 @@ SaveResult save_checkpoint(MPI_Comm comm, const ddp::TrainState& trainer, const 
                       : std::string(ddp::strategy_name(cfg.strategy)) +
                             "+shard=" + std::string(ddp::zero::shard_mode_name(cfg.shard));
   meta.backend = opts.backend;
-  meta.data_source = trainer.data_source().describe();
+  meta.data_source = trainer.data_description();
   meta.config = cfg;
   const CompressionSnapshot compression = snapshot_compression(comm, trainer);  // collective
   std::vector<WriteItem> items;

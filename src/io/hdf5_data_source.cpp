@@ -204,6 +204,58 @@ void Hdf5DataSource::fill(std::int64_t first, std::int64_t count, float* x, std:
   }
 }
 
+void Hdf5DataSource::fill_rows(const std::int64_t* rows, std::int64_t count, float* x, std::int32_t* y) const {
+  for (std::int64_t i = 0; i < count; ++i) {
+    MDDP_CHECK(rows[i] >= 0 && rows[i] < rows_, "row " << rows[i] << " outside the " << rows_ << " rows of " << path_);
+  }
+  const auto dim = static_cast<std::size_t>(in_dim_);
+  const std::int64_t bytes = rows_ * in_dim_ * static_cast<std::int64_t>(sizeof(float)) +
+                             rows_ * static_cast<std::int64_t>(sizeof(std::int32_t));
+  if (!resident() && bytes <= resident_limit_bytes_) {
+    // Whole file once, in blocks through read_rows (which validates every row).
+    resident_x_.resize(static_cast<std::size_t>(rows_) * dim);
+    resident_y_.resize(static_cast<std::size_t>(rows_));
+    for (std::int64_t first = 0; first < rows_; first += kScanRows) {
+      const std::int64_t n = std::min(kScanRows, rows_ - first);
+      read_rows(first, n, resident_x_.data() + static_cast<std::size_t>(first) * dim,
+                resident_y_.data() + first);
+    }
+  }
+  if (resident()) {
+    for (std::int64_t i = 0; i < count; ++i) {
+      const auto r = static_cast<std::size_t>(rows[i]);
+      std::copy_n(resident_x_.data() + r * dim, dim, x + static_cast<std::size_t>(i) * dim);
+      y[i] = resident_y_[r];
+    }
+    return;
+  }
+  // Too large to keep: sort the request by row, read each run of consecutive rows with one
+  // hyperslab, and put every row where the request wants it.
+  order_.resize(static_cast<std::size_t>(count));
+  for (std::int64_t i = 0; i < count; ++i) order_[static_cast<std::size_t>(i)] = i;
+  std::sort(order_.begin(), order_.end(), [rows](std::int64_t a, std::int64_t b) { return rows[a] < rows[b]; });
+  std::int64_t i = 0;
+  while (i < count) {
+    const std::int64_t start = rows[order_[static_cast<std::size_t>(i)]];
+    std::int64_t j = i + 1;  // extend over repeats and the next row
+    while (j < count && rows[order_[static_cast<std::size_t>(j)]] - rows[order_[static_cast<std::size_t>(j - 1)]] <= 1)
+      ++j;
+    const std::int64_t n = rows[order_[static_cast<std::size_t>(j - 1)]] - start + 1;
+    if (run_y_.size() < static_cast<std::size_t>(n)) {
+      run_x_.resize(static_cast<std::size_t>(n) * dim);
+      run_y_.resize(static_cast<std::size_t>(n));
+    }
+    read_rows(start, n, run_x_.data(), run_y_.data());
+    for (std::int64_t k = i; k < j; ++k) {
+      const std::int64_t pos = order_[static_cast<std::size_t>(k)];
+      const auto off = static_cast<std::size_t>(rows[pos] - start);
+      std::copy_n(run_x_.data() + off * dim, dim, x + static_cast<std::size_t>(pos) * dim);
+      y[pos] = run_y_[off];
+    }
+    i = j;
+  }
+}
+
 DatasetReport scan_dataset(const std::string& path) {
   Hdf5DataSource src(path);
   DatasetReport r;

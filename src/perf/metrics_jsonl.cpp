@@ -48,13 +48,14 @@ std::string iso8601_utc(std::chrono::system_clock::time_point t) {
 }
 
 void MetricsWriter::write_step(const StepStats& s, double loss, double samples_per_s,
-                               std::chrono::system_clock::time_point ended) {
+                               std::chrono::system_clock::time_point ended, std::int64_t epoch) {
   nlohmann::json j = to_json(s);
   j["type"] = "step";
   j["step"] = s.step + 1;  // as train prints it
   j["timestamp"] = iso8601_utc(ended);
   j["samples_per_s"] = samples_per_s;
   j["loss"] = loss;
+  if (epoch > 0) j["epoch"] = epoch;
   write(j);
 }
 

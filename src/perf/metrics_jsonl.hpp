@@ -34,8 +34,10 @@ class MetricsWriter {
   MetricsWriter& operator=(const MetricsWriter&) = delete;
 
   bool enabled() const { return file_ != nullptr; }
-  // s.step is the trainer's (0-based) step; the line carries s.step + 1.
-  void write_step(const StepStats& s, double loss, double samples_per_s, std::chrono::system_clock::time_point ended);
+  // s.step is the trainer's (0-based) step; the line carries s.step + 1. epoch: the 1-based epoch
+  // of a run that reads its data in epochs (train --data), written as "epoch"; 0 = none (no field).
+  void write_step(const StepStats& s, double loss, double samples_per_s, std::chrono::system_clock::time_point ended,
+                  std::int64_t epoch = 0);
   void write(const nlohmann::json& object);  // one line
 
  private:

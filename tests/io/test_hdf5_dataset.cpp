@@ -4,6 +4,12 @@
 //     Hdf5DataSource: bitwise equal to data::SyntheticDataset, and each rank read exactly its own
 //     rows (rows_read == rows requested: no rank reads the whole file).
 //   TrainingFromFileEqualsSynthetic: a Trainer on the file equals one on the generator, bitwise.
+//   FillRowsResidentAndCoalesced: fill_rows() of a scattered list (repeats, runs, out of order)
+//     equals the generator's rows, both with the file resident in memory and with the resident
+//     limit at 0 (sorted, coalesced hyperslab reads: fewer rows read than a whole-file load).
+//   EpochsSameBatchAtEveryWorldSize: DirectInput reading a validation split's training side in
+//     shuffled epochs, with accumulation: the ranks' rows of each micro-batch, concatenated, are
+//     the one-rank batch bit for bit at np 1, 2, 3 (simulated ranks), and are the epoch's rows.
 //   BadFilesAreRejected: NaN feature, label out of range, wrong in_dim: UsageError naming the
 //     file, the dataset and the row.
 //   H5pyDefaultsAreAccepted / VariableLengthStringAttributes / H5pyFilesKeepTheirErrors: files as
@@ -23,7 +29,11 @@
 #include <vector>
 
 #include "comm/backends/mpi_backend.hpp"
+#include "data/epoch_sampler.hpp"
+#include "data/split_source.hpp"
 #include "data/synthetic_dataset.hpp"
+#include "data/train_val_split.hpp"
+#include "ddp/direct_input.hpp"
 #include "ddp/trainer.hpp"
 #include "io/hdf5_data_source.hpp"
 #include "io/h5_util.hpp"
@@ -111,6 +121,73 @@ TEST(Hdf5Dataset, TrainingFromFileEqualsSynthetic) {
   EXPECT_EQ(
       std::memcmp(a.model().param_data(), b.model().param_data(), static_cast<std::size_t>(a.model().flat_count()) * 4),
       0);
+  cleanup(p);
+}
+
+TEST(Hdf5Dataset, FillRowsResidentAndCoalesced) {
+  const std::string p = make("rows");
+  const data::SyntheticDataset gen(kSeed, kDim, kClasses);
+  const std::vector<std::int64_t> rows = {7, 3, 4, 5, 100, 0, 5, 6, 99, 50, 3};
+  const auto n = static_cast<std::int64_t>(rows.size());
+  std::vector<float> ref(static_cast<std::size_t>(n * kDim));
+  std::vector<std::int32_t> yref(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) gen.fill(rows[i], 1, ref.data() + i * kDim, yref.data() + i);
+  for (const bool resident : {true, false}) {
+    Hdf5DataSource src(p);
+    if (!resident) src.set_resident_limit_bytes(0);
+    std::vector<float> x(ref.size(), -1.0f);  // poisoned: an unwritten row shows
+    std::vector<std::int32_t> y(yref.size(), -1);
+    src.fill_rows(rows.data(), n, x.data(), y.data());
+    EXPECT_EQ(src.resident(), resident);
+    EXPECT_EQ(std::memcmp(x.data(), ref.data(), x.size() * sizeof(float)), 0) << "resident " << resident;
+    EXPECT_EQ(y, yref) << "resident " << resident;
+    // Coalesced: runs 0, 3..7, 50, 99..100 = 1 + 5 + 1 + 2 rows, not one read per requested row.
+    if (!resident) EXPECT_EQ(src.rows_read(), 9);
+    if (resident) EXPECT_EQ(src.rows_read(), kRows);
+  }
+  cleanup(p);
+}
+
+TEST(Hdf5Dataset, EpochsSameBatchAtEveryWorldSize) {
+  const std::string p = make("epochs");
+  Hdf5DataSource file(p);
+  const data::TrainValSplit split(kRows, 0.2, kSeed);  // 20 validation rows, 81 training rows
+  const data::SplitSource train(file, split, data::SplitSource::Side::Train, kSeed);
+  ASSERT_EQ(train.rows(), 81);
+  const model::MlpConfig model{kDim, 8, 2, kClasses};
+  const std::int64_t micro = 7, accum = 2;                         // steps of 14 rows: 5 per epoch, 11 dropped
+  const data::EpochSampler epochs(train.rows(), micro * accum, kSeed, true);
+  auto ops = kernels::make_cpu_ops(1);
+  const data::SyntheticDataset gen(kSeed, kDim, kClasses);
+  for (std::int64_t b = 0; b < 14; ++b) {  // micro-batches of steps 0..6: epochs 0 and 1
+    std::vector<float> ref;
+    std::vector<std::int32_t> yref;
+    for (std::int64_t i = 0; i < micro; ++i) {  // the file's rows of positions [k B, (k + 1) B) of the step
+      const std::int64_t t = epochs.row(b / accum, (b % accum) * micro + i);
+      std::vector<float> x(kDim);
+      std::int32_t y = 0;
+      gen.fill(split.train_row(t), 1, x.data(), &y);
+      EXPECT_FALSE(split.is_val(split.train_row(t)));
+      ref.insert(ref.end(), x.begin(), x.end());
+      yref.push_back(y);
+    }
+    for (int world = 1; world <= 3; ++world) {
+      std::vector<float> got;
+      std::vector<std::int32_t> ygot;
+      for (int rank = 0; rank < world; ++rank) {
+        std::vector<float> input(static_cast<std::size_t>(data::Sampler::max_local_count(micro, world) * kDim));
+        ddp::DirectInput in(*ops, model, kSeed, micro, rank, world, input.data());
+        in.set_source(train);
+        in.set_epochs(epochs, accum);
+        in.load(b, false);
+        got.insert(got.end(), input.begin(), input.begin() + in.rows() * kDim);
+        ygot.insert(ygot.end(), in.labels(), in.labels() + in.rows());
+      }
+      ASSERT_EQ(got.size(), ref.size());
+      EXPECT_EQ(std::memcmp(got.data(), ref.data(), ref.size() * sizeof(float)), 0) << "batch " << b << " np " << world;
+      EXPECT_EQ(ygot, yref) << "batch " << b << " np " << world;
+    }
+  }
   cleanup(p);
 }
 
