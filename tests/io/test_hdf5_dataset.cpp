@@ -142,8 +142,12 @@ TEST(Hdf5Dataset, FillRowsResidentAndCoalesced) {
     EXPECT_EQ(std::memcmp(x.data(), ref.data(), x.size() * sizeof(float)), 0) << "resident " << resident;
     EXPECT_EQ(y, yref) << "resident " << resident;
     // Coalesced: runs 0, 3..7, 50, 99..100 = 1 + 5 + 1 + 2 rows, not one read per requested row.
-    if (!resident) EXPECT_EQ(src.rows_read(), 9);
-    if (resident) EXPECT_EQ(src.rows_read(), kRows);
+    // (braces: EXPECT_* is an if/else of its own, -Wdangling-else)
+    if (!resident) {
+      EXPECT_EQ(src.rows_read(), 9);
+    } else {
+      EXPECT_EQ(src.rows_read(), kRows);
+    }
   }
   cleanup(p);
 }
