@@ -21,11 +21,22 @@ DirectInput::DirectInput(kernels::Ops& ops, const model::MlpConfig& model, std::
     const std::int64_t rows = data::Sampler::max_local_count(global_batch, world);
     host_input_ = kernels::OpsHostBuffer<float>(ops, rows * in_dim_);
     device_labels_ = kernels::OpsBuffer<std::int32_t>(ops, rows);
+    generator_ = dataset_.make_device_generator(ops_);
   }
 }
 
 void DirectInput::load(std::int64_t batch, bool nan_input) {
   const std::int64_t rows = sampler_.local_count();
+  if (generator_ != nullptr && !epochs_) {
+    // Made on the device, on the compute stream: no host fill, no upload (the synthetic set's rows,
+    // bit for bit those of fill(); tests/data/test_synthetic_device.cpp).
+    generator_->fill(sampler_.first_sample(batch), rows, model_input_, device_labels_.data());
+    if (nan_input) {
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      ops_.copy_from_host(model_input_, &nan, sizeof(float));  // a fault point: a synchronous copy is fine
+    }
+    return;
+  }
   float* x = on_host_ ? model_input_ : host_input_.data();
   if (epochs_) {
     const std::int64_t step = batch / accum_steps_, k = batch % accum_steps_;
@@ -50,6 +61,7 @@ void DirectInput::set_source(const data::DataSource& source) {
                                   << " (give matching --in-dim / --classes, or leave them out to take them from the "
                                      "file)");
   source_ = &source;
+  generator_ = on_host_ ? nullptr : source.make_device_generator(ops_);
 }
 
 void DirectInput::set_epochs(const data::EpochSampler& epochs, std::int64_t accum_steps) {

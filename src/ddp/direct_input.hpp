@@ -4,11 +4,13 @@
 // CPU: the data source fills the model's input buffer and the labels directly. GPU: it fills pinned
 // staging buffers, and two asynchronous copies queued on the compute stream upload them; the
 // staging is free again by the next load() because the step's one synchronisation waited for the
-// uploads (docs/gpu.md). The source is the built-in synthetic set (data::SyntheticDataset of the
-// run's seed) unless set_source() gave another one.
+// uploads (docs/gpu.md); the synthetic set's rows are instead made on the GPU by its device
+// generator, so the synthetic stream needs no staging and no upload. The source is the built-in
+// synthetic set (data::SyntheticDataset of the run's seed) unless set_source() gave another one.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,6 +50,9 @@ class DirectInput final : public InputPipeline {
   kernels::OpsHostBuffer<std::int32_t> labels_;     // host staging (pinned on a GPU): the data source fills it
   kernels::OpsHostBuffer<float> host_input_;        // GPU only: the batch is filled here, then uploaded
   kernels::OpsBuffer<std::int32_t> device_labels_;  // GPU only: labels_ uploaded
+  // GPU only, when the source can make its rows on the device (the synthetic set): the batch is
+  // written there directly, without staging or upload (data_source.hpp).
+  std::unique_ptr<data::DeviceRowGenerator> generator_;
 };
 
 }  // namespace microddp::ddp
