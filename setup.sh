@@ -39,6 +39,7 @@ PACKAGES=(
   slurm-wlm munge python3-matplotlib  # the slurm test: local cluster, job-script aggregation plots
   iproute2 util-linux                 # the emulated cluster (tests/cluster/cluster.sh): ip netns, tc, nsenter, unshare
   python3-h5py python3-numpy          # io.h5py_data: data sets written with h5py (skipped without)
+  dataset-fashion-mnist               # io.fashion_mnist_slice: a real data set in CI (IDX files, ~30 MB)
   clang libclang-rt-14-dev            # the fuzz build: libFuzzer and clang's sanitizer runtimes
 )
 
