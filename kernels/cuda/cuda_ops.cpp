@@ -30,6 +30,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "kernels/cuda/cublas_library.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/device.hpp"
 #include "kernels/cuda/device_clock.hpp"
@@ -51,7 +52,9 @@ int cublas_int(std::int64_t v, const char* what) {
 
 class CudaOps final : public Ops {
  public:
-  CudaOps(int device, bool tf32) : device_(device), tf32_(tf32) {
+  // cuBLAS is opened by the first CudaOps of the process (cublas_library.hpp): a process that never
+  // asks for a GPU never loads it.
+  CudaOps(int device, bool tf32) : device_(device), tf32_(tf32), blas_(cublas_library()) {
     const int count = cuda_device_count();
     MDDP_CHECK(device >= 0 && device < count, "CUDA device " << device << " requested, " << count << " visible");
     MDDP_CUDA_CHECK(cudaSetDevice(device_));
@@ -61,12 +64,12 @@ class CudaOps final : public Ops {
       // The copy stream of upload_async: non-blocking too, so uploads overlap the compute stream.
       MDDP_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
       for (cudaEvent_t& e : upload_events_) MDDP_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-      MDDP_CUBLAS_CHECK(cublasCreate(&cublas_));
-      MDDP_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
+      MDDP_CUBLAS_CHECK(blas_.create(&cublas_));
+      MDDP_CUBLAS_CHECK(blas_.set_stream(cublas_, stream_));
       MDDP_CUDA_CHECK(cudaMalloc(&cublas_workspace_, kCublasWorkspaceBytes));
-      MDDP_CUBLAS_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_, kCublasWorkspaceBytes));
+      MDDP_CUBLAS_CHECK(blas_.set_workspace(cublas_, cublas_workspace_, kCublasWorkspaceBytes));
       // Default math is full fp32; TF32 rounds GEMM inputs to a 10-bit mantissa on tensor cores.
-      MDDP_CUBLAS_CHECK(cublasSetMathMode(cublas_, tf32_ ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+      MDDP_CUBLAS_CHECK(blas_.set_math_mode(cublas_, tf32_ ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
       MDDP_CUDA_CHECK(cudaMalloc(&xent_scratch_, gpu::softmax_xent_workspace_bytes()));
       MDDP_CUDA_CHECK(cudaMemset(xent_scratch_, 0, gpu::softmax_xent_workspace_bytes()));
       xent_ws_ = gpu::softmax_xent_workspace(xent_scratch_, gpu::softmax_xent_workspace_bytes());
@@ -126,7 +129,7 @@ class CudaOps final : public Ops {
     }
     const int lda = cublas_int(trans_a ? m : k, "lda");
     const int ldb = cublas_int(trans_b ? k : n, "ldb");
-    MDDP_CUBLAS_CHECK(cublasSgemm(cublas_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, ni,
+    MDDP_CUBLAS_CHECK(blas_.sgemm(cublas_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, ni,
                                   mi, ki, &alpha, b, ldb, a, lda, &beta, c, ni));
   }
 
@@ -355,7 +358,7 @@ class CudaOps final : public Ops {
 
   std::string describe() const {
     int version = 0;
-    MDDP_CUBLAS_CHECK(cublasGetVersion(cublas_, &version));
+    MDDP_CUBLAS_CHECK(blas_.get_version(cublas_, &version));
     std::ostringstream os;
     // cuBLAS encodes its version as major * 10000 + minor * 100 + patch (CUDA 12+).
     os << "cuda:" << device_ << " (" << cuda_device_description(device_) << ", cuBLAS " << version / 10000 << "."
@@ -397,7 +400,7 @@ class CudaOps final : public Ops {
     if (sumsq_partials_ != nullptr) (void)cudaFree(sumsq_partials_);
     if (host_flag_ != nullptr) (void)cudaFreeHost(host_flag_);
     if (xent_scratch_ != nullptr) (void)cudaFree(xent_scratch_);
-    if (cublas_ != nullptr) (void)cublasDestroy(cublas_);
+    if (cublas_ != nullptr) (void)blas_.destroy(cublas_);
     if (cublas_workspace_ != nullptr) (void)cudaFree(cublas_workspace_);
     if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
     if (copy_stream_ != nullptr) (void)cudaStreamDestroy(copy_stream_);
@@ -414,6 +417,7 @@ class CudaOps final : public Ops {
 
   int device_;
   bool tf32_;
+  const CublasLibrary& blas_;  // the entry points of cuBLAS, loaded on first use
   cudaStream_t stream_ = nullptr;
   cudaStream_t copy_stream_ = nullptr;                     // upload_async's copies
   std::array<cudaEvent_t, kUploadSlots> upload_events_{};  // the end of each slot's last upload

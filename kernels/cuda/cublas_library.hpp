@@ -1,0 +1,36 @@
+// cublas_library.hpp — cuBLAS, loaded when the first GPU is used rather than at program start.
+//
+// Why: libcublas.so pulls in libcublasLt.so (over 500 MB), whose static initialisers cost about
+// 0.4 s of CPU in every process that merely links it, GPU or not. A CPU run of 64 ranks paid that
+// 64 times before its first step, and each `mpirun` of the test suite paid it once per rank (docs/
+// design.md, "cuBLAS on first use"). So the executable does not list libcublas as a dependency:
+// cublas_library() opens it with dlopen the first time a CudaOps is made, by its soname (found the
+// way the dynamic linker finds the CUDA runtime beside it: RUNPATH, LD_LIBRARY_PATH, ld.so.cache),
+// then by the toolkit's directory as configured at build time.
+//
+// Contract: cublas_library() returns the table of the cuBLAS entry points CudaOps uses, the same
+// table on every call (thread-safe; loaded once per process, never unloaded). If the library or an
+// entry point cannot be found it throws core::Error naming the library and dlerror()'s reason, on
+// every call. In the emulated build (MICRODDP_CUBLAS_LINKED) the table points at the linked
+// emulator and nothing is opened.
+#pragma once
+
+#include <cublas_v2.h>
+
+namespace microddp::kernels {
+
+struct CublasLibrary {
+  decltype(&::cublasCreate_v2) create;
+  decltype(&::cublasDestroy_v2) destroy;
+  decltype(&::cublasSetStream_v2) set_stream;
+  decltype(&::cublasSetWorkspace_v2) set_workspace;
+  decltype(&::cublasSetMathMode) set_math_mode;
+  decltype(&::cublasGetVersion_v2) get_version;
+  decltype(&::cublasSgemm_v2) sgemm;
+  decltype(&::cublasGetStatusName) status_name;
+  decltype(&::cublasGetStatusString) status_string;
+};
+
+const CublasLibrary& cublas_library();
+
+}  // namespace microddp::kernels
