@@ -1,0 +1,109 @@
+// prefetching_input.cpp — slots, the loader's fill and the step's upload (see prefetching_input.hpp).
+#include "ddp/prefetching_input.hpp"
+
+#include <exception>
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+
+namespace microddp::ddp {
+
+namespace {
+// Upload events of the features and the labels; each is waited for in the load() that records it,
+// so the next load() may record it again (ops.hpp's rule for reusing a slot).
+constexpr int kInputEvent = 0, kLabelEvent = 1;
+}  // namespace
+
+PrefetchingInput::PrefetchingInput(kernels::Ops& ops, const model::MlpConfig& model, std::uint64_t seed,
+                                   std::int64_t global_batch, int rank, int world, float* model_input, int depth)
+    : ops_(ops),
+      on_host_(ops.device() == core::Device::Host),
+      depth_(depth),
+      rows_(model, seed, global_batch, rank, world),
+      row_scratch_(static_cast<std::size_t>(rows_.sampler().local_count()), 0),
+      model_input_(model_input) {
+  MDDP_CHECK(depth >= 1 && depth <= kMaxDepth,
+             "prefetching input: depth must lie in [1, " << kMaxDepth << "], got " << depth);
+  const std::int64_t rows = data::Sampler::max_local_count(global_batch, world);
+  slot_x_.reserve(static_cast<std::size_t>(depth));
+  slot_y_.reserve(static_cast<std::size_t>(depth));
+  for (int i = 0; i < depth; ++i) {
+    slot_x_.emplace_back(ops, rows * model.in_dim);
+    slot_y_.emplace_back(ops, rows);
+  }
+  labels_ = kernels::OpsBuffer<std::int32_t>(ops, rows);
+}
+
+PrefetchingInput::~PrefetchingInput() {
+  prefetcher_.reset();  // the loader stops first: it writes into the slots
+  if (held_ >= 0) {
+    // A GPU upload from a slot may still be queued; its pinned memory is freed next.
+    try {
+      ops_.synchronize();
+    } catch (const std::exception& e) {
+      MDDP_WARN("prefetching input destroyed with a failed upload: " << e.what());
+    }
+  }
+}
+
+void PrefetchingInput::fill_slot(std::int64_t batch, int slot) {
+  const auto s = static_cast<std::size_t>(slot);
+  rows_.fill(batch, slot_x_[s].data(), slot_y_[s].data(), row_scratch_.data());
+  batches_filled_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void PrefetchingInput::load(std::int64_t batch, bool nan_input) {
+  if (prefetcher_ == nullptr) {
+    // The first load names the first batch (a resume starts later): start the loader there.
+    MDDP_CHECK(batch >= 0, "prefetching input: batch " << batch << " requested");
+    prefetcher_ = std::make_unique<data::BatchPrefetcher>(
+        depth_, batch, [this](std::int64_t b, int slot) { fill_slot(b, slot); });
+  } else {
+    MDDP_CHECK(batch == next_batch_, "prefetching input: batch " << batch << " requested, but the next batch is "
+                                                                 << next_batch_
+                                                                 << " (batches are loaded in consecutive order)");
+  }
+  next_batch_ = batch + 1;
+  if (held_ >= 0) {
+    // GPU: the step synchronised since the last load(), so its upload from that slot is done.
+    prefetcher_->release(held_);
+    held_ = -1;
+  }
+  const auto slot = static_cast<std::size_t>(prefetcher_->acquire(batch));
+  const std::int64_t rows = rows_.sampler().local_count();
+  float* x = slot_x_[slot].data();
+  if (nan_input) poison_first_input(x);  // the slot is the step's until released
+  ops_.upload_async(kInputEvent, model_input_, x, static_cast<std::size_t>(rows * rows_.source().in_dim()) * sizeof(float));
+  ops_.upload_async(kLabelEvent, labels_.data(), slot_y_[slot].data(),
+                    static_cast<std::size_t>(rows) * sizeof(std::int32_t));
+  ops_.wait_for_upload(kInputEvent);
+  ops_.wait_for_upload(kLabelEvent);
+  if (on_host_) {
+    prefetcher_->release(batch);  // copied already
+  } else {
+    held_ = batch;
+  }
+}
+
+void PrefetchingInput::set_source(const data::DataSource& source) {
+  MDDP_CHECK(prefetcher_ == nullptr, "prefetching input: set_source after the first load");
+  rows_.set_source(source);
+}
+
+void PrefetchingInput::set_epochs(const data::EpochSampler& epochs, std::int64_t accum_steps) {
+  MDDP_CHECK(prefetcher_ == nullptr, "prefetching input: set_epochs after the first load");
+  rows_.set_epochs(epochs, accum_steps);
+}
+
+BackgroundWork PrefetchingInput::background() const {
+  BackgroundWork w;
+  w.depth = depth_;
+  if (prefetcher_ != nullptr) {
+    // background_ns() is read under the prefetcher's mutex, after the fills it counts returned.
+    w.ns = prefetcher_->background_ns();
+    w.batches = batches_filled_.load(std::memory_order_relaxed);
+  }
+  return w;
+}
+
+}  // namespace microddp::ddp
