@@ -19,7 +19,8 @@
 //       HDF5 here is not thread-safe, io/hdf5_data_source.hpp); and on a GPU with accumulation
 //       (no synchronisation between micro-steps tells when an upload's slot is free again).
 // Both read the source through ddp/batch_rows.hpp: the same rows, bit for bit.
-// Contract: batches are loaded in increasing order, one at a time; load() allocates nothing; every
+// Contract: batches are loaded in increasing order, one at a time (consecutive ones until
+// restart(): a resume that jumps to another step restarts the pipeline there); load() allocates nothing; every
 // rank's rows together are exactly the global batch (Sampler), so N ranks see what 1 rank sees.
 //
 // Two ways to read the source: as an endless stream (the default; global sample i is the source's
@@ -78,6 +79,8 @@ class InputPipeline {
   // and a resume must match.
   virtual std::string describe() const = 0;
   virtual BackgroundWork background() const { return {}; }
+  // The next load() may name any batch (Trainer::restore_progress): batches prepared ahead are dropped.
+  virtual void restart() {}
 };
 
 // The pipeline a run gets (see the list above) for `source` (nullptr: the built-in synthetic set),

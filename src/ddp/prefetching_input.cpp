@@ -35,16 +35,25 @@ PrefetchingInput::PrefetchingInput(kernels::Ops& ops, const model::MlpConfig& mo
 }
 
 PrefetchingInput::~PrefetchingInput() {
-  prefetcher_.reset();  // the loader stops first: it writes into the slots
-  if (held_ >= 0) {
-    // A GPU upload from a slot may still be queued; its pinned memory is freed next.
-    try {
-      ops_.synchronize();
-    } catch (const std::exception& e) {
-      MDDP_WARN("prefetching input destroyed with a failed upload: " << e.what());
-    }
+  try {
+    stop();
+  } catch (const std::exception& e) {
+    MDDP_WARN("prefetching input destroyed with a failed upload: " << e.what());
   }
 }
+
+void PrefetchingInput::stop() {
+  if (prefetcher_ != nullptr) background_ns_ += prefetcher_->background_ns();
+  prefetcher_.reset();  // joins the loader: it writes into the slots
+  next_batch_ = -1;
+  if (held_ >= 0) {
+    // A GPU upload from a slot may still be queued: the slot is refilled or freed next.
+    held_ = -1;
+    ops_.synchronize();
+  }
+}
+
+void PrefetchingInput::restart() { stop(); }
 
 void PrefetchingInput::fill_slot(std::int64_t batch, int slot) {
   const auto s = static_cast<std::size_t>(slot);
@@ -98,11 +107,9 @@ void PrefetchingInput::set_epochs(const data::EpochSampler& epochs, std::int64_t
 BackgroundWork PrefetchingInput::background() const {
   BackgroundWork w;
   w.depth = depth_;
-  if (prefetcher_ != nullptr) {
-    // background_ns() is read under the prefetcher's mutex, after the fills it counts returned.
-    w.ns = prefetcher_->background_ns();
-    w.batches = batches_filled_.load(std::memory_order_relaxed);
-  }
+  // background_ns() is read under the prefetcher's mutex, after the fills it counts returned.
+  w.ns = background_ns_ + (prefetcher_ != nullptr ? prefetcher_->background_ns() : 0);
+  w.batches = batches_filled_.load(std::memory_order_relaxed);
   return w;
 }
 

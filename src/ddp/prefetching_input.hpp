@@ -15,7 +15,8 @@
 // Contract:
 //   * The loader starts at the first load(b), at batch b (a resumed run starts at a later batch);
 //     set_source() and set_epochs() come before it. Loads are consecutive (b, b+1, ...): anything
-//     else is a programming error (core::Error).
+//     else is a programming error (core::Error). restart() stops the loader; the next load() starts
+//     it again at the batch it names.
 //   * The source's fill must be safe off the step's thread (DataSource::prepare_fill_off_thread);
 //     the trainer uses DirectInput otherwise (make_input_pipeline, ddp/input_pipeline.hpp).
 //   * GPU: the caller synchronises the compute stream between two load()s (the trainer with one
@@ -62,9 +63,11 @@ class PrefetchingInput final : public InputPipeline {
   void set_epochs(const data::EpochSampler& epochs, std::int64_t accum_steps) override;
   std::string describe() const override { return rows_.describe(); }
   BackgroundWork background() const override;
+  void restart() override;
 
  private:
   void fill_slot(std::int64_t batch, int slot);  // on the loader thread
+  void stop();                                   // the loader stopped, no slot in use
 
   kernels::Ops& ops_;
   bool on_host_;
@@ -78,6 +81,7 @@ class PrefetchingInput final : public InputPipeline {
   std::int64_t next_batch_ = -1;             // the batch the next load() must name (-1: any, first)
   std::int64_t held_ = -1;                   // GPU: the batch whose slot the last upload read
   std::atomic<std::int64_t> batches_filled_{0};
+  std::int64_t background_ns_ = 0;  // of loaders stopped by restart()
   std::unique_ptr<data::BatchPrefetcher> prefetcher_;  // last: its loader stops before the rest goes
 };
 

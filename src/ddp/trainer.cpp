@@ -270,6 +270,7 @@ void Trainer::restore_progress(std::int64_t steps_done, std::int64_t optimizer_s
 void Trainer::restore_progress(std::int64_t steps_done) {
   MDDP_CHECK(steps_done >= 0, "bad restored step count " << steps_done);
   steps_done_ = steps_done;
+  input_->restart();  // the next load names the restored step's first batch
   verify_state_across_ranks("after loading the checkpoint of step", steps_done);
   divergence_->mark_checked(steps_done_);
 }
