@@ -288,10 +288,11 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
   const perf::RunSummary sum = perf::summarize(steady);
   const std::uint64_t checksum = trainer.param_checksum();
   const ddp::BackgroundWork background = trainer.input_background();
-  const double background_ms_per_step =
-      background.batches > 0 ? 1e-6 * static_cast<double>(background.ns) / static_cast<double>(background.batches) *
-                                   static_cast<double>(cfg.accum_steps)
-                             : 0.0;
+  double background_ms_per_step = 0.0;  // the loader's fill time per step (accum_steps batches)
+  if (background.batches > 0) {
+    background_ms_per_step = 1e-6 * static_cast<double>(background.ns) * static_cast<double>(cfg.accum_steps) /
+                             static_cast<double>(background.batches);
+  }
   // The steps this run did: from `start` (a resumed checkpoint's step) to `end` (cfg.steps, or
   // earlier when a signal stopped it).
   const auto steps_run = static_cast<std::int64_t>(all_stats.size());

@@ -7,8 +7,7 @@
 
 namespace microddp::ddp {
 
-BatchRows::BatchRows(const model::MlpConfig& model, std::uint64_t seed, std::int64_t global_batch, int rank,
-                     int world)
+BatchRows::BatchRows(const model::MlpConfig& model, std::uint64_t seed, std::int64_t global_batch, int rank, int world)
     : in_dim_(model.in_dim),
       classes_(model.classes),
       dataset_(seed, model.in_dim, model.classes),

@@ -85,8 +85,8 @@ void PrefetchingInput::load(std::int64_t batch, bool nan_input) {
   if (prefetcher_ == nullptr) {
     // The first load names the first batch (a resume starts later): start the loader there.
     MDDP_CHECK(batch >= 0, "prefetching input: batch " << batch << " requested");
-    prefetcher_ = std::make_unique<data::BatchPrefetcher>(
-        depth_, batch, [this](std::int64_t b, int slot) { fill_slot(b, slot); });
+    prefetcher_ = std::make_unique<data::BatchPrefetcher>(depth_, batch,
+                                                          [this](std::int64_t b, int slot) { fill_slot(b, slot); });
   } else {
     MDDP_CHECK(batch == next_batch_, "prefetching input: batch " << batch << " requested, but the next batch is "
                                                                  << next_batch_
@@ -102,7 +102,8 @@ void PrefetchingInput::load(std::int64_t batch, bool nan_input) {
   const std::int64_t rows = rows_.sampler().local_count();
   float* x = slot_x_[slot].data();
   if (nan_input) poison_first_input(x);  // the slot is the step's until released
-  ops_.upload_async(kInputEvent, model_input_, x, static_cast<std::size_t>(rows * rows_.source().in_dim()) * sizeof(float));
+  ops_.upload_async(kInputEvent, model_input_, x,
+                    static_cast<std::size_t>(rows * rows_.source().in_dim()) * sizeof(float));
   ops_.upload_async(kLabelEvent, labels_.data(), slot_y_[slot].data(),
                     static_cast<std::size_t>(rows) * sizeof(std::int32_t));
   ops_.wait_for_upload(kInputEvent);

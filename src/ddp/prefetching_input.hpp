@@ -73,7 +73,7 @@ class PrefetchingInput final : public InputPipeline {
   bool on_host_;
   int depth_;
   BatchRows rows_;
-  std::vector<std::int64_t> row_scratch_;  // the loader's: source rows of an epoch's batch
+  std::vector<std::int64_t> row_scratch_;                     // the loader's: source rows of an epoch's batch
   std::vector<kernels::OpsHostBuffer<float>> slot_x_;         // depth x (max rows, in_dim)
   std::vector<kernels::OpsHostBuffer<std::int32_t>> slot_y_;  // depth x (max rows)
   float* model_input_;
@@ -81,7 +81,7 @@ class PrefetchingInput final : public InputPipeline {
   std::int64_t next_batch_ = -1;             // the batch the next load() must name (-1: any, first)
   std::int64_t held_ = -1;                   // GPU: the batch whose slot the last upload read
   std::atomic<std::int64_t> batches_filled_{0};
-  std::int64_t background_ns_ = 0;  // of loaders stopped by restart()
+  std::int64_t background_ns_ = 0;                     // of loaders stopped by restart()
   std::unique_ptr<data::BatchPrefetcher> prefetcher_;  // last: its loader stops before the rest goes
 };
 

@@ -38,7 +38,9 @@ constexpr std::uint64_t kSeed = 7;
 class MemorySource final : public data::DataSource {
  public:
   MemorySource(std::int64_t rows, bool thread_safe, std::int64_t bad = -1)
-      : x_(static_cast<std::size_t>(rows * kDim)), y_(static_cast<std::size_t>(rows)), thread_safe_(thread_safe),
+      : x_(static_cast<std::size_t>(rows * kDim)),
+        y_(static_cast<std::size_t>(rows)),
+        thread_safe_(thread_safe),
         bad_(bad) {
     data::SyntheticDataset(kSeed + 1, kDim, kClasses).fill(0, rows, x_.data(), y_.data());
   }
@@ -93,7 +95,8 @@ void expect_same(const std::vector<Batch>& a, const std::vector<Batch>& b, const
 }
 
 // Both pipelines on this rank, optionally over `source` in shuffled epochs of `accum` micro-batches.
-void compare_pipelines(const data::DataSource* source, std::int64_t accum, std::int64_t first, const std::string& what) {
+void compare_pipelines(const data::DataSource* source, std::int64_t accum, std::int64_t first,
+                       const std::string& what) {
   const auto& rt = microddp::testing::runtime();
   const std::int64_t micro = 7;  // uneven shares over 3 ranks
   auto ops = kernels::make_cpu_ops(1);
@@ -213,7 +216,8 @@ TEST(PrefetchingTraining, SameAsDirectInputSynthetic) {
   EXPECT_EQ(prefetch.note, "prefetch 2");
   expect_same_run(direct, prefetch, "synthetic");
   // Resumed: the loader's first batch is step 3's.
-  expect_same_run(train(small_config(0), nullptr, 1), train(small_config(2), nullptr, 1), "synthetic, jump over step 1");
+  expect_same_run(train(small_config(0), nullptr, 1), train(small_config(2), nullptr, 1),
+                  "synthetic, jump over step 1");
 }
 
 TEST(PrefetchingTraining, SameAsDirectInputEpochsWithAccumulation) {
