@@ -33,6 +33,7 @@
 
 #include "comm/factory.hpp"
 #include "comm/gpu/gpu_sharing.hpp"
+#include "data/synthetic_dataset.hpp"
 #include "core/error.hpp"
 #include "ddp/trainer.hpp"
 #include "kernels/cuda/device.hpp"
@@ -382,6 +383,89 @@ TEST_P(DeviceTraining, StepHostTrafficOnTheEmulatedDevice) {
     EXPECT_EQ(c.device_allocations, 0u) << strategy << ": the step allocates nothing";
     EXPECT_EQ(c.pinned_allocations, 0u) << strategy << ": the step allocates nothing";
   }
+}
+
+// A source with no device generator whose fill may run off the step's thread (the synthetic rows of
+// another seed, held in memory): a GPU run prefetches it (ddp/prefetching_input.hpp).
+class HostRows final : public data::DataSource {
+ public:
+  HostRows(std::int64_t rows, std::int64_t in_dim, std::int64_t classes)
+      : in_dim_(in_dim),
+        classes_(classes),
+        x_(static_cast<std::size_t>(rows * in_dim)),
+        y_(static_cast<std::size_t>(rows)) {
+    data::SyntheticDataset(99, in_dim, classes).fill(0, rows, x_.data(), y_.data());
+  }
+  std::int64_t in_dim() const override { return in_dim_; }
+  std::int64_t classes() const override { return classes_; }
+  std::int64_t rows() const override { return static_cast<std::int64_t>(y_.size()); }
+  std::string describe() const override { return "host rows"; }
+  void fill(std::int64_t first, std::int64_t count, float* x, std::int32_t* y) const override {
+    for (std::int64_t s = 0; s < count; ++s) {
+      const auto r = static_cast<std::size_t>((first + s) % rows());
+      std::memcpy(x + s * in_dim_, x_.data() + r * static_cast<std::size_t>(in_dim_), in_dim_ * sizeof(float));
+      y[s] = y_[r];
+    }
+  }
+  bool prepare_fill_off_thread() const override { return true; }
+
+ private:
+  std::int64_t in_dim_, classes_;
+  std::vector<float> x_;
+  std::vector<std::int32_t> y_;
+};
+
+// The prefetched upload keeps the step at its one host synchronisation: the batch travels on the
+// copy stream and the compute stream waits for its two events (stream waits, not host waits); it
+// uploads exactly the rank's rows from pinned memory and allocates nothing. And it trains the same
+// bits as filling on the step's thread (--prefetch 0).
+TEST_P(DeviceTraining, PrefetchedUploadOnTheEmulatedDevice) {
+  const int gpu = gpu_for(GetParam());
+  if (gpu < 0) GTEST_SKIP() << "no GPU for backend " << GetParam() << " on every rank of this node";
+  if (!is_stream_backend(GetParam())) GTEST_SKIP() << "host backends stage collectives: not the one-sync step";
+  struct Counted {
+    cudaEmuCounters c;
+    std::string note;
+    std::vector<float> params;
+  };
+  auto run = [&](std::int64_t prefetch) {
+    TrainConfig cfg = gpu_config();
+    cfg.check_every = 0;
+    cfg.sync_check_every = 0;
+    cfg.steps = 8;
+    cfg.prefetch = prefetch;
+    const HostRows source(200, cfg.model.in_dim, cfg.model.classes);
+    auto ops = device_ops(gpu);
+    auto comm = make_comm(GetParam());
+    Trainer t(cfg, *comm, *ops);
+    t.set_data_source(source);
+    t.setup();
+    t.step();
+    t.step();
+    ops->synchronize();
+    cudaEmuResetCounters();
+    for (int s = 0; s < 4; ++s) t.step();
+    Counted r;
+    cudaEmuGetCounters(&r.c);
+    r.note = t.input_note();
+    while (t.steps_done() < cfg.steps) t.step();
+    r.params.resize(static_cast<std::size_t>(t.model().flat_count()));
+    t.model().param_buffer().to_host(r.params.data(), 0, t.model().flat_count());
+    return r;
+  };
+  const Counted direct = run(0), prefetched = run(2);
+  EXPECT_EQ(prefetched.note, "prefetch 2");
+  EXPECT_EQ(prefetched.c.host_syncs, 4u) << "one host synchronisation per step";
+  EXPECT_EQ(prefetched.c.host_syncs, direct.c.host_syncs);
+  EXPECT_EQ(prefetched.c.stream_event_waits, direct.c.stream_event_waits + 2 * 4) << "wait_for_upload: 2 per step";
+  const data::Sampler sampler(gpu_config().global_batch, microddp::testing::runtime().rank(),
+                              microddp::testing::runtime().size());
+  const auto bytes = static_cast<std::uint64_t>(sampler.local_count() * (gpu_config().model.in_dim * 4 + 4));
+  EXPECT_EQ(prefetched.c.h2d_pinned_bytes, 4 * bytes) << "the rank's rows and labels, from pinned slots";
+  EXPECT_EQ(prefetched.c.h2d_pageable_bytes, 0u);
+  EXPECT_EQ(prefetched.c.device_allocations + prefetched.c.pinned_allocations, 0u) << "the step allocates nothing";
+  ASSERT_EQ(prefetched.params.size(), direct.params.size());
+  EXPECT_EQ(std::memcmp(prefetched.params.data(), direct.params.data(), direct.params.size() * sizeof(float)), 0);
 }
 #endif
 
