@@ -33,12 +33,12 @@
 
 #include "comm/factory.hpp"
 #include "comm/gpu/gpu_sharing.hpp"
-#include "data/synthetic_dataset.hpp"
 #include "core/error.hpp"
 #include "ddp/trainer.hpp"
 #include "kernels/cuda/device.hpp"
 #include "kernels/ops.hpp"
 #include "support/gpu_ranks.hpp"
+#include "support/memory_source.hpp"
 #include "support/mpi_test_env.hpp"
 
 #if defined(MICRODDP_TEST_CUDA_EMU)
@@ -385,36 +385,6 @@ TEST_P(DeviceTraining, StepHostTrafficOnTheEmulatedDevice) {
   }
 }
 
-// A source with no device generator whose fill may run off the step's thread (the synthetic rows of
-// another seed, held in memory): a GPU run prefetches it (ddp/prefetching_input.hpp).
-class HostRows final : public data::DataSource {
- public:
-  HostRows(std::int64_t rows, std::int64_t in_dim, std::int64_t classes)
-      : in_dim_(in_dim),
-        classes_(classes),
-        x_(static_cast<std::size_t>(rows * in_dim)),
-        y_(static_cast<std::size_t>(rows)) {
-    data::SyntheticDataset(99, in_dim, classes).fill(0, rows, x_.data(), y_.data());
-  }
-  std::int64_t in_dim() const override { return in_dim_; }
-  std::int64_t classes() const override { return classes_; }
-  std::int64_t rows() const override { return static_cast<std::int64_t>(y_.size()); }
-  std::string describe() const override { return "host rows"; }
-  void fill(std::int64_t first, std::int64_t count, float* x, std::int32_t* y) const override {
-    for (std::int64_t s = 0; s < count; ++s) {
-      const auto r = static_cast<std::size_t>((first + s) % rows());
-      std::memcpy(x + s * in_dim_, x_.data() + r * static_cast<std::size_t>(in_dim_), in_dim_ * sizeof(float));
-      y[s] = y_[r];
-    }
-  }
-  bool prepare_fill_off_thread() const override { return true; }
-
- private:
-  std::int64_t in_dim_, classes_;
-  std::vector<float> x_;
-  std::vector<std::int32_t> y_;
-};
-
 // The prefetched upload keeps the step at its one host synchronisation: the batch travels on the
 // copy stream and the compute stream waits for its two events (stream waits, not host waits); it
 // uploads exactly the rank's rows from pinned memory and allocates nothing. And it trains the same
@@ -434,7 +404,8 @@ TEST_P(DeviceTraining, PrefetchedUploadOnTheEmulatedDevice) {
     cfg.sync_check_every = 0;
     cfg.steps = 8;
     cfg.prefetch = prefetch;
-    const HostRows source(200, cfg.model.in_dim, cfg.model.classes);
+    // No device generator, fill safe off the step's thread: a GPU run prefetches it.
+    const auto source = microddp::testing::MemorySource::synthetic(99, 200, cfg.model.in_dim, cfg.model.classes);
     auto ops = device_ops(gpu);
     auto comm = make_comm(GetParam());
     Trainer t(cfg, *comm, *ops);

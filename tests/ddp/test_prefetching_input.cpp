@@ -25,6 +25,7 @@
 #include "ddp/prefetching_input.hpp"
 #include "ddp/trainer.hpp"
 #include "kernels/ops.hpp"
+#include "support/memory_source.hpp"
 #include "support/mpi_test_env.hpp"
 
 namespace microddp::ddp {
@@ -33,37 +34,13 @@ namespace {
 constexpr std::int64_t kDim = 5, kClasses = 3;
 constexpr std::uint64_t kSeed = 7;
 
-// The synthetic set's first `rows` rows held in memory (a finite source: epochs need one). Its fill
-// may run off the step's thread unless told otherwise; it throws for sample `bad` (if >= 0).
-class MemorySource final : public data::DataSource {
- public:
-  MemorySource(std::int64_t rows, bool thread_safe, std::int64_t bad = -1)
-      : x_(static_cast<std::size_t>(rows * kDim)),
-        y_(static_cast<std::size_t>(rows)),
-        thread_safe_(thread_safe),
-        bad_(bad) {
-    data::SyntheticDataset(kSeed + 1, kDim, kClasses).fill(0, rows, x_.data(), y_.data());
-  }
-  std::int64_t in_dim() const override { return kDim; }
-  std::int64_t classes() const override { return kClasses; }
-  std::int64_t rows() const override { return static_cast<std::int64_t>(y_.size()); }
-  std::string describe() const override { return "memory"; }
-  void fill(std::int64_t first, std::int64_t count, float* x, std::int32_t* y) const override {
-    for (std::int64_t s = 0; s < count; ++s) {
-      if (first + s == bad_) throw core::UsageError("memory: sample " + std::to_string(bad_) + " is unreadable");
-      const auto r = static_cast<std::size_t>((first + s) % rows());
-      std::memcpy(x + s * kDim, x_.data() + r * kDim, kDim * sizeof(float));
-      y[s] = y_[r];
-    }
-  }
-  bool prepare_fill_off_thread() const override { return thread_safe_; }
+using microddp::testing::MemorySource;
 
- private:
-  std::vector<float> x_;
-  std::vector<std::int32_t> y_;
-  bool thread_safe_;
-  std::int64_t bad_;
-};
+// The synthetic set's first `rows` rows (of another seed) in memory: a finite source (epochs need
+// one); its fill may run off the step's thread unless told otherwise, and fails for sample `bad`.
+MemorySource memory_rows(std::int64_t rows, bool thread_safe, std::int64_t bad = -1) {
+  return MemorySource::synthetic(kSeed + 1, rows, kDim, kClasses, thread_safe, bad);
+}
 
 const model::MlpConfig kModel{kDim, 8, 2, kClasses};
 
@@ -127,7 +104,8 @@ TEST(PrefetchingInput, SameBatchesAsDirectInputStream) {
 }
 
 TEST(PrefetchingInput, SameBatchesAsDirectInputShuffledEpochs) {
-  const MemorySource source(40, true);  // steps of 14 rows: 2 per epoch, so 12 micro-batches cross 3 epochs
+  const MemorySource source =
+      memory_rows(40, true);  // steps of 14 rows: 2 per epoch, so 12 micro-batches cross 3 epochs
   compare_pipelines(&source, 2, 0, "shuffled epochs from batch 0");
   compare_pipelines(&source, 2, 5, "shuffled epochs from batch 5");
 }
@@ -145,7 +123,7 @@ TEST(PrefetchingInput, LoadsAreConsecutive) {
 }
 
 TEST(PrefetchingInput, FillErrorIsTheLoadError) {
-  const MemorySource source(40, true, /*bad=*/3 * 4 + 1);  // a row of batch 3 (4 rows per batch)
+  const MemorySource source = memory_rows(40, true, /*bad=*/3 * 4 + 1);  // a row of batch 3 (4 rows per batch)
   auto ops = kernels::make_cpu_ops(1);
   std::vector<float> input(static_cast<std::size_t>(4 * kDim));
   PrefetchingInput in(*ops, kModel, kSeed, 4, 0, 1, input.data());
@@ -221,7 +199,7 @@ TEST(PrefetchingTraining, SameAsDirectInputSynthetic) {
 }
 
 TEST(PrefetchingTraining, SameAsDirectInputEpochsWithAccumulation) {
-  const MemorySource source(40, true);
+  const MemorySource source = memory_rows(40, true);
   TrainConfig c0 = small_config(0), c2 = small_config(2);
   c0.accum_steps = c2.accum_steps = 2;
   const TrainRun direct = train(c0, &source, 2), prefetch = train(c2, &source, 2);
@@ -230,7 +208,7 @@ TEST(PrefetchingTraining, SameAsDirectInputEpochsWithAccumulation) {
 }
 
 TEST(PrefetchingTraining, SourceThatMustStayOnTheStepsThreadKeepsDirectInput) {
-  const MemorySource source(40, /*thread_safe=*/false);
+  const MemorySource source = memory_rows(40, /*thread_safe=*/false);
   const TrainRun r = train(small_config(2), &source, 0);
   EXPECT_EQ(r.note.rfind("prefetch off", 0), 0u) << r.note;
   expect_same_run(train(small_config(0), &source, 0), r, "a source filled on the step's thread");
