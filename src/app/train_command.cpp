@@ -48,6 +48,7 @@ class TrainCommand final : public Command {
     opts_.config.strategy = ddp::Strategy::Bucketed;
     add_distributed_training_options(sub, opts_);
     add_strategy_option(sub, opts_);
+    add_prefetch_option(sub, opts_);
     add_shard_option(sub, opts_);
     add_bucket_options(sub, opts_, /*with_cap=*/true);
     add_log_every_option(sub, opts_);
@@ -286,6 +287,12 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
   std::vector<perf::StepStats> steady(all_stats.begin() + (all_stats.size() > 1 ? 1 : 0), all_stats.end());
   const perf::RunSummary sum = perf::summarize(steady);
   const std::uint64_t checksum = trainer.param_checksum();
+  const ddp::BackgroundWork background = trainer.input_background();
+  double background_ms_per_step = 0.0;  // the loader's fill time per step (accum_steps batches)
+  if (background.batches > 0) {
+    background_ms_per_step = 1e-6 * static_cast<double>(background.ns) * static_cast<double>(cfg.accum_steps) /
+                             static_cast<double>(background.batches);
+  }
   // The steps this run did: from `start` (a resumed checkpoint's step) to `end` (cfg.steps, or
   // earlier when a signal stopped it).
   const auto steps_run = static_cast<std::int64_t>(all_stats.size());
@@ -307,6 +314,10 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
         "(exposed %.3f; queued %.3f), optimizer %.3f, loss sync %.3f ms\n",
         m.step_ms, static_cast<double>(cfg.global_batch) / (m.step_ms * 1e-3), m.data_ms, m.forward_ms, m.backward_ms,
         m.comm_busy_ms, m.comm_exposed_ms, m.comm_queued_ms, m.optimizer_ms, m.loss_sync_ms);
+    // Exposed: the Data event (the step waited for its input); background: the loader's fill time,
+    // per step (accum_steps batches), over the batches it filled.
+    std::printf("#   data: exposed %.3f ms/step, prepared in the background %.3f ms/step (%s)\n", m.data_ms,
+                background_ms_per_step, trainer.input_note().c_str());
     std::printf(
         "#   communication: %" PRId64 " collectives, %.2f MiB per step; overlap %s; overhead %.1f%% of the step\n",
         m.collectives, static_cast<double>(m.comm_bytes) / (1 << 20),
@@ -396,6 +407,10 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     j["skipped_steps"] = trainer.skipped_steps();
     j["divergence_checks"] = trainer.checks_done();
     j["peer_lag_ms"] = peer_lag_ms;
+    j["data"] = {{"exposed_ms_per_step", sum.median.data_ms},
+                 {"background_ms_per_step", background_ms_per_step},
+                 {"prefetch", background.depth},
+                 {"pipeline", trainer.input_note()}};
     {
       const ddp::zero::MemoryReport mem = trainer.memory_report();
       j["memory_bytes"] = {{"parameters", mem.parameters},

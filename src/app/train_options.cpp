@@ -11,6 +11,7 @@
 #include "comm/factory.hpp"
 #include "core/error.hpp"
 #include "ddp/compression/compression_config.hpp"
+#include "ddp/prefetching_input.hpp"
 
 namespace microddp::app {
 
@@ -74,6 +75,14 @@ void add_accumulation_option(CLI::App* sub, TrainOptions& o) {
   sub->add_option("--accum-steps", o.config.accum_steps,
                   "Gradient accumulation: micro-batches of --global-batch per optimizer step (sync on the last only)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20))
+      ->capture_default_str();
+}
+
+void add_prefetch_option(CLI::App* sub, TrainOptions& o) {
+  sub->add_option("--prefetch", o.config.prefetch,
+                  "Batches a loader thread prepares ahead while the step computes (0 = none: each batch is filled "
+                  "on the step's thread)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{ddp::PrefetchingInput::kMaxDepth}))
       ->capture_default_str();
 }
 

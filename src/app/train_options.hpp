@@ -9,6 +9,7 @@
 //   optimizer      --optimizer --lr --weight-decay --momentum
 //   threads        --threads
 //   accumulation   --accum-steps
+//   prefetch       --prefetch
 //   strategy       --strategy
 //   buckets        --bucket-mb (unless the command takes a list of caps) --first-bucket-mb
 //   comm           --comm --comm-timeout --debug-sync --sync-check-every
@@ -53,6 +54,8 @@ void add_model_options(CLI::App* sub, TrainOptions& o);
 void add_optimizer_options(CLI::App* sub, TrainOptions& o);
 void add_threads_option(CLI::App* sub, TrainOptions& o);
 void add_accumulation_option(CLI::App* sub, TrainOptions& o);
+// --prefetch N: batches the input pipeline prepares ahead (ddp/input_pipeline.hpp).
+void add_prefetch_option(CLI::App* sub, TrainOptions& o);
 void add_strategy_option(CLI::App* sub, TrainOptions& o);
 // --shard none|optimizer|gradients (ZeRO, docs/zero.md): parsed into config.shard by validate_train_options.
 void add_shard_option(CLI::App* sub, TrainOptions& o);

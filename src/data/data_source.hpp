@@ -11,6 +11,9 @@
 // Implementations: data::SyntheticDataset (here), io::Hdf5DataSource (src/io).
 // A source may also make its rows on a compute device (make_device_generator): the synthetic set
 // does, on a GPU, so its rows need no host fill and no upload.
+// Threads: every call comes from one thread unless prepare_fill_off_thread() said yes; then fill()
+// and fill_rows() may run on one other thread (the prefetching input's loader, ddp/prefetching_input.hpp)
+// while the first thread keeps using this and other sources, checkpoints and the library behind them.
 #pragma once
 
 #include <cstdint>
@@ -58,6 +61,12 @@ class DataSource {
   // fills host memory and uploads). Called at set-up: it may allocate device memory (the synthetic
   // set's teacher). It keeps a reference to ops and must not outlive it, nor this source.
   virtual std::unique_ptr<DeviceRowGenerator> make_device_generator(kernels::Ops& /*ops*/) const { return nullptr; }
+  // Readies fill() and fill_rows() to run on one other thread than every other call of the program
+  // (see above), and says whether they may: false keeps them on the caller's thread. Called once, at
+  // set-up, on the thread that makes the other calls. Not by default: a source that reads through a
+  // library must know that the library tolerates it (the HDF5 build here is not thread-safe, so an
+  // HDF5 file says yes only once it holds its rows in memory: io/hdf5_data_source.hpp).
+  virtual bool prepare_fill_off_thread() const { return false; }
 };
 
 }  // namespace microddp::data

@@ -32,6 +32,8 @@ class SplitSource final : public DataSource {
   // Indices [first, first + count), each taken mod rows() (as a file's samples wrap).
   void fill(std::int64_t first, std::int64_t count, float* x, std::int32_t* y) const override;
   void fill_rows(const std::int64_t* rows, std::int64_t count, float* x, std::int32_t* y) const override;
+  // As the file's: the scratch is this side's own, and the file's resident rows are only read.
+  bool prepare_fill_off_thread() const override { return file_.prepare_fill_off_thread(); }
 
   // The file row of index i of this side.
   std::int64_t file_row(std::int64_t i) const { return side_ == Side::Train ? split_.train_row(i) : split_.val_row(i); }

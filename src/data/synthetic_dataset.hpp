@@ -32,6 +32,8 @@ class SyntheticDataset final : public DataSource {
   void fill(std::int64_t first, std::int64_t count, float* x, std::int32_t* y) const override;
   // The same rows made by ops on its device (a GPU: kernels, no host work); uploads the teacher once.
   std::unique_ptr<DeviceRowGenerator> make_device_generator(kernels::Ops& ops) const override;
+  // fill() only reads the seed and the teacher, fixed at construction: safe on any thread.
+  bool prepare_fill_off_thread() const override { return true; }
 
   // What defines the rows; its teacher is this object's host copy.
   kernels::SyntheticSpec spec() const;

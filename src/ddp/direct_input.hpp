@@ -5,16 +5,19 @@
 // staging buffers, and two asynchronous copies queued on the compute stream upload them; the
 // staging is free again by the next load() because the step's one synchronisation waited for the
 // uploads (docs/gpu.md); the synthetic set's rows are instead made on the GPU by its device
-// generator, so the synthetic stream needs no staging and no upload. The source is the built-in
-// synthetic set (data::SyntheticDataset of the run's seed) unless set_source() gave another one.
+// generator, so the synthetic stream needs no staging and no upload. The source and its epochs:
+// ddp/batch_rows.hpp (shared with ddp/prefetching_input.hpp, so both give the same rows).
+// The trainer uses it with --prefetch 0, for the synthetic set on a GPU (made there: nothing to
+// prefetch), and for a source whose fill must stay on the step's thread (an HDF5 file too large to
+// hold in memory: io/hdf5_data_source.hpp).
 #pragma once
 
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
+#include "ddp/batch_rows.hpp"
 #include "ddp/input_pipeline.hpp"
 #include "kernels/ops.hpp"
 #include "kernels/ops_buffer.hpp"
@@ -30,22 +33,17 @@ class DirectInput final : public InputPipeline {
 
   void load(std::int64_t batch, bool nan_input) override;
   const std::int32_t* labels() const override { return on_host_ ? labels_.data() : device_labels_.data(); }
-  const data::Sampler& sampler() const override { return sampler_; }
+  const data::Sampler& sampler() const override { return rows_.sampler(); }
   void set_source(const data::DataSource& source) override;
-  const data::DataSource& source() const override { return *source_; }
+  const data::DataSource& source() const override { return rows_.source(); }
   void set_epochs(const data::EpochSampler& epochs, std::int64_t accum_steps) override;
-  std::string describe() const override;
+  std::string describe() const override { return rows_.describe(); }
 
  private:
   kernels::Ops& ops_;
   bool on_host_;  // ops_.device() == Host: no staging
-  std::int64_t in_dim_, classes_;
-  data::SyntheticDataset dataset_;
-  const data::DataSource* source_ = &dataset_;  // dataset_ unless set_source()
-  data::Sampler sampler_;
-  std::optional<data::EpochSampler> epochs_;  // set: read in epochs (set_epochs)
-  std::int64_t accum_steps_ = 1;
-  std::vector<std::int64_t> rows_;            // this rank's source rows of the batch (epochs only)
+  BatchRows rows_;
+  std::vector<std::int64_t> row_scratch_;  // this rank's source rows of the batch (epochs only)
   float* model_input_;
   kernels::OpsHostBuffer<std::int32_t> labels_;     // host staging (pinned on a GPU): the data source fills it
   kernels::OpsHostBuffer<float> host_input_;        // GPU only: the batch is filled here, then uploaded

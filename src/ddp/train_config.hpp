@@ -45,6 +45,10 @@ struct TrainConfig {
   // --shard: none = plain DDP; optimizer / gradients = ZeRO-1 / ZeRO-2 (ddp/zero/zero_sync.hpp):
   // shards follow the strategy's buckets (naive and overlap: one per parameter, flat: one bucket).
   zero::ShardMode shard = zero::ShardMode::None;
+  // Batches the input pipeline prepares ahead on a loader thread (--prefetch; 0: none, each batch is
+  // filled on the step's thread). Not a result-changing setting: both give the same bits
+  // (ddp/input_pipeline.hpp, make_input_pipeline says when a run cannot prefetch).
+  std::int64_t prefetch = 2;
   // Test hooks at the trainer's fault points (ddp/step_faults.hpp); empty by default.
   core::FaultPlan faults;
 };

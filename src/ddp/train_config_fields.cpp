@@ -25,7 +25,7 @@ namespace {
 [[maybe_unused]] void every_member_is_named(const TrainConfig& c) {
   [[maybe_unused]] const auto& [model, optimizer, steps, global_batch, seed, strategy, sync_options, compression,
                                 accum_steps, keep_events, layer_events, check_every, sync_check_every, on_nan,
-                                clip_grad_norm, shard,
+                                clip_grad_norm, shard, prefetch,
                                 faults  // not a row: test hooks, armed per rank (core/fault_plan.hpp)
   ] = c;
   [[maybe_unused]] const auto& [in_dim, width, depth, classes] = c.model;
@@ -33,10 +33,10 @@ namespace {
   [[maybe_unused]] const auto& [bucket_mb, first_bucket_mb] = c.sync_options;
   [[maybe_unused]] const auto& [grad_compression, powersgd_rank, powersgd_start_step, error_feedback] = c.compression;
 }
-// Rows the structs above call for: TrainConfig's 17 members less `faults` and its 4 nested structs
+// Rows the structs above call for: TrainConfig's 18 members less `faults` and its 4 nested structs
 // (model, optimizer, sync_options, compression: their members are the rows), plus their 4 + 8 + 2 + 4
 // members.
-constexpr std::size_t kConfigMembers = (17 - 1 - 4) + 4 + 8 + 2 + 4;
+constexpr std::size_t kConfigMembers = (18 - 1 - 4) + 4 + 8 + 2 + 4;
 
 // ---- accessors ------------------------------------------------------------------------------------
 // Where a field lives: a member of TrainConfig, or a member of one of its nested structs.
@@ -169,6 +169,8 @@ std::span<const ConfigField> fields() {
       row<Nested<&TC::compression, &GC::error_feedback>>("error_feedback", kCompression),
       row<Top<&TC::keep_events>>("keep_events", kLocal),
       row<Top<&TC::layer_events>>("layer_events", kLocal),
+      // How the input is prepared, not what it is (the same batches either way): per rank.
+      row<Top<&TC::prefetch>>("prefetch", kLocal),
   });
   static_assert(std::tuple_size_v<decltype(table)> == kConfigMembers,
                 "one row per configuration member (see every_member_is_named)");

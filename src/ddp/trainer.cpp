@@ -8,7 +8,7 @@
 #include "core/log.hpp"
 #include "core/timer.hpp"
 #include "ddp/config_agreement.hpp"
-#include "ddp/direct_input.hpp"
+#include "ddp/prefetching_input.hpp"
 #include "ddp/sync_and_update.hpp"
 
 namespace microddp::ddp {
@@ -41,6 +41,8 @@ std::size_t events_per_step(const model::FullMLP& model, bool layer_events, std:
 const TrainConfig& checked(const TrainConfig& c) {
   MDDP_USAGE_CHECK(c.accum_steps >= 1, "accumulation steps must be >= 1, got " << c.accum_steps);
   MDDP_USAGE_CHECK(c.check_every >= 0, "check interval must be >= 0, got " << c.check_every);
+  MDDP_USAGE_CHECK(c.prefetch >= 0 && c.prefetch <= PrefetchingInput::kMaxDepth,
+                   "prefetch depth must lie in [0, " << PrefetchingInput::kMaxDepth << "], got " << c.prefetch);
   MDDP_USAGE_CHECK(std::isfinite(c.clip_grad_norm) && c.clip_grad_norm >= 0.0f,
                    "gradient clipping norm must be finite and >= 0, got " << c.clip_grad_norm);
   return c;
@@ -52,11 +54,10 @@ Trainer::Trainer(const TrainConfig& config, comm::Communicator& comm, kernels::O
       comm_(comm),
       ops_(ops),
       model_(config.model, data::Sampler::max_local_count(config.global_batch, comm.size()), ops),
-      input_(std::make_unique<DirectInput>(ops, config.model, config.seed, config.global_batch, comm.rank(),
-                                           comm.size(), model_.input())),
       verdict_(comm, ops, config.accum_steps, config.on_nan),
       timing_(ops, events_, config.accum_steps),
       faults_(config_.faults, comm.rank()) {
+  choose_input(nullptr);
   // Stream-ordered backends (NCCL) order gradient collectives after the backward kernels queued on
   // this stream; host backends ignore it.
   comm.set_compute_stream(ops.native_stream());
@@ -78,6 +79,17 @@ Trainer::Trainer(const TrainConfig& config, comm::Communicator& comm, kernels::O
       if (layer_events) layer_event(core::EventKind::LayerForward, layer, begin);
     };
   }
+}
+
+void Trainer::choose_input(const data::DataSource* source) {
+  InputChoice c = make_input_pipeline(ops_, config_, comm_.rank(), comm_.size(), model_.input(), source);
+  input_ = std::move(c.pipeline);
+  input_note_ = std::move(c.note);
+}
+
+void Trainer::set_data_source(const data::DataSource& source) {
+  // The pipeline depends on the source (make_input_pipeline): a new one, before the first load.
+  choose_input(&source);
 }
 
 Trainer::~Trainer() {
@@ -258,6 +270,7 @@ void Trainer::restore_progress(std::int64_t steps_done, std::int64_t optimizer_s
 void Trainer::restore_progress(std::int64_t steps_done) {
   MDDP_CHECK(steps_done >= 0, "bad restored step count " << steps_done);
   steps_done_ = steps_done;
+  input_->restart();  // the next load names the restored step's first batch
   verify_state_across_ranks("after loading the checkpoint of step", steps_done);
   divergence_->mark_checked(steps_done_);
 }

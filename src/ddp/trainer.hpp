@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "comm/communicator.hpp"
 #include "core/event_log.hpp"
@@ -78,8 +79,12 @@ class Trainer final : public TrainState {
   const data::Sampler& sampler() const { return input_->sampler(); }
   // Bytes per rank of every buffer this rank allocated, by kind (ddp/zero/memory_report.hpp).
   zero::MemoryReport memory_report() const;
-  // Train from `source` instead of the built-in synthetic set (InputPipeline::set_source).
-  void set_data_source(const data::DataSource& source) { input_->set_source(source); }
+  // Train from `source` instead of the built-in synthetic set (InputPipeline::set_source), before
+  // the first step. The input pipeline is chosen anew for it (make_input_pipeline).
+  void set_data_source(const data::DataSource& source);
+  // How the input is prepared ("prefetch 2", or why not) and its background work (the run summary).
+  const std::string& input_note() const { return input_note_; }
+  BackgroundWork input_background() const { return input_->background(); }
   // Read the data source in epochs (InputPipeline::set_epochs), after set_data_source().
   void set_epochs(const data::EpochSampler& epochs) { input_->set_epochs(epochs, config_.accum_steps); }
 
@@ -108,6 +113,8 @@ class Trainer final : public TrainState {
   std::int64_t skipped_steps() const { return verdict_.skipped_steps(); }  // updates skipped (on_nan skip)
 
  private:
+  // input_ and input_note_ for `source` (nullptr: the synthetic set).
+  void choose_input(const data::DataSource* source);
   // The phases of step() that are more than a call.
   void micro_step(std::int64_t step, std::int64_t k, float loss_scale);
   void update(double grad_norm);
@@ -125,6 +132,7 @@ class Trainer final : public TrainState {
   kernels::Ops& ops_;
   model::FullMLP model_;
   std::unique_ptr<InputPipeline> input_;
+  std::string input_note_;  // make_input_pipeline's note
   core::EventLog events_;
   std::unique_ptr<GradSync> sync_;
   std::unique_ptr<OptimizerUpdate> update_;  // after sync_: a sharded update reads its buffers

@@ -195,33 +195,46 @@ void Hdf5DataSource::read_rows(std::int64_t row, std::int64_t count, float* x, s
 void Hdf5DataSource::fill(std::int64_t first, std::int64_t count, float* x, std::int32_t* y) const {
   MDDP_CHECK(first >= 0 && count >= 0, "bad sample range [" << first << ", " << first + count << ")");
   // Sample i is row i mod N; a range crossing the end of the file is split into contiguous pieces.
+  const auto dim = static_cast<std::size_t>(in_dim_);
   std::int64_t done = 0;
   while (done < count) {
     const std::int64_t row = (first + done) % rows_;
     const std::int64_t n = std::min(count - done, rows_ - row);
-    read_rows(row, n, x + done * in_dim_, y + done);
+    if (resident()) {
+      std::copy_n(resident_x_.data() + static_cast<std::size_t>(row) * dim, static_cast<std::size_t>(n) * dim,
+                  x + static_cast<std::size_t>(done) * dim);
+      std::copy_n(resident_y_.data() + row, n, y + done);
+    } else {
+      read_rows(row, n, x + done * in_dim_, y + done);
+    }
     done += n;
   }
 }
+
+bool Hdf5DataSource::make_resident() const {
+  const std::int64_t bytes = rows_ * in_dim_ * static_cast<std::int64_t>(sizeof(float)) +
+                             rows_ * static_cast<std::int64_t>(sizeof(std::int32_t));
+  if (!resident() && bytes <= resident_limit_bytes_) {
+    // Whole file once, in blocks through read_rows (which validates every row).
+    const auto dim = static_cast<std::size_t>(in_dim_);
+    resident_x_.resize(static_cast<std::size_t>(rows_) * dim);
+    resident_y_.resize(static_cast<std::size_t>(rows_));
+    for (std::int64_t first = 0; first < rows_; first += kScanRows) {
+      const std::int64_t n = std::min(kScanRows, rows_ - first);
+      read_rows(first, n, resident_x_.data() + static_cast<std::size_t>(first) * dim, resident_y_.data() + first);
+    }
+  }
+  return resident();
+}
+
+bool Hdf5DataSource::prepare_fill_off_thread() const { return make_resident(); }
 
 void Hdf5DataSource::fill_rows(const std::int64_t* rows, std::int64_t count, float* x, std::int32_t* y) const {
   for (std::int64_t i = 0; i < count; ++i) {
     MDDP_CHECK(rows[i] >= 0 && rows[i] < rows_, "row " << rows[i] << " outside the " << rows_ << " rows of " << path_);
   }
   const auto dim = static_cast<std::size_t>(in_dim_);
-  const std::int64_t bytes = rows_ * in_dim_ * static_cast<std::int64_t>(sizeof(float)) +
-                             rows_ * static_cast<std::int64_t>(sizeof(std::int32_t));
-  if (!resident() && bytes <= resident_limit_bytes_) {
-    // Whole file once, in blocks through read_rows (which validates every row).
-    resident_x_.resize(static_cast<std::size_t>(rows_) * dim);
-    resident_y_.resize(static_cast<std::size_t>(rows_));
-    for (std::int64_t first = 0; first < rows_; first += kScanRows) {
-      const std::int64_t n = std::min(kScanRows, rows_ - first);
-      read_rows(first, n, resident_x_.data() + static_cast<std::size_t>(first) * dim,
-                resident_y_.data() + first);
-    }
-  }
-  if (resident()) {
+  if (make_resident()) {
     for (std::int64_t i = 0; i < count; ++i) {
       const auto r = static_cast<std::size_t>(rows[i]);
       std::copy_n(resident_x_.data() + r * dim, dim, x + static_cast<std::size_t>(i) * dim);

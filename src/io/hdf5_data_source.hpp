@@ -26,7 +26,15 @@
 // and one hyperslab read per row costs more than the copy (Fashion-MNIST's 60 000 x 784 float32
 // rows are 179 MiB per rank). A larger file is read row run by row run: the requested rows are
 // sorted, consecutive ones coalesced into one hyperslab read each, and scattered back into the
-// requested order (buffers grown once to the largest request).
+// requested order (buffers grown once to the largest request). Once resident, fill() copies from
+// memory too.
+//
+// Threads: the HDF5 library here is not built thread-safe (no H5_HAVE_THREADSAFE), so two threads
+// must never be inside it at once, and the training thread uses it (checkpoints, a validation file)
+// while a loader thread would fill. prepare_fill_off_thread() therefore reads a file that fits
+// under the resident limit into memory at once (on the calling thread) and says yes: every later
+// fill is a copy from memory, no HDF5 call and no write to shared state. A larger file says no, and
+// the trainer keeps filling it on the step's thread (ddp/direct_input.hpp, no prefetching).
 #pragma once
 
 #include <cstdint>
@@ -52,6 +60,8 @@ class Hdf5DataSource final : public data::DataSource {
   std::string describe() const override;
   void fill(std::int64_t first, std::int64_t count, float* x, std::int32_t* y) const override;
   void fill_rows(const std::int64_t* rows, std::int64_t count, float* x, std::int32_t* y) const override;
+  // Resident (read whole now if it fits): yes; too large to keep: no (see above).
+  bool prepare_fill_off_thread() const override;
 
   // Bytes of rows (float32 features + int32 labels) up to which fill_rows() keeps the file in memory.
   static constexpr std::int64_t kResidentLimitBytes = std::int64_t{1} << 30;
@@ -72,6 +82,8 @@ class Hdf5DataSource final : public data::DataSource {
 
  private:
   void read_rows(std::int64_t row, std::int64_t count, float* x, std::int32_t* y) const;
+  // Reads the whole file into resident_x_/resident_y_ when its rows fit under the limit; true if resident.
+  bool make_resident() const;
   // max label + 1 over all of /labels (in blocks); a negative label or fewer than 2 classes is an error.
   std::int64_t infer_classes() const;
 

@@ -48,6 +48,9 @@ check "--optimizer"      "$bin" "${t[@]}" --optimizer lamb
 check "unknown --strategy" "$bin" "${t[@]}" --strategy telepathy
 check "unknown --comm"   "$bin" "${t[@]}" --comm carrier-pigeon
 check "--threads"        "$bin" "${t[@]}" --threads -2
+check "--prefetch"       "$bin" "${t[@]}" --prefetch -1
+check "--prefetch"       "$bin" "${t[@]}" --prefetch 17
+check "--prefetch"       "$bin" "${t[@]}" --prefetch two
 check "--seed"           "$bin" "${t[@]}" --seed minus-one
 check "--log-every"      "$bin" "${t[@]}" --log-every -1
 check "--check-every"    "$bin" "${t[@]}" --check-every -1

@@ -2,7 +2,8 @@
 # train_reporting.sh — what `train` reports, end to end: after a resume the summary counts the
 # steps this run did and says where it resumed; `inspect` counts a checkpoint's parameters as train
 # does (padding apart); one rank reports overlap n/a, two a percentage; --metrics numbers steps as
-# the console does, each with a timestamp and samples/s; --trace-steps keeps only its steps.
+# the console does, each with a timestamp and samples/s; --trace-steps keeps only its steps;
+# --prefetch 0 trains the same bits as the default --prefetch 2, and the summary splits the data time.
 # (A signal stop's summary: tests/io/signal_requeue.sh.)
 # Usage: train_reporting.sh <path-to-microddp> <mpiexec> [mpiexec preflags...]
 set -u
@@ -70,6 +71,20 @@ for bad in "3:2" "0:2" "a:b" ":"; do
 done
 out=$("$bin" "${t[@]}" --steps 2 --trace-steps 1:2 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -q "trace" <<<"$out" && ok "--trace-steps refuses bad ranges and needs --trace" || fail "--trace-steps without --trace: exit $rc: $out"
+
+# Input prefetching: the 2-rank run above prefetched (the default, --prefetch 2); --prefetch 0 fills
+# each batch on the step's thread and trains the same bits. The summary splits the data time.
+"${mpi[@]}" "$bin" "${t[@]}" --steps 5 --prefetch 0 >"$tmp/direct.txt" 2>&1 || fail "--prefetch 0: $(tail -3 "$tmp/direct.txt")"
+sum2=$(grep "parameter checksum" "$tmp/two.txt"); sum0=$(grep "parameter checksum" "$tmp/direct.txt")
+loss2=$(grep -E "^ +[0-9]+ " "$tmp/two.txt" | awk '{print $2}' | tr '\n' ' ')
+loss0=$(grep -E "^ +[0-9]+ " "$tmp/direct.txt" | awk '{print $2}' | tr '\n' ' ')
+[ -n "$sum2" ] && [ "$sum2" = "$sum0" ] && [ "$loss2" = "$loss0" ] \
+  && ok "--prefetch 2 = --prefetch 0: losses ${loss2}and ${sum2#*#   }" || fail "prefetch changed the run: '$sum2' '$loss2' vs '$sum0' '$loss0'"
+grep -Eq "^#   data: exposed [0-9.]+ ms/step, prepared in the background [0-9.]+ ms/step \(prefetch 2\)" "$tmp/two.txt" \
+  && grep -Eq "^#   data: exposed [0-9.]+ ms/step, .*\(prefetch 0" "$tmp/direct.txt" \
+  && ok "summary: $(grep '^#   data:' "$tmp/two.txt")" || fail "data summary: $(grep '^#   data' "$tmp/two.txt" "$tmp/direct.txt")"
+python3 -c 'import json,sys; d=[json.loads(l) for l in open(sys.argv[1]) if "\"summary\"" in l][0]["data"]; assert d["prefetch"] == 2 and d["background_ms_per_step"] > 0, d' "$tmp/m.jsonl" \
+  && ok "metrics summary: data exposed / background / prefetch" || fail "metrics summary lacks the data split"
 
 [ "$failures" -eq 0 ] && echo "train reporting: OK"
 [ "$failures" -eq 0 ]

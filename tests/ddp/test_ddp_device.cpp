@@ -38,6 +38,7 @@
 #include "kernels/cuda/device.hpp"
 #include "kernels/ops.hpp"
 #include "support/gpu_ranks.hpp"
+#include "support/memory_source.hpp"
 #include "support/mpi_test_env.hpp"
 
 #if defined(MICRODDP_TEST_CUDA_EMU)
@@ -382,6 +383,60 @@ TEST_P(DeviceTraining, StepHostTrafficOnTheEmulatedDevice) {
     EXPECT_EQ(c.device_allocations, 0u) << strategy << ": the step allocates nothing";
     EXPECT_EQ(c.pinned_allocations, 0u) << strategy << ": the step allocates nothing";
   }
+}
+
+// The prefetched upload keeps the step at its one host synchronisation: the batch travels on the
+// copy stream and the compute stream waits for its two events (stream waits, not host waits); it
+// uploads exactly the rank's rows from pinned memory and allocates nothing. And it trains the same
+// bits as filling on the step's thread (--prefetch 0).
+TEST_P(DeviceTraining, PrefetchedUploadOnTheEmulatedDevice) {
+  const int gpu = gpu_for(GetParam());
+  if (gpu < 0) GTEST_SKIP() << "no GPU for backend " << GetParam() << " on every rank of this node";
+  if (!is_stream_backend(GetParam())) GTEST_SKIP() << "host backends stage collectives: not the one-sync step";
+  struct Counted {
+    cudaEmuCounters c;
+    std::string note;
+    std::vector<float> params;
+  };
+  auto run = [&](std::int64_t prefetch) {
+    TrainConfig cfg = gpu_config();
+    cfg.check_every = 0;
+    cfg.sync_check_every = 0;
+    cfg.steps = 8;
+    cfg.prefetch = prefetch;
+    // No device generator, fill safe off the step's thread: a GPU run prefetches it.
+    const auto source = microddp::testing::MemorySource::synthetic(99, 200, cfg.model.in_dim, cfg.model.classes);
+    auto ops = device_ops(gpu);
+    auto comm = make_comm(GetParam());
+    Trainer t(cfg, *comm, *ops);
+    t.set_data_source(source);
+    t.setup();
+    t.step();
+    t.step();
+    ops->synchronize();
+    cudaEmuResetCounters();
+    for (int s = 0; s < 4; ++s) t.step();
+    Counted r;
+    cudaEmuGetCounters(&r.c);
+    r.note = t.input_note();
+    while (t.steps_done() < cfg.steps) t.step();
+    r.params.resize(static_cast<std::size_t>(t.model().flat_count()));
+    t.model().param_buffer().to_host(r.params.data(), 0, t.model().flat_count());
+    return r;
+  };
+  const Counted direct = run(0), prefetched = run(2);
+  EXPECT_EQ(prefetched.note, "prefetch 2");
+  EXPECT_EQ(prefetched.c.host_syncs, 4u) << "one host synchronisation per step";
+  EXPECT_EQ(prefetched.c.host_syncs, direct.c.host_syncs);
+  EXPECT_EQ(prefetched.c.stream_event_waits, direct.c.stream_event_waits + 2 * 4) << "wait_for_upload: 2 per step";
+  const data::Sampler sampler(gpu_config().global_batch, microddp::testing::runtime().rank(),
+                              microddp::testing::runtime().size());
+  const auto bytes = static_cast<std::uint64_t>(sampler.local_count() * (gpu_config().model.in_dim * 4 + 4));
+  EXPECT_EQ(prefetched.c.h2d_pinned_bytes, 4 * bytes) << "the rank's rows and labels, from pinned slots";
+  EXPECT_EQ(prefetched.c.h2d_pageable_bytes, 0u);
+  EXPECT_EQ(prefetched.c.device_allocations + prefetched.c.pinned_allocations, 0u) << "the step allocates nothing";
+  ASSERT_EQ(prefetched.params.size(), direct.params.size());
+  EXPECT_EQ(std::memcmp(prefetched.params.data(), direct.params.data(), direct.params.size() * sizeof(float)), 0);
 }
 #endif
 

@@ -17,33 +17,13 @@
 #include "ddp/evaluator.hpp"
 #include "kernels/ops.hpp"
 #include "model/mlp.hpp"
+#include "support/memory_source.hpp"
 #include "support/mpi_test_env.hpp"
 
 namespace microddp::ddp {
 namespace {
 
-// Rows held in memory (sample i = row i mod N, as every DataSource).
-class MemorySource final : public data::DataSource {
- public:
-  MemorySource(std::int64_t in_dim, std::int64_t classes, std::vector<float> x, std::vector<std::int32_t> y)
-      : in_dim_(in_dim), classes_(classes), x_(std::move(x)), y_(std::move(y)) {}
-  std::int64_t in_dim() const override { return in_dim_; }
-  std::int64_t classes() const override { return classes_; }
-  std::int64_t rows() const override { return static_cast<std::int64_t>(y_.size()); }
-  std::string describe() const override { return "memory"; }
-  void fill(std::int64_t first, std::int64_t count, float* x, std::int32_t* y) const override {
-    for (std::int64_t s = 0; s < count; ++s) {
-      const auto r = static_cast<std::size_t>((first + s) % rows());
-      for (std::int64_t j = 0; j < in_dim_; ++j) x[s * in_dim_ + j] = x_[r * static_cast<std::size_t>(in_dim_) + j];
-      y[s] = y_[r];
-    }
-  }
-
- private:
-  std::int64_t in_dim_, classes_;
-  std::vector<float> x_;
-  std::vector<std::int32_t> y_;
-};
+using microddp::testing::MemorySource;
 
 // in 2 -> Linear(2, 2) + ReLU -> Linear(2, 3): W0 = I, b0 = 0, W1 = [[1, 0], [0, 1], [0, 0]], b1 = 0,
 // so the logits of x are exactly (relu(x0), relu(x1), 0).
