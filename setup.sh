@@ -75,8 +75,12 @@ sanitize() {
   for p in ${SANITIZERS:-asan tsan}; do
     echo "[setup] sanitizer build: $p (build-$p/)"
     t0=$SECONDS
+    # Test slots: twice the cores as in `test` (the MPI tests mostly wait), except under TSan, whose
+    # tests are compute-bound (its instrumentation slows every memory access).
+    local slots=$((JOBS * 2))
+    if [ "$p" = tsan ]; then slots=$JOBS; fi
     if cmake --preset "$p" >/dev/null && cmake --build --preset "$p" -j "$JOBS" &&
-       ctest --preset "$p" -j "$JOBS" ${CTEST_ARGS:-}; then
+       ctest --preset "$p" -j "$slots" ${CTEST_ARGS:-}; then
       echo "[setup] $p: passed in $((SECONDS - t0)) s"
     else
       echo "[setup] $p: FAILED after $((SECONDS - t0)) s"
@@ -118,7 +122,7 @@ case "$cmd" in
   cuda-emu)  # the emulated-device build and its tests, then the GPU check script against it
     install_deps
     cmake --preset cuda-emu >/dev/null && cmake --build --preset cuda-emu -j "$JOBS" &&
-      ctest --preset cuda-emu -j "$JOBS" ${CTEST_ARGS:-} &&
+      ctest --preset cuda-emu -j "$((JOBS * 2))" ${CTEST_ARGS:-} &&
       CUDA_EMU_NODE_GPUS=2 MICRODDP_GPU_CHECK_SKIP_CTEST=1 MICRODDP_BUILD_JOBS="$JOBS" bash jobs/gpu_check.sh --emulated
     ;;
   fuzz)  # the libFuzzer targets of the clang ASan/UBSan build (build-asan/), then a short run of each
