@@ -57,10 +57,13 @@
 #include "core/timer.hpp"
 #include "kernels/ops.hpp"
 #include "kernels/ops_buffer.hpp"
+#include "perf/median.hpp"
 
 namespace microddp::app {
 
 namespace {
+
+using perf::median;
 
 using comm::CollectiveKind;
 using comm::Communicator;
@@ -98,13 +101,6 @@ std::string backend_of(const std::string& b) {
 
 // "ring", or "ring+dsync" when the communicator compares every collective's fingerprint first.
 std::string backend_label(const Communicator& c) { return std::string(c.name()) + (c.debug_sync() ? "+dsync" : ""); }
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;

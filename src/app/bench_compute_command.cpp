@@ -32,16 +32,13 @@
 #include "kernels/ops.hpp"
 #include "model/mlp.hpp"
 #include "model/optimizer.hpp"
+#include "perf/median.hpp"
 
 namespace microddp::app {
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using perf::median;
 
 class BenchComputeCommand final : public Command {
  public:

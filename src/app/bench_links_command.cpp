@@ -35,19 +35,15 @@
 #include "core/error.hpp"
 #include "core/timer.hpp"
 #include "perf/link_probe.hpp"
+#include "perf/median.hpp"
 
 namespace microddp::app {
 
 namespace {
 
-constexpr int kDataTag = 7101, kAckTag = 7102;  // any tags: nothing else talks on the world meanwhile
+using perf::median;
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+constexpr int kDataTag = 7101, kAckTag = 7102;  // any tags: nothing else talks on the world meanwhile
 
 // Every rank's host label: the processor name of the lowest world rank on its node. Two nodes that
 // report the same name are told apart by that rank ("name#4"), so they are never merged.

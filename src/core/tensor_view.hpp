@@ -33,12 +33,17 @@ struct TensorView {
     return static_cast<T*>(data);
   }
 
+  // Address of element `offset` (byte arithmetic, the view being untyped; no bounds check, so that the
+  // address one past a block can be compared with another view's start, as in-place tests do).
+  char* address_of(std::int64_t offset) const {
+    return static_cast<char*>(data) + offset * static_cast<std::int64_t>(dtype_bytes(dtype));
+  }
+
   // Elements [offset, offset + n) of this view.
   TensorView slice(std::int64_t offset, std::int64_t n) const {
     MDDP_CHECK(offset >= 0 && n >= 0 && offset + n <= count,
                "slice [" << offset << ", " << offset + n << ") outside view of " << count);
-    return TensorView(static_cast<char*>(data) + offset * static_cast<std::int64_t>(dtype_bytes(dtype)), n, dtype,
-                      device);
+    return TensorView(address_of(offset), n, dtype, device);
   }
 };
 

@@ -34,12 +34,6 @@ std::int64_t element_bytes(int code) {
   }
 }
 
-std::string hex32(std::uint32_t v) {
-  char s[16];
-  std::snprintf(s, sizeof s, "0x%08x", v);
-  return s;
-}
-
 std::uint32_t big_endian32(const unsigned char* b) {
   return (std::uint32_t{b[0]} << 24) | (std::uint32_t{b[1]} << 16) | (std::uint32_t{b[2]} << 8) | std::uint32_t{b[3]};
 }
@@ -47,6 +41,12 @@ std::uint32_t big_endian32(const unsigned char* b) {
 gzFile as_gz(void* p) { return static_cast<gzFile>(p); }
 
 }  // namespace
+
+std::string idx_magic_text(std::uint32_t magic) {
+  char s[16];
+  std::snprintf(s, sizeof s, "0x%08x", magic);
+  return s;
+}
 
 std::string idx_type_name(int code) {
   switch (code) {
@@ -97,7 +97,7 @@ void IdxReader::read_header() {
                                   << " bytes");
   magic_ = big_endian32(head);
   MDDP_USAGE_CHECK(head[0] == 0 && head[1] == 0 && element_bytes(head[2]) > 0 && head[3] >= 1 && head[3] <= 8,
-                   path << form << ": wrong magic " << hex32(magic_)
+                   path << form << ": wrong magic " << idx_magic_text(magic_)
                         << ": not an IDX file (an IDX magic is 0x0000TTDD: type TT = 08 unsigned byte .. 0e float64, "
                            "DD = 1..8 dimensions; MNIST images are 0x00000803, labels 0x00000801)");
   const int d = head[3];
@@ -109,7 +109,8 @@ void IdxReader::read_header() {
   item_bytes_ = element_bytes(type_code());
   for (int i = 0; i < d; ++i) {
     const std::int64_t size = big_endian32(sizes.data() + 4 * i);
-    MDDP_USAGE_CHECK(size >= 1, path << form << ": dimension " << i << " has size 0 (magic " << hex32(magic_) << ")");
+    MDDP_USAGE_CHECK(size >= 1,
+                     path << form << ": dimension " << i << " has size 0 (magic " << idx_magic_text(magic_) << ")");
     dims_.push_back(size);
     if (i > 0) {
       item_bytes_ *= size;  // at most 2^31 after each factor (checked), so the next product fits
@@ -148,7 +149,7 @@ void IdxReader::fail_short(std::int64_t got_bytes) {
   const std::int64_t data_bytes = count() * item_bytes_;
   const std::int64_t have = items_read_ * item_bytes_ + got_bytes;
   std::ostringstream os;
-  os << path_ << (gzip_ ? " (gzip-compressed)" : "") << ": truncated: the header (magic " << hex32(magic_)
+  os << path_ << (gzip_ ? " (gzip-compressed)" : "") << ": truncated: the header (magic " << idx_magic_text(magic_)
      << ", dimensions";
   for (auto dim : dims_) os << " " << dim;
   os << ") promises " << data_bytes << " bytes of items after its " << header_bytes_ << " bytes, the "
@@ -175,7 +176,7 @@ void IdxReader::expect_end() {
   for (std::int64_t n; (n = read_bytes(extra, sizeof extra)) > 0;) more += n;
   MDDP_USAGE_CHECK(more == 0, path_ << (gzip_ ? " (gzip-compressed)" : "") << ": " << more
                                     << " extra bytes after the last of the " << count() << " items the header (magic "
-                                    << hex32(magic_) << ") describes");
+                                    << idx_magic_text(magic_) << ") describes");
 }
 
 }  // namespace microddp::io

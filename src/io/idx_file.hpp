@@ -22,6 +22,9 @@ namespace microddp::io {
 
 inline constexpr int kIdxUnsignedByte = 0x08;
 
+// A magic number as messages write it: "0x00000803".
+std::string idx_magic_text(std::uint32_t magic);
+
 // "unsigned byte", "float32", ... for a type code; "unknown" otherwise.
 std::string idx_type_name(int type_code);
 

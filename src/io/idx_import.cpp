@@ -18,14 +18,8 @@ namespace microddp::io {
 
 namespace {
 
-constexpr std::int64_t kBlockRows = 4096;  // images per read/convert/write block: 12 MiB of float32 at 28x28
+constexpr std::int64_t kImportBlockRows = 4096;  // images per read/convert/write block: 12 MiB of float32 at 28x28
 constexpr std::uint32_t kImagesMagic = 0x00000803, kLabelsMagic = 0x00000801;
-
-std::string hex32(std::uint32_t v) {
-  char s[16];
-  std::snprintf(s, sizeof s, "0x%08x", v);
-  return s;
-}
 
 std::string dims_text(const std::vector<std::int64_t>& dims, std::size_t from, const char* sep) {
   std::ostringstream os;
@@ -37,8 +31,8 @@ void check_images(const IdxReader& r) {
   const bool ok = r.type_code() == kIdxUnsignedByte && r.dims().size() >= 2;
   if (ok) return;
   std::ostringstream os;
-  os << r.path() << ": wrong magic " << hex32(r.magic()) << " for an IDX images file: expected " << hex32(kImagesMagic)
-     << " (unsigned bytes, count x rows x columns)";
+  os << r.path() << ": wrong magic " << idx_magic_text(r.magic()) << " for an IDX images file: expected "
+     << idx_magic_text(kImagesMagic) << " (unsigned bytes, count x rows x columns)";
   if (r.magic() == kLabelsMagic) {
     os << "; this is a labels file: are IMAGES and LABELS swapped?";
   } else {
@@ -51,8 +45,8 @@ void check_labels(const IdxReader& r) {
   const bool ok = r.type_code() == kIdxUnsignedByte && r.dims().size() == 1;
   if (ok) return;
   std::ostringstream os;
-  os << r.path() << ": wrong magic " << hex32(r.magic()) << " for an IDX labels file: expected " << hex32(kLabelsMagic)
-     << " (unsigned bytes, one dimension: the count)";
+  os << r.path() << ": wrong magic " << idx_magic_text(r.magic()) << " for an IDX labels file: expected "
+     << idx_magic_text(kLabelsMagic) << " (unsigned bytes, one dimension: the count)";
   if (r.type_code() == kIdxUnsignedByte && r.dims().size() >= 2) {
     os << "; this is an images file: are IMAGES and LABELS swapped?";
   } else {
@@ -131,7 +125,7 @@ IdxImportResult import_idx(const IdxImportOptions& o) {
     Hid yds(MDDP_HDF5_CHECK(H5Dcreate2(file, "/labels", H5T_STD_I32LE, ys, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
     MDDP_HDF5_CHECK(H5Dwrite(yds, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, y.data()));
 
-    const std::int64_t block = std::min(kBlockRows, n);
+    const std::int64_t block = std::min(kImportBlockRows, n);
     std::vector<std::uint8_t> pixels(static_cast<std::size_t>(block * in_dim));
     std::vector<float> x(pixels.size());
     for (std::int64_t r0 = 0; r0 < n; r0 += block) {

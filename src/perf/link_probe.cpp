@@ -7,17 +7,11 @@
 #include <map>
 
 #include "core/error.hpp"
+#include "perf/median.hpp"
 
 namespace microddp::perf {
 
 namespace {
-
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // Bandwidths to 3 significant digits (0.0113, 0.110, 1.05): links span orders of magnitude.
 std::string gbs(double x) {
@@ -63,11 +57,11 @@ LinkVerdict classify_links(const std::vector<PairMeasurement>& pairs, const std:
     v.hosts[s].send_gbs = std::max(v.hosts[s].send_gbs, rate);
     v.hosts[d].recv_gbs = std::max(v.hosts[d].recv_gbs, rate);
   }
-  v.inter_median_gbs = median_of(inter);
+  v.inter_median_gbs = median(inter);
   for (std::size_t h = 0; h < v.hosts.size(); ++h) {
     HostLinkSummary& s = v.hosts[h];
     s.inter_pairs = static_cast<int>(involved[h].size());
-    s.pairs_median_gbs = median_of(involved[h]);
+    s.pairs_median_gbs = median(involved[h]);
     // A direction with no pair (only in partial input) does not bound the link.
     if (s.send_gbs > 0 && s.recv_gbs > 0) {
       s.link_gbs = std::min(s.send_gbs, s.recv_gbs);
@@ -103,7 +97,7 @@ LinkVerdict classify_links(const std::vector<PairMeasurement>& pairs, const std:
       if (o != h) others.push_back(v.hosts[o].link_gbs);
     }
     HostLinkSummary& s = v.hosts[h];
-    s.others_median_gbs = median_of(others);
+    s.others_median_gbs = median(others);
     const double r = s.link_gbs / s.others_median_gbs;
     if (worst == 0 || r < worst) worst = r, worst_host = h;
     s.slow = r < slow_fraction;

@@ -40,9 +40,6 @@ namespace {
 
 std::int64_t elem_bytes(const TensorView& v) { return static_cast<std::int64_t>(core::dtype_bytes(v.dtype)); }
 
-// Address of element `offset` of v (byte arithmetic: the view is untyped).
-char* at(const TensorView& v, std::int64_t offset) { return static_cast<char*>(v.data) + offset * elem_bytes(v); }
-
 // m contiguous elements whose extent is a whole per-rank block of `block_count` elements, so that
 // "1 of this type per rank" selects elements [offset, offset + m) of every rank's block.
 class BlockPieceType {
@@ -85,7 +82,8 @@ void run_all_reduce(const Ctx& x, const CollectiveCall& call) {
   const MPI_Op op = mpi_op(call.op, call.recv.dtype);
   for (std::int64_t o = 0; o < count; o += x.limit) {
     const int m = to_mpi_int(std::min(x.limit, count - o));
-    MDDP_MPI_CHECK(MPI_Allreduce(in_place ? MPI_IN_PLACE : at(call.send, o), at(call.recv, o), m, t, op, x.comm));
+    MDDP_MPI_CHECK(
+        MPI_Allreduce(in_place ? MPI_IN_PLACE : call.send.address_of(o), call.recv.address_of(o), m, t, op, x.comm));
   }
 }
 
@@ -94,7 +92,7 @@ void run_broadcast(const Ctx& x, const CollectiveCall& call) {
   const MPI_Datatype t = mpi_datatype(call.recv.dtype);
   for (std::int64_t o = 0; o < count; o += x.limit) {
     const int m = to_mpi_int(std::min(x.limit, count - o));
-    MDDP_MPI_CHECK(MPI_Bcast(at(call.recv, o), m, t, call.root, x.comm));
+    MDDP_MPI_CHECK(MPI_Bcast(call.recv.address_of(o), m, t, call.root, x.comm));
   }
 }
 
@@ -103,7 +101,7 @@ void run_scatter(const Ctx& x, const CollectiveCall& call) {
   const std::int64_t c = call.recv.count;
   if (c == 0) return;
   const bool is_root = x.rank == call.root;
-  const bool in_place = is_root && call.recv.data == at(call.send, call.root * c);
+  const bool in_place = is_root && call.recv.data == call.send.address_of(call.root * c);
   const MPI_Datatype t = mpi_datatype(call.recv.dtype);
   if (x.fits_whole(c)) {
     const int ci = to_mpi_int(c);
@@ -114,8 +112,8 @@ void run_scatter(const Ctx& x, const CollectiveCall& call) {
   for (std::int64_t o = 0; o < c; o += x.piece()) {
     const int m = to_mpi_int(std::min(x.piece(), c - o));
     const BlockPieceType piece(t, m, c * elem_bytes(call.recv));
-    MDDP_MPI_CHECK(MPI_Scatter(is_root ? at(call.send, o) : nullptr, 1, piece.get(),
-                               in_place ? MPI_IN_PLACE : at(call.recv, o), m, t, call.root, x.comm));
+    MDDP_MPI_CHECK(MPI_Scatter(is_root ? call.send.address_of(o) : nullptr, 1, piece.get(),
+                               in_place ? MPI_IN_PLACE : call.recv.address_of(o), m, t, call.root, x.comm));
   }
 }
 
@@ -124,7 +122,7 @@ void run_gather(const Ctx& x, const CollectiveCall& call) {
   const std::int64_t c = call.send.count;
   if (c == 0) return;
   const bool is_root = x.rank == call.root;
-  const bool in_place = is_root && call.send.data == at(call.recv, call.root * c);
+  const bool in_place = is_root && call.send.data == call.recv.address_of(call.root * c);
   const MPI_Datatype t = mpi_datatype(call.send.dtype);
   if (x.fits_whole(c)) {
     const int ci = to_mpi_int(c);
@@ -135,15 +133,15 @@ void run_gather(const Ctx& x, const CollectiveCall& call) {
   for (std::int64_t o = 0; o < c; o += x.piece()) {
     const int m = to_mpi_int(std::min(x.piece(), c - o));
     const BlockPieceType piece(t, m, c * elem_bytes(call.send));
-    MDDP_MPI_CHECK(MPI_Gather(in_place ? MPI_IN_PLACE : at(call.send, o), m, t, is_root ? at(call.recv, o) : nullptr, 1,
-                              piece.get(), call.root, x.comm));
+    MDDP_MPI_CHECK(MPI_Gather(in_place ? MPI_IN_PLACE : call.send.address_of(o), m, t,
+                              is_root ? call.recv.address_of(o) : nullptr, 1, piece.get(), call.root, x.comm));
   }
 }
 
 void run_all_gather(const Ctx& x, const CollectiveCall& call) {
   const std::int64_t c = call.send.count;
   if (c == 0) return;
-  const bool in_place = call.send.data == at(call.recv, x.rank * c);
+  const bool in_place = call.send.data == call.recv.address_of(x.rank * c);
   const MPI_Datatype t = mpi_datatype(call.send.dtype);
   if (x.fits_whole(c)) {
     const int ci = to_mpi_int(c);
@@ -153,8 +151,8 @@ void run_all_gather(const Ctx& x, const CollectiveCall& call) {
   for (std::int64_t o = 0; o < c; o += x.piece()) {
     const int m = to_mpi_int(std::min(x.piece(), c - o));
     const BlockPieceType piece(t, m, c * elem_bytes(call.send));
-    MDDP_MPI_CHECK(
-        MPI_Allgather(in_place ? MPI_IN_PLACE : at(call.send, o), m, t, at(call.recv, o), 1, piece.get(), x.comm));
+    MDDP_MPI_CHECK(MPI_Allgather(in_place ? MPI_IN_PLACE : call.send.address_of(o), m, t, call.recv.address_of(o), 1,
+                                 piece.get(), x.comm));
   }
 }
 
@@ -177,11 +175,12 @@ void run_reduce_scatter(const Ctx& x, const CollectiveCall& call) {
   for (int d = 0; d < x.size; ++d) {
     for (std::int64_t o = 0; o < c; o += x.limit) {
       const int m = to_mpi_int(std::min(x.limit, c - o));
-      const void* src = at(call.send, d * c + o);
+      const void* src = call.send.address_of(d * c + o);
       if (x.rank != d) {
         MDDP_MPI_CHECK(MPI_Reduce(src, nullptr, m, t, op, d, x.comm));
       } else {
-        MDDP_MPI_CHECK(MPI_Reduce(in_place && d == 0 ? MPI_IN_PLACE : src, at(call.recv, o), m, t, op, d, x.comm));
+        MDDP_MPI_CHECK(
+            MPI_Reduce(in_place && d == 0 ? MPI_IN_PLACE : src, call.recv.address_of(o), m, t, op, d, x.comm));
       }
     }
   }

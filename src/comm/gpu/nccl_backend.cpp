@@ -78,9 +78,6 @@ ncclRedOp_t nccl_op(ReduceOp op) {
 }
 
 std::size_t to_size(std::int64_t n) { return static_cast<std::size_t>(n); }
-char* at(const TensorView& v, std::int64_t offset) {
-  return static_cast<char*>(v.data) + offset * static_cast<std::int64_t>(core::dtype_bytes(v.dtype));
-}
 
 // Sets the calling thread's current device for a scope (streams, events and kernels of our GPU need
 // it current) and restores the caller's choice afterwards.
@@ -489,11 +486,11 @@ void NcclBackend::enqueue_device(const CollectiveCall& call) {
       }
       NcclGroup group;
       for (int q = 0; q < n; ++q) {
-        if (q != r) MDDP_NCCL_CHECK(ncclSend(at(call.send, q * c), to_size(c), t, q, s.comm, s.stream));
+        if (q != r) MDDP_NCCL_CHECK(ncclSend(call.send.address_of(q * c), to_size(c), t, q, s.comm, s.stream));
       }
       group.end();
-      if (call.recv.data != at(call.send, r * c)) {
-        MDDP_CUDA_CHECK(cudaMemcpyAsync(call.recv.data, at(call.send, r * c), to_size(call.recv.bytes()),
+      if (call.recv.data != call.send.address_of(r * c)) {
+        MDDP_CUDA_CHECK(cudaMemcpyAsync(call.recv.data, call.send.address_of(r * c), to_size(call.recv.bytes()),
                                         cudaMemcpyDeviceToDevice, s.stream));
       }
       return;
@@ -508,11 +505,11 @@ void NcclBackend::enqueue_device(const CollectiveCall& call) {
       }
       NcclGroup group;
       for (int q = 0; q < n; ++q) {
-        if (q != r) MDDP_NCCL_CHECK(ncclRecv(at(call.recv, q * c), to_size(c), t, q, s.comm, s.stream));
+        if (q != r) MDDP_NCCL_CHECK(ncclRecv(call.recv.address_of(q * c), to_size(c), t, q, s.comm, s.stream));
       }
       group.end();
-      if (call.send.data != at(call.recv, r * c)) {
-        MDDP_CUDA_CHECK(cudaMemcpyAsync(at(call.recv, r * c), call.send.data, to_size(call.send.bytes()),
+      if (call.send.data != call.recv.address_of(r * c)) {
+        MDDP_CUDA_CHECK(cudaMemcpyAsync(call.recv.address_of(r * c), call.send.data, to_size(call.send.bytes()),
                                         cudaMemcpyDeviceToDevice, s.stream));
       }
       return;
@@ -532,7 +529,7 @@ void NcclBackend::enqueue_device(const CollectiveCall& call) {
       // Ours is in place when recv.data == send.data (result in block 0); NCCL's when recv is block
       // `rank`. For rank > 0 run NCCL's in-place form, then move block r to the front (disjoint ranges).
       if (call.send.data == call.recv.data && r != 0) {
-        char* own = at(call.send, r * c);
+        char* own = call.send.address_of(r * c);
         MDDP_NCCL_CHECK(ncclReduceScatter(call.send.data, own, to_size(c), t, nccl_op(op), s.comm, s.stream));
         MDDP_CUDA_CHECK(
             cudaMemcpyAsync(call.recv.data, own, to_size(call.recv.bytes()), cudaMemcpyDeviceToDevice, s.stream));
