@@ -10,7 +10,7 @@
 //   hier:      reduce-scatter and all-gather inside the node, each (L-1)·α_intra + (L-1)/L·S·β_intra,
 //              plus a ring over N of S/L bytes per local index; the L rings of a node share its
 //              link, so 2(N-1)·α_inter + 2(N-1)/N·S·β_inter.
-// With β terms dominant, ring/hier → ((n-1)/n) / ((N-1)/N): 1.5 at 2 x 2, 1.75 at 2 x 4, 1.33 at 4 x 2
+// With β terms dominant, ring/hier → ((n-1)/n) / ((N-1)/N): 1.5 at 2 x 2, 1.75 at 2 x 4, 1.17 at 4 x 2
 // (the inter-node bytes per node fall from 2(n-1)/n·S to 2(N-1)/N·S). Assumptions (what the model
 // misses): one network link per node, shared by its ranks; links of equal rate (a slower one
 // bounds both algorithms: fit the class from the slowest); phases do not overlap; the node-local
@@ -47,8 +47,9 @@ double hier_all_reduce_s(const LinkClassModel& m, int nodes, int ranks_per_node,
 // A fit too poor to decide with: R² below kPoorFitR2 or a measured point further than
 // kPoorFitMaxRelResidual from the fit. Empty when the fit is fine, else a one-line warning.
 inline constexpr double kPoorFitR2 = 0.9;
-// Hier and ring differ by 1.33-1.75x in the β-bound regime: a fit that misses a measured point by
-// more than 30% could pick the wrong one.
+// Hier and ring differ by 1.17x (4 x 2) to 1.75x (2 x 4) in the β-bound regime: a fit that misses a
+// measured point by more than 30% could pick the wrong one at most shapes. At 4 x 2 a smaller miss
+// can already do that, so an unflagged fit is no guarantee there (the measured column says).
 inline constexpr double kPoorFitMaxRelResidual = 0.3;
 std::string fit_warning(const FitResult& f);
 
