@@ -22,6 +22,7 @@
 #include "app/training_session.hpp"
 #include "core/error.hpp"
 #include "core/timer.hpp"
+#include "ddp/data_source_lease.hpp"
 #include "ddp/trainer.hpp"
 #include "kernels/ops.hpp"
 #include "perf/config_json.hpp"
@@ -137,8 +138,11 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     }
   }
   ddp::Trainer& trainer = session.start_trainer(cfg);
+  // The trainer (the session's) outlives `control` and `data`, which own the file: the lease, declared
+  // after them, stops the prefetching loader before they go (ddp/data_source_lease.hpp).
+  ddp::DataSourceLease data_lease;
   if (data) {
-    trainer.set_data_source(data->train_source());
+    data_lease = trainer.set_data_source(data->train_source());
     trainer.set_epochs(data->epochs());
   }
   std::optional<ValidationRun> validation;

@@ -87,9 +87,20 @@ void Trainer::choose_input(const data::DataSource* source) {
   input_note_ = std::move(c.note);
 }
 
-void Trainer::set_data_source(const data::DataSource& source) {
+DataSourceLease Trainer::set_data_source(const data::DataSource& source) {
   // The pipeline depends on the source (make_input_pipeline): a new one, before the first load.
   choose_input(&source);
+  source_released_ = false;
+  return DataSourceLease(*this);
+}
+
+void Trainer::release_data_source() noexcept {
+  source_released_ = true;
+  try {
+    input_->restart();  // a prefetching pipeline joins its loader; the next load would start it anew
+  } catch (const std::exception& e) {  // a GPU stream error while waiting for an upload
+    MDDP_WARN("trainer: stopping the input pipeline failed: " << e.what());
+  }
 }
 
 Trainer::~Trainer() {
@@ -114,6 +125,7 @@ void Trainer::setup() {
 }
 
 StepRecord Trainer::step() {
+  MDDP_CHECK(!source_released_, "trainer: step() after its data source's lease ended (set_data_source again first)");
   const std::int64_t step = steps_done_;
   current_step_ = step;
   if (!config_.keep_events) events_.clear();

@@ -33,6 +33,7 @@
 
 #include "comm/communicator.hpp"
 #include "core/event_log.hpp"
+#include "ddp/data_source_lease.hpp"
 #include "ddp/divergence_check.hpp"
 #include "ddp/grad_sync.hpp"
 #include "ddp/input_pipeline.hpp"
@@ -80,8 +81,14 @@ class Trainer final : public TrainState {
   // Bytes per rank of every buffer this rank allocated, by kind (ddp/zero/memory_report.hpp).
   zero::MemoryReport memory_report() const;
   // Train from `source` instead of the built-in synthetic set (InputPipeline::set_source), before
-  // the first step. The input pipeline is chosen anew for it (make_input_pipeline).
-  void set_data_source(const data::DataSource& source);
+  // the first step. The input pipeline is chosen anew for it (make_input_pipeline). The trainer
+  // borrows `source` until the returned lease ends (ddp/data_source_lease.hpp): declare the lease
+  // after the source, so that every read of it (a prefetching loader's too) stops first.
+  DataSourceLease set_data_source(const data::DataSource& source);
+  // What the lease's end calls: stops every read of the borrowed source (a prefetching loader is
+  // joined after the fill in progress); step() refuses to run until set_data_source again.
+  // Does not throw (a failure to stop is reported as a warning: it runs during unwinding).
+  void release_data_source() noexcept;
   // How the input is prepared ("prefetch 2", or why not) and its background work (the run summary).
   const std::string& input_note() const { return input_note_; }
   BackgroundWork input_background() const { return input_->background(); }
@@ -133,6 +140,7 @@ class Trainer final : public TrainState {
   model::FullMLP model_;
   std::unique_ptr<InputPipeline> input_;
   std::string input_note_;  // make_input_pipeline's note
+  bool source_released_ = false;  // release_data_source() since the last set_data_source()
   core::EventLog events_;
   std::unique_ptr<GradSync> sync_;
   std::unique_ptr<OptimizerUpdate> update_;  // after sync_: a sharded update reads its buffers

@@ -409,7 +409,7 @@ TEST_P(DeviceTraining, PrefetchedUploadOnTheEmulatedDevice) {
     auto ops = device_ops(gpu);
     auto comm = make_comm(GetParam());
     Trainer t(cfg, *comm, *ops);
-    t.set_data_source(source);
+    const DataSourceLease lease = t.set_data_source(source);
     t.setup();
     t.step();
     t.step();

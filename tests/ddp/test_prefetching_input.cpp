@@ -7,20 +7,27 @@
 //     that batch's load() on the step's thread;
 //   * training with prefetch 2 equals prefetch 0 bitwise (losses and parameters), on the synthetic
 //     set and on an in-memory source in shuffled epochs with accumulation, across a resume;
-//   * the trainer keeps DirectInput for a source whose fill must stay on the step's thread.
+//   * the trainer keeps DirectInput for a source whose fill must stay on the step's thread;
+//   * when the data-source lease ends, no fill of the source is running or starts any more, though
+//     the loader was reading ahead of the steps (ddp/data_source_lease.hpp; `train` crashed at exit
+//     now and then when the file's owner went first), and the trainer refuses to step.
 // CPU only; small sizes (a few ms per case).
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "comm/factory.hpp"
 #include "core/error.hpp"
 #include "data/epoch_sampler.hpp"
 #include "data/synthetic_dataset.hpp"
+#include "ddp/data_source_lease.hpp"
 #include "ddp/direct_input.hpp"
 #include "ddp/prefetching_input.hpp"
 #include "ddp/trainer.hpp"
@@ -163,9 +170,10 @@ TrainRun train(const TrainConfig& cfg, const data::DataSource* source, std::int6
   auto ops = kernels::make_cpu_ops(1);
   Trainer t(cfg, *comm, *ops);
   std::optional<data::EpochSampler> epochs;
+  ddp::DataSourceLease lease;
   if (source != nullptr) {
     epochs.emplace(source->rows(), cfg.global_batch * cfg.accum_steps, cfg.seed, true);
-    t.set_data_source(*source);
+    lease = t.set_data_source(*source);
     t.set_epochs(*epochs);
   }
   t.setup();
@@ -212,6 +220,54 @@ TEST(PrefetchingTraining, SourceThatMustStayOnTheStepsThreadKeepsDirectInput) {
   const TrainRun r = train(small_config(2), &source, 0);
   EXPECT_EQ(r.note.rfind("prefetch off", 0), 0u) << r.note;
   expect_same_run(train(small_config(0), &source, 0), r, "a source filled on the step's thread");
+}
+
+// An in-memory source whose fills take a while and that can be closed: a fill running or starting
+// after close() is counted (what reading a destroyed source would be).
+class ClosableSource final : public data::DataSource {
+ public:
+  explicit ClosableSource(const MemorySource& rows) : rows_(rows) {}
+  std::int64_t in_dim() const override { return rows_.in_dim(); }
+  std::int64_t classes() const override { return rows_.classes(); }
+  std::int64_t rows() const override { return rows_.rows(); }
+  std::string describe() const override { return "closable"; }
+  bool prepare_fill_off_thread() const override { return true; }
+  void fill(std::int64_t first, std::int64_t count, float* x, std::int32_t* y) const override {
+    if (closed_) ++fills_after_close_;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the loader is inside a fill for long
+    rows_.fill(first, count, x, y);
+    if (closed_) ++fills_after_close_;
+  }
+  void close() { closed_ = true; }
+  int fills_after_close() const { return fills_after_close_; }
+
+ private:
+  const MemorySource& rows_;
+  std::atomic<bool> closed_{false};
+  mutable std::atomic<int> fills_after_close_{0};
+};
+
+TEST(PrefetchingTraining, LeaseEndStopsEveryReadOfTheSource) {
+  const MemorySource rows = memory_rows(40, true);
+  ClosableSource source(rows);
+  auto comm = comm::make_communicator("mpi", microddp::testing::runtime());
+  auto ops = kernels::make_cpu_ops(1);
+  Trainer t(small_config(4), *comm, *ops);
+  {
+    const DataSourceLease lease = t.set_data_source(source);
+    EXPECT_EQ(t.input_note(), "prefetch 4");
+    t.setup();
+    for (int s = 0; s < 3; ++s) t.step();
+    // The loader now fills batches 3 .. 6 ahead of the steps, 20 ms each.
+  }
+  source.close();
+  std::this_thread::sleep_for(std::chrono::milliseconds(120));  // the loader's read-ahead, had it gone on
+  EXPECT_EQ(source.fills_after_close(), 0) << "the loader read the source after the lease ended";
+  EXPECT_THROW(t.step(), core::Error);
+  // A new loan resumes the steps where they were.
+  const DataSourceLease again = t.set_data_source(source);
+  EXPECT_NO_THROW(t.step());
+  EXPECT_EQ(t.steps_done(), 4);
 }
 
 }  // namespace

@@ -114,7 +114,7 @@ TEST(Hdf5Dataset, TrainingFromFileEqualsSynthetic) {
   auto ops = kernels::make_cpu_ops(1);
   ddp::Trainer a(cfg, comm, *ops), b(cfg, comm, *ops);
   Hdf5DataSource src(p);
-  b.set_data_source(src);
+  const ddp::DataSourceLease lease = b.set_data_source(src);  // after src: ends before it
   a.setup();
   b.setup();
   for (int s = 0; s < 10; ++s) EXPECT_EQ(a.step().loss, b.step().loss) << "step " << s;
@@ -246,7 +246,7 @@ TEST(Hdf5Dataset, BadFilesAreRejected) {
   comm.attach_sync_comm(MPI_COMM_WORLD);  // as make_communicator does
   auto ops = kernels::make_cpu_ops(1);
   ddp::Trainer t(cfg, comm, *ops);
-  EXPECT_THROW(t.set_data_source(src), core::UsageError);
+  EXPECT_THROW((void)t.set_data_source(src), core::UsageError);
   cleanup(p);
 }
 
