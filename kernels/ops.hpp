@@ -173,7 +173,7 @@ class Ops {
   // (pointers are captured, not data); scalar arguments are those of the capture (gemm's alpha/beta,
   // AdamParams/SgdParams: a replayed optimizer step reuses the captured step count and learning rate).
   // A mark() recorded in a graph is re-recorded by every replay: read mark_ns() after the replay's
-  // synchronize(). Ids are > 0 and never reused by one Ops object; its destructor destroys the rest.
+  // synchronize(). Its id belongs to the graph until destroy_graph(): later mark()s skip it. Ids are > 0 and never reused by one Ops object; its destructor destroys the rest.
   using GraphId = std::uint32_t;
   virtual bool supports_graphs() const { return false; }
   virtual bool capturing() const { return false; }

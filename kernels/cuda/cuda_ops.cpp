@@ -287,7 +287,14 @@ class CudaOps final : public Ops {
     gpu::step_numerics(losses, k, grad_sumsq, out, stream_);
   }
   std::uint32_t mark() override {
-    const std::uint32_t id = next_mark_++ % kMarkSlots;
+    // Marks a live graph records at each replay are its own: the ring skips them, or an eager mark
+    // would re-record the event between a replay and the read of its time.
+    std::uint32_t id = next_mark_++ % kMarkSlots;
+    for (std::uint32_t tries = 0; mark_graph_[id] != 0; ++tries) {
+      MDDP_CHECK(tries < kMarkSlots, "mark: all " << kMarkSlots << " marks of GPU " << device_ << " belong to graphs");
+      id = next_mark_++ % kMarkSlots;
+    }
+    if (capturing_) mark_graph_[id] = kCapturePending;
     // In a capture, an external record: a node that records the event at every replay (a plain record
     // would only order the capture's streams, and the event could not be timed).
     MDDP_CUDA_CHECK(
@@ -314,6 +321,7 @@ class CudaOps final : public Ops {
     const cudaError_t err = cudaStreamEndCapture(stream_, &graph);
     if (err != cudaSuccess) {
       (void)cudaGetLastError();  // not sticky: the stream is usable again, later checks must not see it
+      free_marks_of(kCapturePending);
       std::ostringstream os;
       os << "end_capture on GPU " << device_ << ": CUDA error " << cudaGetErrorName(err) << ": "
          << cudaGetErrorString(err)
@@ -324,15 +332,19 @@ class CudaOps final : public Ops {
     cudaGraphExec_t exec = nullptr;
     const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
     (void)cudaGraphDestroy(graph);  // the executable graph holds what it needs
+    if (instantiated != cudaSuccess) free_marks_of(kCapturePending);
     MDDP_CUDA_CHECK(instantiated);
     graphs_.push_back(exec);
-    return static_cast<GraphId>(graphs_.size());
+    const auto id = static_cast<GraphId>(graphs_.size());
+    for (GraphId& owner : mark_graph_) owner = owner == kCapturePending ? id : owner;
+    return id;
   }
   void launch_graph(GraphId graph) override { MDDP_CUDA_CHECK(cudaGraphLaunch(graph_exec(graph), stream_)); }
   void destroy_graph(GraphId graph) noexcept override {
     if (graph == 0 || graph > graphs_.size() || graphs_[graph - 1] == nullptr) return;
     (void)cudaGraphExecDestroy(graphs_[graph - 1]);
     graphs_[graph - 1] = nullptr;
+    free_marks_of(graph);
   }
   void abort_capture() noexcept override {
     if (!capturing_) return;
@@ -340,6 +352,7 @@ class CudaOps final : public Ops {
     cudaGraph_t graph = nullptr;
     if (cudaStreamEndCapture(stream_, &graph) == cudaSuccess && graph != nullptr) (void)cudaGraphDestroy(graph);
     (void)cudaGetLastError();
+    free_marks_of(kCapturePending);
   }
 
  private:
@@ -376,6 +389,9 @@ class CudaOps final : public Ops {
     MDDP_CHECK(graph > 0 && graph <= graphs_.size() && graphs_[graph - 1] != nullptr,
                "launch_graph: no graph " << graph << " on GPU " << device_ << " (never made, or destroyed)");
     return graphs_[graph - 1];
+  }
+  void free_marks_of(GraphId owner) noexcept {
+    for (GraphId& g : mark_graph_) g = g == owner ? 0 : g;
   }
   void release_graphs() noexcept {
     abort_capture();
@@ -432,6 +448,9 @@ class CudaOps final : public Ops {
   bool free_warned_ = false;          // free_bytes has reported a cudaFree failure
   std::vector<cudaEvent_t> marks_;    // kMarkSlots timing events: mark() records them in turn
   std::uint32_t next_mark_ = 0;
+  // Per mark: the graph that records it at each replay (0: none; kCapturePending: the open capture's).
+  static constexpr GraphId kCapturePending = ~GraphId{0};
+  std::array<GraphId, kMarkSlots> mark_graph_{};
   std::unique_ptr<DeviceClock> clock_;  // marks -> host times; anchored at every synchronize()
   std::string description_;
   bool capturing_ = false;               // the compute stream is being captured (begin_capture)

@@ -22,7 +22,7 @@
 #include "app/training_session.hpp"
 #include "core/error.hpp"
 #include "core/timer.hpp"
-#include "ddp/data_source_lease.hpp"
+#include "ddp/trainer_data_lease.hpp"
 #include "ddp/trainer.hpp"
 #include "kernels/ops.hpp"
 #include "perf/config_json.hpp"
@@ -68,6 +68,12 @@ class TrainCommand final : public Command {
     sub->add_flag("--layer-events", layer_events_,
                   "Time every layer's forward and backward (a few us per layer); with --metrics the summary "
                   "gets the mean backward time per layer, which `analyze --metrics` uses for bucket timing");
+    sub->add_option("--cuda-graph", cuda_graph_,
+                    "GPU: replay the steady-state step (forward, backward, gradient collectives, numerics) as one "
+                    "CUDA graph: auto (where the run allows it, the header says), on (or an error saying why not), "
+                    "off (every call launched from the host; times each collective)")
+        ->check(CLI::IsMember({"auto", "on", "off"}))
+        ->capture_default_str();
     sub->add_flag("--tf32", tf32_, "GPU only: let cuBLAS use TF32 tensor cores for the GEMMs (about 10-bit mantissa)");
     sub->add_option("--trace-steps", trace_steps_,
                     "Steps the trace keeps, numbered as printed: A:B, A: (to the end), :B or N (default: every step); "
@@ -103,6 +109,7 @@ class TrainCommand final : public Command {
   CLI::Option* comm_option_ = nullptr;     // to know whether --comm was given
   CLI::Option* classes_option_ = nullptr;  // and --classes (else --data's file decides)
   bool tf32_ = false;                      // --tf32
+  std::string cuda_graph_ = "auto";        // --cuda-graph
   bool layer_events_ = false;              // --layer-events
   std::string trace_steps_;                // --trace-steps A:B
   StepRange trace_window_;                 // its steps (default: all)
@@ -110,6 +117,7 @@ class TrainCommand final : public Command {
 
 int TrainCommand::run(const comm::MpiRuntime& mpi) {
   if (layer_events_) opts_.config.layer_events = true;
+  opts_.config.cuda_graph = ddp::parse_cuda_graph_mode(cuda_graph_);
   // The trace shows its steps per layer; their events are copied out of the trainer's one-step log
   // after each step (TraceWindow), so only the window's steps are kept.
   if (!opts_.trace_path.empty()) opts_.config.layer_events = true;
@@ -139,7 +147,7 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
   }
   ddp::Trainer& trainer = session.start_trainer(cfg);
   // The trainer (the session's) outlives `control` and `data`, which own the file: the lease, declared
-  // after them, stops the prefetching loader before they go (ddp/data_source_lease.hpp).
+  // after them, stops the prefetching loader before they go (ddp/trainer_data_lease.hpp).
   ddp::DataSourceLease data_lease;
   if (data) {
     data_lease = trainer.set_data_source(data->train_source());
@@ -213,6 +221,8 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
                   cfg.accum_steps, cfg.global_batch, cfg.accum_steps * cfg.global_batch);
     }
     std::printf("#   compute    : %s\n", ops.description().c_str());
+    if (ops.device() != core::Device::Host)
+      std::printf("#   cuda graph : %s\n", trainer.step_graph().describe().c_str());
     if (ops.device() == core::Device::Host)
       std::printf("#   threads    : %s\n", session.thread_choice().describe().c_str());
     if (!session.device_note().empty()) std::printf("#   gpu shared : %s\n", session.device_note().c_str());
@@ -415,6 +425,9 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
                  {"background_ms_per_step", background_ms_per_step},
                  {"prefetch", background.depth},
                  {"pipeline", trainer.input_note()}};
+    j["cuda_graph"] = {{"on", trainer.step_graph().enabled()},
+                       {"replays", trainer.step_graph().replays()},
+                       {"note", trainer.step_graph().describe()}};
     {
       const ddp::zero::MemoryReport mem = trainer.memory_report();
       j["memory_bytes"] = {{"parameters", mem.parameters},

@@ -130,6 +130,8 @@ class Communicator final {
   // Cost: one small all-gather per collective.
   void set_debug_sync(bool on);
   bool debug_sync() const { return debug_sync_.load(std::memory_order_relaxed); }
+  // Whether a fault point (comm_fault_point) is armed on this rank: they count host calls.
+  bool has_fault_points() const { return fault_exit_seq_ != 0 || fault_extra_seq_ != 0; }
   // Running hash over the fingerprints of every collective executed so far (after synchronize()).
   std::uint64_t sync_history() const;
   // Cost report: check_sync() calls so far, and the wall time of those with step >= 0 (the

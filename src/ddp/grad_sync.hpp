@@ -59,6 +59,9 @@ class GradSync {
   // communication as CommWait from `backward_end_ns` (when backward ended on the device) to the last
   // completion, then waits the Works (already complete: this surfaces errors without blocking).
   void complete(std::int64_t backward_end_ns);
+  // After a step's calls were captured into a CUDA graph (ddp/step_graph.hpp) instead of complete():
+  // its deferred collectives were recorded, not run, and have nothing to time or wait.
+  void discard_deferred() { deferred_.clear(); }
 
   // What one synchronising step costs: number of gradient collectives and bytes all-reduced (with
   // compression: the compressed payload of the step last begun, see grad_compressor.hpp).

@@ -2,6 +2,7 @@
 #include "ddp/numerics_verdict.hpp"
 
 #include <sstream>
+#include <utility>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -18,22 +19,24 @@ NumericsVerdict::NumericsVerdict(comm::Communicator& comm, kernels::Ops& ops, st
       host_numerics_(ops, 7),
       nonfinite_all_(2 * static_cast<std::size_t>(comm.size())) {}
 
-void NumericsVerdict::reduce(std::int64_t micro_steps) {
+void NumericsVerdict::queue_reduce(std::int64_t micro_steps) {
   double* num = numerics_.data();
   ops_.step_numerics(micro_losses_.data(), micro_steps, num + 3, num);      // all-reduced below
   ops_.step_numerics(micro_losses_.data(), micro_steps, num + 3, num + 4);  // this rank's own
   const core::TensorView verdict = core::TensorView::of(num, 3, ops_.device());
   if (comm_.completes_in_stream_order() && ops_.device() != core::Device::Host) {
-    const comm::Work w = comm_.all_reduce(verdict, comm::ReduceOp::Sum, comm::Mode::Async);
-    comm_.order_compute_after(w);
-    ops_.copy_to_host_async(host_numerics_.data(), num, 7 * sizeof(double));
-    ops_.synchronize();  // the step's one host synchronisation (reports device-flagged bad labels)
-    w.wait();            // complete already: surfaces a communicator error
+    pending_ = comm_.all_reduce(verdict, comm::ReduceOp::Sum, comm::Mode::Async);
+    comm_.order_compute_after(pending_);
   } else {
     comm_.all_reduce(verdict, comm::ReduceOp::Sum);
-    ops_.copy_to_host_async(host_numerics_.data(), num, 7 * sizeof(double));
-    ops_.synchronize();
   }
+  ops_.copy_to_host_async(host_numerics_.data(), num, 7 * sizeof(double));
+}
+
+void NumericsVerdict::wait_reduce() {
+  ops_.synchronize();  // the step's one host synchronisation (reports device-flagged bad labels)
+  const comm::Work w = std::exchange(pending_, comm::Work());
+  w.wait();  // complete already: surfaces a communicator error
 }
 
 void NumericsVerdict::enforce(std::int64_t step, std::string_view gradient_hint) {

@@ -37,7 +37,16 @@ class NumericsVerdict {
   float* micro_loss(std::int64_t k) { return micro_losses_.data() + k; }
   double* sum_squares() { return numerics_.data() + 3; }
   // The verdict of the step's `micro_steps` micro-steps (collective; the step's host synchronisation).
-  void reduce(std::int64_t micro_steps);
+  void reduce(std::int64_t micro_steps) {
+    queue_reduce(micro_steps);
+    wait_reduce();
+  }
+  // reduce() in its two halves, for a step captured into a CUDA graph (ddp/step_graph.hpp):
+  // queue_reduce() only queues work (the numerics, the all-reduce on a stream-ordered communicator,
+  // the copy to pinned host memory), so it can be captured; wait_reduce() synchronises and makes the
+  // result readable. A replayed graph runs the queued half again; wait_reduce() follows each replay.
+  void queue_reduce(std::int64_t micro_steps);
+  void wait_reduce();
 
   // The last reduce()'s result, the same on every rank.
   double loss() const { return host_numerics_[0]; }  // global mean loss of the step's global batch
@@ -62,6 +71,7 @@ class NumericsVerdict {
   kernels::OpsBuffer<float> micro_losses_;
   kernels::OpsBuffer<double> numerics_;
   kernels::OpsHostBuffer<double> host_numerics_;
+  comm::Work pending_;  // the stream-ordered all-reduce queued by queue_reduce(), waited by wait_reduce()
   core::HostBuffer<std::int64_t> nonfinite_all_;  // (ranks, 2) local flags, gathered only on a non-finite step
   std::int64_t skipped_steps_ = 0;
 };

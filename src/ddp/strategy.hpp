@@ -88,6 +88,10 @@ struct StrategyRow {
   // Why it cannot carry compressed gradients ("--strategy NAME (<this>) with --grad-compression ... is
   // not supported"); empty: it can.
   std::string_view no_compression = {};
+  // Whether its step may be captured into a CUDA graph (ddp/step_graph.hpp): every host call it makes
+  // in a step must be one a replay can redo without the host (asynchronous collectives on a
+  // stream-ordered communicator). Off unless a row says so: a lab row runs a student's host code.
+  bool graphable = false;
 };
 
 // Appends a row (a name not in the table yet, `make` set, `modelled_as` a production strategy) and

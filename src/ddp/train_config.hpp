@@ -9,6 +9,7 @@
 
 #include "core/fault_plan.hpp"
 #include "ddp/compression/compression_config.hpp"
+#include "ddp/cuda_graph_mode.hpp"
 #include "ddp/grad_sync_options.hpp"
 #include "ddp/numerics.hpp"
 #include "ddp/strategy.hpp"
@@ -49,6 +50,10 @@ struct TrainConfig {
   // filled on the step's thread). Not a result-changing setting: both give the same bits
   // (ddp/input_pipeline.hpp, make_input_pipeline says when a run cannot prefetch).
   std::int64_t prefetch = 2;
+  // --cuda-graph: replay the steady-state GPU step as one CUDA graph (ddp/step_graph.hpp). Not a
+  // result-changing setting (a replay is bitwise the eager step), but ranks agree on it, so every
+  // rank issues its collectives from the host, or none does, and the desync check's counts compare.
+  CudaGraphMode cuda_graph = CudaGraphMode::Auto;
   // Test hooks at the trainer's fault points (ddp/step_faults.hpp); empty by default.
   core::FaultPlan faults;
 };

@@ -68,6 +68,7 @@ Trainer::Trainer(const TrainConfig& config, comm::Communicator& comm, kernels::O
   update_ = std::move(parts.update);
   divergence_ = std::make_unique<DivergenceCheck>(comm_, model_.params(), update_->checked_state().params,
                                                   update_->checked_state().optimizer);
+  graph_ = std::make_unique<StepGraph>(ops_, config_.cuda_graph, graph_obstacle(config_, ops_, comm_));
   grad_ready_hook_ = [this](const model::ParamInfo& p) { sync_->on_grad_ready(p); };
   const bool layer_events = config_.layer_events;
   if (layer_events) {
@@ -130,9 +131,37 @@ StepRecord Trainer::step() {
   current_step_ = step;
   if (!config_.keep_events) events_.clear();
   const std::int64_t step_begin = core::now_ns();
+  const float loss_scale = 1.0f / static_cast<float>(config_.accum_steps * config_.global_batch);
+  // 1-3. Data, forward and backward per micro-step (the last backward launches the gradient sync),
+  // the sync completes, and the numerics verdict is agreed: the step's one host synchronisation.
+  if (graph_->graphs_step(steps_run_)) {
+    graphed_phases(step, loss_scale);
+  } else {
+    eager_phases(step, loss_scale);
+  }
+  ++steps_run_;
+  if (verdict_.nonfinite()) {  // throws under --on-nan abort
+    const GradCompressor* c = sync_->compressor();
+    verdict_.enforce(step, c != nullptr ? c->nonfinite_hint() : std::string_view{});
+  }
+  // 4. The optimizer update, unless the step is skipped.
+  const double grad_norm = verdict_.grad_norm();
+  if (!verdict_.nonfinite()) update(grad_norm);
+  update_->end_step();
+  // 5. Fault points and the periodic checks.
+  if (const core::ArmedFault* f = faults_.perturb_parameter(step)) {
+    finish_param_gather();
+    StepFaults::flip_parameter_bit(model_, f->arg);
+  }
+  events_.record(core::EventKind::Step, step, -1, step_begin, core::now_ns());
+  ++steps_done_;
+  periodic_checks();
+  return StepRecord{step, verdict_.loss(), grad_norm, verdict_.nonfinite()};
+}
+
+void Trainer::eager_phases(std::int64_t step, float loss_scale) {
   // 1. Data, forward, backward per micro-step; the last one's backward launches the gradient sync.
   const std::int64_t micro_steps = config_.accum_steps;
-  const float loss_scale = 1.0f / static_cast<float>(micro_steps * config_.global_batch);
   for (std::int64_t k = 0; k < micro_steps; ++k) micro_step(step, k, loss_scale);
   // 2. Gradient sync completes: the gradients (or this rank's shard) hold the global-batch gradient.
   {
@@ -154,32 +183,49 @@ StepRecord Trainer::step() {
   sync_->complete(timing_.backward_end_ns());
   timing_.record_resolved(step);
   events_.record(core::EventKind::LossSync, step, -1, loss_begin, core::now_ns());
-  if (verdict_.nonfinite()) {  // throws under --on-nan abort
-    const GradCompressor* c = sync_->compressor();
-    verdict_.enforce(step, c != nullptr ? c->nonfinite_hint() : std::string_view{});
-  }
-  // 4. The optimizer update, unless the step is skipped.
-  const double grad_norm = verdict_.grad_norm();
-  if (!verdict_.nonfinite()) update(grad_norm);
-  update_->end_step();
-  // 5. Fault points and the periodic checks.
-  if (const core::ArmedFault* f = faults_.perturb_parameter(step)) {
-    finish_param_gather();
-    StepFaults::flip_parameter_bit(model_, f->arg);
-  }
-  events_.record(core::EventKind::Step, step, -1, step_begin, core::now_ns());
-  ++steps_done_;
-  periodic_checks();
-  return StepRecord{step, verdict_.loss(), grad_norm, verdict_.nonfinite()};
 }
 
-void Trainer::micro_step(std::int64_t step, std::int64_t k, float loss_scale) {
-  const bool last = k + 1 == config_.accum_steps;
-  {
-    core::ScopedEvent e(events_, core::EventKind::Data, step);
-    OpsRange r(ops_, "data");
-    input_->load(step * config_.accum_steps + k, k == 0 && faults_.nan_input(step));
+void Trainer::graphed_phases(std::int64_t step, float loss_scale) {
+  // One micro-step (graph_obstacle). The batch is uploaded outside the graph, which reads the model's
+  // input buffer (its address is fixed) after the upload, in stream order.
+  load_batch(step, 0);
+  if (!graph_->captured()) {
+    // The capture runs phases 1-3's host code once and records their calls instead of running them;
+    // the replay below is this step's execution, as it is every later step's.
+    graph_->begin();
+    try {
+      forward_backward(step, 0, loss_scale);
+      sync_->finish();
+      update_->grad_sum_squares_to(verdict_.sum_squares());
+      verdict_.queue_reduce(1);
+      graph_->end();
+    } catch (...) {
+      graph_->abort();
+      throw;
+    }
+    sync_->discard_deferred();  // the captured collectives run in the replays: nothing to time or wait here
   }
+  {
+    OpsRange r(ops_, "step graph");
+    graph_->replay();
+  }
+  const std::int64_t loss_begin = core::now_ns();
+  {
+    OpsRange r(ops_, "loss sync and numerics");
+    verdict_.wait_reduce();  // the replay's marks are resolved with it
+  }
+  timing_.record_resolved(step);
+  events_.record(core::EventKind::LossSync, step, -1, loss_begin, core::now_ns());
+}
+
+void Trainer::load_batch(std::int64_t step, std::int64_t k) {
+  core::ScopedEvent e(events_, core::EventKind::Data, step);
+  OpsRange r(ops_, "data");
+  input_->load(step * config_.accum_steps + k, k == 0 && faults_.nan_input(step));
+}
+
+void Trainer::forward_backward(std::int64_t step, std::int64_t k, float loss_scale) {
+  const bool last = k + 1 == config_.accum_steps;
   {
     OpsRange r(ops_, "forward");
     timing_.forward_begin(k);

@@ -33,13 +33,14 @@
 
 #include "comm/communicator.hpp"
 #include "core/event_log.hpp"
-#include "ddp/data_source_lease.hpp"
+#include "ddp/trainer_data_lease.hpp"
 #include "ddp/divergence_check.hpp"
 #include "ddp/grad_sync.hpp"
 #include "ddp/input_pipeline.hpp"
 #include "ddp/numerics_verdict.hpp"
 #include "ddp/optimizer_update.hpp"
 #include "ddp/step_faults.hpp"
+#include "ddp/step_graph.hpp"
 #include "ddp/step_timing.hpp"
 #include "ddp/train_config.hpp"
 #include "ddp/train_state.hpp"
@@ -82,7 +83,7 @@ class Trainer final : public TrainState {
   zero::MemoryReport memory_report() const;
   // Train from `source` instead of the built-in synthetic set (InputPipeline::set_source), before
   // the first step. The input pipeline is chosen anew for it (make_input_pipeline). The trainer
-  // borrows `source` until the returned lease ends (ddp/data_source_lease.hpp): declare the lease
+  // borrows `source` until the returned lease ends (ddp/trainer_data_lease.hpp): declare the lease
   // after the source, so that every read of it (a prefetching loader's too) stops first.
   DataSourceLease set_data_source(const data::DataSource& source);
   // What the lease's end calls: stops every read of the borrowed source (a prefetching loader is
@@ -118,12 +119,22 @@ class Trainer final : public TrainState {
   std::int64_t checks_done() const { return divergence_->checks_done(); }
   double check_ms_total() const { return divergence_->check_ms_total(); }  // not in the step events
   std::int64_t skipped_steps() const { return verdict_.skipped_steps(); }  // updates skipped (on_nan skip)
+  // The step's CUDA graph (--cuda-graph): whether it is on, and why not (ddp/step_graph.hpp).
+  const StepGraph& step_graph() const { return *graph_; }
 
  private:
   // input_ and input_note_ for `source` (nullptr: the synthetic set).
   void choose_input(const data::DataSource* source);
   // The phases of step() that are more than a call.
-  void micro_step(std::int64_t step, std::int64_t k, float loss_scale);
+  void micro_step(std::int64_t step, std::int64_t k, float loss_scale) {
+    load_batch(step, k);
+    forward_backward(step, k, loss_scale);
+  }
+  void load_batch(std::int64_t step, std::int64_t k);
+  void forward_backward(std::int64_t step, std::int64_t k, float loss_scale);
+  // The eager step's phases 1-3 (see step()), or the same as a replay of the step graph.
+  void eager_phases(std::int64_t step, float loss_scale);
+  void graphed_phases(std::int64_t step, float loss_scale);
   void update(double grad_norm);
   void periodic_checks();
   // Sharded: a step ends with the parameter all-gathers in flight; every reader of the parameters
@@ -148,6 +159,8 @@ class Trainer final : public TrainState {
   StepTiming timing_;
   StepFaults faults_;
   std::unique_ptr<DivergenceCheck> divergence_;  // over update_->checked_state(), built once
+  std::unique_ptr<StepGraph> graph_;             // decided in the constructor
+  std::int64_t steps_run_ = 0;                   // steps this object ran (a resumed run starts at 0)
   std::int64_t steps_done_ = 0;
   std::int64_t current_step_ = 0;
   std::int64_t layer_begin_ns_ = 0;

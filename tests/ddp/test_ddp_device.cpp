@@ -15,6 +15,9 @@
 //   * Gradient clipping and the NaN verdict on the GPU: the norm computed on the device
 //     (Ops::sum_squares) matches the CPU's, and a NaN injected into one rank's gradient is skipped
 //     on every rank.
+//   * A step replayed as a CUDA graph (--cuda-graph) trains the same bits as the eager step, for
+//     every strategy, SGD and Adam with clipping, synthetic and file data; the emulated device
+//     counts one graph launch per step and the GEMMs gone from the host.
 // The same program also runs with CpuOps standing in for the GPU (MICRODDP_TEST_DEVICE_STANDIN=cpu,
 // ctest ddp_device_standin, label ddp): it checks the tests themselves (tolerances, the resume
 // protocol, the skip verdicts) on every machine, so that only the CUDA implementations are left
@@ -24,6 +27,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -34,6 +38,8 @@
 #include "comm/factory.hpp"
 #include "comm/gpu/gpu_sharing.hpp"
 #include "core/error.hpp"
+#include "ddp/trainer_data_lease.hpp"
+#include "ddp/step_graph.hpp"
 #include "ddp/trainer.hpp"
 #include "kernels/cuda/device.hpp"
 #include "kernels/ops.hpp"
@@ -325,7 +331,127 @@ TEST_P(DeviceTraining, ShardedMatchesDdpAndResumesBitwise) {
   }
 }
 
+// --cuda-graph (ddp/step_graph.hpp): a run whose steady-state step is replayed as one CUDA graph
+// trains the same bits as the same run launched call by call, for every strategy, with Adam and
+// clipping (the optimizer's scalars change every step, outside the graph) and with a file source
+// (the upload is outside the graph too). Where the run cannot graph (the CPU stand-in, host
+// backends), auto falls back to the eager step and `on` is a usage error naming why.
+TEST_P(DeviceTraining, GraphedStepIsBitwiseTheEagerStep) {
+  const int gpu = gpu_for(GetParam());
+  if (gpu < 0) GTEST_SKIP() << "no GPU for backend " << GetParam() << " on every rank of this node";
+  const auto source = microddp::testing::MemorySource::synthetic(5, 90, gpu_config().model.in_dim,
+                                                                 gpu_config().model.classes);
+  struct Run {
+    RunState state;
+    std::string note;
+    std::int64_t replays = 0;
+  };
+  auto run = [&](TrainConfig cfg, CudaGraphMode mode, bool from_source) {
+    cfg.cuda_graph = mode;
+    auto ops = device_ops(gpu);
+    auto comm = make_comm(GetParam());
+    comm->set_compute_stream(ops->native_stream());
+    Trainer t(cfg, *comm, *ops);
+    DataSourceLease lease;
+    if (from_source) lease = t.set_data_source(source);
+    t.setup();
+    std::vector<StepRecord> recs;
+    while (t.steps_done() < cfg.steps) recs.push_back(t.step());
+    t.check_divergence();
+    return Run{snapshot(t, recs), t.step_graph().describe(), t.step_graph().replays()};
+  };
+  const bool can_graph = !cpu_standin() && is_stream_backend(GetParam());
+  for (const char* strategy : {"naive", "flat", "overlap", "bucketed"}) {
+    for (const bool adam : {false, true}) {
+      TrainConfig cfg = gpu_config();
+      cfg.strategy = parse_strategy(strategy);
+      cfg.steps = 6;
+      if (adam) {
+        cfg.optimizer.name = "adam";
+        cfg.optimizer.lr = 0.01f;
+        cfg.clip_grad_norm = 0.5f;  // a clip factor from each step's verdict
+      }
+      const std::string what = std::string(strategy) + (adam ? " adam+clip" : " sgd");
+      const bool from_source = adam;  // the file path's upload (prefetched) and the generator's
+      const Run eager = run(cfg, CudaGraphMode::Off, from_source);
+      const Run graphed = run(cfg, CudaGraphMode::Auto, from_source);
+      EXPECT_EQ(eager.note, "off (--cuda-graph off)");
+      if (!can_graph) {
+        EXPECT_EQ(graphed.note.rfind("off (", 0), 0u) << graphed.note;
+        EXPECT_EQ(graphed.replays, 0);
+        TrainConfig on = cfg;
+        on.cuda_graph = CudaGraphMode::On;
+        auto ops = device_ops(gpu);
+        auto comm = make_comm(GetParam());
+        EXPECT_THROW((void)Trainer(on, *comm, *ops), core::UsageError) << what;
+        continue;
+      }
+      EXPECT_EQ(graphed.note.rfind("on (", 0), 0u) << graphed.note;
+      EXPECT_EQ(graphed.replays, cfg.steps - StepGraph::kWarmupSteps) << what;
+      ASSERT_EQ(graphed.state.records.size(), eager.state.records.size());
+      for (std::size_t i = 0; i < eager.state.records.size(); ++i) {
+        EXPECT_EQ(graphed.state.records[i].loss, eager.state.records[i].loss) << what << " step " << i;
+        EXPECT_EQ(graphed.state.records[i].grad_norm, eager.state.records[i].grad_norm) << what << " step " << i;
+      }
+      ASSERT_EQ(graphed.state.params.size(), eager.state.params.size());
+      EXPECT_EQ(std::memcmp(graphed.state.params.data(), eager.state.params.data(),
+                            eager.state.params.size() * sizeof(float)),
+                0)
+          << what << ": parameters";
+      ASSERT_EQ(graphed.state.state.size(), eager.state.state.size());
+      for (std::size_t b = 0; b < eager.state.state.size(); ++b)
+        EXPECT_EQ(graphed.state.state[b], eager.state.state[b]) << what << ": optimizer state " << b;
+    }
+  }
+}
+
 #if defined(MICRODDP_TEST_CUDA_EMU)
+// What the graph saves the host, counted by the emulated device over 4 steady-state steps of the
+// bucketed default: the GEMMs and every forward/backward kernel leave the host (one graph launch per
+// step replays them), the step still synchronises once, and what the host still launches one by
+// one (the optimizer, the batch) is a small fraction of the eager step's launches.
+TEST_P(DeviceTraining, GraphedStepLaunchesOnTheEmulatedDevice) {
+  const int gpu = gpu_for(GetParam());
+  if (gpu < 0) GTEST_SKIP() << "no GPU for backend " << GetParam() << " on every rank of this node";
+  if (cpu_standin() || !is_stream_backend(GetParam())) GTEST_SKIP() << "graphs need a stream-ordered backend";
+  auto count = [&](CudaGraphMode mode) {
+    TrainConfig cfg = gpu_config();
+    cfg.check_every = 0;
+    cfg.sync_check_every = 0;
+    cfg.steps = 8;
+    cfg.cuda_graph = mode;
+    auto ops = device_ops(gpu);
+    auto comm = make_comm(GetParam());
+    Trainer t(cfg, *comm, *ops);
+    t.setup();
+    t.step();
+    t.step();
+    ops->synchronize();
+    cudaEmuResetCounters();
+    for (int s = 0; s < 4; ++s) t.step();
+    cudaEmuCounters c{};
+    cudaEmuGetCounters(&c);
+    return c;
+  };
+  const cudaEmuCounters eager = count(CudaGraphMode::Off), graphed = count(CudaGraphMode::On);
+  const std::uint64_t eager_calls = eager.kernel_launches + eager.gemm_calls;
+  const std::uint64_t graphed_calls = graphed.kernel_launches + graphed.gemm_calls;
+  std::printf("[ launches ] %s, per step: eager %llu kernels + %llu GEMMs; graphed %llu kernels + %llu GEMMs "
+              "from the host, 1 graph of %llu nodes\n",
+              GetParam().c_str(), static_cast<unsigned long long>(eager.kernel_launches / 4),
+              static_cast<unsigned long long>(eager.gemm_calls / 4),
+              static_cast<unsigned long long>(graphed.kernel_launches / 4),
+              static_cast<unsigned long long>(graphed.gemm_calls / 4),
+              static_cast<unsigned long long>(graphed.graph_nodes / 4));
+  EXPECT_EQ(eager.graph_launches, 0u);
+  EXPECT_EQ(graphed.graph_launches, 4u) << "one replay per step";
+  EXPECT_EQ(graphed.gemm_calls, 0u) << "every GEMM is in the graph";
+  EXPECT_EQ(graphed.graph_gemm_nodes, eager.gemm_calls) << "the graph replays the eager step's GEMMs";
+  EXPECT_EQ(graphed.host_syncs, 4u) << "still one host synchronisation per step";
+  EXPECT_LT(graphed_calls * 5, eager_calls) << "the host still launches most of the step one by one";
+  EXPECT_EQ(graphed.device_allocations + graphed.pinned_allocations, 0u) << "a replay allocates nothing";
+}
+
 // GPU performance hygiene, asserted with the emulated device's counters (speed itself cannot be
 // measured there): what a training step that does not log or check asks of the host.
 //   * nccl, nccl-ring: exactly ONE host synchronisation per step (the verdict read-back), for every
@@ -340,6 +466,7 @@ TEST_P(DeviceTraining, ShardedMatchesDdpAndResumesBitwise) {
 TEST_P(DeviceTraining, StepHostTrafficOnTheEmulatedDevice) {
   const int gpu = gpu_for(GetParam());
   if (gpu < 0) GTEST_SKIP() << "no GPU for backend " << GetParam() << " on every rank of this node";
+  if (cpu_standin()) GTEST_SKIP() << "the CPU stand-in makes no CUDA calls: nothing for the emulator to count";
   const bool stream_ordered = is_stream_backend(GetParam());
   for (const char* strategy : {"naive", "flat", "overlap", "bucketed"}) {
     TrainConfig cfg = gpu_config();

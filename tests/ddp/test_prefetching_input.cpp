@@ -9,7 +9,7 @@
 //     set and on an in-memory source in shuffled epochs with accumulation, across a resume;
 //   * the trainer keeps DirectInput for a source whose fill must stay on the step's thread;
 //   * when the data-source lease ends, no fill of the source is running or starts any more, though
-//     the loader was reading ahead of the steps (ddp/data_source_lease.hpp; `train` crashed at exit
+//     the loader was reading ahead of the steps (ddp/trainer_data_lease.hpp; `train` crashed at exit
 //     now and then when the file's owner went first), and the trainer refuses to step.
 // CPU only; small sizes (a few ms per case).
 #include <gtest/gtest.h>
@@ -27,7 +27,7 @@
 #include "core/error.hpp"
 #include "data/epoch_sampler.hpp"
 #include "data/synthetic_dataset.hpp"
-#include "ddp/data_source_lease.hpp"
+#include "ddp/trainer_data_lease.hpp"
 #include "ddp/direct_input.hpp"
 #include "ddp/prefetching_input.hpp"
 #include "ddp/trainer.hpp"

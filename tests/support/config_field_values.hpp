@@ -34,6 +34,7 @@ inline ddp::ConfigValue another_value(const ddp::ConfigField& f, const ddp::Trai
       if (f.name == "strategy") return std::string(s == "flat" ? "naive" : "flat");
       if (f.name == "on_nan") return std::string(s == "skip" ? "abort" : "skip");
       if (f.name == "shard") return std::string(s == "optimizer" ? "gradients" : "optimizer");
+      if (f.name == "cuda_graph") return std::string(s == "off" ? "on" : "off");
       if (f.name == "grad_compression") {
         const bool powersgd = ddp::parse_compression_mode(s) == ddp::CompressionMode::PowerSgd;
         return std::string(

@@ -127,6 +127,10 @@ struct NcclBackend::State {
   std::vector<cudaEvent_t> started = std::vector<cudaEvent_t>(kSlots, nullptr);  // start of execution (timing)
   std::vector<std::uint64_t> slot_seq = std::vector<std::uint64_t>(kSlots, 0);   // 0: slot never used
   std::vector<CollectiveKind> slot_kind = std::vector<CollectiveKind>(kSlots, CollectiveKind::Barrier);
+  // Per slot: launched while the compute stream was being captured into a CUDA graph. Its events
+  // were recorded into the capture, not on the device: CUDA refuses to query them (the graph's
+  // replays run the collective, each time the graph is launched), so it counts as complete at once.
+  std::vector<char> slot_captured = std::vector<char>(kSlots, 0);
   std::unique_ptr<kernels::DeviceClock> clock;  // done events -> host times (after cudaSetDevice)
   std::uint64_t launched = 0;                   // last seq enqueued
   std::uint64_t completed = 0;                  // every seq <= completed is known complete (one stream: FIFO)
@@ -296,7 +300,7 @@ bool NcclBackend::is_complete(std::uint64_t seq) {
   const std::size_t slot = seq % kSlots;
   // A slot is reused only after its collective completed; a seq never launched (its launch threw)
   // has nothing to wait for.
-  if (s.slot_seq[slot] != seq) return true;
+  if (s.slot_seq[slot] != seq || s.slot_captured[slot]) return true;
   const cudaError_t q = cudaEventQuery(s.done[slot]);
   if (q == cudaSuccess) {
     s.completed = std::max(s.completed, seq);
@@ -351,7 +355,8 @@ void NcclBackend::wait_for(std::uint64_t seq) {
 std::int64_t NcclBackend::completion_ns(std::uint64_t seq) {
   State& s = *s_;
   const std::size_t slot = seq % kSlots;
-  if (s.slot_seq[slot] != seq || !is_complete(seq) || (s.failed && seq >= s.failed_seq)) return 0;
+  if (s.slot_seq[slot] != seq || s.slot_captured[slot] || !is_complete(seq) || (s.failed && seq >= s.failed_seq))
+    return 0;  // untimed: unknown, captured, not complete or failed
   DeviceGuard guard(s.device);
   return s.clock->host_ns(s.done[slot]);
 }
@@ -360,7 +365,8 @@ std::int64_t NcclBackend::start_ns(std::uint64_t seq) {
   State& s = *s_;
   const std::size_t slot = seq % kSlots;
   // Known once the collective completed (its start event then has completed too: same stream, earlier).
-  if (s.slot_seq[slot] != seq || !is_complete(seq) || (s.failed && seq >= s.failed_seq)) return 0;
+  if (s.slot_seq[slot] != seq || s.slot_captured[slot] || !is_complete(seq) || (s.failed && seq >= s.failed_seq))
+    return 0;
   DeviceGuard guard(s.device);
   return s.clock->host_ns(s.started[slot]);
 }
@@ -397,6 +403,17 @@ Work NcclBackend::launch(const CollectiveCall& call, Mode mode) {
   const bool host =
       (uses_send && call.send.device == core::Device::Host) || (uses_recv && call.recv.device == core::Device::Host);
   if (!host) check_device_pointers(call);  // a usage error: thrown before anything is enqueued
+  // Inside a capture of the compute stream (a CUDA graph of the training step, ddp/step_graph.hpp)
+  // the collective becomes part of the graph: the waits through events below fork the communication
+  // stream into the capture and order_compute_after joins it back. Only what a replay can redo
+  // without the host may be captured.
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (s.compute != nullptr) MDDP_CUDA_CHECK(cudaStreamIsCapturing(s.compute, &capture));
+  const bool captured = capture != cudaStreamCaptureStatusNone;
+  MDDP_CHECK(!captured || (!host && mode == Mode::Async),
+             name() << ": " << collective_name(call.kind) << " while the compute stream is captured into a CUDA graph: "
+                    << (host ? "host buffers are staged by the host" : "a synchronous call waits on the host")
+                    << ", which a graph replay cannot do (only asynchronous collectives on device buffers)");
 
   const StagingPlan plan = host ? plan_staging(call, rank()) : StagingPlan{};
   char* host_base[2] = {nullptr, nullptr};
@@ -433,6 +450,7 @@ Work NcclBackend::launch(const CollectiveCall& call, Mode mode) {
   }
   s.slot_seq[slot] = call.seq;
   s.slot_kind[slot] = call.kind;
+  s.slot_captured[slot] = captured ? 1 : 0;
   s.launched = call.seq;
 
   if (host) {

@@ -1,5 +1,5 @@
-// data_source_lease.cpp — ends a trainer's loan of a data source (see data_source_lease.hpp).
-#include "ddp/data_source_lease.hpp"
+// trainer_data_lease.cpp — ends a trainer's loan of a data source (see trainer_data_lease.hpp).
+#include "ddp/trainer_data_lease.hpp"
 
 #include <utility>
 

@@ -1,4 +1,4 @@
-// data_source_lease.hpp — how long a Trainer may read a data source it does not own.
+// trainer_data_lease.hpp — how long a Trainer may read a data source it does not own.
 //
 // Trainer::set_data_source borrows the source, and a prefetching input pipeline reads it on a
 // loader thread AHEAD of the steps (ddp/prefetching_input.hpp): when the last step returns, the

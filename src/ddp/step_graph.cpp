@@ -1,0 +1,73 @@
+// step_graph.cpp — eligibility, capture and replay of the step's graph (see step_graph.hpp).
+#include "ddp/step_graph.hpp"
+
+#include <utility>
+
+#include "core/error.hpp"
+#include "ddp/strategy.hpp"
+
+namespace microddp::ddp {
+
+std::string_view cuda_graph_mode_name(CudaGraphMode m) {
+  switch (m) {
+    case CudaGraphMode::Auto:
+      return "auto";
+    case CudaGraphMode::On:
+      return "on";
+    case CudaGraphMode::Off:
+      return "off";
+  }
+  return "?";
+}
+
+CudaGraphMode parse_cuda_graph_mode(std::string_view name) {
+  if (name == "auto") return CudaGraphMode::Auto;
+  if (name == "on") return CudaGraphMode::On;
+  if (name == "off") return CudaGraphMode::Off;
+  throw core::UsageError("--cuda-graph must be auto, on or off, got '" + std::string(name) + "'");
+}
+
+std::string graph_obstacle(const TrainConfig& config, const kernels::Ops& ops, const comm::Communicator& comm) {
+  if (!ops.supports_graphs()) return "the CPU runs every call at once: graphs need --device cuda";
+  if (!comm.completes_in_stream_order())
+    return "--comm " + std::string(comm.name()) +
+           " waits for its collectives on the host; only stream-ordered backends (nccl, nccl-ring) can be replayed";
+  const StrategyRow& row = strategy_row(config.strategy);
+  if (!row.graphable) return "--strategy " + std::string(row.name) + " runs host code in every step";
+  if (config.accum_steps > 1) return "--accum-steps > 1 (a batch is loaded between micro-steps)";
+  if (config.compression.mode != CompressionMode::None) return "--grad-compression (its second phase is host-driven)";
+  if (config.shard != zero::ShardMode::None) return "--shard (the next forward waits for parameter gathers)";
+  if (config.layer_events) return "per-layer events (--trace, --layer-events: host clocks between layers)";
+  if (!config.faults.empty() || comm.has_fault_points()) return "fault injection is armed (it counts host calls)";
+  if (comm.debug_sync()) return "--debug-sync (an MPI exchange before every collective)";
+  return {};
+}
+
+StepGraph::StepGraph(kernels::Ops& ops, CudaGraphMode mode, std::string obstacle)
+    : ops_(ops), obstacle_(std::move(obstacle)), mode_(mode) {
+  MDDP_USAGE_CHECK(mode != CudaGraphMode::On || obstacle_.empty(),
+                   "--cuda-graph on: this run cannot replay its step as a CUDA graph: " << obstacle_);
+  enabled_ = mode != CudaGraphMode::Off && obstacle_.empty();
+}
+
+void StepGraph::begin() {
+  MDDP_CHECK(enabled_ && graph_ == 0, "step graph: capture " << (enabled_ ? "after the graph exists" : "while off"));
+  ops_.begin_capture();
+}
+
+void StepGraph::end() { graph_ = ops_.end_capture(); }
+
+void StepGraph::replay() {
+  ops_.launch_graph(graph_);
+  ++replays_;
+}
+
+std::string StepGraph::describe() const {
+  if (enabled_)
+    return "on (forward, backward, gradient collectives and numerics replayed as one graph from step " +
+           std::to_string(kWarmupSteps + 1) + ")";
+  if (mode_ == CudaGraphMode::Off) return "off (--cuda-graph off)";
+  return "off (" + obstacle_ + ")";
+}
+
+}  // namespace microddp::ddp

@@ -1,0 +1,83 @@
+// step_graph.hpp — the steady-state GPU training step replayed as one CUDA graph.
+//
+// Why: a GPU step of the default model is ~100 small kernels (16 layers x forward, backward, bias and
+// activation kernels) plus the gradient collectives and the numerics, each launched from the host at a
+// few microseconds apiece; the GPU finishes them faster than the host issues them (launch-bound).
+// A CUDA graph records those calls once and replays them with one launch.
+//
+// What is captured (one graph per trainer, recorded by its second step, the first one warms up every
+// lazy allocation: cuBLAS, NCCL, the communicator's buffers):
+//   forward, backward with its gradient-ready hooks (their asynchronous collectives on a stream-ordered
+//   communicator become graph nodes: the communication stream is forked into the capture and joined
+//   back through events), GradSync::finish, the gradient's sum of squares and the numerics verdict's
+//   all-reduce and copy to pinned host memory (NumericsVerdict::queue_reduce).
+// What stays outside, every step:
+//   the batch's upload (InputPipeline::load, before the replay: the graph reads the model's input
+//   buffer, whose address is fixed), the host synchronisation and the verdict (wait_reduce: skip or
+//   abort on a non-finite step, the clip factor from the gradient norm), the optimizer (its step count
+//   and learning rate are kernel arguments that change every step), and the periodic checks.
+// A replay is bitwise the eager step: the same kernels on the same buffers in the same order
+// (tests/ddp: eager and graphed runs compared bit for bit on the emulated device).
+//
+// Eligibility (graph_obstacle): a GPU (Ops::supports_graphs), a stream-ordered communicator (nccl,
+// nccl-ring: host-driven backends wait on the host inside the step), a production strategy (a lab
+// row runs its student's host code), one micro-step per step, no gradient compression (its second
+// phase is host-driven), no --shard (parameter gathers are waited by the next forward), no per-layer
+// events (host clocks between layers), no --debug-sync (an MPI exchange before each collective) and
+// no armed fault points (they count host calls). What a replay does not do: record the per-collective
+// events (launch and completion of each all-reduce): the step, forward and backward times stay
+// (their device marks are part of the graph), the breakdown's communication columns read 0; use
+// --cuda-graph off to time the collectives.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "comm/communicator.hpp"
+#include "ddp/cuda_graph_mode.hpp"
+#include "ddp/train_config.hpp"
+#include "kernels/ops.hpp"
+
+namespace microddp::ddp {
+
+// Why this run's step cannot be captured, in a few words for the run header and the usage error of
+// --cuda-graph on; empty when it can.
+std::string graph_obstacle(const TrainConfig& config, const kernels::Ops& ops, const comm::Communicator& comm);
+
+class StepGraph {
+ public:
+  // Steps run eagerly before the capture: the first one makes every lazy allocation.
+  static constexpr std::int64_t kWarmupSteps = 1;
+
+  // Decides once (mode On and an obstacle: core::UsageError naming it).
+  StepGraph(kernels::Ops& ops, CudaGraphMode mode, std::string obstacle);
+  ~StepGraph() { ops_.destroy_graph(graph_); }
+  StepGraph(const StepGraph&) = delete;
+  StepGraph& operator=(const StepGraph&) = delete;
+
+  bool enabled() const { return enabled_; }
+  // Whether step number `steps_run` of this trainer (0-based, counted since its construction) runs
+  // the graph: enabled and past the warm-up.
+  bool graphs_step(std::int64_t steps_run) const { return enabled_ && steps_run >= kWarmupSteps; }
+  bool captured() const { return graph_ != 0; }
+  // Record the calls between begin() and end() (end: the graph; a refused call is a core::Error);
+  // abort() drops an open capture (error paths).
+  void begin();
+  void end();
+  void abort() noexcept { ops_.abort_capture(); }
+  // Queues one replay on the compute stream.
+  void replay();
+  std::int64_t replays() const { return replays_; }
+  // "on (forward, backward, gradient collectives and numerics as one graph from step 2)" or "off (why)".
+  std::string describe() const;
+
+ private:
+  kernels::Ops& ops_;
+  bool enabled_ = false;
+  std::string obstacle_;  // why not, when off
+  CudaGraphMode mode_;
+  kernels::Ops::GraphId graph_ = 0;
+  std::int64_t replays_ = 0;
+};
+
+}  // namespace microddp::ddp
