@@ -15,7 +15,8 @@
 #                      (tests/fuzz/run_fuzz.sh); CI runs it last
 #   ./setup.sh cuda-emu  the GPU path on the emulated CUDA device (no GPU needed; docs/cuda_emu.md):
 #                      preset cuda-emu in build-cuda-emu/, its tests (every cuda/nccl test must pass
-#                      there), then jobs/gpu_check.sh --emulated; CI runs it after `test`
+#                      there), then jobs/gpu_check.sh --emulated and jobs/gpu_bench.sh --emulated
+#                      (the GPU benchmark table at tiny sizes); CI runs it after `test`
 #
 # Idempotent and quiet when everything is already installed. Settings from the environment:
 #   BUILD_DIR (default build), JOBS (default: number of cores), MICRODDP_CMAKE_ARGS (extra -D...),
@@ -119,11 +120,12 @@ case "$cmd" in
     ctest --output-on-failure -j "$((JOBS * 2))" ${CTEST_ARGS:-}
     ;;
   sanitize) install_deps; sanitize ;;
-  cuda-emu)  # the emulated-device build and its tests, then the GPU check script against it
+  cuda-emu)  # the emulated-device build and its tests, then the GPU check and benchmark scripts against it
     install_deps
     cmake --preset cuda-emu >/dev/null && cmake --build --preset cuda-emu -j "$JOBS" &&
       ctest --preset cuda-emu -j "$((JOBS * 2))" ${CTEST_ARGS:-} &&
-      CUDA_EMU_NODE_GPUS=2 MICRODDP_GPU_CHECK_SKIP_CTEST=1 MICRODDP_BUILD_JOBS="$JOBS" bash jobs/gpu_check.sh --emulated
+      CUDA_EMU_NODE_GPUS=2 MICRODDP_GPU_CHECK_SKIP_CTEST=1 MICRODDP_BUILD_JOBS="$JOBS" bash jobs/gpu_check.sh --emulated &&
+      CUDA_EMU_NODE_GPUS=1 bash jobs/gpu_bench.sh --emulated
     ;;
   fuzz)  # the libFuzzer targets of the clang ASan/UBSan build (build-asan/), then a short run of each
     install_deps

@@ -13,15 +13,22 @@
 //                  data::SyntheticDataset::fill (kernels/cpu/synthetic_rows.cpp, vectorised) against
 //                  the fill it replaced, kept here as the baseline: core::normal01 (glibc logf/cosf)
 //                  one element at a time, then each label's dot products one after another
-// The target (issue: foundation) is fwd+bwd >= 85% of sgemm-only GFLOP/s.
+// The target is fwd+bwd >= 85% of sgemm-only GFLOP/s.
+// --device cuda (the rank's GPU, as `train --device cuda` picks it; --tf32 as there) times the first
+// three rows on the GPU (device buffers, one synchronisation per iteration; "memcpy" becomes a
+// device-to-device copy of the same bytes): the GEMM floor of a GPU step, which jobs/gpu_bench.sh
+// divides by for its model-FLOP utilisation. The wire and data rows are CPU code and stay on the CPU.
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "app/command.hpp"
+#include "app/compute_device.hpp"
 #include "core/error.hpp"
 #include "core/host_buffer.hpp"
 #include "core/rng.hpp"
@@ -30,6 +37,7 @@
 #include "kernels/cpu/f16_arrays.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/ops.hpp"
+#include "kernels/ops_buffer.hpp"
 #include "model/mlp.hpp"
 #include "model/optimizer.hpp"
 #include "perf/median.hpp"
@@ -62,32 +70,76 @@ class BenchComputeCommand final : public Command {
     sub->add_option("--warmup", warmup_, "Untimed iterations first")
         ->check(CLI::Range(0, 100000))
         ->capture_default_str();
+    sub->add_option("--device", device_, "cpu, or cuda: the GEMM, fwd+bwd and optimizer rows on this rank's GPU")
+        ->check(CLI::IsMember({"cpu", "cuda"}))
+        ->capture_default_str();
+    sub->add_flag("--tf32", tf32_, "With --device cuda: let cuBLAS use TF32 tensor cores (as train --tf32)");
   }
   int run(const comm::MpiRuntime& mpi) override;
 
  private:
+  void print_main_rows(const kernels::Ops& ops, const comm::MpiRuntime& mpi, int threads, double gemm_ms,
+                       double model_ms, double opt_ms, double copy_ms, double flops, double bytes) const;
   std::int64_t width_ = 1024, depth_ = 16, batch_ = 256, classes_ = 2;
   int threads_ = 1, iters_ = 10, warmup_ = 2;
+  std::string device_ = "cpu";
+  bool tf32_ = false;
 };
+
+// The rows every device prints: the GEMM floor, the model's forward+backward, Adam against a copy.
+void BenchComputeCommand::print_main_rows(const kernels::Ops& ops, const comm::MpiRuntime& mpi, int threads,
+                                          double gemm_ms, double model_ms, double opt_ms, double copy_ms,
+                                          double flops, double bytes) const {
+  const bool on_gpu = ops.device() != core::Device::Host;
+  std::printf("# microddp bench compute: width %" PRId64 ", depth %" PRId64 ", batch %" PRId64 ", classes %" PRId64
+              ", %s, %d rank(s)\n",
+              width_, depth_, batch_, classes_,
+              on_gpu ? "device cuda" : (std::to_string(threads) + " BLAS thread(s)").c_str(), mpi.size());
+  std::printf("# %s\n", ops.description().c_str());
+  std::printf("# medians of 3 interleaved rounds x %d iterations (after %d warm-up)\n", iters_, warmup_);
+  std::printf("# %-16s %12s %14s %10s\n", "variant", "time_ms", "rate", "ratio");
+  std::printf("  %-16s %12.3f %9.1f GF/s %10s\n", "sgemm only", gemm_ms, flops / (gemm_ms * 1e6), "1.000");
+  std::printf("  %-16s %12.3f %9.1f GF/s %10.3f\n", "fwd+bwd", model_ms, flops / (model_ms * 1e6), gemm_ms / model_ms);
+  std::printf("  %-16s %12.3f %9.2f GB/s %10s\n", on_gpu ? "d2d copy 28B/par" : "memcpy 28B/param", copy_ms,
+              bytes / (copy_ms * 1e6), "1.000");
+  std::printf("  %-16s %12.3f %9.2f GB/s %10.3f\n", "adam (fused)", opt_ms, bytes / (opt_ms * 1e6), copy_ms / opt_ms);
+  std::printf("# fwd+bwd reaches %.1f%% of sgemm-only throughput (target >= 85%%): %s\n", 100.0 * gemm_ms / model_ms,
+              gemm_ms / model_ms >= 0.85 ? "OK" : "BELOW TARGET");
+}
 
 int BenchComputeCommand::run(const comm::MpiRuntime& mpi) {
   const int threads = blas_threads(threads_, mpi, comm_settings()).threads;
-  auto ops = kernels::make_cpu_ops(threads);
+  MDDP_USAGE_CHECK(device_ == "cuda" || !tf32_, "--tf32 needs --device cuda");
+  // The device as train picks it (app/compute_device.hpp); "mpi" only to pass its backend check.
+  std::unique_ptr<kernels::Ops> ops = choose_compute(device_, "mpi", false, tf32_, threads, mpi).ops;
+  const bool on_gpu = ops->device() != core::Device::Host;
   model::MlpConfig mc{width_, width_, depth_, classes_};
   model::FullMLP net(mc, batch_, *ops);
   net.init(1);
   model::OptimizerConfig oc;
   auto adam = model::make_optimizer(oc, net.flat_count(), *ops);
-  core::HostBuffer<std::int32_t> labels(batch_);
+  core::HostBuffer<float> host_input(batch_ * width_);
+  core::HostBuffer<std::int32_t> host_labels(batch_);
   for (std::int64_t i = 0; i < batch_ * width_; ++i)
-    net.input()[i] = core::normal01(7, 0, static_cast<std::uint64_t>(i));
-  for (std::int64_t i = 0; i < batch_; ++i) labels[i] = static_cast<std::int32_t>(i % classes_);
+    host_input[i] = core::normal01(7, 0, static_cast<std::uint64_t>(i));
+  for (std::int64_t i = 0; i < batch_; ++i) host_labels[i] = static_cast<std::int32_t>(i % classes_);
+  ops->copy_from_host(net.input(), host_input.data(), static_cast<std::size_t>(host_input.count()) * sizeof(float));
+  kernels::OpsBuffer<std::int32_t> labels(*ops, batch_);
+  labels.from_host(host_labels.data(), 0, batch_);
 
-  // Separate operands for the sgemm-only sequence (same shapes as the model's calls).
+  // Separate operands for the sgemm-only sequence (same shapes as the model's calls), on the device.
   const std::int64_t maxf = std::max(width_, classes_);
-  core::HostBuffer<float> act(batch_ * maxf), out(batch_ * maxf), w(maxf * maxf), dw(maxf * maxf);
-  for (std::int64_t i = 0; i < act.count(); ++i) act[i] = 0.01f * static_cast<float>(i % 97);
-  for (std::int64_t i = 0; i < w.count(); ++i) w[i] = 0.001f * static_cast<float>(i % 89);
+  kernels::OpsBuffer<float> act(*ops, batch_ * maxf), out(*ops, batch_ * maxf), w(*ops, maxf * maxf),
+      dw(*ops, maxf * maxf);
+  {
+    std::vector<float> h(static_cast<std::size_t>(std::max(act.count(), w.count())));
+    for (std::size_t i = 0; i < h.size(); ++i) h[i] = 0.01f * static_cast<float>(i % 97);
+    act.from_host(h.data(), 0, act.count());
+    out.from_host(h.data(), 0, out.count());
+    for (std::size_t i = 0; i < h.size(); ++i) h[i] = 0.001f * static_cast<float>(i % 89);
+    w.from_host(h.data(), 0, w.count());
+    dw.from_host(h.data(), 0, dw.count());
+  }
   auto gemm_sequence = [&] {
     for (std::int64_t layer = 0; layer <= depth_; ++layer) {  // forward
       const std::int64_t o = layer == depth_ ? classes_ : width_;
@@ -106,9 +158,21 @@ int BenchComputeCommand::run(const comm::MpiRuntime& mpi) {
     ops->synchronize();
   };
   const std::int64_t n = net.flat_count();
-  core::HostBuffer<char> src(n * 14), dst(n * 14);  // memcpy of 14n bytes = 28n bytes of traffic
-  auto optimizer_step = [&] { adam->step(net.param_data(), net.grad_data()); };
-  auto copy_step = [&] { std::memcpy(dst.data(), src.data(), static_cast<std::size_t>(src.count())); };
+  // A copy of 14n bytes = 28n bytes of traffic: memcpy on the CPU, a device copy of 3.5n floats on a GPU.
+  core::HostBuffer<char> src(on_gpu ? 0 : n * 14), dst(on_gpu ? 0 : n * 14);
+  kernels::OpsBuffer<float> dsrc(*ops, on_gpu ? (n * 7 + 1) / 2 : 0), ddst(*ops, on_gpu ? (n * 7 + 1) / 2 : 0);
+  auto optimizer_step = [&] {
+    adam->step(net.param_data(), net.grad_data());
+    ops->synchronize();
+  };
+  auto copy_step = [&] {
+    if (on_gpu) {
+      ops->copy(ddst.data(), dsrc.data(), dsrc.count());
+      ops->synchronize();
+    } else {
+      std::memcpy(dst.data(), src.data(), static_cast<std::size_t>(src.count()));
+    }
+  };
 
   auto time_ms = [&](auto&& fn) {
     for (int i = 0; i < warmup_; ++i) fn();
@@ -130,6 +194,12 @@ int BenchComputeCommand::run(const comm::MpiRuntime& mpi) {
   }
   const double gemm_ms = median(g), model_ms = median(m), opt_ms = median(o), copy_ms = median(c);
 
+  const double flops = net.flops_per_step(batch_);
+  const double bytes = 28.0 * static_cast<double>(n);
+  if (on_gpu) {
+    if (mpi.rank() == 0) print_main_rows(*ops, mpi, threads, gemm_ms, model_ms, opt_ms, copy_ms, flops, bytes);
+    return 0;
+  }
   // 16-bit wire conversions over one gradient, side by side (interleaved like the rows above).
   core::HostBuffer<std::uint16_t> h16(n), h16b(n);
   core::HostBuffer<float> residual(n), decoded(n);
@@ -184,22 +254,8 @@ int BenchComputeCommand::run(const comm::MpiRuntime& mpi) {
     data_before.push_back(time_ms(libm_fill));
     data_after.push_back(time_ms(portable_fill));
   }
-  const double flops = net.flops_per_step(batch_);
-  const double bytes = 28.0 * static_cast<double>(n);
   if (mpi.rank() == 0) {
-    std::printf("# microddp bench compute: width %" PRId64 ", depth %" PRId64 ", batch %" PRId64 ", classes %" PRId64
-                ", %d BLAS thread(s), %d rank(s)\n",
-                width_, depth_, batch_, classes_, threads, mpi.size());
-    std::printf("# %s\n", ops->description().c_str());
-    std::printf("# medians of 3 interleaved rounds x %d iterations (after %d warm-up)\n", iters_, warmup_);
-    std::printf("# %-16s %12s %14s %10s\n", "variant", "time_ms", "rate", "ratio");
-    std::printf("  %-16s %12.3f %9.1f GF/s %10s\n", "sgemm only", gemm_ms, flops / (gemm_ms * 1e6), "1.000");
-    std::printf("  %-16s %12.3f %9.1f GF/s %10.3f\n", "fwd+bwd", model_ms, flops / (model_ms * 1e6),
-                gemm_ms / model_ms);
-    std::printf("  %-16s %12.3f %9.2f GB/s %10s\n", "memcpy 28B/param", copy_ms, bytes / (copy_ms * 1e6), "1.000");
-    std::printf("  %-16s %12.3f %9.2f GB/s %10.3f\n", "adam (fused)", opt_ms, bytes / (opt_ms * 1e6), copy_ms / opt_ms);
-    std::printf("# fwd+bwd reaches %.1f%% of sgemm-only throughput (target >= 85%%): %s\n", 100.0 * gemm_ms / model_ms,
-                gemm_ms / model_ms >= 0.85 ? "OK" : "BELOW TARGET");
+    print_main_rows(*ops, mpi, threads, gemm_ms, model_ms, opt_ms, copy_ms, flops, bytes);
     std::printf("# 16-bit wire conversions of one gradient (%" PRId64
                 " values; ratio: time of bf16 encode+ef / time)%s\n",
                 n, simd ? "" : "; no F16C on this processor: scalar fp16 only");
@@ -225,7 +281,8 @@ int BenchComputeCommand::run(const comm::MpiRuntime& mpi) {
 }  // namespace
 
 std::unique_ptr<Command> register_bench_compute(CLI::App& bench, CLI::App*& sub) {
-  sub = bench.add_subcommand("compute", "CPU step vs pure sgemm on the same shapes; optimizer vs memcpy");
+  sub = bench.add_subcommand(
+      "compute", "The step's compute vs pure sgemm on the same shapes (CPU, or --device cuda); optimizer vs a copy");
   return std::make_unique<BenchComputeCommand>(sub);
 }
 

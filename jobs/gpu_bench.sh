@@ -1,0 +1,142 @@
+#!/bin/bash
+# gpu_bench.sh — microddp's GPU step on this card, against the GEMM floor and against PyTorch on the
+# same card, in one table (docs/gpu.md, "The GPU benchmark"). Run it after jobs/gpu_check.sh said PASS.
+#
+# For each model (width / depth / global batch, optimizer) x precision (fp32, tf32) x CUDA graph
+# (off, on), one `train --device cuda` at np 1 on nccl, and from its --metrics summary:
+#   step_ms      median step (steady state: the first step is excluded by the summary)
+#   fwd+bwd_ms   median forward + backward (device marks)
+#   data_ms      median time the step waited for its batch (exposed)
+#   floor_ms     the GEMM floor: exactly the GEMMs of one forward+backward, back to back, on this card
+#                at this precision (`bench compute --device cuda`, its "sgemm only" row); fwd+bwd /
+#                floor says how close the step's compute gets to it
+#   MFU          the model's FLOPs per step (as `bench compute` counts them: 2 per weight and row
+#                forward, 4 backward) / step time / this card's GEMM peak at this precision, measured
+#                here by the same command on one large square GEMM (PEAK_SHAPE)
+# and, when `python3 -c 'import torch'` works here, PyTorch's steps from jobs/lib/pytorch_mlp_step.py
+# (same model, batch on the GPU, CUDA events, medians): eager, whole step as one CUDA graph, bf16
+# autocast, and ours / PyTorch ratios. bf16 rows of our own say "not built": microddp has no
+# --precision bf16 yet.
+#
+# Usage: bash jobs/gpu_bench.sh [--emulated]
+#   --emulated (or MICRODDP_GPU_BENCH_EMULATED=1): the emulated device of the cuda-emu build, tiny
+#   sizes: the table appears with every column filled from real runs, timings labelled "emulated"
+#   (they prove the script and the plumbing, not speed); CI runs it so.
+# Settings: MICRODDP_GPU_BUILD (build dir; default build-cuda-emu with --emulated, else build),
+#   MICRODDP_GPU_BENCH_STEPS (steps per run; default 60, emulated 6), MPIEXEC (default mpiexec).
+# Exit code: 0 the table was printed; 1 a run failed (its output is shown); 3 setup incomplete.
+set -uo pipefail
+
+EMULATED="${MICRODDP_GPU_BENCH_EMULATED:-0}"
+for arg in "$@"; do
+  case "$arg" in
+    --emulated) EMULATED=1 ;;
+    *) echo "usage: $0 [--emulated]" >&2; exit 2 ;;
+  esac
+done
+SRC_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [[ ${EMULATED} == 1 ]]; then
+  BUILD_DIR="${MICRODDP_GPU_BUILD:-${SRC_DIR}/build-cuda-emu}"
+  STEPS="${MICRODDP_GPU_BENCH_STEPS:-6}"
+  # width depth batch optimizer: tiny stand-ins of the three models below.
+  MODELS=("16 2 32 adam" "32 2 32 adam" "32 1 64 sgd")
+  PEAK_SHAPE="64 1 64"
+  label="emulated"
+else
+  BUILD_DIR="${MICRODDP_GPU_BUILD:-${SRC_DIR}/build}"
+  STEPS="${MICRODDP_GPU_BENCH_STEPS:-60}"
+  # The default model, a wide one, and a large-batch one (docs/gpu.md has PyTorch's numbers on them).
+  MODELS=("128 16 256 adam" "1024 16 1024 adam" "2048 8 4096 sgd")
+  PEAK_SHAPE="8192 1 8192"  # width depth batch: two 8192^3 GEMMs forward, four backward
+  label="measured"
+fi
+MPIEXEC="${MPIEXEC:-mpiexec}"
+BIN="${BUILD_DIR}/microddp"
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+# ---- build if needed ------------------------------------------------------------------------
+if [[ ! -x ${BIN} ]]; then
+  if [[ ${EMULATED} == 1 ]]; then
+    (cd "${SRC_DIR}" && cmake --preset cuda-emu >/dev/null && cmake --build build-cuda-emu --target microddp) ||
+      { echo "# setup incomplete: the emulated build failed (./setup.sh cuda-emu)"; exit 3; }
+  else
+    (cd "${SRC_DIR}" && cmake --preset release >/dev/null && cmake --build build --target microddp) ||
+      { echo "# setup incomplete: the CUDA build failed (./setup.sh deps; jobs/gpu_check.sh says more)"; exit 3; }
+  fi
+fi
+MPI_FLAGS=()
+if "${MPIEXEC}" --version 2>&1 | grep -qiE "Open MPI|OpenRTE|open-mpi"; then
+  MPI_FLAGS=(--oversubscribe --bind-to none)
+  [[ $(id -u) == 0 ]] && MPI_FLAGS+=(--allow-run-as-root)
+fi
+
+# json FILE EXPR: a value from the last JSON line of FILE whose "type" is "summary" (python3 reads it).
+json() {
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+summary = [json.loads(l) for l in open(sys.argv[1]) if '"summary"' in l][-1]
+print(eval(sys.argv[2], {}, {"s": summary}))
+PY
+}
+fail() { echo "# FAIL: $1"; exit 1; }
+
+echo "# microddp gpu_bench (${label}; emulated timings prove the plumbing, not speed)"
+echo "# date   : $(date -Iseconds)"
+echo "# commit : $(git -C "${SRC_DIR}" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+"${BIN}" devices 2>&1 | sed 's/^/# /' | head -3
+# floor PREC W D B -> "ms gflops" of the "sgemm only" row of bench compute on this card.
+floor() {
+  local tf32=(); [[ $1 == tf32 ]] && tf32=(--tf32)
+  local out="${tmp}/bench.txt"
+  "${MPIEXEC}" -np 1 "${MPI_FLAGS[@]}" "${BIN}" bench compute --device cuda "${tf32[@]}" --width "$2" --depth "$3" \
+    --batch "$4" --iters 5 --warmup 2 >"$out" 2>&1 || { cat "$out" >&2; return 1; }
+  awk '$1 == "sgemm" {print $3, $4}' "$out"
+}
+declare -A PEAK
+for prec in fp32 tf32; do
+  read -r pw pd pb <<<"${PEAK_SHAPE}"
+  r=$(floor "$prec" "$pw" "$pd" "$pb") || fail "bench compute --device cuda (${prec} peak)"
+  PEAK[$prec]=$(echo "$r" | awk '{print $2}')
+  echo "# GEMM peak ${prec}: ${PEAK[$prec]} GF/s (bench compute, width ${pw}, batch ${pb})"
+done
+echo "# steps per run: ${STEPS}; medians of the steady state; np 1, --comm nccl, synthetic data made on the GPU"
+printf "# %-16s %-5s %-5s %9s %10s %8s %9s %7s %10s %11s %11s %10s\n" "model w/d/b opt" "prec" "graph" "step_ms" \
+  "fwd+bwd_ms" "data_ms" "floor_ms" "MFU" "pt_eager" "pt_graph" "pt_bf16" "ours/pt"
+for m in "${MODELS[@]}"; do
+  read -r W D B OPT <<<"$m"
+  # PyTorch on the same model, once per model (all its variants in one process).
+  pt="${tmp}/pt.json"
+  python3 "${SRC_DIR}/jobs/lib/pytorch_mlp_step.py" --width "$W" --depth "$D" --batch "$B" --optimizer "$OPT" \
+    --steps "${STEPS}" >"$pt" 2>"${tmp}/pt.err" || echo '{"available": false, "why": "the script failed"}' >"$pt"
+  pt_row() { python3 -c "import json,sys; d=json.load(open('$pt')); r=d.get('rows',{}); print('%.3f' % r['$1'] if '$1' in r else 'n/a')"; }
+  pt_available=$(python3 -c "import json; print(json.load(open('$pt'))['available'])")
+  for prec in fp32 tf32; do
+    tf32=(); [[ $prec == tf32 ]] && tf32=(--tf32)
+    r=$(floor "$prec" "$W" "$D" "$B") || fail "bench compute --device cuda ${prec} ${m}"
+    read -r floor_ms floor_gfs <<<"$r"
+    for graph in off on; do
+      metrics="${tmp}/m.jsonl"
+      out="${tmp}/train.txt"
+      "${MPIEXEC}" -np 1 "${MPI_FLAGS[@]}" "${BIN}" train --device cuda --comm nccl --width "$W" --depth "$D" \
+        --global-batch "$B" --optimizer "$OPT" --steps "${STEPS}" --log-every "${STEPS}" --cuda-graph "$graph" \
+        "${tf32[@]}" --metrics "$metrics" >"$out" 2>&1 || { cat "$out"; fail "train ${prec} graph ${graph} ${m}"; }
+      step=$(json "$metrics" "'%.3f' % s['median']['step_ms']")
+      fb=$(json "$metrics" "'%.3f' % (s['median']['forward_ms'] + s['median']['backward_ms'])")
+      data=$(json "$metrics" "'%.3f' % s['median']['data_ms']")
+      # FLOPs per step = the floor's rate x its time (bench compute counts the model's FLOPs).
+      mfu=$(python3 -c "f = ${floor_gfs} * 1e9 * ${floor_ms} * 1e-3; print('%.1f%%' % (100 * f / (${step} * 1e-3) / (${PEAK[$prec]} * 1e9)))")
+      eager=n/a; graphpt=n/a; bf16=n/a; ratio=n/a
+      if [[ ${pt_available} == True ]]; then
+        eager=$(pt_row "eager_${prec}"); graphpt=$(pt_row graph_fp32); bf16=$(pt_row autocast_bf16)
+        ref=$eager; [[ $graph == on && $prec == fp32 ]] && ref=$graphpt
+        ratio=$(python3 -c "print('%.2fx' % (${step} / ${ref}))" 2>/dev/null || echo n/a)
+      fi
+      printf "  %-16s %-5s %-5s %9s %10s %8s %9s %7s %10s %11s %11s %10s\n" "${W}/${D}/${B} ${OPT}" "$prec" "$graph" \
+        "$step" "$fb" "$data" "$floor_ms" "$mfu" "$eager" "$graphpt" "$bf16" "$ratio"
+    done
+  done
+  printf "  %-16s %-5s %-5s %9s   (--precision bf16: not built yet)\n" "${W}/${D}/${B} ${OPT}" bf16 - "n/a"
+  [[ ${pt_available} == True ]] || echo "#   PyTorch: not available ($(python3 -c "import json; print(json.load(open('$pt'))['why'])"))"
+done
+echo "# MFU = model FLOPs per step / step time / this card's GEMM peak at that precision (above); floor_ms: the step's GEMMs alone"
+echo "# ours/pt: our step / PyTorch's eager step of the same precision (graph on, fp32: / PyTorch's whole-step graph)"
