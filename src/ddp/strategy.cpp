@@ -41,12 +41,13 @@ std::unique_ptr<GradSync> make_bucketed(Strategy self, comm::Communicator& comm,
 // The production rows, at the indices of their constants (strategy.hpp).
 const StrategyRow kProductionRows[] = {
     {"naive", "one blocking all-reduce per parameter after backward", false, Strategy::Naive, &make_naive, {}, {},
-     true},
-    {"flat", "one blocking all-reduce of all gradients after backward", false, Strategy::Flat, &make_flat, {}, {}, true},
+     nullptr, true},
+    {"flat", "one blocking all-reduce of all gradients after backward", false, Strategy::Flat, &make_flat, {}, {},
+     nullptr, true},
     {"overlap", "one async all-reduce per parameter, launched during backward", true, Strategy::Overlap, &make_overlap,
-     {}, {}, true},
+     {}, {}, nullptr, true},
     {"bucketed", "one async all-reduce per bucket (--bucket-mb), launched during backward", true, Strategy::Bucketed,
-     &make_bucketed, {}, {}, true},
+     &make_bucketed, {}, {}, nullptr, true},
 };
 
 // A deque: registering a row never moves the others (strategy_row hands out references).

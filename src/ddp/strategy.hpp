@@ -33,9 +33,18 @@
 #include "core/tensor_view.hpp"
 #include "model/param_layout.hpp"
 
+namespace microddp::kernels {
+class Ops;
+}
+namespace microddp::model {
+class FullMLP;
+struct OptimizerConfig;
+}  // namespace microddp::model
+
 namespace microddp::ddp {
 
 class GradSync;
+class OptimizerUpdate;
 struct GradSyncOptions;
 struct StrategyRow;
 
@@ -72,6 +81,11 @@ inline constexpr std::array<Strategy, 4> kStrategies = {Strategy::Naive, Strateg
 using GradSyncMaker = std::unique_ptr<GradSync> (*)(Strategy self, comm::Communicator& comm,
                                                     const std::vector<model::ParamInfo>& params, core::TensorView grads,
                                                     core::EventLog& events, const GradSyncOptions& options);
+// Builds the optimizer update of a strategy that brings its own (ddp/optimizer_update.hpp): `sync` is
+// the GradSync its row's `make` built, which feeds it (a sharded update steps what its sync reduced).
+using UpdateMaker = std::unique_ptr<OptimizerUpdate> (*)(GradSync& sync, model::FullMLP& model, kernels::Ops& ops,
+                                                         const model::OptimizerConfig& config,
+                                                         comm::Communicator& comm);
 
 struct StrategyRow {
   std::string_view name;         // --strategy NAME; the spelling in checkpoints, run records, messages
@@ -88,6 +102,9 @@ struct StrategyRow {
   // Why it cannot carry compressed gradients ("--strategy NAME (<this>) with --grad-compression ... is
   // not supported"); empty: it can.
   std::string_view no_compression = {};
+  // Its own optimizer update (under --shard none; a row with one sets no_shard): nullptr = the
+  // replicated update every rank runs over the whole flat buffer (ddp/sync_and_update.hpp).
+  UpdateMaker make_update = nullptr;
   // Whether its step may be captured into a CUDA graph (ddp/step_graph.hpp): every host call it makes
   // in a step must be one a replay can redo without the host (asynchronous collectives on a
   // stream-ordered communicator). Off unless a row says so: a lab row runs a student's host code.

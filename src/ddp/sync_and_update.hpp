@@ -2,7 +2,8 @@
 // runs, built together (they must match: a sharded update steps the shards its ZeroSync reduces).
 //
 //   --shard none                   the strategy's GradSync (with its gradient compressor, if any)
-//                                  and a ReplicatedUpdate (ddp/replicated_update.hpp)
+//                                  and a ReplicatedUpdate (ddp/replicated_update.hpp), or the
+//                                  update its row makes (StrategyRow::make_update, ddp/strategy.hpp)
 //   --shard optimizer | gradients  a ZeroSync over the strategy's buckets and a ShardedUpdate
 //                                  (ddp/zero/sharded_update.hpp)
 // Contract: the sync is ready for the step (a ZeRO-2 gradient pool is already the model's gradient

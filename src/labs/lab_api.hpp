@@ -1,8 +1,8 @@
 // lab_api.hpp — the functions the course's labs ask for (docs/labs/README.md), and what their code
 // may use. A lab's starter file (docs/labs/NN-name/*.cpp) defines one of these functions; the
 // program calls it through a seam (`manual --average lab`, `--comm lab-naive`, `--comm lab-ring`,
-// `--strategy lab`, `--strategy lab-overlap | lab-bucketed` (lab_strategies.hpp), `--comm lab-sync`,
-// `microddp lab-model`), and the lab's grader (tests/labs) checks it. Reference solutions:
+// `--strategy lab`, `--strategy lab-overlap | lab-bucketed | lab-zero1` (lab_strategies.hpp),
+// `--comm lab-sync`, `microddp lab-model`), and the lab's grader (tests/labs) checks it. Reference solutions:
 // tests/labs/solutions (read them after).
 #pragma once
 
@@ -201,6 +201,92 @@ struct LabBucket {
 // cap_bytes > 0; first_cap_bytes: the first bucket's cap, 0 = the same as cap_bytes.
 std::vector<LabBucket> plan_buckets(const std::vector<LabParam>& params, std::int64_t cap_bytes,
                                     std::int64_t first_cap_bytes);
+
+// ---- Lab 09: ZeRO stage 1 (docs/labs/09-zero1) --------------------------------------------------
+
+// Rank `rank`'s part of a flat buffer of `count` elements under ZeRO-1 with `world` ranks. The
+// communicator's reduce-scatter and all-gather move equal blocks, one per rank (MPI's
+// Reduce_scatter_block and Allgather, NCCL's ReduceScatter and AllGather), so the buffer is cut into
+// `world` equal CHUNKS, as large as they can be, rank 0's first from element 0, and a TAIL: the
+// fewer than `world` elements left over at the end, which every rank keeps and updates.
+struct LabShard {
+  std::int64_t chunk_begin = 0, chunk_count = 0;  // this rank's chunk: [chunk_begin, chunk_begin + chunk_count)
+  std::int64_t tail_begin = 0, tail_count = 0;    // the tail: [tail_begin, tail_begin + tail_count), every rank's
+  // Elements of each optimizer-state buffer this rank keeps: its chunk's, then the tail's.
+  std::int64_t state_count() const { return chunk_count + tail_count; }
+};
+
+// Lab 09: the shard (count >= 0, world >= 1, 0 <= rank < world). The program calls it once, at
+// start-up, and sizes this rank's optimizer state from it (state_count() elements per buffer).
+LabShard zero1_shard(std::int64_t count, int world, int rank);
+
+class LabZero1Sync;
+
+// Lab 09: what zero1_reduce_gradients and zero1_update may use — the flat buffers, this rank's
+// shard, three blocking collectives of the program's real communicator (--comm) and the trainer's
+// optimizer on a range. Nothing else.
+class Zero1Context {
+ public:
+  int rank() const { return rank_; }
+  int world_size() const { return world_size_; }
+  // zero1_shard(grads().size(), world_size(), rank()), as the program computed it at start-up.
+  const LabShard& shard() const { return shard_; }
+  // The flat buffers, up to the end of the last parameter (the alignment padding after it is left
+  // out, so their size is whatever the model makes it). grads(): after backward, this rank's own
+  // gradient (loss / GLOBAL batch: the sum over ranks is the global-batch gradient); backward
+  // overwrites all of it in the next step. params(): the parameters, the same on every rank.
+  std::span<float> grads() const { return grads_; }
+  std::span<float> params() const { return params_; }
+
+  // Blocking, on floats inside grads() or params() (a UsageError otherwise); every rank must make
+  // the same calls in the same order (each call is one collective).
+  // In place: data[0, world_size()*block_count) is this rank's input, block i being
+  // data[i*block_count, (i+1)*block_count). Afterwards data[0, block_count) holds the sum over all
+  // ranks of block rank() (the communicator's in-place convention); the rest of data is undefined.
+  void reduce_scatter_sum(float* data, std::int64_t block_count);
+  // Sums `count` floats at `data` over all ranks, in place.
+  void all_reduce_sum(float* data, std::int64_t count);
+  // In place: this rank's block data[rank()*block_count, (rank()+1)*block_count) goes to every rank;
+  // afterwards block i of data[0, world_size()*block_count) holds rank i's block, for every i.
+  void all_gather(float* data, std::int64_t block_count);
+  // The trainer's optimizer (Adam unless --optimizer says otherwise), the same per-element formula
+  // as replicated DDP's: updates params()[first, first + count) from the gradients grad[0, count)
+  // (inside grads()) with elements [state_offset, state_offset + count) of this rank's optimizer
+  // state, which holds shard().state_count() elements per buffer: the chunk's at [0, chunk_count),
+  // the tail's at [chunk_count, state_count()) (checkpoints read it so). In zero1_update only.
+  void adam_update(std::int64_t first, const float* grad, std::int64_t state_offset, std::int64_t count);
+
+  // For the grader: this step's collectives, in call order (capacity: a few per step; calls_made()
+  // counts them all).
+  enum class Kind : std::uint8_t { ReduceScatter, AllReduce, AllGather };
+  struct Call {
+    Kind kind = Kind::AllReduce;
+    const float* data = nullptr;
+    std::int64_t count = 0;  // block_count (reduce-scatter, all-gather) or count (all-reduce)
+  };
+  const std::vector<Call>& calls() const { return calls_; }
+  std::int64_t calls_made() const { return calls_made_; }
+
+ private:
+  friend class LabZero1Sync;
+  explicit Zero1Context(LabZero1Sync& owner) : owner_(owner) {}
+  LabZero1Sync& owner_;
+  int rank_ = 0, world_size_ = 1;
+  LabShard shard_;
+  std::span<float> grads_, params_;
+  std::vector<Call> calls_;
+  std::int64_t calls_made_ = 0;
+};
+
+// Lab 09, after backward (the gradient sync's finish): returns when grads()[0, chunk_count) holds
+// the sum over all ranks of the gradient of this rank's chunk (where the in-place
+// reduce_scatter_sum leaves it) and grads() over the tail the summed tail.
+void zero1_reduce_gradients(Zero1Context& ctx);
+// Lab 09, the optimizer step (after the trainer checked the gradient norm and, with
+// --clip-grad-norm, scaled both of those by the same factor on every rank): updates this rank's
+// chunk and the tail with adam_update and returns when every rank's params() hold every rank's
+// updated chunk.
+void zero1_update(Zero1Context& ctx);
 
 // What an untouched starter calls: throws a usage error "lab <lab> is not done yet: write
 // <function> in <file>" (the program and the grader print it).

@@ -5,6 +5,7 @@
 #include "labs/lab_hooks.hpp"
 #include "labs/lab_planner.hpp"
 #include "labs/lab_sync.hpp"
+#include "labs/lab_zero1.hpp"
 
 namespace microddp::labs {
 
@@ -33,6 +34,17 @@ std::unique_ptr<ddp::GradSync> make_bucketed(ddp::Strategy self, comm::Communica
                                              params, grads, events);
 }
 
+// Lab 09: the student's ZeRO-1 — the sync reduce-scatters, the update steps the shard and gathers.
+std::unique_ptr<ddp::GradSync> make_zero1(ddp::Strategy, comm::Communicator& comm, const Params& params,
+                                          core::TensorView grads, core::EventLog& events, const ddp::GradSyncOptions&) {
+  return std::make_unique<LabZero1Sync>(comm, params, grads, events);
+}
+std::unique_ptr<ddp::OptimizerUpdate> make_zero1_update(ddp::GradSync& sync, model::FullMLP& model, kernels::Ops& ops,
+                                                        const model::OptimizerConfig& config,
+                                                        comm::Communicator& comm) {
+  return std::make_unique<LabZero1Update>(model, ops, config, comm, dynamic_cast<LabZero1Sync&>(sync));
+}
+
 constexpr std::string_view kNoShard = "a course lab, docs/labs";
 
 }  // namespace
@@ -47,6 +59,12 @@ const LabStrategies& lab_strategies() {
                               ddp::Strategy::Overlap, &make_overlap, kNoShard}),
       ddp::register_strategy({"lab-bucketed", "bucketed with YOUR bucket planner, lab 06 (docs/labs/06-bucketing)",
                               true, ddp::Strategy::Bucketed, &make_bucketed, kNoShard}),
+      ddp::register_strategy({"lab-zero1", "YOUR ZeRO stage 1, lab 09 (docs/labs/09-zero1)", false, ddp::Strategy::Flat,
+                              &make_zero1,
+                              // It is sharded already, by the student's code and its own update.
+                              "a course lab that shards the optimizer state itself, docs/labs",
+                              // It hands the student plain fp32 collectives.
+                              "lab 09", &make_zero1_update}),
   };
   return rows;
 }

@@ -1,4 +1,4 @@
-// grader_training.hpp — what the graders of the labs that run inside the trainer share (labs 04-06):
+// grader_training.hpp — what the graders of the labs that run inside the trainer share (labs 04-06, 09):
 // a few Adam steps of a small model with one strategy, and main(): the lab rows registered as the
 // program registers them, the `mpi` communicator, the parts of the grade in order.
 #pragma once
@@ -54,7 +54,7 @@ struct Part {
 // fails on some rank, else "PASS: <pass>".
 inline int run_trainer_grader(int argc, char** argv, const char* lab, const char* note, const std::vector<Part>& parts,
                               const std::string& pass) {
-  register_labs();  // --strategy lab | lab-overlap | lab-bucketed, as app/main.cpp does
+  register_labs();  // --strategy lab | lab-overlap | lab-bucketed | lab-zero1, as app/main.cpp does
   return run_grader(argc, argv, [&](const comm::MpiRuntime& mpi) {
     auto comm = comm::make_communicator("mpi", mpi);
     say_grading(lab, mpi.size(), note);

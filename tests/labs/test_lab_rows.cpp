@@ -1,8 +1,9 @@
 // test_lab_rows.cpp — how the course's labs plug in (src/labs/register_labs.hpp): register_labs()
 // adds their rows to the strategy and backend tables, after the production rows and in the order
 // the help lists them, once however often it is called; each lab strategy is modelled as the
-// production strategy whose collectives it issues, refuses --shard (and lab 04 compression), and
-// each lab backend is described as the all-reduce it runs.
+// production strategy whose collectives it issues, refuses --shard (and labs 04 and 09 compression),
+// only lab 09 brings its own optimizer update (the student's ZeRO-1 steps its shard), and each lab
+// backend is described as the all-reduce it runs.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -19,7 +20,7 @@ namespace {
 TEST(LabRows, RegisteredOnceAfterTheProductionRows) {
   register_labs();
   register_labs();  // the program and a grader may both call it
-  EXPECT_EQ(ddp::strategy_choices(), "naive, flat, overlap, bucketed, lab, lab-overlap, lab-bucketed");
+  EXPECT_EQ(ddp::strategy_choices(), "naive, flat, overlap, bucketed, lab, lab-overlap, lab-bucketed, lab-zero1");
   const std::vector<std::string> backends = comm::available_backends();
   ASSERT_GE(backends.size(), 3u);
   EXPECT_EQ(std::vector<std::string>(backends.end() - 3, backends.end()),
@@ -34,6 +35,7 @@ TEST(LabRows, StrategiesAreTheirProductionStrategyWithTheStudentsPart) {
     EXPECT_EQ(ddp::modelled_as(ddp::modelled_as(s)), ddp::modelled_as(s));  // a production strategy
     EXPECT_NE(ddp::strategy_description(s).find("lab 0"), std::string_view::npos) << ddp::strategy_name(s);
     EXPECT_EQ(ddp::strategy_row(s).no_shard, "a course lab, docs/labs");
+    EXPECT_EQ(ddp::strategy_row(s).make_update, nullptr) << ddp::strategy_name(s);
   }
   EXPECT_EQ(ddp::strategy_name(lab.naive_dp), "lab");
   EXPECT_EQ(ddp::modelled_as(lab.naive_dp), ddp::Strategy::Naive);
@@ -44,6 +46,18 @@ TEST(LabRows, StrategiesAreTheirProductionStrategyWithTheStudentsPart) {
   EXPECT_TRUE(ddp::strategy_row(lab.overlap).no_compression.empty());
   EXPECT_EQ(ddp::modelled_as(lab.bucketed), ddp::Strategy::Bucketed);
   EXPECT_TRUE(ddp::is_async(lab.bucketed));
+}
+
+TEST(LabRows, Zero1IsFlatWithTheStudentsShardedUpdate) {
+  const LabStrategies& lab = lab_strategies();
+  EXPECT_EQ(ddp::parse_strategy("lab-zero1"), lab.zero1);
+  EXPECT_EQ(ddp::modelled_as(lab.zero1), ddp::Strategy::Flat);  // reduce-scatter + all-gather = one all-reduce
+  EXPECT_FALSE(ddp::is_async(lab.zero1));
+  EXPECT_NE(ddp::strategy_description(lab.zero1).find("lab 09"), std::string_view::npos);
+  EXPECT_NE(ddp::strategy_row(lab.zero1).no_shard.find("shards the optimizer state itself"), std::string_view::npos);
+  EXPECT_EQ(ddp::strategy_row(lab.zero1).no_compression, "lab 09");
+  EXPECT_NE(ddp::strategy_row(lab.zero1).make_update, nullptr);
+  for (const ddp::Strategy s : ddp::kStrategies) EXPECT_EQ(ddp::strategy_row(s).make_update, nullptr);
 }
 
 TEST(LabRows, BackendsAreDescribedAsTheAllReduceTheyRun) {
