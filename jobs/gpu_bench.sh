@@ -45,7 +45,7 @@ if [[ ${EMULATED} == 1 ]]; then
 else
   BUILD_DIR="${MICRODDP_GPU_BUILD:-${SRC_DIR}/build}"
   STEPS="${MICRODDP_GPU_BENCH_STEPS:-60}"
-  # The default model, a wide one, and a large-batch one (docs/gpu.md has PyTorch's numbers on them).
+  # The default model, a wide one, and a large-batch one.
   MODELS=("128 16 256 adam" "1024 16 1024 adam" "2048 8 4096 sgd")
   PEAK_SHAPE="8192 1 8192"  # width depth batch: two 8192^3 GEMMs forward, four backward
   label="measured"
@@ -83,7 +83,7 @@ fail() { echo "# FAIL: $1"; exit 1; }
 echo "# microddp gpu_bench (${label}; emulated timings prove the plumbing, not speed)"
 echo "# date   : $(date -Iseconds)"
 echo "# commit : $(git -C "${SRC_DIR}" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-"${BIN}" devices 2>&1 | sed 's/^/# /' | head -3
+"${BIN}" devices 2>&1 | sed 's/^#* */# /' | head -3
 # floor PREC W D B -> "ms gflops" of the "sgemm only" row of bench compute on this card.
 floor() {
   local tf32=(); [[ $1 == tf32 ]] && tf32=(--tf32)

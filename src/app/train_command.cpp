@@ -332,11 +332,19 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     // per step (accum_steps batches), over the batches it filled.
     std::printf("#   data: exposed %.3f ms/step, prepared in the background %.3f ms/step (%s)\n", m.data_ms,
                 background_ms_per_step, trainer.input_note().c_str());
-    std::printf(
-        "#   communication: %" PRId64 " collectives, %.2f MiB per step; overlap %s; overhead %.1f%% of the step\n",
-        m.collectives, static_cast<double>(m.comm_bytes) / (1 << 20),
-        single ? "n/a (1 rank: nothing to communicate)" : (overlap_text(m.overlap()) + " (1 - exposed/busy)").c_str(),
-        m.step_ms > 0 ? 100.0 * m.comm_exposed_ms / m.step_ms : 0.0);
+    if (trainer.step_graph().replays() > 0) {
+      // A replay runs the collectives without the host: they have no events to count or time.
+      std::printf("#   communication: %" PRId64 " collectives, %.2f MiB per step, inside the CUDA graph (not timed "
+                  "there; --cuda-graph off times each one)\n",
+                  trainer.sync().collectives_per_step(),
+                  static_cast<double>(trainer.sync().bytes_per_step()) / (1 << 20));
+    } else {
+      std::printf(
+          "#   communication: %" PRId64 " collectives, %.2f MiB per step; overlap %s; overhead %.1f%% of the step\n",
+          m.collectives, static_cast<double>(m.comm_bytes) / (1 << 20),
+          single ? "n/a (1 rank: nothing to communicate)" : (overlap_text(m.overlap()) + " (1 - exposed/busy)").c_str(),
+          m.step_ms > 0 ? 100.0 * m.comm_exposed_ms / m.step_ms : 0.0);
+    }
     std::printf("#   memory per rank (--shard %s, measured): %s\n",
                 std::string(ddp::zero::shard_mode_name(cfg.shard)).c_str(),
                 ddp::zero::format_memory(trainer.memory_report()).c_str());

@@ -98,26 +98,28 @@ class DeviceGuard {
   int previous_ = 0;
 };
 
-// A grow-only buffer in device memory (stream-ordered on the communication stream: no device-wide
-// synchronisation when it grows); its host counterpart is PinnedHostBuffer.
-struct DeviceBuffer {
-  void* p = nullptr;
-  std::int64_t bytes = 0;
-  void* ensure(std::int64_t want, cudaStream_t stream) {
-    if (want > bytes) {
-      if (p != nullptr) MDDP_CUDA_CHECK(cudaFreeAsync(p, stream));
-      p = nullptr;
-      bytes = 0;
-      MDDP_CUDA_CHECK(cudaMallocAsync(&p, to_size(want), stream));
-      bytes = want;
-    }
-    return p;
-  }
-};
-
 }  // namespace
 
 struct NcclBackend::State {
+  // A grow-only buffer in device memory (stream-ordered on the communication stream: no device-wide
+  // synchronisation when it grows); its host counterpart is PinnedHostBuffer. Nested here, not in the
+  // anonymous namespace: State has external linkage, and a member of an anonymous-namespace type
+  // warns (-Wsubobject-linkage) when this file is compiled inside a unity build.
+  struct DeviceBuffer {
+    void* p = nullptr;
+    std::int64_t bytes = 0;
+    void* ensure(std::int64_t want, cudaStream_t stream) {
+      if (want > bytes) {
+        if (p != nullptr) MDDP_CUDA_CHECK(cudaFreeAsync(p, stream));
+        p = nullptr;
+        bytes = 0;
+        MDDP_CUDA_CHECK(cudaMallocAsync(&p, to_size(want), stream));
+        bytes = want;
+      }
+      return p;
+    }
+  };
+
   int device = 0;
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;   // communication stream
