@@ -22,6 +22,19 @@ const OptimizerUpdate::Waits& OptimizerUpdate::forward_waits() const {
   return kNone;
 }
 
+const OptimizerUpdate::HostState& OptimizerUpdate::full_size_host_state(HostState& full) const {
+  if (full.params == nullptr) {  // first use: the full-size host staging
+    const std::int64_t n = model_.flat_count();
+    state_mirror_.resize(n * static_cast<std::int64_t>(device_state_.size()));
+    full.params = host_params_;
+    full.param_count = n;
+    for (std::size_t i = 0; i < device_state_.size(); ++i) {
+      full.optimizer.push_back({device_state_[i].name, state_mirror_.data() + n * static_cast<std::int64_t>(i), n});
+    }
+  }
+  return full;
+}
+
 void OptimizerUpdate::params_to_host() const {
   if (!on_host_) model_.param_buffer().to_host(host_params_, 0, model_.flat_count());
 }

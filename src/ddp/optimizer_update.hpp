@@ -83,6 +83,9 @@ class OptimizerUpdate {
 
  protected:
   OptimizerUpdate(model::FullMLP& model, kernels::Ops& ops, std::unique_ptr<model::Optimizer> optimizer);
+  // A sharded update's host view: the parameters and a full-size (flat_count) copy of each optimizer
+  // state buffer in state_mirror_, laid out into `full` on first use (state_to_host() fills it).
+  const HostState& full_size_host_state(HostState& full) const;
 
   model::FullMLP& model_;
   kernels::Ops& ops_;

@@ -96,4 +96,9 @@ class LabZero1Update final : public ddp::OptimizerUpdate {
   mutable HostState full_;  // host_state(): params + full-size optimizer state (state_mirror_)
 };
 
+// A shard in words ("chunk [b, e) and tail [b, e)"), and shard equality: for the program's messages
+// and the grader's.
+std::string shard_text(const LabShard& s);
+bool same_shard(const LabShard& a, const LabShard& b);
+
 }  // namespace microddp::labs

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "grader_training.hpp"
+#include "labs/lab_zero1.hpp"
 #include "labs/lab_api.hpp"
 #include "labs/lab_strategies.hpp"
 #include "labs/lab_zero1.hpp"
@@ -42,23 +43,13 @@ namespace {
 
 using namespace microddp;
 using labs::LabShard;
+using labs::same_shard;
+using labs::shard_text;
 using labs::Zero1Context;
 
 constexpr const char* kLab = "09-zero1 (zero1_shard, zero1_reduce_gradients, zero1_update)";
 constexpr double kRelTol = 1e-6;  // see the file comment: ulp from another summation order pass, mistakes do not
 constexpr int kSteps = 4;
-
-std::string shard_text(const LabShard& s) {
-  std::ostringstream os;
-  os << "chunk [" << s.chunk_begin << ", " << s.chunk_begin + s.chunk_count << ") and tail [" << s.tail_begin << ", "
-     << s.tail_begin + s.tail_count << ")";
-  return os.str();
-}
-
-bool same_shard(const LabShard& a, const LabShard& b) {
-  return a.chunk_begin == b.chunk_begin && a.chunk_count == b.chunk_count && a.tail_begin == b.tail_begin &&
-         a.tail_count == b.tail_count;
-}
 
 // Part 1: "" when every shard is right.
 std::string grade_shards() {

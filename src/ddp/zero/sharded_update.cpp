@@ -51,18 +51,7 @@ void ShardedUpdate::finish_param_gather(std::int64_t step) const {
   if (sync_.gather_pending()) sync_.wait_gather(step);
 }
 
-const OptimizerUpdate::HostState& ShardedUpdate::host_state() const {
-  if (full_.params == nullptr) {  // first use: the full-size host staging
-    const std::int64_t n = model_.flat_count();
-    state_mirror_.resize(n * static_cast<std::int64_t>(device_state_.size()));
-    full_.params = host_params_;
-    full_.param_count = n;
-    for (std::size_t i = 0; i < device_state_.size(); ++i) {
-      full_.optimizer.push_back({device_state_[i].name, state_mirror_.data() + n * static_cast<std::int64_t>(i), n});
-    }
-  }
-  return full_;
-}
+const OptimizerUpdate::HostState& ShardedUpdate::host_state() const { return full_size_host_state(full_); }
 
 void ShardedUpdate::state_to_host() const {
   params_to_host();
