@@ -2,21 +2,21 @@
 # gpu_bench.sh — microddp's GPU step on this card, against the GEMM floor and against PyTorch on the
 # same card, in one table (docs/gpu.md, "The GPU benchmark"). Run it after jobs/gpu_check.sh said PASS.
 #
-# For each model (width / depth / global batch, optimizer) x precision (fp32, tf32) x CUDA graph
+# For each model (width / depth / global batch, optimizer) x precision (fp32, tf32, bf16) x CUDA graph
 # (off, on), one `train --device cuda` at np 1 on nccl, and from its --metrics summary:
 #   step_ms      median step (steady state: the first step is excluded by the summary)
 #   fwd+bwd_ms   median forward + backward (device marks)
 #   data_ms      median time the step waited for its batch (exposed)
 #   floor_ms     the GEMM floor: exactly the GEMMs of one forward+backward, back to back, on this card
-#                at this precision (`bench compute --device cuda`, its "sgemm only" row); fwd+bwd /
+#                at this precision (`bench compute --device cuda --precision P`, its "sgemm only" row,
+#                "gemm-bf16 only" in bf16); fwd+bwd /
 #                floor says how close the step's compute gets to it
 #   MFU          the model's FLOPs per step (as `bench compute` counts them: 2 per weight and row
 #                forward, 4 backward) / step time / this card's GEMM peak at this precision, measured
 #                here by the same command on one large square GEMM (PEAK_SHAPE)
 # and, when `python3 -c 'import torch'` works here, PyTorch's steps from jobs/lib/pytorch_mlp_step.py
 # (same model, batch on the GPU, CUDA events, medians): eager, whole step as one CUDA graph, bf16
-# autocast, and ours / PyTorch ratios. bf16 rows of our own say "not built": microddp has no
-# --precision bf16 yet.
+# autocast, and ours / PyTorch ratios (bf16: ours / PyTorch's bf16 autocast step).
 #
 # Usage: bash jobs/gpu_bench.sh [--emulated]
 #   --emulated (or MICRODDP_GPU_BENCH_EMULATED=1): the emulated device of the cuda-emu build, tiny
@@ -84,16 +84,16 @@ echo "# microddp gpu_bench (${label}; emulated timings prove the plumbing, not s
 echo "# date   : $(date -Iseconds)"
 echo "# commit : $(git -C "${SRC_DIR}" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 "${BIN}" devices 2>&1 | sed 's/^#* */# /' | head -3
-# floor PREC W D B -> "ms gflops" of the "sgemm only" row of bench compute on this card.
+# floor PREC W D B -> "ms gflops" of the GEMM-floor row ("sgemm only" / "gemm-bf16 only") of bench
+# compute on this card.
 floor() {
-  local tf32=(); [[ $1 == tf32 ]] && tf32=(--tf32)
   local out="${tmp}/bench.txt"
-  "${MPIEXEC}" -np 1 "${MPI_FLAGS[@]}" "${BIN}" bench compute --device cuda "${tf32[@]}" --width "$2" --depth "$3" \
+  "${MPIEXEC}" -np 1 "${MPI_FLAGS[@]}" "${BIN}" bench compute --device cuda --precision "$1" --width "$2" --depth "$3" \
     --batch "$4" --iters 5 --warmup 2 >"$out" 2>&1 || { cat "$out" >&2; return 1; }
-  awk '$1 == "sgemm" {print $3, $4}' "$out"
+  awk '$2 == "only" {print $3, $4}' "$out"
 }
 declare -A PEAK
-for prec in fp32 tf32; do
+for prec in fp32 tf32 bf16; do
   read -r pw pd pb <<<"${PEAK_SHAPE}"
   r=$(floor "$prec" "$pw" "$pd" "$pb") || fail "bench compute --device cuda (${prec} peak)"
   PEAK[$prec]=$(echo "$r" | awk '{print $2}')
@@ -110,8 +110,7 @@ for m in "${MODELS[@]}"; do
     --steps "${STEPS}" >"$pt" 2>"${tmp}/pt.err" || echo '{"available": false, "why": "the script failed"}' >"$pt"
   pt_row() { python3 -c "import json,sys; d=json.load(open('$pt')); r=d.get('rows',{}); print('%.3f' % r['$1'] if '$1' in r else 'n/a')"; }
   pt_available=$(python3 -c "import json; print(json.load(open('$pt'))['available'])")
-  for prec in fp32 tf32; do
-    tf32=(); [[ $prec == tf32 ]] && tf32=(--tf32)
+  for prec in fp32 tf32 bf16; do
     r=$(floor "$prec" "$W" "$D" "$B") || fail "bench compute --device cuda ${prec} ${m}"
     read -r floor_ms floor_gfs <<<"$r"
     for graph in off on; do
@@ -119,7 +118,7 @@ for m in "${MODELS[@]}"; do
       out="${tmp}/train.txt"
       "${MPIEXEC}" -np 1 "${MPI_FLAGS[@]}" "${BIN}" train --device cuda --comm nccl --width "$W" --depth "$D" \
         --global-batch "$B" --optimizer "$OPT" --steps "${STEPS}" --log-every "${STEPS}" --cuda-graph "$graph" \
-        "${tf32[@]}" --metrics "$metrics" >"$out" 2>&1 || { cat "$out"; fail "train ${prec} graph ${graph} ${m}"; }
+        --precision "$prec" --metrics "$metrics" >"$out" 2>&1 || { cat "$out"; fail "train ${prec} graph ${graph} ${m}"; }
       step=$(json "$metrics" "'%.3f' % s['median']['step_ms']")
       fb=$(json "$metrics" "'%.3f' % (s['median']['forward_ms'] + s['median']['backward_ms'])")
       data=$(json "$metrics" "'%.3f' % s['median']['data_ms']")
@@ -128,15 +127,14 @@ for m in "${MODELS[@]}"; do
       eager=n/a; graphpt=n/a; bf16=n/a; ratio=n/a
       if [[ ${pt_available} == True ]]; then
         eager=$(pt_row "eager_${prec}"); graphpt=$(pt_row graph_fp32); bf16=$(pt_row autocast_bf16)
-        ref=$eager; [[ $graph == on && $prec == fp32 ]] && ref=$graphpt
+        ref=$eager; [[ $graph == on && $prec == fp32 ]] && ref=$graphpt; [[ $prec == bf16 ]] && ref=$bf16
         ratio=$(python3 -c "print('%.2fx' % (${step} / ${ref}))" 2>/dev/null || echo n/a)
       fi
       printf "  %-16s %-5s %-5s %9s %10s %8s %9s %7s %10s %11s %11s %10s\n" "${W}/${D}/${B} ${OPT}" "$prec" "$graph" \
         "$step" "$fb" "$data" "$floor_ms" "$mfu" "$eager" "$graphpt" "$bf16" "$ratio"
     done
   done
-  printf "  %-16s %-5s %-5s %9s   (--precision bf16: not built yet)\n" "${W}/${D}/${B} ${OPT}" bf16 - "n/a"
   [[ ${pt_available} == True ]] || echo "#   PyTorch: not available ($(python3 -c "import json; print(json.load(open('$pt'))['why'])"))"
 done
 echo "# MFU = model FLOPs per step / step time / this card's GEMM peak at that precision (above); floor_ms: the step's GEMMs alone"
-echo "# ours/pt: our step / PyTorch's eager step of the same precision (graph on, fp32: / PyTorch's whole-step graph)"
+echo "# ours/pt: our step / PyTorch's eager step of the same precision (graph on, fp32: / PyTorch's whole-step graph; bf16: / PyTorch's bf16 autocast)"

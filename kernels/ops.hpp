@@ -33,6 +33,18 @@ class Ops {
   virtual void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
                     const float* a, const float* b, float beta, float* c) = 0;
 
+  // The same GEMM with bfloat16 operands (--precision bf16, core/precision.hpp): A and B hold bf16
+  // bit patterns (elementwise.hpp's float_to_bf16_bits; make them with encode_wire16(Wire16::BF16)),
+  // every product is exact in fp32 and the sums are fp32, as are alpha, beta and C. CudaOps runs it
+  // on bf16 tensor cores (cublasGemmEx, compute type 32F); CpuOps decodes the operands (exactly) and
+  // calls sgemm: the reference the GPU is tested against (the two differ only in summation order).
+  // CpuOps decodes into workspace reserved up front: call reserve_bf16_gemm at set-up.
+  virtual void gemm_bf16(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                         const std::uint16_t* a, const std::uint16_t* b, float beta, float* c) = 0;
+  // Workspace for gemm_bf16 operands of up to `elements` elements each (CpuOps: two float arrays,
+  // grown here and never in gemm_bf16, which refuses a larger operand; CudaOps needs none).
+  virtual void reserve_bf16_gemm(std::int64_t /*elements*/) {}
+
   // y(rows, cols) = act(y + bias) with bias(cols) broadcast over rows; act = ReLU if relu else id.
   virtual void bias_act_forward(float* y, const float* bias, std::int64_t rows, std::int64_t cols, bool relu) = 0;
 

@@ -75,6 +75,29 @@ class CpuOps final : public Ops {
                 alpha, a, lda, b, ldb, beta, c, ni);
   }
 
+  // The bf16 reference: decode both operands exactly, then the fp32 GEMM above. Products of two bf16
+  // values (8-bit significands) are exact in fp32, so only the summation order can differ from the GPU.
+  void gemm_bf16(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                 const std::uint16_t* a, const std::uint16_t* b, float beta, float* c) override {
+    MDDP_CHECK(m >= 0 && n >= 0 && k >= 0, "gemm_bf16: negative shape (" << m << ", " << n << ", " << k << ")");
+    const std::int64_t a_count = m * k, b_count = k * n;
+    MDDP_CHECK(a_count <= bf16_reserved_ && b_count <= bf16_reserved_,
+               "gemm_bf16: operands of " << a_count << " and " << b_count << " elements, workspace reserved for "
+                                         << bf16_reserved_ << " (reserve_bf16_gemm at set-up)");
+    decode_wire16(Wire16::BF16, a, bf16_a_.get(), a_count);
+    decode_wire16(Wire16::BF16, b, bf16_b_.get(), b_count);
+    gemm(trans_a, trans_b, m, n, k, alpha, bf16_a_.get(), bf16_b_.get(), beta, c);
+  }
+
+  void reserve_bf16_gemm(std::int64_t elements) override {
+    MDDP_CHECK(elements >= 0, "reserve_bf16_gemm: negative count " << elements);
+    if (elements <= bf16_reserved_) return;
+    const auto bytes = static_cast<std::size_t>(elements) * sizeof(float);
+    bf16_a_.reset(static_cast<float*>(core::aligned_zeroed_alloc(bytes, kHostAlignBytes, "reserve_bf16_gemm")));
+    bf16_b_.reset(static_cast<float*>(core::aligned_zeroed_alloc(bytes, kHostAlignBytes, "reserve_bf16_gemm")));
+    bf16_reserved_ = elements;
+  }
+
   void bias_act_forward(float* y, const float* bias, std::int64_t rows, std::int64_t cols, bool relu_on) override {
     check_shape(rows, cols, "bias_act_forward");
     // Two loop copies so the inner loop has no branch: add + max per element, vectorised.
@@ -219,6 +242,13 @@ class CpuOps final : public Ops {
   static void check_shape(std::int64_t rows, std::int64_t cols, const char* op) {
     MDDP_CHECK(rows >= 0 && cols >= 0, op << ": negative shape (" << rows << ", " << cols << ")");
   }
+
+  struct FreeDeleter {
+    void operator()(float* p) const noexcept { std::free(p); }
+  };
+  // gemm_bf16's decoded operands (reserve_bf16_gemm).
+  std::unique_ptr<float, FreeDeleter> bf16_a_, bf16_b_;
+  std::int64_t bf16_reserved_ = 0;
 
   template <bool kRelu>
   static void bias_row(float* __restrict y, const float* __restrict bias, std::int64_t cols) {

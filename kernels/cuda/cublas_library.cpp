@@ -18,7 +18,8 @@ namespace {
 CublasLibrary load() {
   return CublasLibrary{&::cublasCreate_v2,     &::cublasDestroy_v2,   &::cublasSetStream_v2,
                        &::cublasSetWorkspace_v2, &::cublasSetMathMode, &::cublasGetVersion_v2,
-                       &::cublasSgemm_v2,      &::cublasGetStatusName, &::cublasGetStatusString};
+                       &::cublasSgemm_v2,      &::cublasGemmEx,       &::cublasGetStatusName,
+                       &::cublasGetStatusString};
 }
 
 #else
@@ -61,6 +62,7 @@ CublasLibrary load() {
   resolve(handle, "cublasSetMathMode", lib.set_math_mode);
   resolve(handle, "cublasGetVersion_v2", lib.get_version);
   resolve(handle, "cublasSgemm_v2", lib.sgemm);
+  resolve(handle, "cublasGemmEx", lib.gemm_ex);
   resolve(handle, "cublasGetStatusName", lib.status_name);
   resolve(handle, "cublasGetStatusString", lib.status_string);
   return lib;

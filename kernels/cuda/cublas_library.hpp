@@ -27,6 +27,11 @@ struct CublasLibrary {
   decltype(&::cublasSetMathMode) set_math_mode;
   decltype(&::cublasGetVersion_v2) get_version;
   decltype(&::cublasSgemm_v2) sgemm;
+  // --precision bf16: bf16 operands, fp32 sums. Spelled out: in C++ the header adds an inline
+  // overload (compute type given as a cudaDataType), so &::cublasGemmEx alone is ambiguous.
+  cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
+                            const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
+                            cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
   decltype(&::cublasGetStatusName) status_name;
   decltype(&::cublasGetStatusString) status_string;
 };

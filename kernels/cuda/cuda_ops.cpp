@@ -133,6 +133,28 @@ class CudaOps final : public Ops {
                                   mi, ki, &alpha, b, ldb, a, lda, &beta, c, ni));
   }
 
+  // gemm's operand swap with bf16 operands on tensor cores: compute type 32F keeps the products and
+  // sums in fp32 (the CPU reference's arithmetic); C stays fp32. The math mode (tf32) does not apply
+  // to bf16 operands.
+  void gemm_bf16(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                 const std::uint16_t* a, const std::uint16_t* b, float beta, float* c) override {
+    const int mi = cublas_int(m, "m"), ni = cublas_int(n, "n"), ki = cublas_int(k, "k");
+    if (mi == 0 || ni == 0) return;
+    if (ki == 0) {
+      if (beta == 0.0f) {
+        gpu::zero(c, m * n, stream_);
+      } else if (beta != 1.0f) {
+        gpu::scale(c, beta, m * n, stream_);
+      }
+      return;
+    }
+    const int lda = cublas_int(trans_a ? m : k, "lda");
+    const int ldb = cublas_int(trans_b ? k : n, "ldb");
+    MDDP_CUBLAS_CHECK(blas_.gemm_ex(cublas_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                    ni, mi, ki, &alpha, b, CUDA_R_16BF, ldb, a, CUDA_R_16BF, lda, &beta, c,
+                                    CUDA_R_32F, ni, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  }
+
   void bias_act_forward(float* y, const float* bias, std::int64_t rows, std::int64_t cols, bool relu) override {
     gpu::bias_act_forward(y, bias, rows, cols, relu, stream_);
   }

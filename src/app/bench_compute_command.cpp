@@ -14,6 +14,8 @@
 //                  the fill it replaced, kept here as the baseline: core::normal01 (glibc logf/cosf)
 //                  one element at a time, then each label's dot products one after another
 // The target is fwd+bwd >= 85% of sgemm-only GFLOP/s.
+// --precision bf16 (as train's) times bf16-operand GEMMs and the bf16 model; on the CPU that is the
+// decoding reference, slower than sgemm by design (it proves numerics, not speed).
 // --device cuda (the rank's GPU, as `train --device cuda` picks it; --tf32 as there) times the first
 // three rows on the GPU (device buffers, one synchronisation per iteration; "memcpy" becomes a
 // device-to-device copy of the same bytes): the GEMM floor of a GPU step, which jobs/gpu_bench.sh
@@ -31,6 +33,7 @@
 #include "app/compute_device.hpp"
 #include "core/error.hpp"
 #include "core/host_buffer.hpp"
+#include "core/precision.hpp"
 #include "core/rng.hpp"
 #include "core/timer.hpp"
 #include "data/synthetic_dataset.hpp"
@@ -73,7 +76,12 @@ class BenchComputeCommand final : public Command {
     sub->add_option("--device", device_, "cpu, or cuda: the GEMM, fwd+bwd and optimizer rows on this rank's GPU")
         ->check(CLI::IsMember({"cpu", "cuda"}))
         ->capture_default_str();
-    sub->add_flag("--tf32", tf32_, "With --device cuda: let cuBLAS use TF32 tensor cores (as train --tf32)");
+    sub->add_option("--precision", precision_,
+                    "GEMM arithmetic, as train --precision: fp32, tf32 (--device cuda only), bf16 (the GEMM floor "
+                    "then times bf16-operand GEMMs: cublasGemmEx on a GPU, the decoding reference on the CPU)")
+        ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
+        ->capture_default_str();
+    sub->add_flag("--tf32", tf32_, "Same as --precision tf32 (--device cuda)");
   }
   int run(const comm::MpiRuntime& mpi) override;
 
@@ -84,6 +92,8 @@ class BenchComputeCommand final : public Command {
   int threads_ = 1, iters_ = 10, warmup_ = 2;
   std::string device_ = "cpu";
   bool tf32_ = false;
+  std::string precision_ = "fp32";
+  core::Precision precision() const { return tf32_ ? core::Precision::Tf32 : core::parse_precision(precision_); }
 };
 
 // The rows every device prints: the GEMM floor, the model's forward+backward, Adam against a copy.
@@ -95,10 +105,12 @@ void BenchComputeCommand::print_main_rows(const kernels::Ops& ops, const comm::M
               ", %s, %d rank(s)\n",
               width_, depth_, batch_, classes_,
               on_gpu ? "device cuda" : (std::to_string(threads) + " BLAS thread(s)").c_str(), mpi.size());
-  std::printf("# %s\n", ops.description().c_str());
+  std::printf("# %s; precision %s\n", ops.description().c_str(), std::string(core::precision_name(precision())).c_str());
   std::printf("# medians of 3 interleaved rounds x %d iterations (after %d warm-up)\n", iters_, warmup_);
   std::printf("# %-16s %12s %14s %10s\n", "variant", "time_ms", "rate", "ratio");
-  std::printf("  %-16s %12.3f %9.1f GF/s %10s\n", "sgemm only", gemm_ms, flops / (gemm_ms * 1e6), "1.000");
+  // bf16: the same GEMMs with bf16 operands (gemm_bf16), not sgemm; one word before "only" either way.
+  std::printf("  %-16s %12.3f %9.1f GF/s %10s\n", precision() == core::Precision::Bf16 ? "gemm-bf16 only" : "sgemm only",
+              gemm_ms, flops / (gemm_ms * 1e6), "1.000");
   std::printf("  %-16s %12.3f %9.1f GF/s %10.3f\n", "fwd+bwd", model_ms, flops / (model_ms * 1e6), gemm_ms / model_ms);
   std::printf("  %-16s %12.3f %9.2f GB/s %10s\n", on_gpu ? "d2d copy 28B/par" : "memcpy 28B/param", copy_ms,
               bytes / (copy_ms * 1e6), "1.000");
@@ -109,12 +121,16 @@ void BenchComputeCommand::print_main_rows(const kernels::Ops& ops, const comm::M
 
 int BenchComputeCommand::run(const comm::MpiRuntime& mpi) {
   const int threads = blas_threads(threads_, mpi, comm_settings()).threads;
-  MDDP_USAGE_CHECK(device_ == "cuda" || !tf32_, "--tf32 needs --device cuda");
+  MDDP_USAGE_CHECK(!tf32_ || precision_ == "fp32" || precision_ == "tf32",
+                   "--tf32 means --precision tf32; it contradicts --precision " << precision_);
+  const core::Precision prec = precision();
+  const bool bf16 = prec == core::Precision::Bf16;
   // The device as train picks it (app/compute_device.hpp); "mpi" only to pass its backend check.
-  std::unique_ptr<kernels::Ops> ops = choose_compute(device_, "mpi", false, tf32_, threads, mpi).ops;
+  std::unique_ptr<kernels::Ops> ops =
+      choose_compute(device_, "mpi", false, prec == core::Precision::Tf32, threads, mpi).ops;
   const bool on_gpu = ops->device() != core::Device::Host;
   model::MlpConfig mc{width_, width_, depth_, classes_};
-  model::FullMLP net(mc, batch_, *ops);
+  model::FullMLP net(mc, batch_, *ops, prec);
   net.init(1);
   model::OptimizerConfig oc;
   auto adam = model::make_optimizer(oc, net.flat_count(), *ops);
@@ -140,15 +156,35 @@ int BenchComputeCommand::run(const comm::MpiRuntime& mpi) {
     w.from_host(h.data(), 0, w.count());
     dw.from_host(h.data(), 0, dw.count());
   }
+  // bf16: the same GEMMs with bf16 operands (the model's forward/backward GEMMs read bf16 copies).
+  kernels::OpsBuffer<std::uint16_t> act16(*ops, bf16 ? act.count() : 0), out16(*ops, bf16 ? out.count() : 0),
+      w16(*ops, bf16 ? w.count() : 0);
+  if (bf16) {
+    ops->encode_wire16(kernels::Wire16::BF16, act.data(), act16.data(), nullptr, act.count());
+    ops->encode_wire16(kernels::Wire16::BF16, out.data(), out16.data(), nullptr, out.count());
+    ops->encode_wire16(kernels::Wire16::BF16, w.data(), w16.data(), nullptr, w.count());
+    ops->reserve_bf16_gemm(std::max(act.count(), w.count()));
+  }
+  auto gemm = [&](bool ta, bool tb, std::int64_t m_, std::int64_t n_, std::int64_t k_, const float* a,
+                  const std::uint16_t* a16, const float* b, const std::uint16_t* b16, float beta, float* c) {
+    if (bf16) {
+      ops->gemm_bf16(ta, tb, m_, n_, k_, 1.0f, a16, b16, beta, c);
+    } else {
+      ops->gemm(ta, tb, m_, n_, k_, 1.0f, a, b, beta, c);
+    }
+  };
   auto gemm_sequence = [&] {
     for (std::int64_t layer = 0; layer <= depth_; ++layer) {  // forward
       const std::int64_t o = layer == depth_ ? classes_ : width_;
-      ops->gemm(false, true, batch_, o, width_, 1.0f, act.data(), w.data(), 0.0f, out.data());
+      gemm(false, true, batch_, o, width_, act.data(), act16.data(), w.data(), w16.data(), 0.0f, out.data());
     }
     for (std::int64_t layer = depth_; layer >= 0; --layer) {  // backward: dW, then dX (not for layer 0)
       const std::int64_t o = layer == depth_ ? classes_ : width_;
-      ops->gemm(true, false, o, width_, batch_, 1.0f, out.data(), act.data(), 1.0f, dw.data());
-      if (layer > 0) ops->gemm(false, false, batch_, width_, o, 1.0f, out.data(), w.data(), 0.0f, act.data());
+      gemm(true, false, o, width_, batch_, out.data(), out16.data(), act.data(), act16.data(), 1.0f, dw.data());
+      // dX goes to a scratch output (in bf16 the operand copies stay fixed; in fp32 as before).
+      if (layer > 0)
+        gemm(false, false, batch_, width_, o, out.data(), out16.data(), w.data(), w16.data(), 0.0f,
+             bf16 ? out.data() : act.data());
     }
     ops->synchronize();
   };

@@ -59,6 +59,11 @@ ComputeChoice choose_local(const std::string& device, const std::string& comm, b
   } else if (device == "auto") {
     use_gpu = visible_gpus() > 0 && (!comm_given || backend_accepts_device_buffers(comm));
   }
+  // TF32 is a tensor-core operand format: a CPU run asked for it would silently compute in fp32.
+  MDDP_USAGE_CHECK(use_gpu || !tf32,
+                   "--precision tf32 (--tf32) needs the GPU path (TF32 tensor cores); this run computes on the CPU "
+                   "(--device "
+                       << device << "): use --precision fp32, or bf16 (on the CPU: the bf16 reference)");
   ComputeChoice c;
   if (use_gpu) {
     c.ops = kernels::make_cuda_ops(mpi.local_rank() % visible_gpus(), tf32);

@@ -74,7 +74,13 @@ class TrainCommand final : public Command {
                     "off (every call launched from the host; times each collective)")
         ->check(CLI::IsMember({"auto", "on", "off"}))
         ->capture_default_str();
-    sub->add_flag("--tf32", tf32_, "GPU only: let cuBLAS use TF32 tensor cores for the GEMMs (about 10-bit mantissa)");
+    precision_option_ = sub->add_option("--precision", precision_,
+                    "Arithmetic of the GEMMs: fp32; tf32 (GPU only: TF32 tensor cores, 10-bit mantissa operands); "
+                    "bf16 (mixed precision: bf16 operands, fp32 sums, fp32 master weights, optimizer, loss; on the "
+                    "CPU the bf16 reference the GPU is tested against)")
+        ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
+        ->capture_default_str();
+    sub->add_flag("--tf32", tf32_, "Same as --precision tf32");
     sub->add_option("--trace-steps", trace_steps_,
                     "Steps the trace keeps, numbered as printed: A:B, A: (to the end), :B or N (default: every step); "
                     "only their events are kept in memory")
@@ -88,6 +94,9 @@ class TrainCommand final : public Command {
       trace_window_ = *r;
     }
     validate_device_name(device_);
+    MDDP_USAGE_CHECK(!tf32_ || precision_option_->count() == 0 || precision_ == "tf32",
+                     "--tf32 means --precision tf32; it contradicts --precision " << precision_);
+    opts_.config.precision = tf32_ ? core::Precision::Tf32 : core::parse_precision(precision_);
     log_every_auto_ = opts_.log_every == 0;  // --epochs decides the steps later: recompute then
     validate_train_options(opts_);
     validate_run_control_options(run_opts_);
@@ -108,7 +117,9 @@ class TrainCommand final : public Command {
   std::string device_ = "auto";            // --device (or MICRODDP_DEVICE)
   CLI::Option* comm_option_ = nullptr;     // to know whether --comm was given
   CLI::Option* classes_option_ = nullptr;  // and --classes (else --data's file decides)
-  bool tf32_ = false;                      // --tf32
+  bool tf32_ = false;                      // --tf32 (= --precision tf32)
+  std::string precision_ = "fp32";         // --precision
+  CLI::Option* precision_option_ = nullptr;
   std::string cuda_graph_ = "auto";        // --cuda-graph
   bool layer_events_ = false;              // --layer-events
   std::string trace_steps_;                // --trace-steps A:B
@@ -122,7 +133,8 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
   // after each step (TraceWindow), so only the window's steps are kept.
   if (!opts_.trace_path.empty()) opts_.config.layer_events = true;
   const auto& cfg = opts_.config;
-  TrainingSession session(mpi, opts_, comm_settings(), DeviceRequest{device_, comm_option_->count() > 0, tf32_});
+  TrainingSession session(mpi, opts_, comm_settings(), DeviceRequest{device_, comm_option_->count() > 0,
+                                                                       cfg.precision == core::Precision::Tf32});
   opts_.comm = session.backend();  // a GPU model without --comm: nccl (mpi when ranks share a GPU)
   const int threads = session.threads();
   kernels::Ops& ops = session.ops();
@@ -221,6 +233,13 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
                   cfg.accum_steps, cfg.global_batch, cfg.accum_steps * cfg.global_batch);
     }
     std::printf("#   compute    : %s\n", ops.description().c_str());
+    if (cfg.precision == core::Precision::Bf16) {
+      std::printf("#   precision  : bf16 GEMM operands (%s), fp32 sums, master weights, optimizer and loss\n",
+                  ops.device() == core::Device::Host ? "the CPU reference: operands rounded, sgemm"
+                                                     : "tensor cores, cublasGemmEx");
+    } else {
+      std::printf("#   precision  : %s\n", std::string(core::precision_name(cfg.precision)).c_str());
+    }
     if (ops.device() != core::Device::Host)
       std::printf("#   cuda graph : %s\n", trainer.step_graph().describe().c_str());
     if (ops.device() == core::Device::Host)

@@ -9,6 +9,7 @@
 
 #include "core/fault_plan.hpp"
 #include "ddp/compression/compression_config.hpp"
+#include "core/precision.hpp"
 #include "ddp/cuda_graph_mode.hpp"
 #include "ddp/grad_sync_options.hpp"
 #include "ddp/numerics.hpp"
@@ -54,6 +55,10 @@ struct TrainConfig {
   // result-changing setting (a replay is bitwise the eager step), but ranks agree on it, so every
   // rank issues its collectives from the host, or none does, and the desync check's counts compare.
   CudaGraphMode cuda_graph = CudaGraphMode::Auto;
+  // --precision (core/precision.hpp): the arithmetic of the model's GEMMs. Result-changing, so ranks
+  // agree on it; not stored, so a resume may change it (the checkpoint holds fp32 master weights and
+  // optimizer state in every precision).
+  core::Precision precision = core::Precision::Fp32;
   // Test hooks at the trainer's fault points (ddp/step_faults.hpp); empty by default.
   core::FaultPlan faults;
 };

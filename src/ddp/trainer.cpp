@@ -53,7 +53,7 @@ Trainer::Trainer(const TrainConfig& config, comm::Communicator& comm, kernels::O
     : config_(checked(config)),
       comm_(comm),
       ops_(ops),
-      model_(config.model, data::Sampler::max_local_count(config.global_batch, comm.size()), ops),
+      model_(config.model, data::Sampler::max_local_count(config.global_batch, comm.size()), ops, config.precision),
       verdict_(comm, ops, config.accum_steps, config.on_nan),
       timing_(ops, events_, config.accum_steps),
       faults_(config_.faults, comm.rank()) {

@@ -11,8 +11,8 @@
 
 namespace microddp::model {
 
-FullMLP::FullMLP(const MlpConfig& config, std::int64_t max_rows, kernels::Ops& ops)
-    : config_(config), max_rows_(max_rows), ops_(ops) {
+FullMLP::FullMLP(const MlpConfig& config, std::int64_t max_rows, kernels::Ops& ops, core::Precision precision)
+    : config_(config), precision_(precision), max_rows_(max_rows), ops_(ops) {
   MDDP_CHECK(max_rows >= 0, "negative max_rows");
   infos_ = param_layout(config);  // checks the shape
   parameter_count_ = model::parameter_count(infos_);
@@ -28,6 +28,16 @@ FullMLP::FullMLP(const MlpConfig& config, std::int64_t max_rows, kernels::Ops& o
   dy_a_ = kernels::OpsBuffer<float>(ops, max_rows * max_features);
   dy_b_ = kernels::OpsBuffer<float>(ops, max_rows * max_features);
   loss_ = kernels::OpsBuffer<float>(ops, 1);
+  if (bf16()) {
+    params_bf16_ = kernels::OpsBuffer<std::uint16_t>(ops, params_.count());
+    std::int64_t largest_operand = max_rows * max_features;  // dy, and each layer's input
+    for (std::int64_t layer = 0; layer <= config.depth; ++layer) {
+      acts_bf16_.emplace_back(ops, max_rows * in_features(layer));
+      largest_operand = std::max(largest_operand, in_features(layer) * out_features(layer));  // W
+    }
+    dy_bf16_ = kernels::OpsBuffer<std::uint16_t>(ops, max_rows * max_features);
+    ops.reserve_bf16_gemm(largest_operand);
+  }
   for (std::int64_t layer = 0; layer <= config.depth; ++layer) {
     char name[48];
     std::snprintf(name, sizeof name, "layer_%02lld forward", static_cast<long long>(layer));
@@ -73,16 +83,22 @@ const float* FullMLP::forward(const float* x, std::int64_t rows, const LayerHook
   MDDP_CHECK(rows >= 0 && rows <= max_rows_, "forward with " << rows << " rows, model sized for " << max_rows_);
   rows_ = rows;
   if (x != acts_[0].data()) ops_.copy(acts_[0].data(), x, rows * config_.in_dim);
+  if (bf16()) {
+    ops_.encode_wire16(kernels::Wire16::BF16, params_.data(), params_bf16_.data(), nullptr, params_.count());
+    ops_.encode_wire16(kernels::Wire16::BF16, acts_[0].data(), acts_bf16_[0].data(), nullptr, rows * config_.in_dim);
+  }
   for (std::int64_t layer = 0; layer <= config_.depth; ++layer) {
     if (hook) hook(static_cast<int>(layer), true);
     ops_.range_push(fwd_range_[static_cast<std::size_t>(layer)].c_str());
     const ParamInfo& w = weight(static_cast<int>(layer));
     const ParamInfo& b = bias(static_cast<int>(layer));
     float* out = acts_[static_cast<std::size_t>(layer + 1)].data();
-    // out(rows, out_f) = in(rows, in_f) * W(out_f, in_f)^T
-    ops_.gemm(false, true, rows, w.rows, w.cols, 1.0f, acts_[static_cast<std::size_t>(layer)].data(),
-              params_.data() + w.offset, 0.0f, out);
+    layer_gemm_forward(layer, rows, out);
     ops_.bias_act_forward(out, params_.data() + b.offset, rows, w.rows, layer < config_.depth);
+    // The next layer's GEMM operand, rounded once (the logits stay fp32: softmax reads them).
+    if (bf16() && layer < config_.depth)
+      ops_.encode_wire16(kernels::Wire16::BF16, out, acts_bf16_[static_cast<std::size_t>(layer + 1)].data(), nullptr,
+                         rows * w.rows);
     ops_.range_pop();
     if (hook) hook(static_cast<int>(layer), false);
   }
@@ -119,16 +135,40 @@ void FullMLP::backward_into(const std::int32_t* labels, float scale, float* loss
     ops_.bias_grad(db, dy, rows, w.rows);
     if (on_ready) on_ready(b);
     // dW(out, in) (+)= dy(rows, out)^T * in(rows, in)
-    ops_.gemm(true, false, w.rows, w.cols, rows, 1.0f, dy, in, accumulate ? 1.0f : 0.0f, grad_target(w));
+    const float beta = accumulate ? 1.0f : 0.0f;
+    if (bf16()) {
+      ops_.encode_wire16(kernels::Wire16::BF16, dy, dy_bf16_.data(), nullptr, rows * w.rows);
+      ops_.gemm_bf16(true, false, w.rows, w.cols, rows, 1.0f, dy_bf16_.data(),
+                     acts_bf16_[static_cast<std::size_t>(layer)].data(), beta, grad_target(w));
+    } else {
+      ops_.gemm(true, false, w.rows, w.cols, rows, 1.0f, dy, in, beta, grad_target(w));
+    }
     if (on_ready) on_ready(w);
     if (layer > 0) {
       // dx(rows, in) = dy(rows, out) * W(out, in); then mask by the previous layer's ReLU.
-      ops_.gemm(false, false, rows, w.cols, w.rows, 1.0f, dy, params_.data() + w.offset, 0.0f, dx);
+      if (bf16()) {
+        ops_.gemm_bf16(false, false, rows, w.cols, w.rows, 1.0f, dy_bf16_.data(), params_bf16_.data() + w.offset,
+                       0.0f, dx);
+      } else {
+        ops_.gemm(false, false, rows, w.cols, w.rows, 1.0f, dy, params_.data() + w.offset, 0.0f, dx);
+      }
       ops_.relu_backward(dx, in, rows * w.cols);
       std::swap(dy, dx);
     }
     ops_.range_pop();
     if (hook) hook(static_cast<int>(layer), false);
+  }
+}
+
+void FullMLP::layer_gemm_forward(std::int64_t layer, std::int64_t rows, float* out) {
+  const ParamInfo& w = weight(static_cast<int>(layer));
+  const auto l = static_cast<std::size_t>(layer);
+  // out(rows, out_f) = in(rows, in_f) * W(out_f, in_f)^T
+  if (bf16()) {
+    ops_.gemm_bf16(false, true, rows, w.rows, w.cols, 1.0f, acts_bf16_[l].data(), params_bf16_.data() + w.offset, 0.0f,
+                   out);
+  } else {
+    ops_.gemm(false, true, rows, w.rows, w.cols, 1.0f, acts_[l].data(), params_.data() + w.offset, 0.0f, out);
   }
 }
 
@@ -145,7 +185,9 @@ double FullMLP::flops_per_step(std::int64_t rows) const {
 std::int64_t FullMLP::activation_bytes() const {
   std::int64_t n = dy_a_.count() + dy_b_.count() + loss_.count();
   for (const auto& a : acts_) n += a.count();
-  return n * static_cast<std::int64_t>(sizeof(float));
+  std::int64_t halves = params_bf16_.count() + dy_bf16_.count();
+  for (const auto& a : acts_bf16_) halves += a.count();
+  return n * static_cast<std::int64_t>(sizeof(float)) + halves * static_cast<std::int64_t>(sizeof(std::uint16_t));
 }
 
 }  // namespace microddp::model

@@ -17,6 +17,13 @@
 //   * A GradPlacement may take the gradients elsewhere (ZeRO-2's bucket pool): the flat gradient
 //     buffer is then freed and backward overwrites wherever the placement says.
 //   * Initialisation is a pure function of (seed, parameter index, element index).
+//   * Precision (core/precision.hpp): with bf16 the GEMMs take bfloat16 operands (Ops::gemm_bf16):
+//     forward rounds the whole flat parameter buffer to a bf16 copy first (one pass: whatever wrote
+//     the parameters — init, the optimizer, a broadcast, a checkpoint, ZeRO's all-gather — the copy
+//     is of the values this forward uses), each layer's input is rounded as it is produced, and
+//     backward rounds each upstream gradient once for its two GEMMs. GEMM outputs, bias, ReLU (its
+//     mask reads the fp32 activations), softmax, loss and every gradient stay fp32. fp32 and tf32
+//     build no bf16 buffers (tf32 is the Ops's GEMM mode, not the model's).
 #pragma once
 
 #include <cstdint>
@@ -24,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "core/precision.hpp"
 #include "core/tensor_view.hpp"
 #include "kernels/ops.hpp"
 #include "kernels/ops_buffer.hpp"
@@ -49,9 +57,11 @@ class GradPlacement {
 
 class FullMLP {
  public:
-  FullMLP(const MlpConfig& config, std::int64_t max_rows, kernels::Ops& ops);
+  FullMLP(const MlpConfig& config, std::int64_t max_rows, kernels::Ops& ops,
+          core::Precision precision = core::Precision::Fp32);
 
   const MlpConfig& config() const { return config_; }
+  core::Precision precision() const { return precision_; }
   std::int64_t num_layers() const { return config_.depth + 1; }
   // Elements of the flat parameter / gradient buffers: the parameters plus the alignment padding
   // (param_layout.hpp). Optimizers, collectives and hashes run over all of them.
@@ -111,7 +121,8 @@ class FullMLP {
   // FLOPs of one forward+backward over `rows` rows (GEMMs only: 2*m*n*k each, 3 GEMMs per layer
   // backward except the first layer's unused input gradient).
   double flops_per_step(std::int64_t rows) const;
-  // Bytes of the activations, upstream-gradient workspaces and loss buffer (memory reports).
+  // Bytes of the activations, upstream-gradient workspaces and loss buffer (memory reports), the
+  // bf16 copies of the weights, activations and upstream gradient included.
   std::int64_t activation_bytes() const;
 
  private:
@@ -123,8 +134,13 @@ class FullMLP {
   std::int64_t out_features(std::int64_t layer) const {
     return layer == config_.depth ? config_.classes : config_.width;
   }
+  bool bf16() const { return precision_ == core::Precision::Bf16; }
+  // out(rows, out_f) = in(rows, in_f) W^T for `layer`, in the model's precision (bf16: from the
+  // rounded copies of the layer's input and weight).
+  void layer_gemm_forward(std::int64_t layer, std::int64_t rows, float* out);
 
   MlpConfig config_;
+  core::Precision precision_;
   std::int64_t max_rows_;
   kernels::Ops& ops_;
   std::vector<ParamInfo> infos_;
@@ -136,6 +152,11 @@ class FullMLP {
   std::vector<kernels::OpsBuffer<float>> acts_;
   kernels::OpsBuffer<float> dy_a_, dy_b_;  // ping-pong upstream gradients, (rows, max features)
   kernels::OpsBuffer<float> loss_;         // 1 element
+  // bf16 only (empty otherwise): the rounded copies the GEMMs read. params_bf16_ mirrors the flat
+  // parameter buffer; acts_bf16_[l] is layer l's input; dy_bf16_ the current upstream gradient.
+  kernels::OpsBuffer<std::uint16_t> params_bf16_;
+  std::vector<kernels::OpsBuffer<std::uint16_t>> acts_bf16_;
+  kernels::OpsBuffer<std::uint16_t> dy_bf16_;
   std::int64_t rows_ = 0;                  // rows of the last forward
   // Profiler range names ("layer_03 forward"), built once: Ops::range_push keeps the pointer.
   std::vector<std::string> fwd_range_, bwd_range_;

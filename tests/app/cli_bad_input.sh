@@ -57,6 +57,9 @@ check "--check-every"    "$bin" "${t[@]}" --check-every -1
 check "--check-every"    "$bin" "${t[@]}" --check-every 1.5
 check "--on-nan"         "$bin" "${t[@]}" --on-nan ignore
 check "--clip-grad-norm" "$bin" "${t[@]}" --clip-grad-norm -1
+check "--precision"      "$bin" "${t[@]}" --precision fp16
+check "contradicts --precision bf16" "$bin" "${t[@]}" --tf32 --precision bf16
+check "needs the GPU path" "$bin" "${t[@]}" --device cpu --precision tf32
 check "--clip-grad-norm" "$bin" "${t[@]}" --clip-grad-norm nan
 check "--clip-grad-norm" "$bin" "${t[@]}" --clip-grad-norm inf
 check "MICRODDP_FAULT_NAN" env MICRODDP_FAULT_NAN=0:zero "$bin" "${t[@]}"

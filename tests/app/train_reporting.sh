@@ -3,7 +3,8 @@
 # steps this run did and says where it resumed; `inspect` counts a checkpoint's parameters as train
 # does (padding apart); one rank reports overlap n/a, two a percentage; --metrics numbers steps as
 # the console does, each with a timestamp and samples/s; --trace-steps keeps only its steps;
-# --prefetch 0 trains the same bits as the default --prefetch 2, and the summary splits the data time.
+# --prefetch 0 trains the same bits as the default --prefetch 2, and the summary splits the data time;
+# --precision bf16 on the CPU runs the bf16 reference.
 # (A signal stop's summary: tests/io/signal_requeue.sh.)
 # Usage: train_reporting.sh <path-to-microddp> <mpiexec> [mpiexec preflags...]
 set -u
@@ -85,6 +86,20 @@ grep -Eq "^#   data: exposed [0-9.]+ ms/step, prepared in the background [0-9.]+
   && ok "summary: $(grep '^#   data:' "$tmp/two.txt")" || fail "data summary: $(grep '^#   data' "$tmp/two.txt" "$tmp/direct.txt")"
 python3 -c 'import json,sys; d=[json.loads(l) for l in open(sys.argv[1]) if "\"summary\"" in l][0]["data"]; assert d["prefetch"] == 2 and d["background_ms_per_step"] > 0, d' "$tmp/m.jsonl" \
   && ok "metrics summary: data exposed / background / prefetch" || fail "metrics summary lacks the data split"
+
+# --precision bf16 on the CPU: the bf16 reference runs (the header says so), trains, and its losses
+# differ from fp32's from the first step (the forward's operands are rounded) but stay close.
+"$bin" "${t[@]}" --steps 5 --precision bf16 >"$tmp/bf16.txt" 2>&1 || fail "--precision bf16: $(tail -3 "$tmp/bf16.txt")"
+"$bin" "${t[@]}" --steps 5 >"$tmp/fp32.txt" 2>&1 || fail "fp32: $(tail -3 "$tmp/fp32.txt")"
+grep -q "^#   precision  : bf16 GEMM operands (the CPU reference" "$tmp/bf16.txt" && grep -q "^#   precision  : fp32" "$tmp/fp32.txt" \
+  && ok "header: $(grep '^#   precision' "$tmp/bf16.txt")" || fail "precision header: $(grep '^#   precision' "$tmp/bf16.txt" "$tmp/fp32.txt")"
+lb=$(grep -E "^ +[0-9]+ " "$tmp/bf16.txt" | awk '{print $2}' | tr '\n' ' ')
+lf=$(grep -E "^ +[0-9]+ " "$tmp/fp32.txt" | awk '{print $2}' | tr '\n' ' ')
+if python3 -c 'import sys; b=[float(x) for x in sys.argv[1].split()]; f=[float(x) for x in sys.argv[2].split()]; assert len(b)==len(f)==5 and b[0]!=f[0] and all(abs(x-y)<0.01*y for x,y in zip(b,f)), (b,f)' "$lb" "$lf"; then
+  ok "bf16 losses ${lb}vs fp32 ${lf}"
+else
+  fail "bf16 vs fp32 losses: '$lb' vs '$lf'"
+fi
 
 [ "$failures" -eq 0 ] && echo "train reporting: OK"
 [ "$failures" -eq 0 ]

@@ -189,6 +189,39 @@ TEST_P(DeviceTraining, MatchesCpuTraining) {
   EXPECT_LT(cpu_run.records.back().loss, cpu_run.records.front().loss);
 }
 
+// --precision bf16 on the device (cublasGemmEx, the forward's and backward's rounding kernels) against
+// the CPU's bf16 reference (operands rounded by the same element function, sgemm). As with 16-bit
+// compression, a rounding can flip where the two fp32 GEMM results differ by their ~1e-7, moving one
+// operand by a bf16 step (2^-8): 1e-3 relative, far below the gap to fp32 training, checked too.
+TEST_P(DeviceTraining, Bf16FollowsTheCpuBf16Reference) {
+  const int gpu = gpu_for(GetParam());
+  if (gpu < 0) GTEST_SKIP() << "no GPU for backend " << GetParam() << " on every rank of this node";
+  TrainConfig cfg = gpu_config();
+  cfg.steps = 10;
+  cfg.precision = core::Precision::Bf16;
+  const auto [cpu_run, gpu_run] = cpu_and_device_runs(cfg, GetParam(), gpu);
+  RunState fp32_run;
+  {
+    TrainConfig fp32 = cfg;
+    fp32.precision = core::Precision::Fp32;
+    auto cpu = kernels::make_cpu_ops(1);
+    auto comm = comm::make_communicator("mpi", microddp::testing::runtime());
+    fp32_run = train(fp32, *comm, *cpu);
+  }
+  ASSERT_EQ(gpu_run.records.size(), cpu_run.records.size());
+  double gap_to_fp32 = 0.0;
+  for (std::size_t s = 0; s < cpu_run.records.size(); ++s) {
+    EXPECT_NEAR(gpu_run.records[s].loss, cpu_run.records[s].loss, 1e-3 * cpu_run.records[s].loss) << "step " << s + 1;
+    EXPECT_NEAR(gpu_run.records[s].grad_norm, cpu_run.records[s].grad_norm, 1e-3 * cpu_run.records[s].grad_norm)
+        << "step " << s + 1;
+    gap_to_fp32 = std::max(gap_to_fp32, std::abs(cpu_run.records[s].grad_norm - fp32_run.records[s].grad_norm) /
+                                            fp32_run.records[s].grad_norm);
+  }
+  EXPECT_GT(gap_to_fp32, 1e-4) << "bf16 training must differ from fp32 training";
+  EXPECT_LE(max_abs_diff(gpu_run.params, cpu_run.params), 1e-3 * std::max(1.0, max_abs(cpu_run.params)));
+  EXPECT_LT(cpu_run.records.back().loss, cpu_run.records.front().loss);
+}
+
 // Gradient compression on the device (docs/compression.md): the encode/decode kernels, the 16-bit
 // collectives (NCCL's native fp16/bf16, staged MPI with our MPI_Op) and PowerSGD's GEMMs with the
 // host orthonormalisation. Ranks stay bitwise identical (divergence check after every step) and
@@ -366,9 +399,10 @@ TEST_P(DeviceTraining, GraphedStepIsBitwiseTheEagerStep) {
   struct Case {
     const char* strategy;
     bool adam;  // Adam with clipping and a file source; else SGD on the synthetic set (made on the device)
+    bool bf16 = false;  // --precision bf16: the rounding kernels and cublasGemmEx in the graph
   };
   const std::vector<Case> cases = can_graph ? std::vector<Case>{{"naive", false}, {"flat", true}, {"overlap", true},
-                                                                {"bucketed", false}}
+                                                                {"bucketed", false, true}}
                                             : std::vector<Case>{{"bucketed", true}};
   for (const Case& c : cases) {
     const bool adam = c.adam;
@@ -380,7 +414,8 @@ TEST_P(DeviceTraining, GraphedStepIsBitwiseTheEagerStep) {
       cfg.optimizer.lr = 0.01f;
       cfg.clip_grad_norm = 0.5f;  // a clip factor from each step's verdict
     }
-    const std::string what = std::string(c.strategy) + (adam ? " adam+clip" : " sgd");
+    if (c.bf16) cfg.precision = core::Precision::Bf16;
+    const std::string what = std::string(c.strategy) + (adam ? " adam+clip" : " sgd") + (c.bf16 ? " bf16" : "");
     const bool from_source = adam;  // the file path's upload (prefetched) and the generator's
     const Run eager = run(cfg, CudaGraphMode::Off, from_source);
     const Run graphed = run(cfg, CudaGraphMode::Auto, from_source);

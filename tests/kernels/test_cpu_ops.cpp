@@ -3,12 +3,14 @@
 // loop; bias+activation, ReLU backward, bias-gradient accumulation; softmax cross-entropy (values,
 // large logits, scale, bad labels); scale/zero/copy; and central-difference gradient checks (in
 // double) of a whole Linear+bias+ReLU layer and of softmax cross-entropy, which catch wrong
-// transposes, signs and factors in the backward formulas. Outputs are NaN-poisoned first. Also the
+// transposes, signs and factors in the backward formulas. gemm_bf16 (the bf16 reference) against the
+// float64 GEMM of operands the test rounds itself. Outputs are NaN-poisoned first. Also the
 // memory methods (allocate_bytes zero-filled and 64-byte aligned, host copies, OpsBuffer) and
 // sum_squares (exact on integer inputs, non-finite inputs, no overflow for huge floats).
 // Tolerances: u = 2^-24 is float32's unit roundoff; each bound is stated where it is used.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstddef>
@@ -92,6 +94,75 @@ TEST(CpuOps, GemmEmptyAndOversizedShapes) {
   const std::int64_t too_big = static_cast<std::int64_t>(INT_MAX) + 1;
   EXPECT_THROW(ops->gemm(false, false, too_big, 1, 1, 1.0f, nullptr, nullptr, 0.0f, nullptr), core::Error);
   EXPECT_THROW(ops->gemm(false, false, 1, 1, -1, 1.0f, nullptr, nullptr, 0.0f, nullptr), core::Error);
+}
+
+// ---- gemm_bf16: the bf16 reference ------------------------------------------------------------------
+// The test rounds to bf16 by itself (round to nearest, ties to even, on the bit pattern), so the
+// reference does not share the code under test; the inputs are finite.
+std::uint16_t test_bf16(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return static_cast<std::uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+float test_bf16_value(std::uint16_t h) {
+  const std::uint32_t u = static_cast<std::uint32_t>(h) << 16;
+  float x;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+}
+
+TEST(CpuOps, GemmBf16IsTheGemmOfTheRoundedOperands) {
+  auto ops = cpu();
+  const GemmShape shapes[] = {{1, 1, 1}, {7, 5, 3}, {33, 17, 65}, {4, 3, 0}};
+  ops->reserve_bf16_gemm(33 * 65);
+  std::uint64_t stream = 300;
+  for (const GemmShape& s : shapes) {
+    for (int ta = 0; ta < 2; ++ta) {
+      for (int tb = 0; tb < 2; ++tb) {
+        for (float beta : {0.0f, 1.0f}) {
+          SCOPED_TRACE("m=" + std::to_string(s.m) + " n=" + std::to_string(s.n) + " k=" + std::to_string(s.k) +
+                       " ta=" + std::to_string(ta) + " tb=" + std::to_string(tb) + " beta=" + std::to_string(beta));
+          const float alpha = 0.75f;
+          const auto a32 = random_normal(s.m * s.k, ++stream);
+          const auto b32 = random_normal(s.k * s.n, ++stream);
+          std::vector<std::uint16_t> a(a32.size()), b(b32.size());
+          std::vector<float> a_rounded(a32.size()), b_rounded(b32.size());
+          for (std::size_t i = 0; i < a.size(); ++i) a_rounded[i] = test_bf16_value(a[i] = test_bf16(a32[i]));
+          for (std::size_t i = 0; i < b.size(); ++i) b_rounded[i] = test_bf16_value(b[i] = test_bf16(b32[i]));
+          std::vector<float> c = beta == 0.0f ? poisoned(s.m * s.n) : random_normal(s.m * s.n, ++stream);
+          std::vector<double> abs_sum;
+          const auto ref = gemm_ref(ta != 0, tb != 0, s.m, s.n, s.k, alpha, a_rounded.data(), b_rounded.data(), beta,
+                                    c.data(), &abs_sum);
+          const auto unrounded = gemm_ref(ta != 0, tb != 0, s.m, s.n, s.k, alpha, a32.data(), b32.data(), beta, c.data());
+          ops->gemm_bf16(ta != 0, tb != 0, s.m, s.n, s.k, alpha, a.data(), b.data(), beta, c.data());
+          double moved = 0.0;  // how far the operands' rounding moved the result: it must show
+          for (std::size_t i = 0; i < ref.size(); ++i) {
+            // Products of bf16 values are exact in float: only the fp32 sums round (bound as for gemm).
+            const double tol = 2.0 * static_cast<double>(s.k + 2) * kU * abs_sum[i];
+            ASSERT_NEAR(c[i], ref[i], tol) << "element " << i;
+            moved = std::max(moved, std::fabs(ref[i] - unrounded[i]));
+          }
+          if (s.k >= 3) {
+            EXPECT_GT(moved, 1e-4) << "bf16 rounding (~2^-9 relative) should move some element";
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuOps, GemmBf16RefusesOperandsLargerThanItsReservedWorkspace) {
+  auto ops = cpu();
+  std::vector<std::uint16_t> a(6, test_bf16(1.0f)), b(6, test_bf16(2.0f));
+  std::vector<float> c(4, 0.0f);
+  EXPECT_THROW(ops->gemm_bf16(false, false, 2, 2, 3, 1.0f, a.data(), b.data(), 0.0f, c.data()), core::Error);
+  ops->reserve_bf16_gemm(6);
+  ops->gemm_bf16(false, false, 2, 2, 3, 1.0f, a.data(), b.data(), 0.0f, c.data());
+  EXPECT_EQ(c, std::vector<float>(4, 6.0f));
+  ops->reserve_bf16_gemm(2);  // never shrinks
+  ops->gemm_bf16(false, false, 2, 2, 3, 1.0f, a.data(), b.data(), 1.0f, c.data());
+  EXPECT_EQ(c, std::vector<float>(4, 12.0f));
+  EXPECT_THROW(ops->reserve_bf16_gemm(-1), core::Error);
 }
 
 // ---- bias + activation, relu backward, bias grad -----------------------------------------------

@@ -147,6 +147,44 @@ TEST_F(CudaKernels, GemmTf32WithinItsPrecision) {
   }
 }
 
+// gemm_bf16: cublasGemmEx (bf16 tensor cores, fp32 sums) against the CPU's bf16 reference. Both
+// multiply the same decoded operands exactly, so they differ by fp32 summation order only.
+TEST_F(CudaKernels, GemmBf16MatchesTheCpuReference) {
+  struct Shape {
+    std::int64_t m, n, k;
+  };
+  cpu_->reserve_bf16_gemm(200 * 128);
+  std::uint64_t stream = 30000;
+  for (Shape s : {Shape{7, 5, 3}, Shape{128, 96, 200}, Shape{3, 4, 0}}) {
+    for (int ta = 0; ta < 2; ++ta) {
+      for (int tb = 0; tb < 2; ++tb) {
+        SCOPED_TRACE("m=" + std::to_string(s.m) + " n=" + std::to_string(s.n) + " k=" + std::to_string(s.k) +
+                     " ta=" + std::to_string(ta) + " tb=" + std::to_string(tb));
+        const auto a32 = random_normal(s.m * s.k, stream += 3);
+        const auto b32 = random_normal(s.k * s.n, stream + 1);
+        std::vector<std::uint16_t> a(a32.size()), b(b32.size());
+        cpu_->encode_wire16(Wire16::BF16, a32.data(), a.data(), nullptr, s.m * s.k);
+        cpu_->encode_wire16(Wire16::BF16, b32.data(), b.data(), nullptr, s.k * s.n);
+        std::vector<float> a_val(a.size()), b_val(b.size());
+        cpu_->decode_wire16(Wire16::BF16, a.data(), a_val.data(), s.m * s.k);
+        cpu_->decode_wire16(Wire16::BF16, b.data(), b_val.data(), s.k * s.n);
+        const auto c0 = random_normal(s.m * s.n, stream + 2);
+        std::vector<float> c_cpu = c0;
+        cpu_->gemm_bf16(ta != 0, tb != 0, s.m, s.n, s.k, 0.75f, a.data(), b.data(), 1.0f, c_cpu.data());
+        DeviceArray<std::uint16_t> da(a), db(b);
+        DeviceArray<float> dc(c0);
+        gpu_->gemm_bf16(ta != 0, tb != 0, s.m, s.n, s.k, 0.75f, da.get(), db.get(), 1.0f, dc.get());
+        gpu_->synchronize();
+        const auto c_gpu = dc.download();
+        std::vector<double> abs_sum;
+        test::gemm_ref(ta != 0, tb != 0, s.m, s.n, s.k, 0.75f, a_val.data(), b_val.data(), 1.0f, c0.data(), &abs_sum);
+        const double rel = 4.0 * static_cast<double>(s.k + 2) * kU;
+        for (std::size_t i = 0; i < c_cpu.size(); ++i) ASSERT_NEAR(c_gpu[i], c_cpu[i], rel * abs_sum[i]) << i;
+      }
+    }
+  }
+}
+
 // ---- element-wise ops: the same float operations as the CPU, so exact where no FMA can form ------
 TEST_F(CudaKernels, BiasActForwardAndReluBackwardAreExact) {
   const std::int64_t rows = 301, cols = 77;  // neither a multiple of the block nor of a warp

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "core/rng.hpp"
@@ -22,6 +24,20 @@ struct RefMlp {
   MlpConfig cfg;
   std::vector<ParamInfo> infos;
   std::vector<double> params;
+  // --precision bf16's arithmetic: every GEMM operand (each layer's input, its weight, the upstream
+  // gradient) rounded to bfloat16 (via float, nearest-even), everything else in float64.
+  bool bf16 = false;
+
+  double q(double v) const {
+    if (!bf16) return v;
+    const float f = static_cast<float>(v);
+    std::uint32_t u;
+    std::memcpy(&u, &f, sizeof u);
+    u = ((u + 0x7fffu + ((u >> 16) & 1u)) >> 16) << 16;
+    float r;
+    std::memcpy(&r, &u, sizeof r);
+    return r;
+  }
 
   double loss_and_grad(const std::vector<double>& x, const std::vector<int>& y, std::int64_t rows, double scale,
                        std::vector<double>* grad) const {
@@ -44,7 +60,7 @@ struct RefMlp {
         for (std::int64_t o = 0; o < out; ++o) {
           double s = B(l)[o];
           for (std::int64_t i = 0; i < in; ++i)
-            s += acts[static_cast<std::size_t>(l)][static_cast<std::size_t>(r * in + i)] * W(l)[o * in + i];
+            s += q(acts[static_cast<std::size_t>(l)][static_cast<std::size_t>(r * in + i)]) * q(W(l)[o * in + i]);
           a[static_cast<std::size_t>(r * out + o)] = (l < L) ? std::max(0.0, s) : s;
         }
     }
@@ -76,8 +92,8 @@ struct RefMlp {
           const double d = dy[static_cast<std::size_t>(r * out + o)];
           gB[o] += d;
           for (std::int64_t i = 0; i < in; ++i) {
-            gW[o * in + i] += d * a_in[static_cast<std::size_t>(r * in + i)];
-            dx[static_cast<std::size_t>(r * in + i)] += d * W(l)[o * in + i];
+            gW[o * in + i] += q(d) * q(a_in[static_cast<std::size_t>(r * in + i)]);
+            dx[static_cast<std::size_t>(r * in + i)] += q(d) * q(W(l)[o * in + i]);
           }
         }
       if (l > 0)
@@ -196,6 +212,57 @@ TEST_P(MlpGradient, MatchesFloat64ReferenceAndFiniteDifferences) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, MlpGradient,
                          ::testing::Values(MlpConfig{4, 6, 1, 2}, MlpConfig{5, 7, 3, 3}, MlpConfig{3, 9, 4, 5}));
+
+// --precision bf16: the model's loss and gradients are those of the float64 network whose GEMM
+// operands are rounded to bf16 — far closer to it than to the unrounded network (so no operand was
+// left unrounded, and none rounded that should not be); fp32 elsewhere.
+TEST(FullMLP, Bf16IsTheNetworkWithRoundedGemmOperands) {
+  const MlpConfig cfg{6, 24, 3, 3};
+  const std::int64_t rows = 9;
+  auto ops = kernels::make_cpu_ops(1);
+  FullMLP m(cfg, rows, *ops, core::Precision::Bf16);
+  EXPECT_EQ(m.precision(), core::Precision::Bf16);
+  m.init(11);
+  for (const auto& p : m.params())
+    if (p.is_bias)
+      for (std::int64_t i = 0; i < p.count; ++i)
+        m.param_data()[p.offset + i] =
+            0.1f * core::normal01(5, static_cast<std::uint64_t>(p.index), static_cast<std::uint64_t>(i));
+  std::vector<float> x(static_cast<std::size_t>(rows * cfg.in_dim));
+  std::vector<std::int32_t> y(static_cast<std::size_t>(rows));
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = core::normal01(4, 1, i);
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<std::int32_t>(i % 3);
+  const float scale = 1.0f / static_cast<float>(rows);
+  m.forward(x.data(), rows);
+  const double loss = m.backward(y.data(), scale, nullptr, nullptr, /*accumulate=*/false);
+
+  RefMlp exact{cfg, m.params(), std::vector<double>(m.param_data(), m.param_data() + m.flat_count())};
+  RefMlp rounded = exact;
+  rounded.bf16 = true;
+  const std::vector<double> xd(x.begin(), x.end());
+  const std::vector<int> yd(y.begin(), y.end());
+  std::vector<double> g_exact, g_rounded;
+  const double loss_exact = exact.loss_and_grad(xd, yd, rows, scale, &g_exact);
+  const double loss_rounded = rounded.loss_and_grad(xd, yd, rows, scale, &g_rounded);
+  double to_rounded = 0.0, rounding = 0.0;
+  for (std::size_t i = 0; i < g_exact.size(); ++i) {
+    to_rounded += std::pow(m.grad_data()[i] - g_rounded[i], 2);
+    rounding += std::pow(g_rounded[i] - g_exact[i], 2);
+  }
+  ASSERT_GT(rounding, 0.0);
+  EXPECT_GT(std::abs(loss_rounded - loss_exact), 1e-5) << "bf16 must change the loss visibly";
+  EXPECT_LT(std::abs(loss - loss_rounded), 0.02 * std::abs(loss_rounded - loss_exact))
+      << "loss " << loss << ", bf16 reference " << loss_rounded << ", fp64 " << loss_exact;
+  EXPECT_LT(std::sqrt(to_rounded), 0.02 * std::sqrt(rounding)) << "gradient norm of the difference";
+
+  // The fp32 model of the same parameters is the unrounded network: bf16 really changed something.
+  FullMLP f(cfg, rows, *ops);
+  ops->copy(f.param_data(), m.param_data(), m.flat_count());
+  f.forward(x.data(), rows);
+  const double loss_fp32 = f.backward(y.data(), scale, nullptr, nullptr, false);
+  EXPECT_NEAR(loss_fp32, loss_exact, 1e-5 * std::abs(loss_exact));
+  EXPECT_GT(m.activation_bytes(), f.activation_bytes()) << "the bf16 copies are counted";
+}
 
 TEST(FullMLP, BackwardAccumulatesIntoGradients) {
   auto ops = kernels::make_cpu_ops(1);

@@ -1,5 +1,7 @@
 // cublas.cpp — the emulated cuBLAS: cublasCreate/Destroy, SetStream, SetWorkspace, SetMathMode /
-// GetMathMode, GetVersion, GetStatusName/String and cublasSgemm, behind the toolkit's cublas_v2.h.
+// GetMathMode, GetVersion, GetStatusName/String, cublasSgemm and cublasGemmEx (fp32 or bf16 operands,
+// fp32 C, compute type 32F; any other combination is CUBLAS_STATUS_NOT_SUPPORTED), behind the
+// toolkit's cublas_v2.h.
 // Contract: cuBLAS's documented behaviour for these calls: column-major operands, host pointer mode
 // (alpha and beta are read at the call), the GEMM queued on the handle's stream (nullptr = legacy
 // default stream) and run by OpenBLAS (cblas_sgemm, CblasColMajor) on the stream's worker, so a
@@ -9,6 +11,8 @@
 // CUBLAS_TF32_TENSOR_OP_MATH rounds every element of A and B to TF32 (10 explicit mantissa bits,
 // round to nearest, ties away from zero, as PTX's cvt.rna.tf32.f32) before an fp32 product, so
 // --tf32 changes results as on a GPU (exactly how cuBLAS's kernels round is not documented).
+// cublasGemmEx with CUDA_R_16BF operands decodes them (exactly: a bf16 is the top half of a float)
+// and multiplies in fp32, as the tensor cores' fp32 accumulation does; the math mode does not apply.
 // cublasDestroy waits for the device (documented: it calls cudaDeviceSynchronize), so it is refused
 // (CUBLAS_STATUS_INTERNAL_ERROR, the capture invalidated) while a stream of the device captures.
 // On a capturing stream (graph.hpp) the GEMM, with alpha, beta and the math mode read at the call,
@@ -64,21 +68,45 @@ float round_to_tf32(float x) {
   return y;
 }
 
+// The element types the emulated GEMMs take: fp32, or bf16 bit patterns (cublasGemmEx).
+enum class Elem { F32, BF16 };
+std::size_t elem_bytes(Elem e) { return e == Elem::F32 ? sizeof(float) : sizeof(std::uint16_t); }
+
+// Bytes of a stored column-major matrix (rows, cols) with leading dimension ld.
+std::size_t stored_bytes(int rows, int cols, int ld, Elem e) {
+  return (static_cast<std::size_t>(ld) * static_cast<std::size_t>(cols - 1) + static_cast<std::size_t>(rows)) *
+         elem_bytes(e);
+}
+
 // A column-major operand op(X) of shape (rows, cols) stored with leading dimension ld: checks it is
-// device memory of `device` holding ld * (stored_cols - 1) + stored_rows floats.
-cublasStatus_t check_operand(const char* name, const float* p, int stored_rows, int stored_cols, int ld, int device) {
-  const std::size_t need = (static_cast<std::size_t>(ld) * static_cast<std::size_t>(stored_cols - 1) +
-                            static_cast<std::size_t>(stored_rows)) *
-                           sizeof(float);
+// device memory of `device` holding ld * (stored_cols - 1) + stored_rows elements.
+cublasStatus_t check_operand(const char* api, const char* name, const void* p, int stored_rows, int stored_cols, int ld,
+                             Elem e, int device) {
+  const std::size_t need = stored_bytes(stored_rows, stored_cols, ld, e);
   bool overrun = false;
   const cuda_emu::PointerInfo info = Memory::get().lookup_range(p, need, &overrun);
   if (info.kind != MemoryKind::Device || info.device != device) {
-    return misuse("cublasSgemm", std::string(name) + " is not device memory of device " + std::to_string(device));
+    return misuse(api, std::string(name) + " is not device memory of device " + std::to_string(device));
   }
   if (overrun) {
-    return misuse("cublasSgemm", std::string(name) + " needs " + std::to_string(need) + " bytes, past its allocation");
+    return misuse(api, std::string(name) + " needs " + std::to_string(need) + " bytes, past its allocation");
   }
   return CUBLAS_STATUS_SUCCESS;
+}
+
+// Copy of a stored column-major bf16 matrix as floats (a bf16 is the high half of a float: exact).
+std::vector<float> bf16_copy(const void* p, int rows, int cols, int ld) {
+  const auto* bits = static_cast<const std::uint16_t*>(p);
+  std::vector<float> out(static_cast<std::size_t>(ld) * static_cast<std::size_t>(cols - 1) +
+                         static_cast<std::size_t>(rows));
+  for (int j = 0; j < cols; ++j) {
+    for (int i = 0; i < rows; ++i) {
+      const std::size_t at = static_cast<std::size_t>(j) * static_cast<std::size_t>(ld) + static_cast<std::size_t>(i);
+      const std::uint32_t u = static_cast<std::uint32_t>(bits[at]) << 16;
+      std::memcpy(&out[at], &u, sizeof(float));
+    }
+  }
+  return out;
 }
 
 // Copy of a stored column-major matrix with every element rounded to TF32.
@@ -225,39 +253,44 @@ const char* cublasGetStatusString(cublasStatus_t status) {
   return "unknown error";
 }
 
-cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
-                              int k, const float* alpha, const float* A, int lda, const float* B, int ldb,
-                              const float* beta, float* C, int ldc) {
+}  // extern "C"
+
+namespace {
+
+// cublasSgemm and cublasGemmEx: C (fp32) = alpha op(A) op(B) + beta C with A and B of element type ab.
+cublasStatus_t emulated_gemm(const char* api, cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+                             int m, int n, int k, const float* alpha, const void* A, int lda, const void* B, int ldb,
+                             Elem ab, const float* beta, float* C, int ldc) {
   if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
-  if (Engine::on_worker_thread()) return misuse("cublasSgemm", "called from a stream worker");
+  if (Engine::on_worker_thread()) return misuse(api, "called from a stream worker");
   if (cuda_emu::device_fault(handle->device) != cudaSuccess) return CUBLAS_STATUS_EXECUTION_FAILED;
   const auto valid_op = [](cublasOperation_t op) {
     return op == CUBLAS_OP_N || op == CUBLAS_OP_T || op == CUBLAS_OP_C;
   };
-  if (!valid_op(transa) || !valid_op(transb)) return misuse("cublasSgemm", "unknown transpose operation");
+  if (!valid_op(transa) || !valid_op(transb)) return misuse(api, "unknown transpose operation");
   const bool ta = transa != CUBLAS_OP_N, tb = transb != CUBLAS_OP_N;  // C (conjugate) = T for real numbers
   // Stored shapes: A is (m, k) or, transposed, (k, m); B is (k, n) or (n, k); C is (m, n).
   const int a_rows = ta ? k : m, a_cols = ta ? m : k;
   const int b_rows = tb ? n : k, b_cols = tb ? k : n;
-  if (m < 0 || n < 0 || k < 0) return misuse("cublasSgemm", "negative dimension");
+  if (m < 0 || n < 0 || k < 0) return misuse(api, "negative dimension");
   if (lda < (a_rows > 1 ? a_rows : 1) || ldb < (b_rows > 1 ? b_rows : 1) || ldc < (m > 1 ? m : 1)) {
-    return misuse("cublasSgemm", "leading dimension smaller than the stored rows (column-major)");
+    return misuse(api, "leading dimension smaller than the stored rows (column-major)");
   }
-  if (alpha == nullptr || beta == nullptr) return misuse("cublasSgemm", "null alpha or beta");
+  if (alpha == nullptr || beta == nullptr) return misuse(api, "null alpha or beta");
   if (Memory::get().lookup(alpha).kind == MemoryKind::Device || Memory::get().lookup(beta).kind == MemoryKind::Device) {
-    return misuse("cublasSgemm", "alpha/beta in device memory under the host pointer mode");
+    return misuse(api, "alpha/beta in device memory under the host pointer mode");
   }
   if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
   const int device = handle->device;
   if (k > 0) {
-    if (const auto s = check_operand("A", A, a_rows, a_cols, lda, device); s != CUBLAS_STATUS_SUCCESS) return s;
-    if (const auto s = check_operand("B", B, b_rows, b_cols, ldb, device); s != CUBLAS_STATUS_SUCCESS) return s;
+    if (const auto s = check_operand(api, "A", A, a_rows, a_cols, lda, ab, device); s != CUBLAS_STATUS_SUCCESS) return s;
+    if (const auto s = check_operand(api, "B", B, b_rows, b_cols, ldb, ab, device); s != CUBLAS_STATUS_SUCCESS) return s;
   }
-  if (const auto s = check_operand("C", C, m, n, ldc, device); s != CUBLAS_STATUS_SUCCESS) return s;
+  if (const auto s = check_operand(api, "C", C, m, n, ldc, Elem::F32, device); s != CUBLAS_STATUS_SUCCESS) return s;
   CUstream_st* stream = Engine::get().resolve(handle->stream, device);
-  if (stream == nullptr) return misuse("cublasSgemm", "the handle's stream was destroyed");
+  if (stream == nullptr) return misuse(api, "the handle's stream was destroyed");
   bool capturing = false;
-  if (const cudaError_t e = cuda_emu::Captures::get().issue_check(stream, &capturing, "cublasSgemm");
+  if (const cudaError_t e = cuda_emu::Captures::get().issue_check(stream, &capturing, api);
       e != cudaSuccess) {
     cuda_emu::set_last_error(e);  // as the launch of cuBLAS's kernel would
     return CUBLAS_STATUS_EXECUTION_FAILED;
@@ -273,34 +306,67 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa, c
       return;
     }
     const CBLAS_TRANSPOSE op_a = ta ? CblasTrans : CblasNoTrans, op_b = tb ? CblasTrans : CblasNoTrans;
-    if (tf32) {
-      const std::vector<float> a32 = tf32_copy(A, a_rows, a_cols, lda), b32 = tf32_copy(B, b_rows, b_cols, ldb);
+    if (ab == Elem::BF16) {
+      const std::vector<float> a32 = bf16_copy(A, a_rows, a_cols, lda), b32 = bf16_copy(B, b_rows, b_cols, ldb);
+      cblas_sgemm(CblasColMajor, op_a, op_b, m, n, k, a, a32.data(), lda, b32.data(), ldb, b, C, ldc);
+    } else if (tf32) {
+      const auto* af = static_cast<const float*>(A);
+      const auto* bf = static_cast<const float*>(B);
+      const std::vector<float> a32 = tf32_copy(af, a_rows, a_cols, lda), b32 = tf32_copy(bf, b_rows, b_cols, ldb);
       cblas_sgemm(CblasColMajor, op_a, op_b, m, n, k, a, a32.data(), lda, b32.data(), ldb, b, C, ldc);
     } else {
-      cblas_sgemm(CblasColMajor, op_a, op_b, m, n, k, a, A, lda, B, ldb, b, C, ldc);
+      cblas_sgemm(CblasColMajor, op_a, op_b, m, n, k, a, static_cast<const float*>(A), lda,
+                  static_cast<const float*>(B), ldb, b, C, ldc);
     }
   };
   if (capturing) {
     cuda_emu::NodeSpec node;
     node.work = cuda_emu::NodeWork::Gemm;
-    node.what = "cublasSgemm";
+    node.what = api;
+    const std::string node_a = std::string(api) + " A", node_b = std::string(api) + " B", node_c = std::string(api) + " C";
     node.prepare = [=]() -> cuda_emu::NodeRun {
-      const auto bytes = [](int rows, int cols, int ld) {
-        return (static_cast<std::size_t>(ld) * static_cast<std::size_t>(cols - 1) + static_cast<std::size_t>(rows)) *
-               sizeof(float);
-      };
       const bool live =
-          (k == 0 || (cuda_emu::still_allocated(device, A, bytes(a_rows, a_cols, lda), "cublasSgemm A") &&
-                      cuda_emu::still_allocated(device, B, bytes(b_rows, b_cols, ldb), "cublasSgemm B"))) &&
-          cuda_emu::still_allocated(device, C, bytes(m, n, ldc), "cublasSgemm C");
+          (k == 0 || (cuda_emu::still_allocated(device, A, stored_bytes(a_rows, a_cols, lda, ab), node_a.c_str()) &&
+                      cuda_emu::still_allocated(device, B, stored_bytes(b_rows, b_cols, ldb, ab), node_b.c_str()))) &&
+          cuda_emu::still_allocated(device, C, stored_bytes(m, n, ldc, Elem::F32), node_c.c_str());
       return live ? cuda_emu::NodeRun(run) : cuda_emu::NodeRun();
     };
     if (cuda_emu::Captures::get().record(stream, std::move(node)) != cudaSuccess) return CUBLAS_STATUS_EXECUTION_FAILED;
     return CUBLAS_STATUS_SUCCESS;
   }
   cuda_emu::counters::gemm();
-  Engine::get().enqueue(stream, "cublasSgemm", run);
+  Engine::get().enqueue(stream, api, run);
   return CUBLAS_STATUS_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
+                              int k, const float* alpha, const float* A, int lda, const float* B, int ldb,
+                              const float* beta, float* C, int ldc) {
+  return emulated_gemm("cublasSgemm", handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, Elem::F32, beta, C, ldc);
+}
+
+// Only what microddp uses (and what a tensor-core bf16 GEMM is): A and B both CUDA_R_32F or both
+// CUDA_R_16BF, C CUDA_R_32F, compute type CUBLAS_COMPUTE_32F, any algorithm hint.
+cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
+                            int k, const void* alpha, const void* A, cudaDataType Atype, int lda, const void* B,
+                            cudaDataType Btype, int ldb, const void* beta, void* C, cudaDataType Ctype, int ldc,
+                            cublasComputeType_t computeType, cublasGemmAlgo_t /*algo*/) {
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  const bool f32 = Atype == CUDA_R_32F && Btype == CUDA_R_32F;
+  const bool bf16 = Atype == CUDA_R_16BF && Btype == CUDA_R_16BF;
+  if (!(f32 || bf16) || Ctype != CUDA_R_32F || computeType != CUBLAS_COMPUTE_32F) {
+    std::fprintf(stderr, "cuda_emu: cublasGemmEx: types A %d, B %d, C %d, compute %d are not emulated\n",
+                 static_cast<int>(Atype), static_cast<int>(Btype), static_cast<int>(Ctype),
+                 static_cast<int>(computeType));
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+  return emulated_gemm("cublasGemmEx", handle, transa, transb, m, n, k, static_cast<const float*>(alpha), A, lda, B,
+                       ldb, bf16 ? Elem::BF16 : Elem::F32, static_cast<const float*>(beta), static_cast<float*>(C),
+                       ldc);
 }
 
 }  // extern "C"

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -164,6 +165,52 @@ TEST_F(Cublas, Tf32RoundsTheInputsToTenMantissaBits) {
     differ += got[i] != got_fp32[i];
   }
   EXPECT_GT(differ, got.size() / 2) << "TF32 must change most results";
+}
+
+// cublasGemmEx with bf16 operands: the products of the decoded operands summed in fp32; other type
+// combinations are refused as unsupported, not computed some other way.
+TEST_F(Cublas, GemmExBf16MultipliesTheDecodedOperandsInFp32) {
+  const int m = 5, n = 3, k = 7;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  // bf16 bit patterns of random values; their float values by widening (independently of the emulator).
+  std::vector<std::uint16_t> a(static_cast<std::size_t>(m) * k), b(static_cast<std::size_t>(k) * n);
+  for (auto& h : a) h = static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(normal(rng)) >> 16);
+  for (auto& h : b) h = static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(normal(rng)) >> 16);
+  const auto value = [](std::uint16_t h) { return static_cast<double>(bits_to_float(static_cast<std::uint32_t>(h) << 16)); };
+  DeviceBuffer<std::uint16_t> da(a.size()), db(b.size());
+  DeviceBuffer<float> dc(static_cast<std::size_t>(m) * n);
+  da.upload(a);
+  db.upload(b);
+  const float alpha = 1.0f, beta = 0.0f;
+  // Column-major: A (m, k) with lda m; B transposed: stored (n, k) with ldb n.
+  ASSERT_EQ(CUBLAS_STATUS_SUCCESS, cublasGemmEx(handle_, CUBLAS_OP_N, CUBLAS_OP_T, m, n, k, &alpha, da.get(),
+                                                CUDA_R_16BF, m, db.get(), CUDA_R_16BF, n, &beta, dc.get(), CUDA_R_32F,
+                                                m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  const std::vector<float> got = dc.download();
+  for (int j = 0; j < n; ++j) {
+    for (int i = 0; i < m; ++i) {
+      double want = 0.0, mag = 0.0;
+      for (int p = 0; p < k; ++p) {
+        const double t = value(a[static_cast<std::size_t>(p) * m + i]) * value(b[static_cast<std::size_t>(p) * n + j]);
+        want += t;
+        mag += std::fabs(t);
+      }
+      ASSERT_NEAR(got[static_cast<std::size_t>(j) * m + i], want, (k + 2) * std::ldexp(1.0, -24) * mag) << i << "," << j;
+    }
+  }
+  EXPECT_EQ(CUBLAS_STATUS_NOT_SUPPORTED,
+            cublasGemmEx(handle_, CUBLAS_OP_N, CUBLAS_OP_T, m, n, k, &alpha, da.get(), CUDA_R_16BF, m, db.get(),
+                         CUDA_R_16BF, n, &beta, dc.get(), CUDA_R_16BF, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT))
+      << "bf16 C is not emulated";
+  EXPECT_EQ(CUBLAS_STATUS_NOT_SUPPORTED,
+            cublasGemmEx(handle_, CUBLAS_OP_N, CUBLAS_OP_T, m, n, k, &alpha, da.get(), CUDA_R_16BF, m, db.get(),
+                         CUDA_R_16F, n, &beta, dc.get(), CUDA_R_32F, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT))
+      << "mixed operand types";
+  EXPECT_EQ(CUBLAS_STATUS_INVALID_VALUE,
+            cublasGemmEx(handle_, CUBLAS_OP_N, CUBLAS_OP_T, m, n + 1, k, &alpha, da.get(), CUDA_R_16BF, m, db.get(),
+                         CUDA_R_16BF, n + 1, &beta, dc.get(), CUDA_R_32F, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT))
+      << "B sized in 2-byte elements: (n+1) x k is past its allocation";
 }
 
 TEST_F(Cublas, OperandsMustBeDeviceMemoryAndArgumentsValid) {
