@@ -56,8 +56,8 @@ void register_lab_hier_backend() {
   static const bool registered = [] {
     using A = comm::AllReduceAlgorithm;
     // Lab 11: the student's hierarchical fp32 all-reduce; everything else production `hier`.
-    comm::register_backend({"lab-hier", comm::BackendKind::Host, false, A::Hierarchical, A::Hierarchical, false,
-                            &make_lab_hier});
+    comm::register_backend(
+        {"lab-hier", comm::BackendKind::Host, false, A::Hierarchical, A::Hierarchical, false, &make_lab_hier});
     return true;
   }();
   (void)registered;

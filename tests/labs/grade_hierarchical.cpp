@@ -169,9 +169,9 @@ Run run_one(LabComm& comm, const Layout& h, std::int64_t count) {
     } else if (N > 1 && data[i] == static_cast<float>(node_sum_factor * pattern(i))) {
       hint = " (the sum over this node's ranks only: the all-reduce across nodes, phase 2, did not reach it)";
     }
-    run.failure = fmt("%s, element %lld: expected %.1f (the sum over %d ranks of (rank + 1) * %lld), got %.1f%s",
-                      where.c_str(), ll(i), static_cast<double>(want), n, ll(pattern(i)),
-                      static_cast<double>(data[i]), hint.c_str());
+    run.failure =
+        fmt("%s, element %lld: expected %.1f (the sum over %d ranks of (rank + 1) * %lld), got %.1f%s", where.c_str(),
+            ll(i), static_cast<double>(want), n, ll(pattern(i)), static_cast<double>(data[i]), hint.c_str());
     return run;
   }
   for (std::int64_t g = 0; g < kGuard; ++g) {
@@ -200,26 +200,28 @@ std::string judge_traffic(const Layout& h, int rank, int n, std::int64_t count, 
   if (any_node_over) {  // said once per node, by its local rank 0
     const long long sent = node_cross[h.node];
     if (h.local != 0 || sent <= per_node) return "";
-    return fmt("%s: node %d sent %lld floats to other nodes; the hierarchical all-reduce sends at most %lld "
-               "(%d shard(s) of at most %lld floats, each all-reduced across %d nodes by a ring: 2(N-1)/N of the "
-               "buffer per node, whatever its size). Your all-reduce ignores the node layout: a flat algorithm "
-               "over all %d ranks sends 2(n-1)/n of the buffer across, and a ring laid over the ranks crosses "
-               "between nodes wherever two neighbours sit on different nodes",
-               where.c_str(), h.node, sent, ll(per_node), h.shards, ll(m), N, n);
+    return fmt(
+        "%s: node %d sent %lld floats to other nodes; the hierarchical all-reduce sends at most %lld "
+        "(%d shard(s) of at most %lld floats, each all-reduced across %d nodes by a ring: 2(N-1)/N of the "
+        "buffer per node, whatever its size). Your all-reduce ignores the node layout: a flat algorithm "
+        "over all %d ranks sends 2(n-1)/n of the buffer across, and a ring laid over the ranks crosses "
+        "between nodes wherever two neighbours sit on different nodes",
+        where.c_str(), h.node, sent, ll(per_node), h.shards, ll(m), N, n);
   }
   if (!h.owner() && cross > 0) {
-    return fmt("%s: rank %d (node %d, local rank %d) sent %lld floats to other nodes; local ranks >= %d (the "
-               "smallest node's rank count) own no shard and send nothing between nodes: their part travels in "
-               "their node's owners' shards",
-               where.c_str(), rank, h.node, h.local, ll(cross), h.shards);
+    return fmt(
+        "%s: rank %d (node %d, local rank %d) sent %lld floats to other nodes; local ranks >= %d (the "
+        "smallest node's rank count) own no shard and send nothing between nodes: their part travels in "
+        "their node's owners' shards",
+        where.c_str(), rank, h.node, h.local, ll(cross), h.shards);
   }
   if (h.owner() && cross > per_owner) {
-    return fmt("%s: rank %d (node %d, local rank %d) sent %lld floats to other nodes; as the owner of shard %d "
-               "(at most %lld floats) it sends at most %lld (a ring across %d nodes: 2(N-1) chunks of "
-               "ceil(%lld/N)). Is one leader per node carrying the whole buffer between nodes? Here every local "
-               "rank j < %d carries shard j: the node's traffic is split over %d ranks",
-               where.c_str(), rank, h.node, h.local, ll(cross), h.local, ll(m), ll(per_owner), N, ll(m), h.shards,
-               h.shards);
+    return fmt(
+        "%s: rank %d (node %d, local rank %d) sent %lld floats to other nodes; as the owner of shard %d "
+        "(at most %lld floats) it sends at most %lld (a ring across %d nodes: 2(N-1) chunks of "
+        "ceil(%lld/N)). Is one leader per node carrying the whole buffer between nodes? Here every local "
+        "rank j < %d carries shard j: the node's traffic is split over %d ranks",
+        where.c_str(), rank, h.node, h.local, ll(cross), h.local, ll(m), ll(per_owner), N, ll(m), h.shards, h.shards);
   }
   return "";
 }
@@ -234,7 +236,8 @@ std::string grade_layout(LabComm& comm, const Layout& h, const std::vector<std::
     if (runs.back().threw) break;  // its peers threw too (the starter) or wait for it: stop here
   }
   std::vector<long long> mine(counts.size() * static_cast<std::size_t>(N), 0), all(mine.size(), 0);
-  for (std::size_t k = 0; k < runs.size(); ++k) mine[k * static_cast<std::size_t>(N) + static_cast<std::size_t>(h.node)] = runs[k].cross;
+  for (std::size_t k = 0; k < runs.size(); ++k)
+    mine[k * static_cast<std::size_t>(N) + static_cast<std::size_t>(h.node)] = runs[k].cross;
   MPI_Allreduce(mine.data(), all.data(), static_cast<int>(all.size()), MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
   for (std::size_t k = 0; k < runs.size(); ++k) {
     if (!runs[k].failure.empty()) return runs[k].failure;
@@ -250,7 +253,9 @@ std::string grade_layout(LabComm& comm, const Layout& h, const std::vector<std::
 std::string grade_same_bits(LabComm& comm, const Layout& h, std::int64_t count) {
   const int n = comm.size(), r = comm.rank();
   std::vector<float> data(static_cast<std::size_t>(count));
-  auto value = [](int rank, std::int64_t i) { return 0.1f * static_cast<float>(rank + 1) + 1e-3f * static_cast<float>(i % 97); };
+  auto value = [](int rank, std::int64_t i) {
+    return 0.1f * static_cast<float>(rank + 1) + 1e-3f * static_cast<float>(i % 97);
+  };
   for (std::int64_t i = 0; i < count; ++i) data[static_cast<std::size_t>(i)] = value(r, i);
   const std::string where = fmt("nodes %s, count %lld, fractional inputs", h.text.c_str(), ll(count));
   std::string threw;
@@ -272,11 +277,12 @@ std::string grade_same_bits(LabComm& comm, const Layout& h, std::int64_t count) 
                  static_cast<double>(got));
     }
     if (std::memcmp(&got, &root[static_cast<std::size_t>(i)], sizeof got) != 0) {
-      return fmt("%s, element %lld: rank 0 holds %.9g, this rank %.9g (%lld ulp apart). Every rank must end with "
-                 "the same bits, or the replicas drift apart: reduce each element in ONE place (the shard's owner, "
-                 "the ring's chunk owner) and only copy the result from there",
-                 where.c_str(), ll(i), static_cast<double>(root[static_cast<std::size_t>(i)]),
-                 static_cast<double>(got), ll(grading::ulps(got, root[static_cast<std::size_t>(i)])));
+      return fmt(
+          "%s, element %lld: rank 0 holds %.9g, this rank %.9g (%lld ulp apart). Every rank must end with "
+          "the same bits, or the replicas drift apart: reduce each element in ONE place (the shard's owner, "
+          "the ring's chunk owner) and only copy the result from there",
+          where.c_str(), ll(i), static_cast<double>(root[static_cast<std::size_t>(i)]), static_cast<double>(got),
+          ll(grading::ulps(got, root[static_cast<std::size_t>(i)])));
     }
   }
   return "";
@@ -301,8 +307,8 @@ std::string grade_seam(const microddp::comm::MpiRuntime& runtime, const std::vec
     for (std::int64_t i = 0; i < kCount; ++i) a[static_cast<std::size_t>(i)] = input(r, i);
     std::vector<float> in = a;  // the out-of-place call's send buffer
     comm->all_reduce(microddp::core::TensorView::of(a.data(), kCount), microddp::comm::ReduceOp::Sum);
-    comm->all_reduce(microddp::core::TensorView::of(in.data(), kCount), microddp::core::TensorView::of(b.data(), kCount),
-                     microddp::comm::ReduceOp::Sum);
+    comm->all_reduce(microddp::core::TensorView::of(in.data(), kCount),
+                     microddp::core::TensorView::of(b.data(), kCount), microddp::comm::ReduceOp::Sum);
     for (std::int64_t i = 0; i < kCount; ++i) {
       const float want = static_cast<float>(n * (n + 1) / 2 * pattern(i));
       if (a[static_cast<std::size_t>(i)] != want || b[static_cast<std::size_t>(i)] != want) {
@@ -343,9 +349,10 @@ int main(int argc, char** argv) {
     }
     if (grading::any_failed(grade_seam(runtime, {2}))) return false;
     ++cases;
-    grading::root_says("PASS: lab %s, %d cases on %zu node layout(s), every element exact on every rank, traffic "
-                       "between nodes within the hierarchical algorithm's\n",
-                       kLab, cases, layouts(n).size());
+    grading::root_says(
+        "PASS: lab %s, %d cases on %zu node layout(s), every element exact on every rank, traffic "
+        "between nodes within the hierarchical algorithm's\n",
+        kLab, cases, layouts(n).size());
     return true;
   });
 }

@@ -54,8 +54,8 @@ void hierarchical_all_reduce(LabComm& comm, const LabNodes& nodes, float* data, 
   std::vector<float> incoming(static_cast<std::size_t>(size(l)));
   for (int k = 1; k < L; ++k) {
     const int to = (l + k) % L, from = (l - k + L) % L;
-    comm.sendrecv(data + (to < shards ? begin(to) : 0), size(to), mine[static_cast<std::size_t>(to)],
-                  incoming.data(), size(l), mine[static_cast<std::size_t>(from)]);
+    comm.sendrecv(data + (to < shards ? begin(to) : 0), size(to), mine[static_cast<std::size_t>(to)], incoming.data(),
+                  size(l), mine[static_cast<std::size_t>(from)]);
     for (std::int64_t i = 0; i < size(l); ++i) data[begin(l) + i] += incoming[static_cast<std::size_t>(i)];
   }
 
