@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
   // The course's labs (docs/labs) add their rows to the program's tables here, before the command
   // line is built (its help lists every row), so no library of the product depends on them:
   // --strategy lab | lab-overlap | lab-bucketed | lab-zero1 (labs 04-06, 09), --comm lab-naive | lab-ring | lab-sync
-  // (02, 03, 07), manual --average lab (01), `microddp lab-model` (08).
+  // | lab-hier (02, 03, 07, 11), manual --average lab (01), `microddp lab-model` (08).
   labs::register_labs();
   app::register_lab_combiner();
   auto cl = app::build_command_line();

@@ -2,8 +2,8 @@
 // may use. A lab's starter file (docs/labs/NN-name/*.cpp) defines one of these functions; the
 // program calls it through a seam (`manual --average lab`, `--comm lab-naive`, `--comm lab-ring`,
 // `--strategy lab`, `--strategy lab-overlap | lab-bucketed | lab-zero1` (lab_strategies.hpp),
-// `--comm lab-sync`, `microddp lab-model`), and the lab's grader (tests/labs) checks it. Reference solutions:
-// tests/labs/solutions (read them after).
+// `--comm lab-sync`, `microddp lab-model`, `--comm lab-hier`), and the lab's grader (tests/labs)
+// checks it. Reference solutions: tests/labs/solutions (read them after).
 #pragma once
 
 #include <cstdint>
@@ -287,6 +287,41 @@ void zero1_reduce_gradients(Zero1Context& ctx);
 // chunk and the tail with adam_update and returns when every rank's params() hold every rank's
 // updated chunk.
 void zero1_update(Zero1Context& ctx);
+
+// ---- Lab 11: hierarchical all-reduce (docs/labs/11-hierarchical) --------------------------------
+
+// Which ranks share a node, as the program found them (--comm lab-hier: the launcher's nodes, or
+// MICRODDP_HIER_NODE_SIZES; the production backend `hier` computes them, hier_topology.hpp). Every
+// rank gets the same.
+struct LabNodes {
+  // ranks[i]: node i's ranks (ranks of the LabComm) in ascending order; a rank's LOCAL RANK is its
+  // index there. Nodes are ordered by their lowest rank; every rank is on exactly one node.
+  std::vector<std::vector<int>> ranks;
+
+  int count() const { return static_cast<int>(ranks.size()); }
+  int node_of(int rank) const {
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+      for (int r : ranks[i]) {
+        if (r == rank) return static_cast<int>(i);
+      }
+    }
+    return -1;
+  }
+  int local_rank_of(int rank) const {
+    for (const auto& node : ranks) {
+      for (std::size_t l = 0; l < node.size(); ++l) {
+        if (node[l] == rank) return static_cast<int>(l);
+      }
+    }
+    return -1;
+  }
+};
+
+// Lab 11: sum `data` (count floats on every rank) over all ranks, in place, sending as little as
+// possible between nodes: reduce-scatter inside each node, all-reduce of each shard across nodes,
+// all-gather inside each node (the production `hier`'s algorithm; the starter's comment gives the
+// schedule). Runs inside the program as `--comm lab-hier`.
+void hierarchical_all_reduce(LabComm& comm, const LabNodes& nodes, float* data, std::int64_t count);
 
 // What an untouched starter calls: throws a usage error "lab <lab> is not done yet: write
 // <function> in <file>" (the program and the grader print it).

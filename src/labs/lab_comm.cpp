@@ -10,7 +10,10 @@ constexpr std::int64_t kLargestMessageBytes = std::int64_t{1} << 30;  // the pro
 constexpr std::int64_t kFloat = sizeof(float);
 }  // namespace
 
-LabComm::LabComm(MPI_Comm parent) : transport_(parent, kLargestMessageBytes) { transport_.begin(0); }
+LabComm::LabComm(MPI_Comm parent)
+    : transport_(parent, kLargestMessageBytes), floats_sent_to_(static_cast<std::size_t>(transport_.size()), 0) {
+  transport_.begin(0);
+}
 
 void LabComm::check_peer(int peer, const char* what) const {
   MDDP_USAGE_CHECK(peer >= 0 && peer < size() && peer != rank(),
@@ -23,6 +26,7 @@ void LabComm::send(const float* data, std::int64_t count, int to) {
   MDDP_USAGE_CHECK(count >= 0, "lab: send of a negative count " << count);
   transport_.send(data, count * kFloat, to);
   floats_sent_ += count;
+  floats_sent_to_[static_cast<std::size_t>(to)] += count;
   ++messages_sent_;
 }
 
@@ -40,6 +44,7 @@ void LabComm::sendrecv(const float* send_data, std::int64_t send_count, int to, 
                    "lab: sendrecv of a negative count " << send_count << " / " << recv_count);
   transport_.sendrecv(send_data, send_count * kFloat, to, recv_data, recv_count * kFloat, from);
   floats_sent_ += send_count;
+  floats_sent_to_[static_cast<std::size_t>(to)] += send_count;
   ++messages_sent_;
 }
 

@@ -4,13 +4,15 @@
 // It runs on a private duplicate of the given communicator (the lab's messages never match anyone
 // else's) through the transport the production backends use (comm/transport/p2p_transport.hpp). Every call
 // blocks until its buffer may be reused. It counts the floats this rank sent, which is how a
-// grader tells a ring (2(n-1)/n of the buffer per rank) from everything-through-rank-0, and the
-// messages it sent (a barrier that sends nothing cannot work).
+// grader tells a ring (2(n-1)/n of the buffer per rank) from everything-through-rank-0, the
+// messages it sent (a barrier that sends nothing cannot work), and the floats it sent to each peer
+// (what crossed between nodes, for lab 11's grader).
 #pragma once
 
 #include <mpi.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "comm/transport/p2p_transport.hpp"
 
@@ -38,6 +40,8 @@ class LabComm {
   // Messages this rank has sent since construction, empty ones included (a barrier's messages carry
   // no floats: lab 07's grader counts them this way).
   std::int64_t messages_sent() const { return messages_sent_; }
+  // Floats this rank has sent to rank `peer` since construction.
+  std::int64_t floats_sent_to(int peer) const { return floats_sent_to_.at(static_cast<std::size_t>(peer)); }
   // Used by the lab backend: gives the messages of collective number `seq` their own tag, as the
   // production backends do, so two collectives can never exchange each other's messages.
   void begin(std::uint64_t seq) { transport_.begin(seq); }
@@ -47,6 +51,7 @@ class LabComm {
   comm::P2pTransport transport_;
   std::int64_t floats_sent_ = 0;
   std::int64_t messages_sent_ = 0;
+  std::vector<std::int64_t> floats_sent_to_;  // [peer]
 };
 
 }  // namespace microddp::labs

@@ -2,6 +2,7 @@
 #include "labs/register_labs.hpp"
 
 #include "labs/lab_backend.hpp"
+#include "labs/lab_hier.hpp"
 #include "labs/lab_strategies.hpp"
 
 namespace microddp::labs {
@@ -9,6 +10,7 @@ namespace microddp::labs {
 void register_labs() {
   lab_strategies();  // registers them on first use
   register_lab_backends();
+  register_lab_hier_backend();  // lab 11
 }
 
 }  // namespace microddp::labs

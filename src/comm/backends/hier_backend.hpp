@@ -32,6 +32,7 @@ class HierBackend final : public DeviceStagedBackend {
   HierBackend(MPI_Comm parent, const CommConfig& config);
   std::string_view name() const override { return "hier"; }
   const HierLayout& layout() const { return topo_.layout(); }
+  const HierTopology& topology() const { return topo_; }
 
  protected:
   void execute_host(const CollectiveCall& call) override;
