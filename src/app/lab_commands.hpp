@@ -4,6 +4,7 @@
 //   manual --average lab   lab 01's combine_replica_gradients, a row of the replica combiners
 //                          (manual_replicas.hpp)
 //   microddp lab-model     lab 08's alpha-beta functions next to src/perf's (lab_model_command.cpp)
+//   microddp lab-bench     lab 12's all-reduce benchmark on a real backend, fitted (lab_bench_command.cpp)
 // The lab rows of the strategy and backend tables come from src/labs (labs/register_labs.hpp).
 #pragma once
 
@@ -15,5 +16,7 @@ namespace microddp::app {
 void register_lab_combiner();
 // Adds `microddp lab-model` (lab_model_command.cpp) to a built command line, after every other command.
 void register_lab_commands(CommandLine& cl);
+// Adds `microddp lab-bench` (lab_bench_command.cpp), likewise.
+void register_lab_bench_command(CommandLine& cl);
 
 }  // namespace microddp::app

@@ -33,11 +33,12 @@ int main(int argc, char** argv) {
   // The course's labs (docs/labs) add their rows to the program's tables here, before the command
   // line is built (its help lists every row), so no library of the product depends on them:
   // --strategy lab | lab-overlap | lab-bucketed | lab-zero1 (labs 04-06, 09), --comm lab-naive | lab-ring | lab-sync
-  // | lab-hier (02, 03, 07, 11), manual --average lab (01), `microddp lab-model` (08).
+  // | lab-hier (02, 03, 07, 11), manual --average lab (01), `microddp lab-model` (08), `microddp lab-bench` (12).
   labs::register_labs();
   app::register_lab_combiner();
   auto cl = app::build_command_line();
   app::register_lab_commands(*cl);
+  app::register_lab_bench_command(*cl);  // `microddp lab-bench` (lab 12)
   const bool print = probably_rank0();
   const app::ParseOutcome parsed = app::parse_command_line(*cl, argc, argv);
   if (parsed.help) {

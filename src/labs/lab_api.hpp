@@ -2,7 +2,7 @@
 // may use. A lab's starter file (docs/labs/NN-name/*.cpp) defines one of these functions; the
 // program calls it through a seam (`manual --average lab`, `--comm lab-naive`, `--comm lab-ring`,
 // `--strategy lab`, `--strategy lab-overlap | lab-bucketed | lab-zero1` (lab_strategies.hpp),
-// `--comm lab-sync`, `microddp lab-model`, `--comm lab-hier`), and the lab's grader (tests/labs)
+// `--comm lab-sync`, `microddp lab-model`, `--comm lab-hier`, `microddp lab-bench`), and the lab's grader (tests/labs)
 // checks it. Reference solutions: tests/labs/solutions (read them after).
 #pragma once
 
@@ -322,6 +322,49 @@ struct LabNodes {
 // all-gather inside each node (the production `hier`'s algorithm; the starter's comment gives the
 // schedule). Runs inside the program as `--comm lab-hier`.
 void hierarchical_all_reduce(LabComm& comm, const LabNodes& nodes, float* data, std::int64_t count);
+// ---- Lab 12: benchmark an all-reduce (docs/labs/12-benchmark) ------------------------------------
+
+// All measure_all_reduce may use: who this rank is, its clock, a barrier, the collective under test
+// and the maximum over ranks. In the program (`microddp lab-bench`, lab_bench.hpp) they are the steady
+// clock, MPI_Barrier and MPI_Allreduce(MAX) on the world and one all-reduce of the backend measured;
+// the grader passes a fake whose all-reduce "takes" times it chose, different on every rank and in
+// every call, so it knows the exact answer.
+class LabBenchComm {
+ public:
+  virtual ~LabBenchComm() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Seconds on THIS rank's clock from an arbitrary origin: only the difference of two readings on the
+  // same rank means anything (the ranks' clocks are not synchronised, nor started together).
+  virtual double now_s() = 0;
+  // Returns once every rank has called it. Not the communicator under test: it is not measured.
+  virtual void barrier() = 0;
+  // One blocking all-reduce (sum) of `bytes` bytes on the communicator under test: what is measured.
+  // Every rank must make the same calls (each is one collective).
+  virtual void all_reduce(std::int64_t bytes) = 0;
+  // In place, element by element: values[i] becomes the maximum over ranks of values[i]. Every rank
+  // passes the same number of values (one collective, not measured).
+  virtual void max_over_ranks(std::span<double> values) = 0;
+};
+
+// How one size is measured (nccl-tests' -w, -n and -m; `microddp lab-bench -w -n -m`).
+struct LabBenchSettings {
+  int warmup = 5;  // untimed all-reduces before the first timed batch (>= 0)
+  int reps = 20;   // timed batches; the time reported is their median (>= 1)
+  int batch = 1;   // all-reduces per timed batch, back to back; batch time / batch = one all-reduce's (>= 1)
+};
+
+// What measure_all_reduce returns: the same on every rank.
+struct LabBenchResult {
+  double time_s = 0;     // the median over the reps of the slowest rank's time per all-reduce
+  double algbw_gbs = 0;  // bytes / time_s, GB/s (1e9 bytes per second)
+  double busbw_gbs = 0;  // algbw · 2(n-1)/n: nccl-tests' bus bandwidth of an all-reduce
+};
+
+// Lab 12: the time of an all-reduce of `bytes` bytes on `comm` as nccl-tests measures it (warm-up not
+// timed, a barrier before each timed batch, the slowest rank's time, the median over repetitions),
+// and its algorithm and bus bandwidths.
+LabBenchResult measure_all_reduce(LabBenchComm& comm, std::int64_t bytes, const LabBenchSettings& settings);
 
 // What an untouched starter calls: throws a usage error "lab <lab> is not done yet: write
 // <function> in <file>" (the program and the grader print it).
