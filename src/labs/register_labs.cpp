@@ -2,6 +2,7 @@
 #include "labs/register_labs.hpp"
 
 #include "labs/lab_backend.hpp"
+#include "labs/lab_powersgd.hpp"
 #include "labs/lab_strategies.hpp"
 
 namespace microddp::labs {
@@ -9,6 +10,7 @@ namespace microddp::labs {
 void register_labs() {
   lab_strategies();  // registers them on first use
   register_lab_backends();
+  lab_powersgd_mode();  // registers it on first use
 }
 
 }  // namespace microddp::labs
