@@ -2,8 +2,9 @@
 // may use. A lab's starter file (docs/labs/NN-name/*.cpp) defines one of these functions; the
 // program calls it through a seam (`manual --average lab`, `--comm lab-naive`, `--comm lab-ring`,
 // `--strategy lab`, `--strategy lab-overlap | lab-bucketed | lab-zero1` (lab_strategies.hpp),
-// `--comm lab-sync`, `microddp lab-model`, `--comm lab-hier`, `microddp lab-bench`), and the lab's grader (tests/labs)
-// checks it. Reference solutions: tests/labs/solutions (read them after).
+// `--comm lab-sync`, `microddp lab-model`, `--grad-compression lab-powersgd` (lab_powersgd.hpp), `--comm lab-hier`,
+// `microddp lab-bench`), and the lab's grader (tests/labs) checks it. Reference solutions: tests/labs/solutions
+// (read them after).
 #pragma once
 
 #include <cstdint>
@@ -288,6 +289,67 @@ void zero1_reduce_gradients(Zero1Context& ctx);
 // updated chunk.
 void zero1_update(Zero1Context& ctx);
 
+// ---- Lab 10: PowerSGD with error feedback (docs/labs/10-powersgd) -------------------------------
+
+// One weight matrix as PowerSGD sees it in one step. Every matrix is row-major; r = rank.
+struct LabMatrix {
+  std::string_view name;  // "layer_01.weight"
+  std::int64_t rows = 0, cols = 0;
+  std::int64_t rank = 0;  // r = min(--powersgd-rank, rows, cols)
+  // (rows, cols). In: this rank's gradient G. Out: the rank-r approximation of the SUM over ranks
+  // of every rank's M (each rank's loss is already divided by the GLOBAL batch: nothing to divide).
+  float* grad = nullptr;
+  // (rows, cols), this rank's error feedback E (zero before the first step), kept between steps;
+  // nullptr with --error-feedback off.
+  float* residual = nullptr;
+  float* p = nullptr;  // (rows, r): workspace for P, yours to use
+  // (cols, r): Q, kept between steps (warm start; at the first step normal random, the same on
+  // every rank). On return it must be the all-reduced Q, the same on every rank.
+  float* q = nullptr;
+};
+
+class LabPowerSgdCompressor;
+
+// Lab 10: what powersgd_step may use — who this rank is, one blocking all-reduce of the program's
+// real communicator, and the production orthonormalisation. Nothing else.
+class PowerSgdContext {
+ public:
+  int rank() const { return rank_; }
+  int world_size() const { return world_size_; }
+  // Sums `count` floats at `data` over all ranks, in place; returns when done. `data` must lie inside
+  // the matrix's p or q (a UsageError otherwise); every rank must make the same calls in the same order.
+  void all_reduce_sum(float* data, std::int64_t count);
+  // Makes the columns of `p` (rows, cols; cols <= rows; inside the matrix's p) orthonormal: the
+  // production Gram-Schmidt (ddp/compression/orthonormalize.hpp), deterministic, so ranks holding the
+  // same bits get the same bits.
+  void orthonormalize(float* p, std::int64_t rows, std::int64_t cols);
+
+  // For the grader: this step's calls, in call order (capacity: a few per matrix; calls_made()
+  // counts them all).
+  enum class Kind : std::uint8_t { AllReduce, Orthonormalize };
+  struct Call {
+    Kind kind = Kind::AllReduce;
+    int matrix = 0;  // which powersgd_step of the step (0, 1, ...)
+    const float* data = nullptr;
+    std::int64_t count = 0;  // floats: count, or rows * cols of orthonormalize
+  };
+  const std::vector<Call>& calls() const { return calls_; }
+  std::int64_t calls_made() const { return calls_made_; }
+
+ private:
+  friend class LabPowerSgdCompressor;
+  explicit PowerSgdContext(LabPowerSgdCompressor& owner) : owner_(owner) {}
+  LabPowerSgdCompressor& owner_;
+  int rank_ = 0, world_size_ = 1;
+  std::vector<Call> calls_;
+  std::int64_t calls_made_ = 0;
+};
+
+// Lab 10 (`--grad-compression lab-powersgd`): one PowerSGD step of one matrix, with error feedback
+// when m.residual is set. Called on every rank for the same matrices in the same order, after
+// backward; returns when m.grad holds the decoded approximation of the summed gradient, m.q the
+// all-reduced Q and m.residual this rank's new error.
+void powersgd_step(PowerSgdContext& ctx, const LabMatrix& m);
 // ---- Lab 11: hierarchical all-reduce (docs/labs/11-hierarchical) --------------------------------
 
 // Which ranks share a node, as the program found them (--comm lab-hier: the launcher's nodes, or

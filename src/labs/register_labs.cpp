@@ -3,6 +3,7 @@
 
 #include "labs/lab_backend.hpp"
 #include "labs/lab_hier.hpp"
+#include "labs/lab_powersgd.hpp"
 #include "labs/lab_strategies.hpp"
 
 namespace microddp::labs {
@@ -11,6 +12,7 @@ void register_labs() {
   lab_strategies();  // registers them on first use
   register_lab_backends();
   register_lab_hier_backend();  // lab 11
+  lab_powersgd_mode();  // registers it on first use
 }
 
 }  // namespace microddp::labs

@@ -6,6 +6,8 @@
 //   strategy table (ddp/strategy.hpp)  lab, lab-overlap, lab-bucketed,  labs 04-06 and 09,
 //                                      lab-zero1                        lab_strategies.hpp
 //   backend table (comm/factory.hpp)   lab-naive, lab-ring, lab-sync     labs 02, 03, 07, lab_backend.hpp
+//   compression table                  lab-powersgd                      lab 10, lab_powersgd.hpp
+//   (ddp/compression/compression_config.hpp)
 //                                      lab-hier                         lab 11, lab_hier.hpp
 // The app's own lab rows (manual --average lab: lab 01; `microddp lab-model`: lab 08) are added by
 // the app (app/lab_commands.hpp), since those tables live in the app.
@@ -13,7 +15,7 @@
 
 namespace microddp::labs {
 
-// Adds every lab row to the strategy and backend tables; later calls do nothing.
+// Adds every lab row to the strategy, backend and compression tables; later calls do nothing.
 void register_labs();
 
 }  // namespace microddp::labs

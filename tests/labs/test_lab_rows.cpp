@@ -2,15 +2,18 @@
 // adds their rows to the strategy and backend tables, after the production rows and in the order
 // the help lists them, once however often it is called; each lab strategy is modelled as the
 // production strategy whose collectives it issues, refuses --shard (and labs 04 and 09 compression),
-// only lab 09 brings its own optimizer update (the student's ZeRO-1 steps its shard), and each lab
-// backend is described as the all-reduce it runs (lab-hier: the hierarchical one, lab 11).
+// only lab 09 brings its own optimizer update (the student's ZeRO-1 steps its shard), each lab
+// backend is described as the all-reduce it runs (lab-hier: the hierarchical one, lab 11), and lab 10's
+// compression row is lossy and reads the PowerSGD settings, like the production mode it stands beside.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "comm/factory.hpp"
+#include "ddp/compression/compression_config.hpp"
 #include "ddp/strategy.hpp"
+#include "labs/lab_powersgd.hpp"
 #include "labs/lab_strategies.hpp"
 #include "labs/register_labs.hpp"
 
@@ -58,6 +61,24 @@ TEST(LabRows, Zero1IsFlatWithTheStudentsShardedUpdate) {
   EXPECT_EQ(ddp::strategy_row(lab.zero1).no_compression, "lab 09");
   EXPECT_NE(ddp::strategy_row(lab.zero1).make_update, nullptr);
   for (const ddp::Strategy s : ddp::kStrategies) EXPECT_EQ(ddp::strategy_row(s).make_update, nullptr);
+}
+
+TEST(LabRows, PowerSgdIsACompressionModeAfterTheProductionOnes) {
+  register_labs();
+  register_labs();
+  const auto modes = ddp::compression_modes();
+  ASSERT_EQ(modes.size(), 5u);
+  EXPECT_EQ(modes.back().name, "lab-powersgd");
+  const ddp::CompressionMode lab = lab_powersgd_mode();
+  EXPECT_EQ(lab, modes.back().mode);
+  EXPECT_EQ(ddp::parse_compression_mode("lab-powersgd"), lab);
+  EXPECT_EQ(ddp::compression_mode_name(lab), "lab-powersgd");
+  const ddp::CompressionModeRow& row = ddp::compression_mode_row(lab);
+  const ddp::CompressionModeRow& production = ddp::compression_mode_row(ddp::CompressionMode::PowerSgd);
+  EXPECT_EQ(row.lossy, production.lossy);
+  EXPECT_EQ(row.powersgd_settings, production.powersgd_settings);
+  EXPECT_NE(row.help.find("lab 10"), std::string_view::npos);
+  EXPECT_NE(row.make, nullptr);
 }
 
 TEST(LabRows, BackendsAreDescribedAsTheAllReduceTheyRun) {

@@ -3,6 +3,7 @@
 #include "ddp/compression/compression_config.hpp"
 
 #include <iterator>
+#include <vector>
 
 #include "core/error.hpp"
 #include "ddp/compression/powersgd_compressor.hpp"
@@ -43,25 +44,42 @@ constexpr bool rows_at_their_index() {
 }
 static_assert(rows_at_their_index(), "compression mode row i must be mode i");
 
+// The table: the production rows, then the registered ones.
+std::vector<CompressionModeRow>& table() {
+  static std::vector<CompressionModeRow> rows(std::begin(kModes), std::end(kModes));
+  return rows;
+}
+
 // "none, fp16, bf16, powersgd"
 std::string mode_choices() {
   std::string list;
-  for (const auto& row : kModes) list += (list.empty() ? "" : ", ") + std::string(row.name);
+  for (const auto& row : table()) list += (list.empty() ? "" : ", ") + std::string(row.name);
   return list;
 }
 
 }  // namespace
 
-std::span<const CompressionModeRow> compression_modes() { return kModes; }
+std::span<const CompressionModeRow> compression_modes() { return table(); }
+
+CompressionMode register_compression_mode(const CompressionModeRow& row) {
+  std::vector<CompressionModeRow>& rows = table();
+  MDDP_CHECK(row.make != nullptr, "compression mode '" << row.name << "': a registered row needs a maker");
+  MDDP_CHECK(rows.size() <= 0xff, "compression mode table full");
+  for (const auto& r : rows) MDDP_CHECK(r.name != row.name, "compression mode '" << row.name << "' is already a row");
+  CompressionModeRow added = row;
+  added.mode = static_cast<CompressionMode>(rows.size());
+  rows.push_back(added);
+  return added.mode;
+}
 
 const CompressionModeRow& compression_mode_row(CompressionMode mode) {
   const auto i = static_cast<std::size_t>(mode);
-  MDDP_CHECK(i < std::size(kModes), "compression mode " << i << " has no row");
-  return kModes[i];
+  MDDP_CHECK(i < table().size(), "compression mode " << i << " has no row");
+  return table()[i];
 }
 
 CompressionMode parse_compression_mode(std::string_view name, std::string_view what) {
-  for (const auto& row : kModes) {
+  for (const auto& row : table()) {
     if (row.name == name) return row.mode;
   }
   MDDP_USAGE_CHECK(false, "unknown " << what << " '" << name << "' (choose " << mode_choices() << ")");
@@ -77,7 +95,7 @@ void validate_compression(const GradCompressionConfig& c, bool explicit_powersgd
   MDDP_USAGE_CHECK(c.powersgd_start_step >= 0, "--powersgd-start-step must be >= 0, got " << c.powersgd_start_step);
   if (explicit_powersgd && !row.powersgd_settings) {
     std::string users;
-    for (const auto& r : kModes) {
+    for (const auto& r : table()) {
       if (r.powersgd_settings) users += (users.empty() ? "" : " or ") + std::string(r.name);
     }
     MDDP_USAGE_CHECK(false, "--powersgd-rank / --powersgd-start-step need --grad-compression " << users << " (got '"

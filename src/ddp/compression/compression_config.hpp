@@ -15,6 +15,10 @@
 // mode is its row of compression_modes() (compression_config.cpp): name, help, whether it is lossy,
 // whether it reads the PowerSGD settings, and the maker of its compressor. Adding a mode: an
 // enumerator, one row, and its compressor's file(s) (docs/design.md, "Adding a compression mode").
+// Further rows are added at start-up by register_compression_mode (the course's labs, src/labs,
+// register theirs from app/main.cpp, as they do strategies: ddp/strategy.hpp); they take the next
+// values after the production enumerators, in registration order, so a mode's value means something
+// only inside one process: everything that leaves it carries the row's name.
 #pragma once
 
 #include <cstdint>
@@ -31,7 +35,7 @@
 
 namespace microddp::ddp {
 
-// The index of the mode's row in compression_modes().
+// The index of the mode's row in compression_modes() (registered rows: values after PowerSgd).
 enum class CompressionMode : std::uint8_t { None, Fp16, Bf16, PowerSgd };
 
 // Every member is a row of ddp/train_config_fields.hpp (the ranks must agree on all of them).
@@ -58,8 +62,11 @@ struct CompressionModeRow {
   GradCompressorMaker make = nullptr;  // nullptr: no compressor, the plain fp32 all-reduce
 };
 
-// Every mode, in the order help text lists them (row i is mode i).
+// Every mode, in the order help text lists them (row i is mode i): production, then registered.
 std::span<const CompressionModeRow> compression_modes();
+// Appends a row (a name not in the table yet, `make` set; its `mode` is ignored) before any thread
+// reads the table (start-up), and returns its mode. The row's strings must outlive the program.
+CompressionMode register_compression_mode(const CompressionModeRow& row);
 const CompressionModeRow& compression_mode_row(CompressionMode mode);
 // A row's name; anything else is a core::UsageError naming `what` and listing the choices.
 CompressionMode parse_compression_mode(std::string_view name, std::string_view what = "--grad-compression");

@@ -34,11 +34,8 @@ int PowerSgdCompressor::add_unit(std::int64_t offset, std::int64_t count, int fi
   u.q_begin = q_total_;
   for (int i = first_param; i < end_param; ++i) {
     const model::ParamInfo& p = params_[static_cast<std::size_t>(i)];
-    const std::int64_t r = std::min({config_.powersgd_rank, p.rows, p.cols});
-    const bool compress = !p.is_bias && p.cols > 1 &&
-                          static_cast<double>(p.rows) * static_cast<double>(p.cols) >=
-                              min_rate_ * static_cast<double>(r) * static_cast<double>(p.rows + p.cols);
-    if (compress) {
+    const std::int64_t r = matrix_rank(p, config_.powersgd_rank, min_rate_);
+    if (r > 0) {
       u.matrices.push_back(Matrix{i, p.rows, p.cols, r, p_total_, q_total_});
       p_total_ += p.rows * r;
       q_total_ += p.cols * r;
@@ -56,6 +53,18 @@ int PowerSgdCompressor::add_unit(std::int64_t offset, std::int64_t count, int fi
   p_max_unit_ = std::max(p_max_unit_, u.p_count);
   units_.push_back(std::move(u));
   return static_cast<int>(units_.size()) - 1;
+}
+
+std::int64_t PowerSgdCompressor::matrix_rank(const model::ParamInfo& p, std::int64_t max_rank, double min_rate) {
+  const std::int64_t r = std::min({max_rank, p.rows, p.cols});
+  const bool compress = !p.is_bias && p.cols > 1 &&
+                        static_cast<double>(p.rows) * static_cast<double>(p.cols) >=
+                            min_rate * static_cast<double>(r) * static_cast<double>(p.rows + p.cols);
+  return compress ? r : 0;
+}
+
+float PowerSgdCompressor::initial_q(std::uint64_t seed, int param, std::int64_t e) {
+  return core::normal01(seed, kQStreamBase + static_cast<std::uint64_t>(param), static_cast<std::uint64_t>(e));
 }
 
 int PowerSgdCompressor::compressed_matrices() const {
@@ -76,8 +85,7 @@ void PowerSgdCompressor::ensure_buffers() {
   for (const Unit& u : units_) {
     for (const Matrix& m : u.matrices) {
       for (std::int64_t e = 0; e < m.cols * m.rank; ++e) {
-        init[static_cast<std::size_t>(m.q_offset + e)] =
-            core::normal01(seed_, kQStreamBase + static_cast<std::uint64_t>(m.param), static_cast<std::uint64_t>(e));
+        init[static_cast<std::size_t>(m.q_offset + e)] = initial_q(seed_, m.param, e);
       }
     }
   }

@@ -49,6 +49,13 @@ class PowerSgdCompressor final : public GradCompressor {
   // Number of matrices compressed (the others travel uncompressed).
   int compressed_matrices() const;
 
+  // The rank a parameter travels at: min(max_rank, rows, cols), or 0 when it travels uncompressed
+  // (a bias, a vector, or a matrix below min_rate: the rule above).
+  static std::int64_t matrix_rank(const model::ParamInfo& p, std::int64_t max_rank, double min_rate = kDefaultMinRate);
+  // Element e of parameter `param`'s initial Q (cols, r), row-major: standard normal, a pure function
+  // of (seed, param, e), so every rank starts from the same Q without communication.
+  static float initial_q(std::uint64_t seed, int param, std::int64_t e);
+
  private:
   struct Matrix {
     int param = 0;
