@@ -429,16 +429,31 @@ class Figures:
             return float(r["forward_ms"]) + float(r["backward_ms"]) if r else float("nan")
 
         ns = sorted({int(x["ranks"]) for x in rows})
-        grow = (f"yet its forward + backward takes {compute_ms('weak', ns[-1]) / compute_ms('weak', 2):.1f}x as long "
-                f"at {ns[-1]} ranks as at 2" if ns[-1] > 2 else f"(only {ns[-1]} ranks in this set)")
+        top = ns[-1]
+        grow = (f"yet its forward + backward takes {compute_ms('weak', top) / compute_ms('weak', 2):.1f}x as long "
+                f"at {top} ranks as at 2" if top > 2 else f"(only {top} ranks in this set)")
+
+        def side(mode):
+            r = next(x for x in rows if x["mode"] == mode and int(x["ranks"]) == top)
+            return "below" if float(r["efficiency_measured"]) < float(r["efficiency_predicted"]) else "above"
+
+        if side("strong") == side("weak"):
+            where = f"at {top} ranks the measured efficiency is {side('strong')} the prediction in both modes"
+        else:
+            where = (f"at {top} ranks the measured efficiency is {side('strong')} the prediction in strong scaling "
+                     f"and {side('weak')} it in weak scaling")
+        load = self.runs.get("scaling_sweep", {}).get("load", float("nan"))
         self.section("Scaling: measured against predicted", "scaling.png",
                      "Strong and weak scaling efficiency of bucketed training from `jobs/sweep.sh local` "
                      "(the same scripts as a Slurm sweep), solid measured, dashed the model's prediction from the "
                      "smallest run (jobs/aggregate.py). All ranks run on this one 2-core host: past 2 ranks the "
                      "ranks time-slice the cores, which the model (one core per rank) does not know. It shows in "
                      f"the compute: a weak-scaling rank computes the same rows at every rank count, {grow}. "
-                     f"The gap at {ns[-1]} ranks is that, "
-                     "not the network. For a network-bound curve see docs/cluster.md. Data: "
+                     f"And {where}. Below means the time slicing costs more than the model's communication "
+                     "estimate; above happens when other jobs load the cores (load average "
+                     f"{load:.1f} when this sweep started): the 1-rank run the prediction starts from then gets a "
+                     "small share of the machine, and more ranks take a larger share from the other jobs, which "
+                     "the model does not know either. For a network-bound curve see docs/cluster.md. Data: "
                      "[data/scaling.csv](data/scaling.csv).", ["scaling_model", "scaling_sweep"])
 
     # 7 ----------------------------------------------------------------------------------------
