@@ -122,6 +122,13 @@ double mean_of(const std::vector<perf::StepStats>& v, double perf::StepStats::*f
   return v.empty() ? 0.0 : s / static_cast<double>(v.size());
 }
 
+std::vector<double> all_of(const std::vector<perf::StepStats>& v, double perf::StepStats::*f) {
+  std::vector<double> out;
+  out.reserve(v.size());
+  for (const auto& x : v) out.push_back(x.*f);
+  return out;
+}
+
 int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
   std::vector<Variant> variants;
   for (const auto& shard_name : shards_) {
@@ -262,7 +269,7 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
     rows.push_back({{"variant", v.label},
                     {"strategy", ddp::strategy_name(v.strategy)},
                     {"bucket_mb", v.bucket_mb},
-                    {"grad_compression", v.compression},
+                    {"grad_compression", std::string(ddp::compression_mode_name(v.compression))},
                     {"comm_mib_per_step", mib},
                     {"compress_ms", comp_ms},
                     {"step_ms", step},
@@ -282,7 +289,15 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
                     {"shard", std::string(ddp::zero::shard_mode_name(v.shard))},
                     {"coll_mib", coll_mib},
                     {"ring_mib", v.ring_mib},
-                    {"opt_state_mib", v.opt_state_mib}});
+                    {"opt_state_mib", v.opt_state_mib},
+                    // Every timed step, in round order: medians and spreads for whoever needs more
+                    // than the means above (docs/tools/figures.py).
+                    {"per_step",
+                     {{"step_ms", all_of(v.stats, &perf::StepStats::step_ms)},
+                      {"exposed_ms", all_of(v.stats, &perf::StepStats::comm_exposed_ms)},
+                      {"busy_ms", all_of(v.stats, &perf::StepStats::comm_busy_ms)},
+                      {"backward_ms", all_of(v.stats, &perf::StepStats::backward_ms)},
+                      {"compress_ms", all_of(v.stats, &perf::StepStats::compress_ms)}}}});
   }
   std::printf("# %s\n", ok ? "OK (all ranks hold identical parameters after every variant)" : "FAILED (#wrong > 0)");
   if (!csv_path_.empty()) {
