@@ -2,10 +2,12 @@
 // block_runner.hpp). Also defines CUDA's index variables (device_api.hpp).
 #include "block_runner.hpp"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
+#include "counters.hpp"
 #include "thread_order.hpp"
 
 __thread uint3 threadIdx = {0, 0, 0};
@@ -85,6 +87,10 @@ void BlockRunner::fiber_main(void* p) {
   try {
     r->body_->run_thread();
     t->state = State::Done;
+  } catch (const KernelFault& f) {  // a device fault raised by the thread itself (a misaligned atomic)
+    r->fault_ = f.what();
+    r->fault_error_ = f.error;
+    t->state = State::Faulted;
   } catch (const std::exception& e) {
     r->fault_ = r->name(*t) + " threw: " + e.what();
     t->state = State::Faulted;
@@ -125,6 +131,7 @@ std::uint64_t BlockRunner::run_fibers(const device::KernelBody& body, const Bloc
   body_ = &body;
   calls_ = 0;
   fault_.clear();
+  fault_error_ = cudaErrorLaunchFailure;
   t_runner = this;
   const ModeScope mode(Mode::Fibers);
   unsigned done = 0;
@@ -137,7 +144,7 @@ std::uint64_t BlockRunner::run_fibers(const device::KernelBody& body, const Bloc
       running_ = &t;
       switch_context(scheduler_, t.fiber->context());
       running_ = nullptr;
-      if (t.state == State::Faulted) throw KernelFault(cudaErrorLaunchFailure, fault_);
+      if (t.state == State::Faulted) throw KernelFault(fault_error_, fault_);
       if (t.state == State::Done) ++done;
     }
     if (done == count_) return calls_;
@@ -303,6 +310,21 @@ void sync_threads() { runner_for_primitive("__syncthreads()").sync_threads(); }
 std::uint64_t warp_exchange(WarpOp op, unsigned mask, std::uint64_t value, int arg, int width) {
   BlockRunner& r = runner_for_primitive(op == WarpOp::Sync ? "__syncwarp()" : "a warp shuffle");
   return r.warp_exchange(op, mask, value, arg, width);
+}
+
+void atomic_access(const void* address, std::size_t bytes, const char* primitive) {
+  if (t_mode == Mode::None) {
+    std::fprintf(stderr, "cuda_emu: %s called outside a kernel\n", primitive);
+    std::abort();
+  }
+  if (reinterpret_cast<std::uintptr_t>(address) % bytes != 0) {
+    std::ostringstream os;
+    os << "thread (" << threadIdx.x << "," << threadIdx.y << "," << threadIdx.z << ") of block (" << blockIdx.x << ","
+       << blockIdx.y << "," << blockIdx.z << "): " << primitive << " on " << address << ", which is not aligned to its "
+       << bytes << "-byte operand (a misaligned address on a GPU)";
+    throw KernelFault(cudaErrorMisalignedAddress, os.str());
+  }
+  counters::atomic_operation();
 }
 
 }  // namespace device

@@ -9,6 +9,8 @@
 //    the threads: a lane of the mask exited or waits elsewhere, a thread exited while others wait
 //    at a barrier, a mask without the calling lane or naming a lane that does not exist, a shuffle
 //    reading a lane outside the mask, a width that is not a power of two in [1, 32].
+//    A thread may also fault by itself (a misaligned atomic: device::atomic_access throws
+//    KernelFault), with that fault's error.
 //  * run_plain: the threads are plain calls, one after another (for kernels that never
 //    synchronise). A primitive called there throws PlainModeSync (the launch then faults: the
 //    emulator guessed wrong that the kernel never synchronises, and says so).
@@ -96,6 +98,7 @@ class BlockRunner {
   Thread* running_ = nullptr;
   std::uint64_t calls_ = 0;
   std::string fault_;
+  cudaError_t fault_error_ = cudaErrorLaunchFailure;  // what a faulted thread reports (KernelFault's own)
 };
 
 }  // namespace cuda_emu

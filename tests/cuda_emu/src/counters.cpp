@@ -26,6 +26,7 @@ struct Atomics {
   std::atomic<std::uint64_t> fiber_blocks{0}, plain_blocks{0};
   std::atomic<std::uint64_t> graph_launches{0}, graph_nodes{0}, graph_kernel_nodes{0}, graph_gemm_nodes{0};
   std::atomic<std::uint64_t> captured_operations{0};
+  std::atomic<std::uint64_t> atomic_operations{0};
 };
 
 // Never destroyed (as the engine): stream workers may still count while the process exits.
@@ -94,6 +95,8 @@ void freed(bool pinned, std::size_t device_bytes) {
 
 void blocks(bool fibers, std::uint64_t count) { add(fibers ? g().fiber_blocks : g().plain_blocks, count); }
 
+void atomic_operation() { add(g().atomic_operations, 1); }
+
 void graph_launch() { add(g().graph_launches, 1); }
 void captured_operation() { add(g().captured_operations, 1); }
 void replayed_node(Replayed kind) {
@@ -135,6 +138,7 @@ void cudaEmuGetCounters(struct cudaEmuCounters* out) {
   out->graph_kernel_nodes = r(a.graph_kernel_nodes);
   out->graph_gemm_nodes = r(a.graph_gemm_nodes);
   out->captured_operations = r(a.captured_operations);
+  out->atomic_operations = r(a.atomic_operations);
 }
 
 void cudaEmuResetCounters(void) {
@@ -147,7 +151,8 @@ void cudaEmuResetCounters(void) {
     c->store(0, std::memory_order_relaxed);
   }
   for (std::atomic<std::uint64_t>* c :
-       {&a.graph_launches, &a.graph_nodes, &a.graph_kernel_nodes, &a.graph_gemm_nodes, &a.captured_operations}) {
+       {&a.graph_launches, &a.graph_nodes, &a.graph_kernel_nodes, &a.graph_gemm_nodes, &a.captured_operations,
+        &a.atomic_operations}) {
     c->store(0, std::memory_order_relaxed);
   }
   const std::lock_guard<std::mutex> lock(cuda_emu::counters::breakdown_mutex());
@@ -169,7 +174,7 @@ void print_report() {
                "cuda_emu counters (emulated device, pid %ld): host_syncs=%llu kernel_launches=%llu gemm_calls=%llu "
                "host_functions=%llu h2d_pageable=%llu h2d_pinned=%llu d2h_pageable=%llu d2h_pinned=%llu d2d=%llu "
                "h2h=%llu memset=%llu device_allocations=%llu pinned_allocations=%llu fiber_blocks=%llu "
-               "plain_blocks=%llu\n%s",
+               "plain_blocks=%llu atomic_operations=%llu\n%s",
                static_cast<long>(getpid()), static_cast<unsigned long long>(c.host_syncs),
                static_cast<unsigned long long>(c.kernel_launches), static_cast<unsigned long long>(c.gemm_calls),
                static_cast<unsigned long long>(c.host_functions), static_cast<unsigned long long>(c.h2d_pageable_bytes),
@@ -179,7 +184,8 @@ void print_report() {
                static_cast<unsigned long long>(c.h2h_bytes), static_cast<unsigned long long>(c.memset_bytes),
                static_cast<unsigned long long>(c.device_allocations),
                static_cast<unsigned long long>(c.pinned_allocations), static_cast<unsigned long long>(c.fiber_blocks),
-               static_cast<unsigned long long>(c.plain_blocks), breakdown.c_str());
+               static_cast<unsigned long long>(c.plain_blocks), static_cast<unsigned long long>(c.atomic_operations),
+               breakdown.c_str());
   std::fprintf(stderr,
                "cuda_emu graph counters (pid %ld): graph_launches=%llu graph_nodes=%llu graph_kernel_nodes=%llu "
                "graph_gemm_nodes=%llu captured_operations=%llu\n",

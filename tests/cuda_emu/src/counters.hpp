@@ -27,6 +27,7 @@ void memset(std::size_t bytes);
 void allocated(bool pinned, std::size_t device_bytes);
 void freed(bool pinned, std::size_t device_bytes);
 void blocks(bool fibers, std::uint64_t count);
+void atomic_operation();  // one atomicAdd, from device code
 
 // CUDA graphs: a cudaGraphLaunch accepted, an operation recorded into a capture instead of run, a
 // node replayed by a launch (counted when its launch is accepted; its copy or memset bytes go to

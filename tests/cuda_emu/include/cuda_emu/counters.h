@@ -46,6 +46,7 @@ struct cudaEmuCounters {
   uint64_t graph_kernel_nodes;  /* of which kernels (MDDP_LAUNCH) */
   uint64_t graph_gemm_nodes;    /* of which cublasSgemm calls */
   uint64_t captured_operations; /* stream operations recorded into a capture instead of run */
+  uint64_t atomic_operations;   /* atomicAdd calls device code made (every thread's, every launch's) */
 };
 
 void cudaEmuGetCounters(struct cudaEmuCounters* out);

@@ -2,7 +2,7 @@
 // built-in index variables, the synchronisation primitives, and the type-erased kernel launch.
 // Included by device_prelude.hpp (kernel translation units) and by the runtime that implements it.
 // Contract: the index variables are per OS thread and set by the runtime before every CUDA thread
-// runs (or resumes); the primitives may only be called from inside a running kernel; launch()
+// runs (or resumes); the primitives (and atomics) may only be called from inside a running kernel; launch()
 // behaves as a <<<...>>> launch: it checks the configuration (the calling thread's last error says
 // why a launch was refused), then enqueues the kernel on the stream and returns.
 #pragma once
@@ -60,5 +60,12 @@ enum class WarpOp : unsigned char { Sync, ShuffleIndex, ShuffleUp, ShuffleDown, 
 
 void sync_threads();
 std::uint64_t warp_exchange(WarpOp op, unsigned mask, std::uint64_t value, int arg, int width);
+
+// Called by every atomic read-modify-write (atomicAdd) before it runs: a kernel must be running
+// (else the process aborts, as for the other primitives), `address` must be aligned to `bytes` (a
+// GPU faults with a misaligned address; here the launch faults, naming the thread), and the
+// operation is counted (cudaEmuCounters::atomic_operations). Atomics never switch fibers: a kernel
+// that only uses atomics still runs as plain calls.
+void atomic_access(const void* address, std::size_t bytes, const char* primitive);
 
 }  // namespace cuda_emu::device

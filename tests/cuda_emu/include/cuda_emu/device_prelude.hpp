@@ -2,13 +2,15 @@
 // CUDA device. Force-included (-include) first into each translation unit that compiles kernels in
 // the emulated build (cmake: cuda_emu_compile_kernel_sources), never into other code.
 // Provides: __shared__, threadIdx/blockIdx/blockDim/gridDim, warpSize, __syncthreads, __syncwarp,
-// __shfl_sync/__shfl_up_sync/__shfl_down_sync/__shfl_xor_sync, and MDDP_HOST_LAUNCH, the host
+// __shfl_sync/__shfl_up_sync/__shfl_down_sync/__shfl_xor_sync, atomicAdd (the overloads CUDA has
+// for int, unsigned int, unsigned long long int, float and double), and MDDP_HOST_LAUNCH, the host
 // launcher that kernels/cuda/launch.hpp's MDDP_LAUNCH expands to outside nvcc.
 // Contract: kernel bodies compile unchanged. Each CUDA thread of a block runs as a fiber of the
 // stream's worker thread (or as a plain call when the kernel never synchronises); a primitive
 // called outside a kernel, or with threads missing, fails the launch loudly (see
-// docs/cuda_emu.md). Not emulated: dynamic shared memory (extern __shared__), atomics, cooperative
-// groups, __device__ globals per device (one copy per process).
+// docs/cuda_emu.md). Not emulated: dynamic shared memory (extern __shared__), the atomics other than
+// atomicAdd (atomicCAS, atomicMax, ...: they do not compile here), atomicAdd on half / bfloat16 /
+// vector types, cooperative groups, __device__ globals per device (one copy per process).
 #pragma once
 
 #if defined(__CUDACC__)
@@ -28,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <atomic>
 #include <memory>
 #include <tuple>
 #include <type_traits>
@@ -74,6 +77,32 @@ template <typename T>
 T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = warpSize) {
   return ::cuda_emu::device::shuffle(::cuda_emu::device::WarpOp::ShuffleXor, mask, var, lane_mask, width);
 }
+
+namespace cuda_emu::device {
+
+// One atomic add, atomic with respect to every CUDA thread of every stream worker (kernels of two
+// streams run at the same time on two OS threads). Float and double adds round as IEEE adds (to
+// nearest); the order in which a grid's atomics land follows the schedule, so a float sum built from
+// atomics changes with CUDA_EMU_SCHEDULE, as it changes from run to run on a GPU.
+template <typename T>
+T atomic_add(T* address, T value) {
+  atomic_access(address, sizeof(T), "atomicAdd");
+  return std::atomic_ref<T>(*address).fetch_add(value, std::memory_order_relaxed);
+}
+
+}  // namespace cuda_emu::device
+
+// Exactly CUDA's overloads (no template): a call nvcc refuses, e.g. atomicAdd on a long* or a
+// std::int64_t*, does not compile here either.
+inline int atomicAdd(int* address, int val) { return ::cuda_emu::device::atomic_add(address, val); }
+inline unsigned int atomicAdd(unsigned int* address, unsigned int val) {
+  return ::cuda_emu::device::atomic_add(address, val);
+}
+inline unsigned long long int atomicAdd(unsigned long long int* address, unsigned long long int val) {
+  return ::cuda_emu::device::atomic_add(address, val);
+}
+inline float atomicAdd(float* address, float val) { return ::cuda_emu::device::atomic_add(address, val); }
+inline double atomicAdd(double* address, double val) { return ::cuda_emu::device::atomic_add(address, val); }
 
 namespace cuda_emu::device {
 
