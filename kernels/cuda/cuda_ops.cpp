@@ -110,6 +110,21 @@ class CudaOps final : public Ops {
   void range_push(const char* name) override { nvtxRangePushA(name); }
   void range_pop() override { nvtxRangePop(); }
 
+  // The GEMM shapes cuBLAS never sees: an empty C (nothing to do) and k = 0 (C = beta * C, queued
+  // here so no empty-operand edge case reaches cuBLAS). True when the call is done. Checks that the
+  // sizes fit cuBLAS's int first, as the real call would.
+  bool gemm_is_trivial(std::int64_t m, std::int64_t n, std::int64_t k, float beta, float* c) {
+    const int mi = cublas_int(m, "m"), ni = cublas_int(n, "n"), ki = cublas_int(k, "k");
+    if (mi == 0 || ni == 0) return true;
+    if (ki != 0) return false;
+    if (beta == 0.0f) {
+      gpu::zero(c, m * n, stream_);
+    } else if (beta != 1.0f) {
+      gpu::scale(c, beta, m * n, stream_);
+    }
+    return true;
+  }
+
   // Row-major GEMM on column-major cuBLAS. A row-major (r, c) matrix is, byte for byte, the
   // column-major (c, r) matrix of its transpose. So instead of C = op(A) op(B) we ask cuBLAS for
   // C^T = op(B)^T op(A)^T, i.e. swap the operands (B first), keep each operand's own transpose flag,
@@ -117,16 +132,8 @@ class CudaOps final : public Ops {
   // are the row lengths of the row-major arrays as stored.
   void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
             const float* b, float beta, float* c) override {
+    if (gemm_is_trivial(m, n, k, beta, c)) return;
     const int mi = cublas_int(m, "m"), ni = cublas_int(n, "n"), ki = cublas_int(k, "k");
-    if (mi == 0 || ni == 0) return;
-    if (ki == 0) {  // C = beta * C; handled here so no empty-operand edge case reaches cuBLAS
-      if (beta == 0.0f) {
-        gpu::zero(c, m * n, stream_);
-      } else if (beta != 1.0f) {
-        gpu::scale(c, beta, m * n, stream_);
-      }
-      return;
-    }
     const int lda = cublas_int(trans_a ? m : k, "lda");
     const int ldb = cublas_int(trans_b ? k : n, "ldb");
     MDDP_CUBLAS_CHECK(blas_.sgemm(cublas_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, ni,
@@ -138,16 +145,8 @@ class CudaOps final : public Ops {
   // to bf16 operands.
   void gemm_bf16(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
                  const std::uint16_t* a, const std::uint16_t* b, float beta, float* c) override {
+    if (gemm_is_trivial(m, n, k, beta, c)) return;
     const int mi = cublas_int(m, "m"), ni = cublas_int(n, "n"), ki = cublas_int(k, "k");
-    if (mi == 0 || ni == 0) return;
-    if (ki == 0) {
-      if (beta == 0.0f) {
-        gpu::zero(c, m * n, stream_);
-      } else if (beta != 1.0f) {
-        gpu::scale(c, beta, m * n, stream_);
-      }
-      return;
-    }
     const int lda = cublas_int(trans_a ? m : k, "lda");
     const int ldb = cublas_int(trans_b ? k : n, "ldb");
     MDDP_CUBLAS_CHECK(blas_.gemm_ex(cublas_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
