@@ -221,6 +221,11 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
                   cfg.accum_steps, cfg.global_batch, cfg.accum_steps * cfg.global_batch);
     }
     std::printf("#   compute    : %s\n", ops.description().c_str());
+    if (cfg.simulate_compute_ms > 0.0f) {
+      std::printf("#   simulated  : backward waits %g ms per pass (shared among the layers by parameter count, "
+                  "sleeping: the core is free for communication; --simulate-compute-ms)\n",
+                  static_cast<double>(cfg.simulate_compute_ms));
+    }
     if (ops.device() != core::Device::Host)
       std::printf("#   cuda graph : %s\n", trainer.step_graph().describe().c_str());
     if (ops.device() == core::Device::Host)

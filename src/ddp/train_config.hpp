@@ -54,6 +54,12 @@ struct TrainConfig {
   // result-changing setting (a replay is bitwise the eager step), but ranks agree on it, so every
   // rank issues its collectives from the host, or none does, and the desync check's counts compare.
   CudaGraphMode cuda_graph = CudaGraphMode::Auto;
+  // --simulate-compute-ms: every backward pass also waits this many milliseconds in total, shared
+  // among the layers by parameter count, sleeping so that the core is free for communication, as
+  // an accelerator computing would leave it (ddp/simulated_compute.hpp; 0: off). Not a
+  // result-changing setting (the same bits), but ranks agree on it: a rank that computes faster
+  // than the others only waits for them in every collective.
+  float simulate_compute_ms = 0.0f;
   // Test hooks at the trainer's fault points (ddp/step_faults.hpp); empty by default.
   core::FaultPlan faults;
 };
