@@ -242,6 +242,12 @@ perf::RunRecord AnalyzeCommand::fresh_run(TrainingSession& session, const comm::
   rec.backend = opts_.comm;
   rec.optimizer = cfg.optimizer.name;
   rec.source = "fresh run (microddp analyze)";
+  if (cfg.simulate_compute_ms > 0.0f) {  // the report names the run's source: say what its backward includes
+    char simulated[96];
+    std::snprintf(simulated, sizeof simulated, ", backward with %g ms of simulated compute",
+                  static_cast<double>(cfg.simulate_compute_ms));
+    rec.source += simulated;
+  }
   for (std::size_t k = 0; k < strategies_.size(); ++k) {
     const ddp::Strategy s = strategies_[k];
     if (k > 0) {  // the run continues under the next strategy in a new trainer (app/strategy_switch.hpp)

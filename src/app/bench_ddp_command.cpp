@@ -23,12 +23,15 @@
 // it as launch_to_done_ms.)
 //   speedup      naive step_ms / this step_ms
 //   #wrong       ranks whose parameters differ from rank 0's after the variant's steps (must be 0)
+//   step_p50, exposed_p50  medians of the same per-step values: on a shared machine one slow step
+//                moves a mean, not a median
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "app/cli_values.hpp"
@@ -40,6 +43,7 @@
 #include "ddp/strategy.hpp"
 #include "ddp/trainer.hpp"
 #include "ddp/zero/zero_sync.hpp"
+#include "perf/median.hpp"
 #include "perf/step_stats.hpp"
 
 namespace microddp::app {
@@ -129,6 +133,13 @@ std::vector<double> all_of(const std::vector<perf::StepStats>& v, double perf::S
   return out;
 }
 
+double median_of(const std::vector<perf::StepStats>& v, double perf::StepStats::*f) {
+  std::vector<double> x;
+  x.reserve(v.size());
+  for (const auto& s : v) x.push_back(s.*f);
+  return perf::median(std::move(x));
+}
+
 int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
   std::vector<Variant> variants;
   for (const auto& shard_name : shards_) {
@@ -180,6 +191,11 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
                 "batch %" PRId64 " x %" PRId64 " accumulation, %d ranks, %s backend, %d BLAS thread(s) per rank\n",
                 cfg.model.width, cfg.model.depth, static_cast<double>(first.model().parameter_count()) * 1e-6, grad_mib,
                 cfg.global_batch, cfg.accum_steps, mpi.size(), opts_.comm.c_str(), threads);
+    if (cfg.simulate_compute_ms > 0.0f) {
+      std::printf("# simulated compute: backward waits %g ms per pass, sleeping (--simulate-compute-ms: an "
+                  "accelerator's backward, the core free for communication)\n",
+                  static_cast<double>(cfg.simulate_compute_ms));
+    }
     std::printf("# %d interleaved rounds x %" PRId64
                 " timed steps per variant (after %d warm-up step(s) each time); "
                 "means of rank 0's per-step statistics\n",
@@ -237,9 +253,9 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
     if (v.strategy == ddp::Strategy::Naive) naive_ms = mean_of(v.stats, &perf::StepStats::step_ms);
   }
   nlohmann::json rows = nlohmann::json::array();
-  std::printf("# %-27s %9s %9s %9s %10s %8s %9s %9s %9s %9s %8s %6s %9s %9s %9s\n", "variant", "step_ms", "busy_ms",
-              "queued_ms", "exposed_ms", "ops/step", "MiB/step", "comp_ms", "comm_ovh%", "overlap%", "speedup",
-              "#wrong", "coll_MiB", "ring_MiB", "opt_MiB");
+  std::printf("# %-27s %9s %9s %9s %10s %8s %9s %9s %9s %9s %8s %6s %9s %9s %9s %9s %11s\n", "variant", "step_ms",
+              "busy_ms", "queued_ms", "exposed_ms", "ops/step", "MiB/step", "comp_ms", "comm_ovh%", "overlap%", "speedup",
+              "#wrong", "coll_MiB", "ring_MiB", "opt_MiB", "step_p50", "exposed_p50");
   bool ok = true;
   for (const auto& v : variants) {
     const double step = mean_of(v.stats, &perf::StepStats::step_ms);
@@ -263,9 +279,12 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
     // coll_MiB: the bytes of the step's collectives from the event log (the byte counters): an
     // all-reduce counts its buffer, a reduce-scatter its input and an all-gather its output.
     const double coll_mib = v.stats.empty() ? 0.0 : static_cast<double>(v.stats.back().comm_bytes) / (1 << 20);
-    std::printf("  %-27s %9.2f %9.2f %9.2f %10.2f %8" PRId64 " %9.3f %9.3f %9.1f %9.1f %8s %6d %9.2f %9.2f %9.2f\n",
+    const double step_p50 = median_of(v.stats, &perf::StepStats::step_ms);
+    const double exposed_p50 = median_of(v.stats, &perf::StepStats::comm_exposed_ms);
+    std::printf("  %-27s %9.2f %9.2f %9.2f %10.2f %8" PRId64
+                " %9.3f %9.3f %9.1f %9.1f %8s %6d %9.2f %9.2f %9.2f %9.2f %11.2f\n",
                 v.label.c_str(), step, busy, queued, exposed, ops_per_step, mib, comp_ms, ovh, overlap, sp, v.wrong,
-                coll_mib, v.ring_mib, v.opt_state_mib);
+                coll_mib, v.ring_mib, v.opt_state_mib, step_p50, exposed_p50);
     rows.push_back({{"variant", v.label},
                     {"strategy", ddp::strategy_name(v.strategy)},
                     {"bucket_mb", v.bucket_mb},
@@ -273,6 +292,8 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
                     {"comm_mib_per_step", mib},
                     {"compress_ms", comp_ms},
                     {"step_ms", step},
+                    {"step_ms_median", step_p50},
+                    {"exposed_ms_median", exposed_p50},
                     {"busy_ms", busy},
                     {"queued_ms", queued},
                     {"launch_to_done_ms", total},
@@ -316,7 +337,8 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
     std::ofstream f(json_path_);
     MDDP_CHECK(f.good(), "cannot write " << json_path_);
     nlohmann::json j = {{"width", cfg.model.width}, {"depth", cfg.model.depth}, {"global_batch", cfg.global_batch},
-                        {"ranks", mpi.size()},      {"comm", opts_.comm},       {"rows", rows}};
+                        {"ranks", mpi.size()},      {"comm", opts_.comm},       {"rows", rows},
+                        {"simulate_compute_ms", cfg.simulate_compute_ms}};
     f << j.dump(2) << '\n';
   }
   return ok ? 0 : 1;

@@ -240,6 +240,11 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     } else {
       std::printf("#   precision  : %s\n", std::string(core::precision_name(cfg.precision)).c_str());
     }
+    if (cfg.simulate_compute_ms > 0.0f) {
+      std::printf("#   simulated  : backward waits %g ms per pass (shared among the layers by parameter count, "
+                  "sleeping: the core is free for communication; --simulate-compute-ms)\n",
+                  static_cast<double>(cfg.simulate_compute_ms));
+    }
     if (ops.device() != core::Device::Host)
       std::printf("#   cuda graph : %s\n", trainer.step_graph().describe().c_str());
     if (ops.device() == core::Device::Host)

@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "ddp/compression/compression_config.hpp"
 #include "ddp/prefetching_input.hpp"
+#include "ddp/simulated_compute.hpp"
 
 namespace microddp::app {
 
@@ -153,6 +154,14 @@ void add_reliability_options(CLI::App* sub, TrainOptions& o) {
       ->capture_default_str();
 }
 
+void add_simulate_compute_option(CLI::App* sub, TrainOptions& o) {
+  sub->add_option("--simulate-compute-ms", o.config.simulate_compute_ms,
+                  "Emulate an accelerator: every backward pass also waits this many ms in total (shared among the "
+                  "layers by parameter count), sleeping so the core is free for communication; same results (0 = off)")
+      ->check(finite_range(0.0, ddp::kMaxSimulateComputeMs))
+      ->capture_default_str();
+}
+
 void add_log_every_option(CLI::App* sub, TrainOptions& o) {
   sub->add_option("--log-every", o.log_every, "Print a progress line every N steps (0 = about 10 lines)")
       ->check(CLI::Range(std::int64_t{0}, kMaxSteps));
@@ -176,6 +185,7 @@ void add_distributed_training_options(CLI::App* sub, TrainOptions& o) {
   add_comm_options(sub, o);
   add_reliability_options(sub, o);
   add_compression_options(sub, o);
+  add_simulate_compute_option(sub, o);
 }
 
 void add_compression_options(CLI::App* sub, TrainOptions& o) {

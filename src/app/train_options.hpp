@@ -14,6 +14,7 @@
 //   buckets        --bucket-mb (unless the command takes a list of caps) --first-bucket-mb
 //   comm           --comm --comm-timeout --debug-sync --sync-check-every
 //   reliability    --check-every --on-nan --clip-grad-norm
+//   emulation      --simulate-compute-ms
 //   output         --log-every, --metrics, --trace (one function each)
 // validate_train_options() then completes what depends on several values; bad values are a
 // core::UsageError (exit 2 before MPI starts).
@@ -63,12 +64,15 @@ void add_shard_option(CLI::App* sub, TrainOptions& o);
 void add_bucket_options(CLI::App* sub, TrainOptions& o, bool with_cap);
 void add_comm_options(CLI::App* sub, TrainOptions& o);
 void add_reliability_options(CLI::App* sub, TrainOptions& o);
+// --simulate-compute-ms X: every backward pass also sleeps X ms, spread over the layers by parameter
+// count, as an accelerator's backward would leave the core to communication (ddp/simulated_compute.hpp).
+void add_simulate_compute_option(CLI::App* sub, TrainOptions& o);
 void add_log_every_option(CLI::App* sub, TrainOptions& o);
 void add_metrics_option(CLI::App* sub, TrainOptions& o);
 void add_trace_option(CLI::App* sub, TrainOptions& o);
 
 // What every command that runs the trainer over ranks takes: run length, model, optimizer,
-// threads, accumulation, comm and reliability (strategy, buckets and output are the command's).
+// threads, accumulation, comm, reliability and the simulated compute (strategy, buckets and output are the command's).
 void add_distributed_training_options(CLI::App* sub, TrainOptions& o);
 // --grad-compression, --powersgd-rank, --powersgd-start-step, --error-feedback (docs/compression.md);
 // part of add_distributed_training_options.

@@ -59,6 +59,12 @@ struct TrainConfig {
   // agree on it; not stored, so a resume may change it (the checkpoint holds fp32 master weights and
   // optimizer state in every precision).
   core::Precision precision = core::Precision::Fp32;
+  // --simulate-compute-ms: every backward pass also waits this many milliseconds in total, shared
+  // among the layers by parameter count, sleeping so that the core is free for communication, as
+  // an accelerator computing would leave it (ddp/simulated_compute.hpp; 0: off). Not a
+  // result-changing setting (the same bits), but ranks agree on it: a rank that computes faster
+  // than the others only waits for them in every collective.
+  float simulate_compute_ms = 0.0f;
   // Test hooks at the trainer's fault points (ddp/step_faults.hpp); empty by default.
   core::FaultPlan faults;
 };

@@ -25,7 +25,7 @@ namespace {
 [[maybe_unused]] void every_member_is_named(const TrainConfig& c) {
   [[maybe_unused]] const auto& [model, optimizer, steps, global_batch, seed, strategy, sync_options, compression,
                                 accum_steps, keep_events, layer_events, check_every, sync_check_every, on_nan,
-                                clip_grad_norm, shard, prefetch, cuda_graph, precision,
+                                clip_grad_norm, shard, prefetch, cuda_graph, precision, simulate_compute_ms,
                                 faults  // not a row: test hooks, armed per rank (core/fault_plan.hpp)
   ] = c;
   [[maybe_unused]] const auto& [in_dim, width, depth, classes] = c.model;
@@ -33,10 +33,10 @@ namespace {
   [[maybe_unused]] const auto& [bucket_mb, first_bucket_mb] = c.sync_options;
   [[maybe_unused]] const auto& [grad_compression, powersgd_rank, powersgd_start_step, error_feedback] = c.compression;
 }
-// Rows the structs above call for: TrainConfig's 20 members less `faults` and its 4 nested structs
+// Rows the structs above call for: TrainConfig's 21 members less `faults` and its 4 nested structs
 // (model, optimizer, sync_options, compression: their members are the rows), plus their 4 + 8 + 2 + 4
 // members.
-constexpr std::size_t kConfigMembers = (20 - 1 - 4) + 4 + 8 + 2 + 4;
+constexpr std::size_t kConfigMembers = (21 - 1 - 4) + 4 + 8 + 2 + 4;
 
 // ---- accessors ------------------------------------------------------------------------------------
 // Where a field lives: a member of TrainConfig, or a member of one of its nested structs.
@@ -185,6 +185,9 @@ std::span<const ConfigField> fields() {
       // What the GEMMs compute in: ranks must agree (their replicas would drift apart); a resume may
       // change it (the checkpoint's weights and optimizer state are fp32 in every precision).
       ConfigField{"precision", FieldType::String, kRanksOnly, &get_precision, &set_precision},
+      // How long the emulated device computes, not what (bitwise the same): agreed so that a run's
+      // header, record and timings describe every rank (ddp/simulated_compute.hpp).
+      row<Top<&TC::simulate_compute_ms>>("simulate_compute_ms", kRanksOnly),
   });
   static_assert(std::tuple_size_v<decltype(table)> == kConfigMembers,
                 "one row per configuration member (see every_member_is_named)");

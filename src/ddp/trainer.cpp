@@ -38,25 +38,30 @@ std::size_t events_per_step(const model::FullMLP& model, bool layer_events, std:
 }
 
 // The checks of the configuration the parts do not make themselves (the first thing a Trainer does).
-const TrainConfig& checked(const TrainConfig& c) {
+const TrainConfig& checked(const TrainConfig& c, const kernels::Ops& ops) {
   MDDP_USAGE_CHECK(c.accum_steps >= 1, "accumulation steps must be >= 1, got " << c.accum_steps);
   MDDP_USAGE_CHECK(c.check_every >= 0, "check interval must be >= 0, got " << c.check_every);
   MDDP_USAGE_CHECK(c.prefetch >= 0 && c.prefetch <= PrefetchingInput::kMaxDepth,
                    "prefetch depth must lie in [0, " << PrefetchingInput::kMaxDepth << "], got " << c.prefetch);
   MDDP_USAGE_CHECK(std::isfinite(c.clip_grad_norm) && c.clip_grad_norm >= 0.0f,
                    "gradient clipping norm must be finite and >= 0, got " << c.clip_grad_norm);
+  // The sleep emulates a device on the CPU path; on a GPU the device computes (and a sleep on the host
+  // would only delay the queueing, not the kernels, nor be part of a CUDA graph's replay).
+  MDDP_USAGE_CHECK(c.simulate_compute_ms == 0.0f || ops.device() == core::Device::Host,
+                   "--simulate-compute-ms emulates an accelerator on the CPU path; with a GPU model leave it at 0");
   return c;
 }
 }  // namespace
 
 Trainer::Trainer(const TrainConfig& config, comm::Communicator& comm, kernels::Ops& ops)
-    : config_(checked(config)),
+    : config_(checked(config, ops)),
       comm_(comm),
       ops_(ops),
       model_(config.model, data::Sampler::max_local_count(config.global_batch, comm.size()), ops, config.precision),
       verdict_(comm, ops, config.accum_steps, config.on_nan),
       timing_(ops, events_, config.accum_steps),
-      faults_(config_.faults, comm.rank()) {
+      faults_(config_.faults, comm.rank()),
+      simulated_(model_, config_.simulate_compute_ms) {
   choose_input(nullptr);
   // Stream-ordered backends (NCCL) order gradient collectives after the backward kernels queued on
   // this stream; host backends ignore it.
@@ -71,8 +76,12 @@ Trainer::Trainer(const TrainConfig& config, comm::Communicator& comm, kernels::O
   graph_ = std::make_unique<StepGraph>(ops_, config_.cuda_graph, graph_obstacle(config_, ops_, comm_));
   grad_ready_hook_ = [this](const model::ParamInfo& p) { sync_->on_grad_ready(p); };
   const bool layer_events = config_.layer_events;
-  if (layer_events) {
-    bwd_hook_ = [this](int layer, bool begin) { layer_event(core::EventKind::LayerBackward, layer, begin); };
+  if (layer_events || simulated_.active()) {
+    // The simulated compute is part of the layer's backward: inside its event, before its gradients.
+    bwd_hook_ = [this, layer_events](int layer, bool begin) {
+      if (layer_events) layer_event(core::EventKind::LayerBackward, layer, begin);
+      if (begin) simulated_.wait_before_layer(layer);
+    };
   }
   if (update_->gathers_in_forward() || layer_events) {
     fwd_hook_ = [this, layer_events](int layer, bool begin) {
@@ -239,6 +248,7 @@ void Trainer::forward_backward(std::int64_t step, std::int64_t k, float loss_sca
   {
     OpsRange r(ops_, "backward");
     timing_.backward_begin(k);
+    simulated_.begin_pass();
     // The first micro-step overwrites the gradients (no zero_grad pass), later ones accumulate.
     model_.backward_into(input_->labels(), loss_scale, verdict_.micro_loss(k), last ? grad_ready_hook_ : no_ready_hook_,
                          bwd_hook_, /*accumulate=*/k > 0);

@@ -8,6 +8,7 @@
 //   GradSync::finish()    gradients now hold the global-batch gradient (or this rank's shard of it)
 //   numerics verdict      loss, non-finite flags and the gradient's sum of squares all-reduced
 //                         together: the step's one host synchronisation (ddp/numerics_verdict.hpp)
+//   (--simulate-compute-ms: each layer's backward first sleeps its share, ddp/simulated_compute.hpp)
 //   optimizer update      replicated or sharded (ddp/optimizer_update.hpp), unless the verdict skips
 //   checks                fault points (ddp/step_faults.hpp), desync and divergence checks
 //                         (ddp/divergence_check.hpp) every N steps
@@ -38,6 +39,7 @@
 #include "ddp/grad_sync.hpp"
 #include "ddp/input_pipeline.hpp"
 #include "ddp/numerics_verdict.hpp"
+#include "ddp/simulated_compute.hpp"
 #include "ddp/optimizer_update.hpp"
 #include "ddp/step_faults.hpp"
 #include "ddp/step_graph.hpp"
@@ -158,6 +160,7 @@ class Trainer final : public TrainState {
   NumericsVerdict verdict_;
   StepTiming timing_;
   StepFaults faults_;
+  SimulatedCompute simulated_;  // --simulate-compute-ms: the emulated device's backward
   std::unique_ptr<DivergenceCheck> divergence_;  // over update_->checked_state(), built once
   std::unique_ptr<StepGraph> graph_;             // decided in the constructor
   std::int64_t steps_run_ = 0;                   // steps this object ran (a resumed run starts at 0)

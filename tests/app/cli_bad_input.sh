@@ -146,6 +146,12 @@ check "smaller than the 3 ranks" "$mpiexec" -np 3 "${mpi_flags[@]}" "$bin" "${t[
 check "single-process"   "$mpiexec" -np 2 "${mpi_flags[@]}" "$bin" baseline --steps 1 --width 8 --depth 1
 check "clip_grad_norm"   "$mpiexec" "${mpi_flags[@]}" -np 1 "$bin" "${t[@]}" --width 8 --depth 1 --clip-grad-norm 1 : \
                                   -np 1 "$bin" "${t[@]}" --width 8 --depth 1
+# --simulate-compute-ms: negative, NaN and absurd values; ranks must agree on it.
+check "--simulate-compute-ms" "$bin" "${t[@]}" --simulate-compute-ms -1
+check "--simulate-compute-ms" "$bin" bench ddp --simulate-compute-ms nan
+check "--simulate-compute-ms" "$bin" analyze --simulate-compute-ms 1e9
+check "simulate_compute_ms = 0 but rank 0 has 2" "$mpiexec" "${mpi_flags[@]}" -np 1 "$bin" "${t[@]}" --width 8 \
+                                  --depth 1 --simulate-compute-ms 2 : -np 1 "$bin" "${t[@]}" --width 8 --depth 1
 # Ranks started with different options (MPMD launch) are refused at start-up on every rank.
 check "configuration mismatch" "$mpiexec" "${mpi_flags[@]}" -np 1 "$bin" "${t[@]}" --width 16 --depth 1 : \
                                   -np 1 "$bin" "${t[@]}" --width 8 --depth 1

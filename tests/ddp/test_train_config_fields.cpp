@@ -58,7 +58,7 @@ TEST(ConfigFields, EveryRowOwnsItsMember) {
   EXPECT_EQ(find_config_field("no_such_field"), nullptr);
   // One row per member of TrainConfig (less faults and the 4 nested structs), MlpConfig (4),
   // OptimizerConfig (8), GradSyncOptions (2), GradCompressionConfig (4).
-  EXPECT_EQ(train_config_fields().size(), (20u - 1 - 4) + 4 + 8 + 2 + 4);
+  EXPECT_EQ(train_config_fields().size(), (21u - 1 - 4) + 4 + 8 + 2 + 4);
 }
 
 TEST(ConfigFields, RulesOfTheOptimizerSettings) {
@@ -119,7 +119,7 @@ TEST(ConfigAgreement, EveryAgreedFieldIsComparedAtStartUp) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 30);  // every row but the local ones: keep_events, layer_events, prefetch
+  EXPECT_EQ(checked, 31);  // every row but the local ones: keep_events, layer_events, prefetch
 }
 
 }  // namespace
