@@ -36,10 +36,12 @@
 
 #include "app/cli_values.hpp"
 #include "app/command.hpp"
+#include "app/compute_device.hpp"
 #include "app/trace_output.hpp"
 #include "app/train_options.hpp"
 #include "app/training_session.hpp"
 #include "core/error.hpp"
+#include "core/precision.hpp"
 #include "ddp/strategy.hpp"
 #include "ddp/trainer.hpp"
 #include "ddp/zero/zero_sync.hpp"
@@ -91,6 +93,14 @@ class BenchDdpCommand final : public Command {
     sub->add_option("--warmup", warmup_, "Untimed steps at the start of each variant's block")
         ->check(CLI::Range(0, 1000))
         ->capture_default_str();
+    sub->add_option("--device", device_,
+                    "Where the model computes, as train --device: cpu (the default here), cuda (this rank's GPU; "
+                    "--comm defaults to nccl) or auto")
+        ->capture_default_str();
+    sub->add_option("--precision", precision_, "GEMM arithmetic, as train --precision: fp32, tf32 (GPU), bf16")
+        ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
+        ->capture_default_str();
+    comm_option_ = sub->get_option("--comm");
     sub->add_option("--csv", csv_path_, "Also write the table as CSV");
     sub->add_option("--json", json_path_, "Also write the table as JSON");
   }
@@ -103,6 +113,8 @@ class BenchDdpCommand final : public Command {
         opts_.config.compression.mode = c;
       }
     }
+    validate_device_name(device_);
+    opts_.config.precision = core::parse_precision(precision_);
     validate_train_options(opts_);
     MDDP_USAGE_CHECK(!strategies_.empty(), "--strategies is empty");
     MDDP_USAGE_CHECK(!bucket_mbs_.empty(), "--bucket-mb is empty");
@@ -117,6 +129,9 @@ class BenchDdpCommand final : public Command {
   std::vector<double> bucket_mbs_{0.25, 1, 4, 25, 100};
   std::vector<std::string> shards_{"none"};
   int rounds_ = 3, warmup_ = 1;
+  std::string device_ = "cpu";        // --device (bench ddp measures the CPU unless asked)
+  std::string precision_ = "fp32";    // --precision
+  CLI::Option* comm_option_ = nullptr;  // to know whether --comm was given (a GPU model defaults to nccl)
   std::string csv_path_, json_path_;
 };
 
@@ -178,7 +193,10 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
   cfg.sync_options.bucket_mb = variants[0].bucket_mb > 0 ? variants[0].bucket_mb : 25.0;
   cfg.shard = variants[0].shard;
   cfg.layer_events = tracing;
-  TrainingSession session(mpi, opts_, comm_settings());
+  // The device as train picks it (compute_device.hpp): a GPU model without --comm gets nccl.
+  TrainingSession session(mpi, opts_, comm_settings(),
+                          DeviceRequest{device_, comm_option_->count() > 0, cfg.precision == core::Precision::Tf32});
+  opts_.comm = session.backend();
   const int threads = session.threads();
   comm::Communicator& comm = session.comm();
   ddp::Trainer& first = session.start_trainer(cfg);
@@ -188,9 +206,14 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
   if (root) {
     std::printf("# microddp bench ddp: width %" PRId64 " depth %" PRId64
                 " (%.2f M parameters, %.2f MiB of gradients), global "
-                "batch %" PRId64 " x %" PRId64 " accumulation, %d ranks, %s backend, %d BLAS thread(s) per rank\n",
+                "batch %" PRId64 " x %" PRId64 " accumulation, %d ranks, %s backend, %s\n",
                 cfg.model.width, cfg.model.depth, static_cast<double>(first.model().parameter_count()) * 1e-6, grad_mib,
-                cfg.global_batch, cfg.accum_steps, mpi.size(), opts_.comm.c_str(), threads);
+                cfg.global_batch, cfg.accum_steps, mpi.size(), opts_.comm.c_str(),
+                session.ops().device() == core::Device::Host
+                    ? (std::to_string(threads) + " BLAS thread(s) per rank").c_str()
+                    : ("device cuda: " + session.ops().description()).c_str());
+    if (cfg.precision != core::Precision::Fp32)
+      std::printf("# precision: %s (--precision)\n", std::string(core::precision_name(cfg.precision)).c_str());
     if (cfg.simulate_compute_ms > 0.0f) {
       std::printf("# simulated compute: backward waits %g ms per pass, sleeping (--simulate-compute-ms: an "
                   "accelerator's backward, the core free for communication)\n",

@@ -11,7 +11,8 @@
 #   * 2 ranks on 1 GPU with --device auto train on the GPU over --comm mpi, and the header says why;
 #     an explicit --comm nccl there is refused (exit 2) naming the ranks; the same 2 ranks each
 #     seeing one GPU of their own (srun --gpus-per-task=1) train over nccl;
-#   * bench collectives measures the GPU backends on GPU memory.
+#   * bench collectives measures the GPU backends on GPU memory; bench ddp --device cuda (bf16) runs
+#     the strategies on the GPUs.
 set -u
 bin="$1"; wrap="$2"; have_nccl="$3"; shift 3
 mpiexec="$1"; shift
@@ -69,6 +70,13 @@ if [ "$have_nccl" = 1 ]; then
       --max-bytes 65536 --factor 16 --iters 2 --warmup 1
   expect "bench collectives: GPU backends on GPU memory" 0 "# memory: nccl=gpu nccl-ring=gpu mpi=host"
   expect "bench collectives: exact" 0 "Out of bounds values : 0 OK"
+  # bench ddp on the GPU (one per rank, nccl by default), in bf16: the strategies side by side on
+  # device buffers, every rank holding the same parameters after each variant.
+  run 300 CUDA_EMU_NODE_GPUS=2 -- "$mpiexec" -n 2 "${mpi_flags[@]}" "$wrap" "$bin" bench ddp --device cuda --precision bf16 \
+      --width 16 --depth 2 --global-batch 16 --steps 2 --rounds 1 --warmup 1 --strategies flat,overlap
+  expect "bench ddp --device cuda: on the GPU over nccl" 0 "2 ranks, nccl backend, device cuda: cuda:0"
+  expect "bench ddp --device cuda: bf16" 0 "# precision: bf16"
+  expect "bench ddp --device cuda: ranks agree" 0 "# OK (all ranks hold identical parameters after every variant)"
 fi
 
 if [ "$failures" -ne 0 ]; then echo "$failures case(s) failed"; exit 1; fi
