@@ -17,12 +17,12 @@ void ring_all_reduce(LabComm& comm, float* data, std::int64_t count) {
   const int right = mod(r + 1), left = mod(r - 1);
   std::vector<float> incoming(static_cast<std::size_t>(count / n + 1));
   for (int s = 0; s < n - 1; ++s) {  // reduce-scatter
-    const int out = mod(r - s), in = mod(r - s - 1);
+    const int out = mod(r - s - 1), in = mod(r - s - 2);
     comm.sendrecv(data + begin(out), size(out), right, incoming.data(), size(in), left);
     for (std::int64_t i = 0; i < size(in); ++i) data[begin(in) + i] += incoming[static_cast<std::size_t>(i)];
   }
-  for (int s = 0; s < n - 1; ++s) {  // all-gather: rank r starts with the finished chunk r + 1
-    const int out = mod(r + 1 - s), in = mod(r - s);
+  for (int s = 0; s < n - 1; ++s) {  // all-gather: rank r starts with the finished chunk r
+    const int out = mod(r - s), in = mod(r - s - 1);
     comm.sendrecv(data + begin(out), size(out), right, data + begin(in), size(in), left);
   }
 }
