@@ -33,16 +33,11 @@ class LabBackend final : public comm::HostBackend {
       if (!run_sync_lab(call)) production_.run(call);
       return;
     }
-    const bool lab_call = call.kind == comm::CollectiveKind::AllReduce && call.op == comm::ReduceOp::Sum &&
-                          call.recv.dtype == core::DType::F32 && call.recv.device == core::Device::Host &&
-                          call.send.device == core::Device::Host;
-    if (!lab_call) {
+    float* data = lab_all_reduce_buffer(call);
+    if (data == nullptr) {
       production_.run(call);
       return;
     }
-    auto* data = static_cast<float*>(call.recv.data);
-    if (call.send.data != call.recv.data && call.recv.count > 0)  // the lab functions work in place
-      std::memcpy(data, call.send.data, static_cast<std::size_t>(call.recv.count) * sizeof(float));
     lab_.begin(call.seq);
     if (ring_) {
       ring_all_reduce(lab_, data, call.recv.count);
@@ -120,6 +115,17 @@ std::unique_ptr<comm::Communicator> make_lab(const comm::MpiRuntime& runtime, co
 }
 
 }  // namespace
+
+float* lab_all_reduce_buffer(const comm::CollectiveCall& call) {
+  const bool lab_call = call.kind == comm::CollectiveKind::AllReduce && call.op == comm::ReduceOp::Sum &&
+                        call.recv.dtype == core::DType::F32 && call.recv.device == core::Device::Host &&
+                        call.send.device == core::Device::Host;
+  if (!lab_call) return nullptr;
+  auto* data = static_cast<float*>(call.recv.data);
+  if (call.send.data != call.recv.data && call.recv.count > 0)
+    std::memcpy(data, call.send.data, static_cast<std::size_t>(call.recv.count) * sizeof(float));
+  return data;
+}
 
 void register_lab_backends() {
   static const bool registered = [] {

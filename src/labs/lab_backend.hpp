@@ -21,9 +21,18 @@
 // algorithm they implement, lab-sync as the ring its all-reduces run.
 #pragma once
 
+namespace microddp::comm {
+struct CollectiveCall;
+}
+
 namespace microddp::labs {
 
 // Adds the rows lab-naive, lab-ring and lab-sync to the backend table; later calls do nothing.
 void register_lab_backends();
+
+// What a lab all-reduce takes: an fp32 SUM all-reduce on host memory. For such a call, returns its
+// result buffer holding this rank's input (copied there when the call is out of place: the lab
+// functions work in place); nullptr for every other call, which production runs (lab-hier too).
+float* lab_all_reduce_buffer(const comm::CollectiveCall& call);
 
 }  // namespace microddp::labs

@@ -1,12 +1,12 @@
 // lab_hier.cpp — see lab_hier.hpp.
 #include "labs/lab_hier.hpp"
 
-#include <cstring>
 #include <string>
 
 #include "comm/backends/hier_backend.hpp"
 #include "comm/factory.hpp"
 #include "comm/transport/mpi_comm_size.hpp"
+#include "labs/lab_backend.hpp"
 
 namespace microddp::labs {
 
@@ -25,16 +25,11 @@ class LabHierBackend final : public comm::HostBackend {
 
  protected:
   void execute(const comm::CollectiveCall& call) override {
-    const bool lab_call = call.kind == comm::CollectiveKind::AllReduce && call.op == comm::ReduceOp::Sum &&
-                          call.recv.dtype == core::DType::F32 && call.recv.device == core::Device::Host &&
-                          call.send.device == core::Device::Host;
-    if (!lab_call) {
+    float* data = lab_all_reduce_buffer(call);
+    if (data == nullptr) {
       production_.run(call);
       return;
     }
-    auto* data = static_cast<float*>(call.recv.data);
-    if (call.send.data != call.recv.data && call.recv.count > 0)  // the lab function works in place
-      std::memcpy(data, call.send.data, static_cast<std::size_t>(call.recv.count) * sizeof(float));
     lab_.begin(call.seq);
     hierarchical_all_reduce(lab_, nodes_, data, call.recv.count);
   }
