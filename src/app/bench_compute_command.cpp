@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "app/cli_values.hpp"
 #include "app/command.hpp"
 #include "app/compute_device.hpp"
 #include "core/error.hpp"
@@ -76,7 +77,7 @@ class BenchComputeCommand final : public Command {
     sub->add_option("--device", device_, "cpu, or cuda: the GEMM, fwd+bwd and optimizer rows on this rank's GPU")
         ->check(CLI::IsMember({"cpu", "cuda"}))
         ->capture_default_str();
-    sub->add_option("--precision", precision_,
+    precision_option_ = sub->add_option("--precision", precision_,
                     "GEMM arithmetic, as train --precision: fp32, tf32 (--device cuda only), bf16 (the GEMM floor "
                     "then times bf16-operand GEMMs: cublasGemmEx on a GPU, the decoding reference on the CPU)")
         ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
@@ -93,7 +94,8 @@ class BenchComputeCommand final : public Command {
   std::string device_ = "cpu";
   bool tf32_ = false;
   std::string precision_ = "fp32";
-  core::Precision precision() const { return tf32_ ? core::Precision::Tf32 : core::parse_precision(precision_); }
+  CLI::Option* precision_option_ = nullptr;
+  core::Precision precision() const { return precision_from_options(precision_, precision_option_, tf32_); }
 };
 
 // The rows every device prints: the GEMM floor, the model's forward+backward, Adam against a copy.
@@ -121,8 +123,6 @@ void BenchComputeCommand::print_main_rows(const kernels::Ops& ops, const comm::M
 
 int BenchComputeCommand::run(const comm::MpiRuntime& mpi) {
   const int threads = blas_threads(threads_, mpi, comm_settings()).threads;
-  MDDP_USAGE_CHECK(!tf32_ || precision_ == "fp32" || precision_ == "tf32",
-                   "--tf32 means --precision tf32; it contradicts --precision " << precision_);
   const core::Precision prec = precision();
   const bool bf16 = prec == core::Precision::Bf16;
   // The device as train picks it (app/compute_device.hpp); "mpi" only to pass its backend check.

@@ -226,4 +226,10 @@ CLI::Option* add_compression_list_option(CLI::App* sub, const std::string& name,
       ->default_str("[" + defaults + "]");
 }
 
+core::Precision precision_from_options(const std::string& name, const CLI::Option* given, bool tf32_flag) {
+  MDDP_USAGE_CHECK(!tf32_flag || given == nullptr || given->count() == 0 || name == "tf32",
+                   "--tf32 means --precision tf32; it contradicts --precision " << name);
+  return tf32_flag ? core::Precision::Tf32 : core::parse_precision(name);
+}
+
 }  // namespace microddp::app

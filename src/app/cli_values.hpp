@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/precision.hpp"
 #include "ddp/compression/compression_config.hpp"
 #include "ddp/strategy.hpp"
 
@@ -58,5 +59,9 @@ CLI::Option* add_compression_option(CLI::App* sub, const std::string& name, ddp:
 // A comma-separated list of compression modes; `description` is followed by "(none,fp16,...)".
 CLI::Option* add_compression_list_option(CLI::App* sub, const std::string& name,
                                          std::vector<ddp::CompressionMode>& target, const std::string& description);
+
+// `--precision NAME` and its alias flag `--tf32` (train, bench compute): tf32 when the flag is set,
+// else NAME; a usage error when both were given and disagree (`given`: --precision's option).
+core::Precision precision_from_options(const std::string& name, const CLI::Option* given, bool tf32_flag);
 
 }  // namespace microddp::app

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "app/cli_values.hpp"
 #include "app/command.hpp"
 #include "app/compute_device.hpp"
 #include "app/fault_env.hpp"
@@ -94,9 +95,7 @@ class TrainCommand final : public Command {
       trace_window_ = *r;
     }
     validate_device_name(device_);
-    MDDP_USAGE_CHECK(!tf32_ || precision_option_->count() == 0 || precision_ == "tf32",
-                     "--tf32 means --precision tf32; it contradicts --precision " << precision_);
-    opts_.config.precision = tf32_ ? core::Precision::Tf32 : core::parse_precision(precision_);
+    opts_.config.precision = precision_from_options(precision_, precision_option_, tf32_);
     log_every_auto_ = opts_.log_every == 0;  // --epochs decides the steps later: recompute then
     validate_train_options(opts_);
     validate_run_control_options(run_opts_);

@@ -60,6 +60,8 @@ check "--clip-grad-norm" "$bin" "${t[@]}" --clip-grad-norm -1
 check "--precision"      "$bin" "${t[@]}" --precision fp16
 check "contradicts --precision bf16" "$bin" "${t[@]}" --tf32 --precision bf16
 check "needs the GPU path" "$bin" "${t[@]}" --device cpu --precision tf32
+check "contradicts --precision fp32" "$bin" "${t[@]}" --tf32 --precision fp32
+check "contradicts --precision bf16" "$bin" bench compute --tf32 --precision bf16
 check "--clip-grad-norm" "$bin" "${t[@]}" --clip-grad-norm nan
 check "--clip-grad-norm" "$bin" "${t[@]}" --clip-grad-norm inf
 check "MICRODDP_FAULT_NAN" env MICRODDP_FAULT_NAN=0:zero "$bin" "${t[@]}"
