@@ -22,7 +22,7 @@ check() {  # check "<expected stderr text>" <command...>
     echo "FAIL (message lacks '$expect'): $*"; echo "$out" | head -5 | sed 's/^/    /'; failures=$((failures + 1)); return
   fi
   if grep -qE "Segmentation|core dumped|Sanitizer|terminate called|MPI_ABORT" <<<"$out"; then
-    echo "FAIL (crash signature): $*"; failures=$((failures + 1)); return
+    echo "FAIL (crash signature): $*"; echo "$out" | head -30 | sed 's/^/    /'; failures=$((failures + 1)); return
   fi
   echo "ok   $*"
 }
