@@ -767,6 +767,20 @@ TEST(Analysis, GpuRunIsJudgedAgainstTheGpusReferences) {
   nlohmann::json bad = to_json(rec);
   bad["config"]["device"] = "tpu";
   EXPECT_THROW(run_record_from_json(bad), core::UsageError);
+  // The analysis' JSON and report say the same: overhead = exposed / step (2.5%), the host's share.
+  rec.runs[0].strategy = ddp::Strategy::Flat;
+  CommModel m;
+  m.source = "hand-made";
+  ModelEntry e;
+  e.backend = "mpi";
+  e.fit.model = {10e-6, 1e-10, 0};
+  m.entries.push_back(e);
+  const Analysis a = analyze(rec, m, opt);
+  EXPECT_DOUBLE_EQ(to_json(a).at("breakdown").at("comm_overhead_pct").get<double>(), 2.5);
+  const std::string report = format_report(a);
+  EXPECT_NE(report.find("2 rank(s) x 1 GPU (device cuda)"), std::string::npos) << report;
+  EXPECT_NE(report.find("communication overhead 2.5% of the step"), std::string::npos) << report;
+  EXPECT_NE(report.find("the host's share, step - device phases: 0.500 ms"), std::string::npos) << report;
 }
 
 TEST(RunRecord, UnknownStrategyIsAUsageError) {
