@@ -61,12 +61,13 @@ inline constexpr std::uint32_t kSumSquaresMaxBlocks = 1024;
 std::size_t sum_squares_workspace_bytes();
 void sum_squares(const float* x, std::int64_t n, double* partials, double* out, cudaStream_t stream);
 
-// Fused optimizer passes (one read and one write of each state array).
+// Fused optimizer passes (one read and one write of each state array); p_bf16, when not null, gets
+// the updated weights rounded to bf16 in the same pass (Ops::adam_step).
 void adam_step(const AdamParams& params, float* p, const float* g, float* m, float* v, std::int64_t n,
-               cudaStream_t stream);
+               std::uint16_t* p_bf16, cudaStream_t stream);
 // momentum_buf may be null when params.momentum == 0.
 void sgd_step(const SgdParams& params, float* p, const float* g, float* momentum_buf, std::int64_t n,
-              cudaStream_t stream);
+              std::uint16_t* p_bf16, cudaStream_t stream);
 
 // x(n) *= alpha.
 void scale(float* x, float alpha, std::int64_t n, cudaStream_t stream);
@@ -76,9 +77,9 @@ void scale(float* x, float alpha, std::int64_t n, cudaStream_t stream);
 void update_gate(const double* numerics, double max_norm, UpdateGate* gate, cudaStream_t stream);
 void scale_gated(float* x, const UpdateGate* gate, std::int64_t n, cudaStream_t stream);
 void adam_step_gated(const AdamParams* params, const UpdateGate* gate, float* p, const float* g, float* m, float* v,
-                     std::int64_t n, cudaStream_t stream);
+                     std::int64_t n, std::uint16_t* p_bf16, cudaStream_t stream);
 void sgd_step_gated(const SgdParams* params, bool momentum, const UpdateGate* gate, float* p, const float* g,
-                    float* momentum_buf, std::int64_t n, cudaStream_t stream);
+                    float* momentum_buf, std::int64_t n, std::uint16_t* p_bf16, cudaStream_t stream);
 // y(n) += alpha * x(n).
 void axpy(float alpha, const float* x, float* y, std::int64_t n, cudaStream_t stream);
 // Gradient compression's 16-bit wire formats (Ops::encode_wire16 / decode_wire16; the per-element

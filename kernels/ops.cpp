@@ -40,13 +40,13 @@ void Ops::scale_gated(float* x, const UpdateGate* gate, std::int64_t n) {
 }
 
 void Ops::adam_step_gated(const AdamParams* params, const UpdateGate* gate, float* p, const float* g, float* m,
-                          float* v, std::int64_t n) {
-  if (gate->skip == 0) adam_step(*params, p, g, m, v, n);
+                          float* v, std::int64_t n, std::uint16_t* p_bf16) {
+  if (gate->skip == 0) adam_step(*params, p, g, m, v, n, p_bf16);
 }
 
 void Ops::sgd_step_gated(const SgdParams* params, const UpdateGate* gate, float* p, const float* g,
-                         float* momentum_buf, std::int64_t n) {
-  if (gate->skip == 0) sgd_step(*params, p, g, momentum_buf, n);
+                         float* momentum_buf, std::int64_t n, std::uint16_t* p_bf16) {
+  if (gate->skip == 0) sgd_step(*params, p, g, momentum_buf, n, p_bf16);
 }
 
 std::uint32_t Ops::mark() {

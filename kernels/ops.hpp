@@ -62,10 +62,15 @@ class Ops {
   virtual void softmax_xent(const float* logits, const std::int32_t* labels, std::int64_t rows, std::int64_t classes,
                             float scale, float* dlogits, float* loss_out) = 0;
 
-  // One fused pass of Adam/AdamW over n elements: p, m, v updated in place from g.
-  virtual void adam_step(const AdamParams& params, float* p, const float* g, float* m, float* v, std::int64_t n) = 0;
-  // One fused pass of SGD(+momentum); momentum_buf may be null when params.momentum == 0.
-  virtual void sgd_step(const SgdParams& params, float* p, const float* g, float* momentum_buf, std::int64_t n) = 0;
+  // One fused pass of Adam/AdamW over n elements: p, m, v updated in place from g. When p_bf16 is not
+  // null, p_bf16(n) = the updated p rounded to bf16 (elementwise.hpp's float_to_bf16_bits) in the same
+  // pass: --precision bf16's copy of the weights for the GEMMs, made where the weights are written
+  // instead of by a rounding pass of its own (which would read all of p again).
+  virtual void adam_step(const AdamParams& params, float* p, const float* g, float* m, float* v, std::int64_t n,
+                         std::uint16_t* p_bf16) = 0;
+  // One fused pass of SGD(+momentum); momentum_buf may be null when params.momentum == 0; p_bf16 as above.
+  virtual void sgd_step(const SgdParams& params, float* p, const float* g, float* momentum_buf, std::int64_t n,
+                        std::uint16_t* p_bf16) = 0;
 
   // x(n) *= alpha.
   virtual void scale(float* x, float alpha, std::int64_t n) = 0;
@@ -144,9 +149,9 @@ class Ops {
   virtual void update_gate(const double* numerics, double max_norm, UpdateGate* gate);
   virtual void scale_gated(float* x, const UpdateGate* gate, std::int64_t n);
   virtual void adam_step_gated(const AdamParams* params, const UpdateGate* gate, float* p, const float* g, float* m,
-                               float* v, std::int64_t n);
+                               float* v, std::int64_t n, std::uint16_t* p_bf16);
   virtual void sgd_step_gated(const SgdParams* params, const UpdateGate* gate, float* p, const float* g,
-                              float* momentum_buf, std::int64_t n);
+                              float* momentum_buf, std::int64_t n, std::uint16_t* p_bf16);
 
   // Device-side time stamps for phase timing without waiting: mark() queues a stamp and returns its
   // id; mark_ns(id) is when the device reached it, on the host clock (core::now_ns), valid once a

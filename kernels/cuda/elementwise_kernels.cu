@@ -44,24 +44,24 @@ void relu_backward(float* dy, const float* y, std::int64_t count, cudaStream_t s
 }
 
 void adam_step(const AdamParams& params, float* p, const float* g, float* m, float* v, std::int64_t n,
-               cudaStream_t stream) {
+               std::uint16_t* p_bf16, cudaStream_t stream) {
   check_count(n, "adam_step");
   const LaunchGeometry geo = grid_stride_geometry(n);
   if (geo.empty()) return;
-  MDDP_LAUNCH(adam_step_kernel, geo.blocks, geo.threads, 0, stream)(params, p, g, m, v, n);
+  MDDP_LAUNCH(adam_step_kernel, geo.blocks, geo.threads, 0, stream)(params, p, g, m, v, n, p_bf16);
   MDDP_CUDA_CHECK_LAUNCH();
 }
 
 void sgd_step(const SgdParams& params, float* p, const float* g, float* momentum_buf, std::int64_t n,
-              cudaStream_t stream) {
+              std::uint16_t* p_bf16, cudaStream_t stream) {
   check_count(n, "sgd_step");
   const LaunchGeometry geo = grid_stride_geometry(n);
   if (geo.empty()) return;
   if (params.momentum != 0.0f) {
     MDDP_CHECK(momentum_buf != nullptr, "sgd_step: momentum " << params.momentum << " needs a momentum buffer");
-    MDDP_LAUNCH(sgd_step_kernel<true>, geo.blocks, geo.threads, 0, stream)(params, p, g, momentum_buf, n);
+    MDDP_LAUNCH(sgd_step_kernel<true>, geo.blocks, geo.threads, 0, stream)(params, p, g, momentum_buf, n, p_bf16);
   } else {
-    MDDP_LAUNCH(sgd_step_kernel<false>, geo.blocks, geo.threads, 0, stream)(params, p, g, nullptr, n);
+    MDDP_LAUNCH(sgd_step_kernel<false>, geo.blocks, geo.threads, 0, stream)(params, p, g, nullptr, n, p_bf16);
   }
   MDDP_CUDA_CHECK_LAUNCH();
 }
@@ -89,24 +89,25 @@ void scale_gated(float* x, const UpdateGate* gate, std::int64_t n, cudaStream_t 
 }
 
 void adam_step_gated(const AdamParams* params, const UpdateGate* gate, float* p, const float* g, float* m, float* v,
-                     std::int64_t n, cudaStream_t stream) {
+                     std::int64_t n, std::uint16_t* p_bf16, cudaStream_t stream) {
   check_count(n, "adam_step_gated");
   const LaunchGeometry geo = grid_stride_geometry(n);
   if (geo.empty()) return;
-  MDDP_LAUNCH(adam_step_gated_kernel, geo.blocks, geo.threads, 0, stream)(params, gate, p, g, m, v, n);
+  MDDP_LAUNCH(adam_step_gated_kernel, geo.blocks, geo.threads, 0, stream)(params, gate, p, g, m, v, n, p_bf16);
   MDDP_CUDA_CHECK_LAUNCH();
 }
 
 void sgd_step_gated(const SgdParams* params, bool momentum, const UpdateGate* gate, float* p, const float* g,
-                    float* momentum_buf, std::int64_t n, cudaStream_t stream) {
+                    float* momentum_buf, std::int64_t n, std::uint16_t* p_bf16, cudaStream_t stream) {
   check_count(n, "sgd_step_gated");
   const LaunchGeometry geo = grid_stride_geometry(n);
   if (geo.empty()) return;
   if (momentum) {
     MDDP_CHECK(momentum_buf != nullptr, "sgd_step_gated: momentum needs a momentum buffer");
-    MDDP_LAUNCH(sgd_step_gated_kernel<true>, geo.blocks, geo.threads, 0, stream)(params, gate, p, g, momentum_buf, n);
+    MDDP_LAUNCH(sgd_step_gated_kernel<true>, geo.blocks, geo.threads, 0, stream)(params, gate, p, g, momentum_buf, n,
+                                                                                    p_bf16);
   } else {
-    MDDP_LAUNCH(sgd_step_gated_kernel<false>, geo.blocks, geo.threads, 0, stream)(params, gate, p, g, nullptr, n);
+    MDDP_LAUNCH(sgd_step_gated_kernel<false>, geo.blocks, geo.threads, 0, stream)(params, gate, p, g, nullptr, n, p_bf16);
   }
   MDDP_CUDA_CHECK_LAUNCH();
 }

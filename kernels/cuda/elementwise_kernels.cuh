@@ -33,26 +33,31 @@ __global__ void relu_backward_kernel(float* __restrict__ dy, const float* __rest
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) dy[i] = kernels::relu_backward(dy[i], y[i]);
 }
 
+// pb (nullable): the updated weight's bf16 rounding, stored from the register (--precision bf16's
+// GEMM copy made by the optimizer: no second pass over the weights). A uniform branch per element.
 __global__ void adam_step_kernel(AdamParams a, float* __restrict__ p, const float* __restrict__ g,
-                                 float* __restrict__ m, float* __restrict__ v, std::int64_t n) {
+                                 float* __restrict__ m, float* __restrict__ v, std::int64_t n,
+                                 std::uint16_t* __restrict__ pb) {
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
     float pi = p[i], mi = m[i], vi = v[i];
     adam_update(a, pi, g[i], mi, vi);
     p[i] = pi;
     m[i] = mi;
     v[i] = vi;
+    if (pb != nullptr) pb[i] = float_to_bf16_bits(pi);
   }
 }
 
 template <bool kMomentum>
 __global__ void sgd_step_kernel(SgdParams s, float* __restrict__ p, const float* __restrict__ g,
-                                float* __restrict__ buf, std::int64_t n) {
+                                float* __restrict__ buf, std::int64_t n, std::uint16_t* __restrict__ pb) {
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
     float pi = p[i];
     float bi = kMomentum ? buf[i] : 0.0f;
     sgd_update(s, pi, g[i], bi);
     p[i] = pi;
     if (kMomentum) buf[i] = bi;
+    if (pb != nullptr) pb[i] = float_to_bf16_bits(pi);
   }
 }
 
@@ -74,7 +79,7 @@ __global__ void scale_gated_kernel(float* __restrict__ x, const UpdateGate* __re
 
 __global__ void adam_step_gated_kernel(const AdamParams* __restrict__ params, const UpdateGate* __restrict__ gate,
                                        float* __restrict__ p, const float* __restrict__ g, float* __restrict__ m,
-                                       float* __restrict__ v, std::int64_t n) {
+                                       float* __restrict__ v, std::int64_t n, std::uint16_t* __restrict__ pb) {
   if (gate->skip != 0) return;
   const AdamParams a = *params;
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
@@ -83,13 +88,14 @@ __global__ void adam_step_gated_kernel(const AdamParams* __restrict__ params, co
     p[i] = pi;
     m[i] = mi;
     v[i] = vi;
+    if (pb != nullptr) pb[i] = float_to_bf16_bits(pi);
   }
 }
 
 template <bool kMomentum>
 __global__ void sgd_step_gated_kernel(const SgdParams* __restrict__ params, const UpdateGate* __restrict__ gate,
                                       float* __restrict__ p, const float* __restrict__ g, float* __restrict__ buf,
-                                      std::int64_t n) {
+                                      std::int64_t n, std::uint16_t* __restrict__ pb) {
   if (gate->skip != 0) return;
   const SgdParams s = *params;
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
@@ -98,6 +104,7 @@ __global__ void sgd_step_gated_kernel(const SgdParams* __restrict__ params, cons
     sgd_update(s, pi, g[i], bi);
     p[i] = pi;
     if (kMomentum) buf[i] = bi;
+    if (pb != nullptr) pb[i] = float_to_bf16_bits(pi);
   }
 }
 

@@ -117,7 +117,7 @@ void BenchComputeCommand::print_main_rows(const kernels::Ops& ops, const comm::M
   std::printf("  %-16s %12.3f %9.2f GB/s %10s\n", on_gpu ? "d2d copy 28B/par" : "memcpy 28B/param", copy_ms,
               bytes / (copy_ms * 1e6), "1.000");
   std::printf("  %-16s %12.3f %9.2f GB/s %10.3f\n", "adam (fused)", opt_ms, bytes / (opt_ms * 1e6), copy_ms / opt_ms);
-  std::printf("# fwd+bwd reaches %.1f%% of sgemm-only throughput (target >= 85%%): %s\n", 100.0 * gemm_ms / model_ms,
+  std::printf("# fwd+bwd reaches %.1f%% of the GEMM-only row's throughput (target >= 85%%): %s\n", 100.0 * gemm_ms / model_ms,
               gemm_ms / model_ms >= 0.85 ? "OK" : "BELOW TARGET");
 }
 

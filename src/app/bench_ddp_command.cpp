@@ -97,9 +97,11 @@ class BenchDdpCommand final : public Command {
                     "Where the model computes, as train --device: cpu (the default here), cuda (this rank's GPU; "
                     "--comm defaults to nccl) or auto")
         ->capture_default_str();
-    sub->add_option("--precision", precision_, "GEMM arithmetic, as train --precision: fp32, tf32 (GPU), bf16")
-        ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
-        ->capture_default_str();
+    precision_option_ =
+        sub->add_option("--precision", precision_, "GEMM arithmetic, as train --precision: fp32, tf32 (GPU), bf16")
+            ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
+            ->capture_default_str();
+    sub->add_flag("--tf32", tf32_, "Same as --precision tf32 (as train)");
     comm_option_ = sub->get_option("--comm");
     sub->add_option("--csv", csv_path_, "Also write the table as CSV");
     sub->add_option("--json", json_path_, "Also write the table as JSON");
@@ -114,7 +116,7 @@ class BenchDdpCommand final : public Command {
       }
     }
     validate_device_name(device_);
-    opts_.config.precision = core::parse_precision(precision_);
+    opts_.config.precision = precision_from_options(precision_, precision_option_, tf32_);
     validate_train_options(opts_);
     MDDP_USAGE_CHECK(!strategies_.empty(), "--strategies is empty");
     MDDP_USAGE_CHECK(!bucket_mbs_.empty(), "--bucket-mb is empty");
@@ -131,6 +133,8 @@ class BenchDdpCommand final : public Command {
   int rounds_ = 3, warmup_ = 1;
   std::string device_ = "cpu";        // --device (bench ddp measures the CPU unless asked)
   std::string precision_ = "fp32";    // --precision
+  CLI::Option* precision_option_ = nullptr;
+  bool tf32_ = false;                 // --tf32
   CLI::Option* comm_option_ = nullptr;  // to know whether --comm was given (a GPU model defaults to nccl)
   std::string csv_path_, json_path_;
 };

@@ -7,6 +7,8 @@ namespace microddp::ddp {
 
 ReplicatedUpdate::ReplicatedUpdate(model::FullMLP& model, kernels::Ops& ops, const model::OptimizerConfig& config)
     : OptimizerUpdate(model, ops, model::make_optimizer(config, model.flat_count(), ops)), gate_(ops, 1) {
+  // bf16: the optimizer writes the GEMMs' copy of the weights as it updates them (one pass, not two).
+  optimizer_->set_bf16_copy(model_.bf16_param_copy());
   const std::int64_t n = model_.flat_count();
   host_.params = host_params_;
   host_.param_count = n;
@@ -34,6 +36,7 @@ void ReplicatedUpdate::apply(double clip) {
   // Same gradient bits on every rank => same norm and factor; applied before the update.
   if (clip < 1.0) ops_.scale(model_.grad_data(), static_cast<float>(clip), model_.flat_count());
   optimizer_->step(model_.param_data(), model_.grad_data());
+  model_.bf16_params_written();  // after param_data(): the copy is the new weights' rounding
 }
 
 void ReplicatedUpdate::apply_gated(const double* numerics, double max_norm) {
@@ -41,6 +44,7 @@ void ReplicatedUpdate::apply_gated(const double* numerics, double max_norm) {
   ops_.update_gate(numerics, max_norm, gate_.data());
   if (max_norm > 0.0) ops_.scale_gated(model_.grad_data(), gate_.data(), model_.flat_count());
   optimizer_->queue_gated_step(model_.param_data(), model_.grad_data(), gate_.data());
+  model_.bf16_params_written();  // a skipped step leaves weights and copy as they were: still current
 }
 
 void ReplicatedUpdate::state_to_host() const {
@@ -52,7 +56,8 @@ void ReplicatedUpdate::state_to_host() const {
 }
 
 void ReplicatedUpdate::state_from_host() {
-  if (on_host_) return;  // the view is the live buffers
+  model_.params_changed();  // the CPU's view is the live buffer, written through a pointer taken earlier
+  if (on_host_) return;     // the view is the live buffers
   model_.param_buffer().from_host(host_.params, 0, model_.flat_count());
   for (std::size_t i = 0; i < device_state_.size(); ++i) {
     ops_.copy_from_host(device_state_[i].data, host_.optimizer[i].data,

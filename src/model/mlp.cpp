@@ -84,7 +84,11 @@ const float* FullMLP::forward(const float* x, std::int64_t rows, const LayerHook
   rows_ = rows;
   if (x != acts_[0].data()) ops_.copy(acts_[0].data(), x, rows * config_.in_dim);
   if (bf16()) {
-    ops_.encode_wire16(kernels::Wire16::BF16, params_.data(), params_bf16_.data(), nullptr, params_.count());
+    // The weights' copy: made by the optimizer that wrote them when it could (bf16_params_written),
+    // else here, once per forward.
+    if (!bf16_params_current_)
+      ops_.encode_wire16(kernels::Wire16::BF16, params_.data(), params_bf16_.data(), nullptr, params_.count());
+    bf16_params_current_ = false;
     ops_.encode_wire16(kernels::Wire16::BF16, acts_[0].data(), acts_bf16_[0].data(), nullptr, rows * config_.in_dim);
   }
   for (std::int64_t layer = 0; layer <= config_.depth; ++layer) {

@@ -19,8 +19,9 @@
 //   * Initialisation is a pure function of (seed, parameter index, element index).
 //   * Precision (core/precision.hpp): with bf16 the GEMMs take bfloat16 operands (Ops::gemm_bf16):
 //     forward rounds the whole flat parameter buffer to a bf16 copy first (one pass: whatever wrote
-//     the parameters — init, the optimizer, a broadcast, a checkpoint, ZeRO's all-gather — the copy
-//     is of the values this forward uses), each layer's input is rounded as it is produced, and
+//     the parameters — init, a broadcast, a checkpoint, ZeRO's all-gather — the copy is of the values
+//     this forward uses) unless the replicated optimizer made that copy in its own pass
+//     (bf16_params_written), each layer's input is rounded as it is produced, and
 //     backward rounds each upstream gradient once for its two GEMMs. GEMM outputs, bias, ReLU (its
 //     mask reads the fp32 activations), softmax, loss and every gradient stay fp32. fp32 and tf32
 //     build no bf16 buffers (tf32 is the Ops's GEMM mode, not the model's).
@@ -73,18 +74,40 @@ class FullMLP {
   const ParamInfo& weight(int layer) const { return infos_[static_cast<std::size_t>(2 * (config_.depth - layer) + 1)]; }
   const ParamInfo& bias(int layer) const { return infos_[static_cast<std::size_t>(2 * (config_.depth - layer))]; }
 
-  float* param_data() { return params_.data(); }
+  // The mutable accessors of the parameters also forget that the bf16 copy is current (see
+  // bf16_params_written): whoever takes a writable pointer may change the weights.
+  float* param_data() {
+    bf16_params_current_ = false;
+    return params_.data();
+  }
   const float* param_data() const { return params_.data(); }
   float* grad_data() { return grads_.data(); }
   const float* grad_data() const { return grads_.data(); }
-  core::TensorView param_view() { return params_.view(); }
+  core::TensorView param_view() {
+    bf16_params_current_ = false;
+    return params_.view();
+  }
   core::TensorView grad_view() { return grads_.view(); }
   // Where the buffers live (the Ops's device), and the buffers themselves for explicit host copies.
   core::Device device() const { return ops_.device(); }
-  kernels::OpsBuffer<float>& param_buffer() { return params_; }
+  kernels::OpsBuffer<float>& param_buffer() {
+    bf16_params_current_ = false;
+    return params_;
+  }
   const kernels::OpsBuffer<float>& param_buffer() const { return params_; }
   kernels::OpsBuffer<float>& grad_buffer() { return grads_; }
   const kernels::OpsBuffer<float>& grad_buffer() const { return grads_; }
+
+  // --precision bf16: the rounded copy of the flat parameters the GEMMs read (nullptr otherwise). An
+  // optimizer that writes it while it updates the weights (Ops::adam_step's p_bf16) calls
+  // bf16_params_written() after queuing that update: the next forward then skips its own rounding
+  // pass. The promise lasts until that forward (later micro-steps round again) or until a mutable
+  // accessor above hands out the weights, whichever comes first.
+  std::uint16_t* bf16_param_copy() { return bf16() ? params_bf16_.data() : nullptr; }
+  void bf16_params_written() { bf16_params_current_ = bf16(); }
+  // For a writer through a pointer taken earlier (the CPU's host view is the live buffer): the
+  // weights changed, the next forward rounds them.
+  void params_changed() { bf16_params_current_ = false; }
 
   // He (Kaiming-normal) initialisation for ReLU layers, LeCun for the output layer; biases 0.
   void init(std::uint64_t seed);
@@ -155,6 +178,7 @@ class FullMLP {
   // bf16 only (empty otherwise): the rounded copies the GEMMs read. params_bf16_ mirrors the flat
   // parameter buffer; acts_bf16_[l] is layer l's input; dy_bf16_ the current upstream gradient.
   kernels::OpsBuffer<std::uint16_t> params_bf16_;
+  bool bf16_params_current_ = false;  // params_bf16_ holds the rounding of params_ (bf16_params_written)
   std::vector<kernels::OpsBuffer<std::uint16_t>> acts_bf16_;
   kernels::OpsBuffer<std::uint16_t> dy_bf16_;
   std::int64_t rows_ = 0;                  // rows of the last forward

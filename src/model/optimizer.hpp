@@ -72,8 +72,19 @@ class Optimizer {
   virtual void queue_gated_step(float* params, const float* grads, const kernels::UpdateGate* gate) = 0;
   void commit_gated_step() { begin_step(); }
 
+  // --precision bf16: where every later update (step, update_range from state offset 0, the gated
+  // step) also writes the updated weights rounded to bf16, in its own pass over them (Ops::adam_step's
+  // p_bf16): element i of the copy belongs to parameter element i, so only an optimizer whose state
+  // covers the whole flat buffer (not a ZeRO shard) may be given one. nullptr: none (the default).
+  void set_bf16_copy(std::uint16_t* p_bf16) { bf16_copy_ = p_bf16; }
+
  protected:
+  // The copy's elements for state elements [state_offset, ...), or nullptr.
+  std::uint16_t* bf16_copy_at(std::int64_t state_offset) const {
+    return bf16_copy_ != nullptr ? bf16_copy_ + state_offset : nullptr;
+  }
   std::int64_t steps_ = 0;
+  std::uint16_t* bf16_copy_ = nullptr;
 };
 
 // state_count: elements of each state buffer (the flat parameter count; a shard's with ZeRO).

@@ -62,6 +62,8 @@ check "contradicts --precision bf16" "$bin" "${t[@]}" --tf32 --precision bf16
 check "needs the GPU path" "$bin" "${t[@]}" --device cpu --precision tf32
 check "contradicts --precision fp32" "$bin" "${t[@]}" --tf32 --precision fp32
 check "contradicts --precision bf16" "$bin" bench compute --tf32 --precision bf16
+check "contradicts --precision bf16" "$bin" bench ddp --tf32 --precision bf16
+check "needs the GPU path" "$bin" bench ddp --tf32 --device cpu
 check "--clip-grad-norm" "$bin" "${t[@]}" --clip-grad-norm nan
 check "--clip-grad-norm" "$bin" "${t[@]}" --clip-grad-norm inf
 check "MICRODDP_FAULT_NAN" env MICRODDP_FAULT_NAN=0:zero "$bin" "${t[@]}"

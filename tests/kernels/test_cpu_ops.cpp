@@ -453,9 +453,11 @@ TEST(CpuOps, OptimizerPassesApplyTheSharedFormulaToEveryElement) {
   a.bias_correction2 = 0.001f;
   std::vector<float> p = random_normal(n, 1001), m = random_normal(n, 1002), v(static_cast<std::size_t>(n), 0.5f);
   std::vector<float> pe = p, me = m, ve = v;
-  ops->adam_step(a, p.data(), g.data(), m.data(), v.data(), n);
+  std::vector<std::uint16_t> pb(static_cast<std::size_t>(n), 0xFFFF);  // the bf16 copy of the new weights
+  ops->adam_step(a, p.data(), g.data(), m.data(), v.data(), n, pb.data());
   for (std::int64_t i = 0; i < n; ++i) {
     adam_update(a, pe[i], g[i], me[i], ve[i]);
+    ASSERT_EQ(pb[i], float_to_bf16_bits(pe[i])) << i;
     // Exact: the same inline function on the same inputs (vectorisation does not reassociate here).
     ASSERT_EQ(p[i], pe[i]) << i;
     ASSERT_EQ(m[i], me[i]) << i;
@@ -466,18 +468,19 @@ TEST(CpuOps, OptimizerPassesApplyTheSharedFormulaToEveryElement) {
   s.momentum = 0.9f;
   s.nesterov = true;
   std::vector<float> buf(static_cast<std::size_t>(n), 0.25f), bufe = buf;
-  ops->sgd_step(s, p.data(), g.data(), buf.data(), n);
+  ops->sgd_step(s, p.data(), g.data(), buf.data(), n, pb.data());
   for (std::int64_t i = 0; i < n; ++i) {
     sgd_update(s, pe[i], g[i], bufe[i]);
+    ASSERT_EQ(pb[i], float_to_bf16_bits(pe[i])) << i;
     ASSERT_EQ(p[i], pe[i]) << i;
     ASSERT_EQ(buf[i], bufe[i]) << i;
   }
   // Momentum 0 needs no buffer; momentum != 0 without one is an error.
   s.momentum = 0.0f;
   s.nesterov = false;
-  ops->sgd_step(s, p.data(), g.data(), nullptr, n);
+  ops->sgd_step(s, p.data(), g.data(), nullptr, n, nullptr);
   s.momentum = 0.5f;
-  EXPECT_THROW(ops->sgd_step(s, p.data(), g.data(), nullptr, n), core::Error);
+  EXPECT_THROW(ops->sgd_step(s, p.data(), g.data(), nullptr, n, nullptr), core::Error);
 }
 
 // ---- memory: allocate_bytes / free_bytes / host copies / OpsBuffer --------------------------------

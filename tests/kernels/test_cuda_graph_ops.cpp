@@ -83,7 +83,7 @@ struct Model {
     ops.bias_grad(db1(), dy1.data(), kB, kH);
     ops.sum_squares_to(grads.data(), kParams, gnorm2.data());
     ops.step_numerics(loss.data(), 1, gnorm2.data(), numerics.data());
-    ops.adam_step(adam, params.data(), grads.data(), m.data(), v.data(), kParams);
+    ops.adam_step(adam, params.data(), grads.data(), m.data(), v.data(), kParams, nullptr);
     ops.copy_to_host_async(&host_loss[0], loss.data(), sizeof(float));
     return ops.mark();
   }
@@ -257,7 +257,7 @@ TEST_F(CudaGraphOps, AGatedOptimizerReadsItsScalarsAndVerdictAtReplayTime) {
   gpu_->update_gate(graphed.numerics.data(), kMaxNorm, graphed.gate.data());
   gpu_->scale_gated(graphed.g.data(), graphed.gate.data(), kN);
   gpu_->adam_step_gated(graphed.adam.data(), graphed.gate.data(), graphed.p.data(), graphed.g.data(),
-                        graphed.m.data(), graphed.v.data(), kN);
+                        graphed.m.data(), graphed.v.data(), kN, nullptr);
   const Ops::GraphId graph = gpu_->end_capture();
   int t = 0;  // the optimizer's step count
   for (int s = 0; s < 6; ++s) {
@@ -270,7 +270,7 @@ TEST_F(CudaGraphOps, AGatedOptimizerReadsItsScalarsAndVerdictAtReplayTime) {
     if (!skip) {
       const double clip = clip_factor(std::sqrt(sumsq), kMaxNorm);
       if (clip < 1.0) gpu_->scale(eager.g.data(), static_cast<float>(clip), kN);
-      gpu_->adam_step(adam_at(t + 1), eager.p.data(), eager.g.data(), eager.m.data(), eager.v.data(), kN);
+      gpu_->adam_step(adam_at(t + 1), eager.p.data(), eager.g.data(), eager.m.data(), eager.v.data(), kN, nullptr);
     }
     graphed.staged_adam[0] = adam_at(t + 1);
     graphed.staged_numerics[0] = 1.0;

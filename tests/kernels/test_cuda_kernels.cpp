@@ -306,11 +306,16 @@ TEST_F(CudaKernels, AdamAndSgdMatchCpu) {
     a.bias_correction1 = 0.271f;
     a.bias_correction2 = 0.002997001f;
     std::vector<float> p = p0, m = m0, v = v0;
-    cpu_->adam_step(a, p.data(), g.data(), m.data(), v.data(), n);
+    cpu_->adam_step(a, p.data(), g.data(), m.data(), v.data(), n, nullptr);
     DeviceArray<float> dp(p0), dg(g), dm(m0), dv(v0);
-    gpu_->adam_step(a, dp.get(), dg.get(), dm.get(), dv.get(), n);
+    // The bf16 copy of the updated weights (--precision bf16), made in the same pass: exactly the
+    // rounding of the GPU's own result.
+    DeviceArray<std::uint16_t> dpb(std::vector<std::uint16_t>(static_cast<std::size_t>(n), 0xFFFF));
+    gpu_->adam_step(a, dp.get(), dg.get(), dm.get(), dv.get(), n, dpb.get());
     const auto pg = dp.download(), mg = dm.download(), vg = dv.download();
+    const auto pbg = dpb.download();
     for (std::int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(pbg[i], float_to_bf16_bits(pg[i])) << i;
       // 1e-5 relative to the magnitudes that enter each update (see the file comment).
       ASSERT_NEAR(mg[i], m[i], 1e-5 * (std::fabs(m0[i]) + std::fabs(g[i]) + std::fabs(p0[i]))) << i;
       ASSERT_NEAR(vg[i], v[i],
@@ -326,11 +331,14 @@ TEST_F(CudaKernels, AdamAndSgdMatchCpu) {
     s.momentum = variant == 0 ? 0.0f : 0.9f;
     s.nesterov = variant == 2;
     std::vector<float> p = p0, buf = m0;
-    cpu_->sgd_step(s, p.data(), g.data(), variant == 0 ? nullptr : buf.data(), n);
+    cpu_->sgd_step(s, p.data(), g.data(), variant == 0 ? nullptr : buf.data(), n, nullptr);
     DeviceArray<float> dp(p0), dg(g), dbuf(m0);
-    gpu_->sgd_step(s, dp.get(), dg.get(), variant == 0 ? nullptr : dbuf.get(), n);
+    DeviceArray<std::uint16_t> dpb(std::vector<std::uint16_t>(static_cast<std::size_t>(n), 0xFFFF));
+    gpu_->sgd_step(s, dp.get(), dg.get(), variant == 0 ? nullptr : dbuf.get(), n, dpb.get());
     const auto pg = dp.download(), bg = dbuf.download();
+    const auto pbg = dpb.download();
     for (std::int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(pbg[i], float_to_bf16_bits(pg[i])) << "variant " << variant << " " << i;
       const double mag = std::fabs(p0[i]) + std::fabs(g[i]) + std::fabs(m0[i]);
       ASSERT_NEAR(pg[i], p[i], 1e-5 * mag) << "variant " << variant << " " << i;
       if (variant != 0) {
@@ -680,7 +688,7 @@ TEST_F(CudaKernels, LaunchersRejectBadArguments) {
   EXPECT_THROW(gpu::softmax_xent(nullptr, nullptr, 1, 0, 1.0f, nullptr, nullptr, {}, nullptr), core::Error);
   SgdParams s;
   s.momentum = 0.9f;
-  EXPECT_THROW(gpu::sgd_step(s, nullptr, nullptr, nullptr, 5, nullptr), core::Error);
+  EXPECT_THROW(gpu::sgd_step(s, nullptr, nullptr, nullptr, 5, nullptr, nullptr), core::Error);
   gpu::scale(nullptr, 1.0f, 0, nullptr);  // n = 0: no launch, no error
   const SyntheticSpec no_teacher{1, 2, 10, 3, nullptr};
   EXPECT_THROW(gpu::synthetic_rows(no_teacher, 0, 1, nullptr, nullptr, nullptr), core::Error);

@@ -120,7 +120,7 @@ TEST(OptimizerMath, AdamFusedPassMatchesHandValues) {
     a.bias_correction2 = kBc2[t];
     // Element 1 gets -g: by symmetry its p moves by the same amount the other way: 2 - p_elem0.
     const std::vector<float> g = {kGrads[t], -kGrads[t], 0.0f};
-    ops->adam_step(a, p.data(), g.data(), m.data(), v.data(), 3);
+    ops->adam_step(a, p.data(), g.data(), m.data(), v.data(), 3, nullptr);
     EXPECT_NEAR(p[0], want_p[t], 1e-6) << "step " << t + 1;
     EXPECT_NEAR(p[1], 2.0 - want_p[t], 1e-6) << "step " << t + 1;
     EXPECT_EQ(p[2], -2.0f) << "step " << t + 1;

@@ -9,11 +9,14 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "core/rng.hpp"
 #include "kernels/ops.hpp"
+#include "kernels/elementwise.hpp"
 #include "model/mlp.hpp"
+#include "model/optimizer.hpp"
 
 namespace microddp::model {
 namespace {
@@ -262,6 +265,51 @@ TEST(FullMLP, Bf16IsTheNetworkWithRoundedGemmOperands) {
   const double loss_fp32 = f.backward(y.data(), scale, nullptr, nullptr, false);
   EXPECT_NEAR(loss_fp32, loss_exact, 1e-5 * std::abs(loss_exact));
   EXPECT_GT(m.activation_bytes(), f.activation_bytes()) << "the bf16 copies are counted";
+}
+
+// --precision bf16 with the optimizer writing the GEMMs' copy of the weights (Optimizer::set_bf16_copy):
+// after an update the copy is exactly the new weights' rounding, the next forward (which then skips
+// its own rounding pass) computes what a fresh model of those weights computes, and a write through a
+// mutable accessor makes the next forward round again (else it would use stale weights).
+TEST(FullMLP, Bf16CopyMadeByTheOptimizerIsTheRoundingOfTheNewWeights) {
+  const MlpConfig cfg{6, 16, 2, 3};
+  const std::int64_t rows = 7;
+  auto ops = kernels::make_cpu_ops(1);
+  FullMLP m(cfg, rows, *ops, core::Precision::Bf16);
+  m.init(3);
+  OptimizerConfig oc;
+  oc.lr = 0.05f;
+  auto adam = make_optimizer(oc, m.flat_count(), *ops);
+  adam->set_bf16_copy(m.bf16_param_copy());
+  std::vector<float> x(static_cast<std::size_t>(rows * cfg.in_dim));
+  std::vector<std::int32_t> y(static_cast<std::size_t>(rows));
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = core::normal01(8, 1, i);
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<std::int32_t>(i % 3);
+  // The loss a fresh bf16 model with m's current weights computes (it rounds them itself).
+  auto fresh_loss = [&] {
+    FullMLP f(cfg, rows, *ops, core::Precision::Bf16);
+    ops->copy(f.param_data(), std::as_const(m).param_data(), m.flat_count());  // const: keeps m's promise
+    f.forward(x.data(), rows);
+    return f.backward(y.data(), 1.0f, nullptr, nullptr, false);
+  };
+  for (int step = 0; step < 3; ++step) {
+    m.forward(x.data(), rows);
+    m.backward(y.data(), 1.0f, nullptr, nullptr, false);
+    adam->step(m.param_data(), m.grad_data());
+    m.bf16_params_written();
+    for (std::int64_t i = 0; i < m.flat_count(); ++i)
+      ASSERT_EQ(m.bf16_param_copy()[i], kernels::float_to_bf16_bits(std::as_const(m).param_data()[i]))
+          << "step " << step << " " << i;
+    const double want = fresh_loss();
+    m.forward(x.data(), rows);
+    EXPECT_EQ(m.backward(y.data(), 1.0f, nullptr, nullptr, false), want) << "step " << step;
+  }
+  // A write the optimizer did not make: the promise is void, the next forward rounds the new weights.
+  m.bf16_params_written();
+  for (std::int64_t i = 0; i < m.flat_count(); ++i) m.param_data()[i] *= 0.5f;
+  const double want = fresh_loss();
+  m.forward(x.data(), rows);
+  EXPECT_EQ(m.backward(y.data(), 1.0f, nullptr, nullptr, false), want) << "stale bf16 copy used";
 }
 
 TEST(FullMLP, BackwardAccumulatesIntoGradients) {
