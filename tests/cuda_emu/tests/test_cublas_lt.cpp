@@ -5,7 +5,7 @@
 // against a float64 reference computed here from those definitions; and misuse is refused (layouts that
 // disagree, a missing or short bias vector, host operands, an uninitialised descriptor, an attribute of
 // the wrong size, an epilogue it does not emulate). Each accepted call counts as one GEMM and one
-// cuBLASLt matmul.
+// cuBLASLt matmul; captured into a CUDA graph it runs at each replay.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -199,6 +199,47 @@ TEST_F(CublasLt, FastTf32ComputeRoundsTheOperands) {
                                                     &l, d.get(), &l, nullptr, nullptr, 0, nullptr));
     EXPECT_EQ(d.download()[0], tf32 ? 1.0f : 1.0f + 0x1p-12f);
   }
+}
+
+// On a capturing stream the matmul is a graph node, not run: each replay runs it with the buffers'
+// contents at replay time (the bias is read then), counted as a replayed GEMM.
+TEST_F(CublasLt, CapturedIntoAGraphRunsAtEachReplay) {
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaSuccess, cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  DeviceBuffer<float> a(1), b(1), d(1), bias(1);
+  a.upload({2.0f});
+  b.upload({3.0f});
+  bias.upload({1.0f});
+  d.upload({-100.0f});
+  init_desc(false, false, CUBLASLT_EPILOGUE_RELU_BIAS, bias.get());
+  cublasLtMatrixLayoutOpaque_t l{};
+  ASSERT_EQ(CUBLAS_STATUS_SUCCESS, cublasLtMatrixLayoutInit(&l, CUDA_R_32F, 1, 1, 1));
+  const float alpha = 1.0f, beta = 0.0f;
+  ASSERT_EQ(cudaSuccess, cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  cudaEmuResetCounters();
+  ASSERT_EQ(CUBLAS_STATUS_SUCCESS, cublasLtMatmul(handle_, &desc_, &alpha, a.get(), &l, b.get(), &l, &beta, d.get(), &l,
+                                                  d.get(), &l, nullptr, nullptr, 0, stream));
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaSuccess, cudaStreamEndCapture(stream, &graph));
+  cudaEmuCounters counted{};
+  cudaEmuGetCounters(&counted);
+  EXPECT_EQ(counted.gemm_calls + counted.lt_matmuls, 0u) << "recorded, not run";
+  EXPECT_EQ(counted.captured_operations, 1u);
+  EXPECT_EQ(d.download()[0], -100.0f);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaSuccess, cudaGraphInstantiate(&exec, graph, 0));
+  ASSERT_EQ(cudaSuccess, cudaGraphLaunch(exec, stream));
+  ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(stream));
+  EXPECT_EQ(d.download()[0], 7.0f);  // relu(2 * 3 + 1)
+  bias.upload({-50.0f});
+  ASSERT_EQ(cudaSuccess, cudaGraphLaunch(exec, stream));
+  ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(stream));
+  EXPECT_EQ(d.download()[0], 0.0f);  // relu(6 - 50): the bias as it is at the replay
+  cudaEmuGetCounters(&counted);
+  EXPECT_EQ(counted.graph_gemm_nodes, 2u);
+  EXPECT_EQ(cudaSuccess, cudaGraphExecDestroy(exec));
+  EXPECT_EQ(cudaSuccess, cudaGraphDestroy(graph));
+  EXPECT_EQ(cudaSuccess, cudaStreamDestroy(stream));
 }
 
 }  // namespace
