@@ -53,8 +53,8 @@ class Ops {
   // C(m, n) = act(op(A) op(B) + bias), bias(n) broadcast over the rows of C, act = ReLU if relu.
   // Overwrites C (a forward layer). Unfused: gemm(trans_a, trans_b, m, n, k, 1, a, b, 0, c) then
   // bias_act_forward(c, bias, m, n, relu).
-  virtual void gemm_bias_act(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-                             const float* a, const float* b, const float* bias, float* c, bool relu) = 0;
+  virtual void gemm_bias_act(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
+                             const float* b, const float* bias, float* c, bool relu) = 0;
   // The same with bf16 operands (gemm_bf16's arithmetic: fp32 products and sums, fp32 bias and C).
   // Unfused: gemm_bf16(trans_a, trans_b, m, n, k, 1, a, b, 0, c) then bias_act_forward(...).
   virtual void gemm_bias_act_bf16(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,

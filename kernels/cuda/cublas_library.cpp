@@ -23,9 +23,12 @@ CublasLibrary load() {
 }
 
 CublasLtLibrary load_lt() {
-  return CublasLtLibrary{&::cublasLtCreate,        &::cublasLtDestroy,
-                         &::cublasLtMatmulDescInit_internal, &::cublasLtMatmulDescSetAttribute,
-                         &::cublasLtMatrixLayoutInit_internal, &::cublasLtMatmul};
+  return CublasLtLibrary{&::cublasLtCreate,
+                         &::cublasLtDestroy,
+                         &::cublasLtMatmulDescInit_internal,
+                         &::cublasLtMatmulDescSetAttribute,
+                         &::cublasLtMatrixLayoutInit_internal,
+                         &::cublasLtMatmul};
 }
 
 #else

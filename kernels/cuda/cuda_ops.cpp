@@ -54,8 +54,7 @@ class CudaOps final : public Ops {
  public:
   // cuBLAS is opened by the first CudaOps of the process (cublas_library.hpp): a process that never
   // asks for a GPU never loads it.
-  CudaOps(int device, bool tf32)
-      : device_(device), tf32_(tf32), blas_(cublas_library()), blas_lt_(cublaslt_library()) {
+  CudaOps(int device, bool tf32) : device_(device), tf32_(tf32), blas_(cublas_library()), blas_lt_(cublaslt_library()) {
     const int count = cuda_device_count();
     MDDP_CHECK(device >= 0 && device < count, "CUDA device " << device << " requested, " << count << " visible");
     MDDP_CUDA_CHECK(cudaSetDevice(device_));

@@ -50,8 +50,8 @@ inline std::size_t stored_bytes(int rows, int cols, int ld, Elem e) {
 
 // A column-major operand op(X) of shape (rows, cols) stored with leading dimension ld: checks it is
 // device memory of `device` holding ld * (stored_cols - 1) + stored_rows elements.
-inline cublasStatus_t check_operand(const char* api, const char* name, const void* p, int stored_rows, int stored_cols, int ld,
-                             Elem e, int device) {
+inline cublasStatus_t check_operand(const char* api, const char* name, const void* p, int stored_rows, int stored_cols,
+                                    int ld, Elem e, int device) {
   const std::size_t need = stored_bytes(stored_rows, stored_cols, ld, e);
   bool overrun = false;
   const PointerInfo info = Memory::get().lookup_range(p, need, &overrun);

@@ -124,8 +124,9 @@ cublasStatus_t cublasLtMatmulDescInit_internal(cublasLtMatmulDesc_t desc, size_t
                                                cudaDataType_t scale) {
   if (desc == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
   if (size < sizeof(cublasLtMatmulDescOpaque_t)) return CUBLAS_STATUS_ALLOC_FAILED;
-  const Desc d{kDescTag, compute, scale, CUBLASLT_POINTER_MODE_HOST, CUBLAS_OP_N, CUBLAS_OP_N,
-               CUBLASLT_EPILOGUE_DEFAULT, nullptr, -1};
+  const Desc d{
+      kDescTag, compute, scale, CUBLASLT_POINTER_MODE_HOST, CUBLAS_OP_N, CUBLAS_OP_N, CUBLASLT_EPILOGUE_DEFAULT,
+      nullptr,  -1};
   std::memset(desc, 0, size);
   std::memcpy(desc, &d, sizeof d);
   return CUBLAS_STATUS_SUCCESS;
@@ -188,10 +189,11 @@ cublasStatus_t cublasLtMatrixLayoutInit_internal(cublasLtMatrixLayout_t layout, 
 }
 
 cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t compute_desc, const void* alpha_p,
-                              const void* A, cublasLtMatrixLayout_t a_desc, const void* B, cublasLtMatrixLayout_t b_desc,
-                              const void* beta_p, const void* C, cublasLtMatrixLayout_t c_desc, void* D,
-                              cublasLtMatrixLayout_t d_desc, const cublasLtMatmulAlgo_t* algo, void* workspace,
-                              size_t workspace_bytes, cudaStream_t stream_id) {
+                              const void* A, cublasLtMatrixLayout_t a_desc, const void* B,
+                              cublasLtMatrixLayout_t b_desc, const void* beta_p, const void* C,
+                              cublasLtMatrixLayout_t c_desc, void* D, cublasLtMatrixLayout_t d_desc,
+                              const cublasLtMatmulAlgo_t* algo, void* workspace, size_t workspace_bytes,
+                              cudaStream_t stream_id) {
   const char* api = "cublasLtMatmul";
   if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (Engine::on_worker_thread()) return misuse(api, "called from a stream worker");
@@ -268,16 +270,18 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t comp
   const int b_rows = static_cast<int>(lb->rows), b_cols = static_cast<int>(lb->cols);
   if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
   if (k > 0) {
-    if (const auto s = check_operand(api, "A", A, a_rows, a_cols, lda, ab, device); s != CUBLAS_STATUS_SUCCESS) return s;
-    if (const auto s = check_operand(api, "B", B, b_rows, b_cols, ldb, ab, device); s != CUBLAS_STATUS_SUCCESS) return s;
+    if (const auto s = check_operand(api, "A", A, a_rows, a_cols, lda, ab, device); s != CUBLAS_STATUS_SUCCESS)
+      return s;
+    if (const auto s = check_operand(api, "B", B, b_rows, b_cols, ldb, ab, device); s != CUBLAS_STATUS_SUCCESS)
+      return s;
   }
   if (beta != 0.0f) {
     if (const auto s = check_operand(api, "C", C, m, n, ldc, Elem::F32, device); s != CUBLAS_STATUS_SUCCESS) return s;
   }
   if (const auto s = check_operand(api, "D", D, m, n, ldd, Elem::F32, device); s != CUBLAS_STATUS_SUCCESS) return s;
   if (vector) {
-    if (const auto s = check_operand(api, "the bias vector", desc->bias, vector_count, 1, vector_count, Elem::F32,
-                                     device);
+    if (const auto s =
+            check_operand(api, "the bias vector", desc->bias, vector_count, 1, vector_count, Elem::F32, device);
         s != CUBLAS_STATUS_SUCCESS) {
       return s;
     }
@@ -358,9 +362,11 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t comp
     node.what = api;
     node.prepare = [=]() -> cuda_emu::NodeRun {
       const bool live =
-          (k == 0 || (cuda_emu::still_allocated(device, A, stored_bytes(a_rows, a_cols, lda, ab), "cublasLtMatmul A") &&
-                      cuda_emu::still_allocated(device, B, stored_bytes(b_rows, b_cols, ldb, ab), "cublasLtMatmul B"))) &&
-          (beta == 0.0f || cuda_emu::still_allocated(device, C, stored_bytes(m, n, ldc, Elem::F32), "cublasLtMatmul C")) &&
+          (k == 0 ||
+           (cuda_emu::still_allocated(device, A, stored_bytes(a_rows, a_cols, lda, ab), "cublasLtMatmul A") &&
+            cuda_emu::still_allocated(device, B, stored_bytes(b_rows, b_cols, ldb, ab), "cublasLtMatmul B"))) &&
+          (beta == 0.0f ||
+           cuda_emu::still_allocated(device, C, stored_bytes(m, n, ldc, Elem::F32), "cublasLtMatmul C")) &&
           cuda_emu::still_allocated(device, D, stored_bytes(m, n, ldd, Elem::F32), "cublasLtMatmul D") &&
           (!vector || cuda_emu::still_allocated(device, vec, static_cast<std::size_t>(vector_count) * sizeof(float),
                                                 "cublasLtMatmul bias"));

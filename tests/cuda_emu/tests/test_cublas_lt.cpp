@@ -55,9 +55,9 @@ struct Case {
 };
 
 TEST_F(CublasLt, EpiloguesFollowTheColumnMajorDefinition) {
-  const cublasLtEpilogue_t epilogues[] = {CUBLASLT_EPILOGUE_DEFAULT, CUBLASLT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_RELU,
-                                          CUBLASLT_EPILOGUE_RELU_BIAS, CUBLASLT_EPILOGUE_BGRADA,
-                                          CUBLASLT_EPILOGUE_BGRADB};
+  const cublasLtEpilogue_t epilogues[] = {CUBLASLT_EPILOGUE_DEFAULT, CUBLASLT_EPILOGUE_BIAS,
+                                          CUBLASLT_EPILOGUE_RELU,    CUBLASLT_EPILOGUE_RELU_BIAS,
+                                          CUBLASLT_EPILOGUE_BGRADA,  CUBLASLT_EPILOGUE_BGRADB};
   std::mt19937 rng(5);
   std::normal_distribution<float> normal;
   for (const cublasLtEpilogue_t epi : epilogues) {
@@ -92,8 +92,9 @@ TEST_F(CublasLt, EpiloguesFollowTheColumnMajorDefinition) {
           ASSERT_EQ(CUBLAS_STATUS_SUCCESS, cublasLtMatrixLayoutInit(&lc, CUDA_R_32F, c.m, c.n, ldc));
           const float alpha = 1.0f;  // BGRAD* takes alpha = 1 only (see below)
           cudaEmuResetCounters();
-          ASSERT_EQ(CUBLAS_STATUS_SUCCESS, cublasLtMatmul(handle_, &desc_, &alpha, da.get(), &la, db.get(), &lb, &c.beta,
-                                                          dc.get(), &lc, dc.get(), &lc, nullptr, nullptr, 0, nullptr));
+          ASSERT_EQ(CUBLAS_STATUS_SUCCESS,
+                    cublasLtMatmul(handle_, &desc_, &alpha, da.get(), &la, db.get(), &lb, &c.beta, dc.get(), &lc,
+                                   dc.get(), &lc, nullptr, nullptr, 0, nullptr));
           cudaEmuCounters counted{};
           cudaEmuGetCounters(&counted);
           EXPECT_EQ(counted.gemm_calls, 1u);
