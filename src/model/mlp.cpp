@@ -129,21 +129,30 @@ void FullMLP::backward_into(const std::int32_t* labels, float scale, float* loss
     const ParamInfo& b = bias(static_cast<int>(layer));
     const float* in = acts_[static_cast<std::size_t>(layer)].data();
     // dy is the gradient w.r.t. this layer's output (after the ReLU mask was applied below).
-    float* db = grad_target(b);
-    // dW(out, in) (+)= dy(rows, out)^T * in(rows, in) and db(out) (+)= the column sums of dy.
-    if (bf16()) {
-      // Not fused: the bias-gradient epilogue would sum its bf16 operand (the rounded dy), and the
-      // precision contract keeps every gradient computed from fp32 values (mlp.hpp).
+    // dW(out, in) (+)= dy(rows, out)^T * in(rows, in) and db(out) (+)= the column sums of dy: one fused
+    // call (CudaOps: one cublasLtMatmul with the bias-gradient epilogue, unless accumulating), except
+    //  * bf16: the epilogue would sum its bf16 operand (the rounded dy), and the precision contract
+    //    computes every gradient from fp32 values (mlp.hpp);
+    //  * a gradient placement: it hands out a gradient's memory only after the previous gradient is
+    //    ready (acquire() may wait for the collective that GradReadyFn launches: ZeRO-2), and the fused
+    //    call would need dW's memory before db is ready.
+    if (!bf16() && placement_ == nullptr) {
+      ops_.gemm_bias_grad(w.rows, w.cols, rows, dy, in, grads_.data() + w.offset, grads_.data() + b.offset,
+                          accumulate);
+      if (on_ready) on_ready(b);
+    } else {
+      float* db = grad_target(b);
       if (!accumulate) ops_.zero(db, b.count);  // bias_grad accumulates
       ops_.bias_grad(db, dy, rows, w.rows);
       if (on_ready) on_ready(b);
-      ops_.encode_wire16(kernels::Wire16::BF16, dy, dy_bf16_.data(), nullptr, rows * w.rows);
-      ops_.gemm_bf16(true, false, w.rows, w.cols, rows, 1.0f, dy_bf16_.data(),
-                     acts_bf16_[static_cast<std::size_t>(layer)].data(), accumulate ? 1.0f : 0.0f, grad_target(w));
-    } else {
-      // One call (CudaOps: one cublasLtMatmul with the bias-gradient epilogue, unless accumulating).
-      ops_.gemm_bias_grad(w.rows, w.cols, rows, dy, in, grad_target(w), db, accumulate);
-      if (on_ready) on_ready(b);
+      const float beta = accumulate ? 1.0f : 0.0f;
+      if (bf16()) {
+        ops_.encode_wire16(kernels::Wire16::BF16, dy, dy_bf16_.data(), nullptr, rows * w.rows);
+        ops_.gemm_bf16(true, false, w.rows, w.cols, rows, 1.0f, dy_bf16_.data(),
+                       acts_bf16_[static_cast<std::size_t>(layer)].data(), beta, grad_target(w));
+      } else {
+        ops_.gemm(true, false, w.rows, w.cols, rows, 1.0f, dy, in, beta, grad_target(w));
+      }
     }
     if (on_ready) on_ready(w);
     if (layer > 0) {
