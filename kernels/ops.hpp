@@ -6,7 +6,8 @@
 //   * Calls are ordered: on CUDA they are queued on the ops' compute stream; on the CPU they run
 //     immediately. synchronize() waits for everything issued so far.
 //   * No method allocates after construction (workspaces are sized up front).
-// Implementations: CpuOps (OpenBLAS + loops, always built) and CudaOps (cuBLAS + custom kernels).
+// Implementations: CpuOps (OpenBLAS + loops, always built) and CudaOps (cuBLAS, cuBLASLt for the fused
+// GEMM epilogues, custom kernels).
 #pragma once
 
 #include <array>
