@@ -1,5 +1,6 @@
 // cuda_ops.cpp — CudaOps: the Ops interface on one GPU (cuBLAS for GEMM, cuBLASLt for the GEMMs with
-// a fused bias / ReLU / bias-gradient epilogue, kernels/cuda/*.cu for the rest). Contract (see ops.hpp): row-major; backward ops accumulate; every call is queued on the
+// a fused bias / ReLU / bias-gradient epilogue, kernels/cuda/*.cu for the rest).
+// Contract (see ops.hpp): row-major; backward ops accumulate; every call is queued on the
 // object's own non-blocking stream (native_stream()) and returns at once; synchronize() waits for the
 // stream and reports device-flagged errors (a softmax_xent label out of range). sum_squares and the
 // host copies wait for the stream (they return a value or finished bytes); copy_to_host also reports
