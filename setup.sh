@@ -125,7 +125,7 @@ case "$cmd" in
     cmake --preset cuda-emu >/dev/null && cmake --build --preset cuda-emu -j "$JOBS" &&
       ctest --preset cuda-emu -j "$((JOBS * 2))" ${CTEST_ARGS:-} &&
       CUDA_EMU_NODE_GPUS=2 MICRODDP_GPU_CHECK_SKIP_CTEST=1 MICRODDP_BUILD_JOBS="$JOBS" bash jobs/gpu_check.sh --emulated &&
-      CUDA_EMU_NODE_GPUS=1 bash jobs/gpu_bench.sh --emulated
+      CUDA_EMU_NODE_GPUS=2 bash jobs/gpu_bench.sh --emulated
     ;;
   fuzz)  # the libFuzzer targets of the clang ASan/UBSan build (build-asan/), then a short run of each
     install_deps

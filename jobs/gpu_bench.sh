@@ -17,11 +17,16 @@
 # and, when `python3 -c 'import torch'` works here, PyTorch's steps from jobs/lib/pytorch_mlp_step.py
 # (same model, batch on the GPU, CUDA events, medians): eager, whole step as one CUDA graph, bf16
 # autocast, and ours / PyTorch ratios (bf16: ours / PyTorch's bf16 autocast step).
+# Then, on a node with >= 2 GPUs (`microddp devices --count`), the collectives on GPU memory at
+# np = the number of GPUs, one GPU per rank: `bench collectives --memory device` for nccl, nccl-ring
+# and mpi (nccl-tests-style table: time, algbw, busbw per size, #wrong, avg busbw per backend); every
+# result is checked exactly and a wrong one fails the script.
 #
 # Usage: bash jobs/gpu_bench.sh [--emulated]
 #   --emulated (or MICRODDP_GPU_BENCH_EMULATED=1): the emulated device of the cuda-emu build, tiny
 #   sizes: the table appears with every column filled from real runs, timings labelled "emulated"
-#   (they prove the script and the plumbing, not speed); CI runs it so.
+#   (they prove the script and the plumbing, not speed); CI runs it so. The emulated node has 2 GPUs
+#   (CUDA_EMU_NODE_GPUS, default 2 here) so the collectives section runs too, on 4-64 KiB.
 # Settings: MICRODDP_GPU_BUILD (build dir; default build-cuda-emu with --emulated, else build),
 #   MICRODDP_GPU_BENCH_STEPS (steps per run; default 60, emulated 6), MPIEXEC (default mpiexec).
 # Exit code: 0 the table was printed; 1 a run failed (its output is shown); 3 setup incomplete.
@@ -41,6 +46,9 @@ if [[ ${EMULATED} == 1 ]]; then
   # width depth batch optimizer: tiny stand-ins of the three models below.
   MODELS=("16 2 32 adam" "32 2 32 adam" "32 1 64 sgd")
   PEAK_SHAPE="64 1 64"
+  # 4 KiB .. 64 KiB x 16: three sizes, a second or so on the emulated device.
+  COLL_SIZES=(--min-bytes 4K --max-bytes 64K --factor 16 --iters 2 --warmup 1)
+  export CUDA_EMU_NODE_GPUS="${CUDA_EMU_NODE_GPUS:-2}"
   label="emulated"
 else
   BUILD_DIR="${MICRODDP_GPU_BUILD:-${SRC_DIR}/build}"
@@ -48,6 +56,8 @@ else
   # The default model, a wide one, and a large-batch one.
   MODELS=("128 16 256 adam" "1024 16 1024 adam" "2048 8 4096 sgd")
   PEAK_SHAPE="8192 1 8192"  # width depth batch: two 8192^3 GEMMs forward, four backward
+  # nccl-tests' range, in steps of 4: 8 B (latency) to 1 GiB (NVLink's busbw plateau is above 256 MiB).
+  COLL_SIZES=(--min-bytes 8 --max-bytes 1G --factor 4 --iters 20 --warmup 5)
   label="measured"
 fi
 MPIEXEC="${MPIEXEC:-mpiexec}"
@@ -138,3 +148,18 @@ for m in "${MODELS[@]}"; do
 done
 echo "# MFU = model FLOPs per step / step time / this card's GEMM peak at that precision (above); floor_ms: the step's GEMMs alone"
 echo "# ours/pt: our step / PyTorch's eager step of the same precision (graph on, fp32: / PyTorch's whole-step graph; bf16: / PyTorch's bf16 autocast)"
+
+# ---- collectives on GPU memory, np = GPUs on this node ------------------------------------
+NGPUS=$("${BIN}" devices --count 2>/dev/null || echo 0)
+if [[ ${NGPUS} -ge 2 ]]; then
+  echo "# collectives on GPU memory (${label}): bench collectives --memory device, np ${NGPUS}, one GPU per rank"
+  out="${tmp}/collectives.txt"
+  "${MPIEXEC}" -np "${NGPUS}" "${MPI_FLAGS[@]}" "${BIN}" bench collectives --backends nccl,nccl-ring,mpi \
+    --memory device "${COLL_SIZES[@]}" >"$out" 2>&1 || { cat "$out"; fail "bench collectives --memory device, np ${NGPUS}"; }
+  cat "$out"
+  # Every result is checked exactly: a wrong element or a backend not on GPU memory fails the script.
+  grep -q "^# Out of bounds values : 0 OK" "$out" || fail "bench collectives: wrong results"
+  grep -q "^# memory: nccl=gpu nccl-ring=gpu mpi=gpu" "$out" || fail "bench collectives: not on GPU memory"
+else
+  echo "# collectives on GPU memory: skipped (${NGPUS} GPU(s) visible here; the section needs >= 2)"
+fi

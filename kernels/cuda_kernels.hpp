@@ -70,6 +70,15 @@ void sgd_step(const SgdParams& params, float* p, const float* g, float* momentum
 
 // x(n) *= alpha.
 void scale(float* x, float alpha, std::int64_t n, cudaStream_t stream);
+// The update decided on the device (Ops::update_gate ... sgd_step_gated; elementwise.hpp): the gate
+// from the all-reduced numerics (one thread), then the same passes as scale / adam_step / sgd_step
+// whose every thread reads the gate (and the optimizer's parameters) from device memory.
+void update_gate(const double* numerics, double max_norm, UpdateGate* gate, cudaStream_t stream);
+void scale_gated(float* x, const UpdateGate* gate, std::int64_t n, cudaStream_t stream);
+void adam_step_gated(const AdamParams* params, const UpdateGate* gate, float* p, const float* g, float* m, float* v,
+                     std::int64_t n, cudaStream_t stream);
+void sgd_step_gated(const SgdParams* params, bool momentum, const UpdateGate* gate, float* p, const float* g,
+                    float* momentum_buf, std::int64_t n, cudaStream_t stream);
 // y(n) += alpha * x(n).
 void axpy(float alpha, const float* x, float* y, std::int64_t n, cudaStream_t stream);
 // Gradient compression's 16-bit wire formats (Ops::encode_wire16 / decode_wire16; the per-element

@@ -93,6 +93,32 @@ MDDP_HD_INLINE void sgd_update(const SgdParams& s, float& p, float g, float& buf
   p -= s.lr * g;
 }
 
+// ---- an update decided on the device ------------------------------------------------------------
+// A step replayed from a CUDA graph (ddp/step_graph.hpp) runs its optimizer before the host has seen
+// the step's numerics verdict, so the two decisions the host makes in an eager step are made on the
+// device from the same all-reduced numbers, with the same arithmetic: skip the update when any rank
+// saw a non-finite loss or gradient (--on-nan), and clip the gradient by PyTorch's clip_grad_norm_
+// factor min(1, max_norm / (norm + 1e-6)) (ddp/numerics.hpp; IEEE double sqrt and division are
+// correctly rounded on both sides, so host and device get the same factor bit for bit).
+inline constexpr double kClipEps = 1e-6;  // PyTorch's epsilon (torch/nn/utils/clip_grad.py)
+MDDP_HD_INLINE double clip_factor(double norm, double max_norm) {
+  const double c = max_norm / (norm + kClipEps);
+  return c < 1.0 ? c : 1.0;  // std::min(1.0, c), NaN included (gives 1)
+}
+struct UpdateGate {
+  float clip = 1.0f;      // the gradient is multiplied by clip before the update when clip < 1
+  std::int32_t skip = 0;  // 1: no update at all (parameters and optimizer state stay as they were)
+};
+// From the step's numerics after their all-reduce (numerics_verdict.hpp: [0] loss, [1] ranks with a
+// non-finite loss, [2] ranks with a non-finite gradient, [3] the global gradient's sum of squares);
+// max_norm <= 0: no clipping.
+MDDP_HD_INLINE UpdateGate update_gate(const double* numerics, double max_norm) {
+  UpdateGate gate;
+  gate.skip = numerics[1] != 0.0 || numerics[2] != 0.0 ? 1 : 0;
+  if (max_norm > 0.0) gate.clip = static_cast<float>(clip_factor(sqrt(numerics[3]), max_norm));
+  return gate;
+}
+
 // ---- softmax cross-entropy (row pieces) -------------------------------------------------------
 // One row of logits x (classes) with label t. Stable form: with M = max_j x_j and S = sum_j e_j,
 // e_j = exp(x_j - M) (so every e_j <= 1 and S >= 1, no overflow even for logits of 1e4):

@@ -155,6 +155,23 @@ class Ops {
   virtual void step_numerics(const float* losses, std::int64_t k, const double* grad_sumsq, double* out) {
     kernels::step_numerics(losses, k, grad_sumsq, out);
   }
+  // ---- an optimizer step decided on the device (the optimizer inside the step's CUDA graph) ----
+  // A replayed step cannot wait for the host's verdict before its optimizer, so these read their
+  // decisions and scalars from device() memory when they run (values of replay time, not capture
+  // time); each gives the bits of its eager counterpart (elementwise.hpp, "an update decided on the
+  // device"). All pointers device() memory; queued like the calls above.
+  //   update_gate      *gate = update_gate(numerics, max_norm): skip, and the clip factor
+  //   scale_gated      x *= gate->clip, unless gate->skip or gate->clip >= 1 (then nothing)
+  //   adam_step_gated  adam_step(*params, ...) unless gate->skip; sgd_step_gated likewise, whose
+  //                    momentum_buf must be given exactly when params->momentum != 0 (CudaOps picks
+  //                    its kernel by the buffer: the host cannot read *params)
+  virtual void update_gate(const double* numerics, double max_norm, UpdateGate* gate);
+  virtual void scale_gated(float* x, const UpdateGate* gate, std::int64_t n);
+  virtual void adam_step_gated(const AdamParams* params, const UpdateGate* gate, float* p, const float* g, float* m,
+                               float* v, std::int64_t n);
+  virtual void sgd_step_gated(const SgdParams* params, const UpdateGate* gate, float* p, const float* g,
+                              float* momentum_buf, std::int64_t n);
+
   // Device-side time stamps for phase timing without waiting: mark() queues a stamp and returns its
   // id; mark_ns(id) is when the device reached it, on the host clock (core::now_ns), valid once a
   // synchronize() issued after the mark has returned. The CPU stamps at the call. Ids are reused

@@ -230,6 +230,19 @@ class CudaOps final : public Ops {
     gpu::sgd_step(params, p, g, momentum_buf, n, stream_);
   }
   void scale(float* x, float alpha, std::int64_t n) override { gpu::scale(x, alpha, n, stream_); }
+  void update_gate(const double* numerics, double max_norm, UpdateGate* gate) override {
+    gpu::update_gate(numerics, max_norm, gate, stream_);
+  }
+  void scale_gated(float* x, const UpdateGate* gate, std::int64_t n) override { gpu::scale_gated(x, gate, n, stream_); }
+  void adam_step_gated(const AdamParams* params, const UpdateGate* gate, float* p, const float* g, float* m, float* v,
+                       std::int64_t n) override {
+    gpu::adam_step_gated(params, gate, p, g, m, v, n, stream_);
+  }
+  // The momentum kernel is chosen by the buffer: the host cannot read params->momentum (device memory).
+  void sgd_step_gated(const SgdParams* params, const UpdateGate* gate, float* p, const float* g, float* momentum_buf,
+                      std::int64_t n) override {
+    gpu::sgd_step_gated(params, momentum_buf != nullptr, gate, p, g, momentum_buf, n, stream_);
+  }
   void axpy(float alpha, const float* x, float* y, std::int64_t n) override { gpu::axpy(alpha, x, y, n, stream_); }
   void encode_wire16(Wire16 f, const float* src, std::uint16_t* dst, float* residual, std::int64_t n) override {
     gpu::encode_wire16(f, src, dst, residual, n, stream_);

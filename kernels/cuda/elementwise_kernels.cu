@@ -74,6 +74,43 @@ void scale(float* x, float alpha, std::int64_t n, cudaStream_t stream) {
   MDDP_CUDA_CHECK_LAUNCH();
 }
 
+void update_gate(const double* numerics, double max_norm, UpdateGate* gate, cudaStream_t stream) {
+  MDDP_CHECK(numerics != nullptr && gate != nullptr, "update_gate: a null pointer");
+  MDDP_LAUNCH(update_gate_kernel, 1, 1, 0, stream)(numerics, max_norm, gate);
+  MDDP_CUDA_CHECK_LAUNCH();
+}
+
+void scale_gated(float* x, const UpdateGate* gate, std::int64_t n, cudaStream_t stream) {
+  check_count(n, "scale_gated");
+  const LaunchGeometry g = grid_stride_geometry(n);
+  if (g.empty()) return;
+  MDDP_LAUNCH(scale_gated_kernel, g.blocks, g.threads, 0, stream)(x, gate, n);
+  MDDP_CUDA_CHECK_LAUNCH();
+}
+
+void adam_step_gated(const AdamParams* params, const UpdateGate* gate, float* p, const float* g, float* m, float* v,
+                     std::int64_t n, cudaStream_t stream) {
+  check_count(n, "adam_step_gated");
+  const LaunchGeometry geo = grid_stride_geometry(n);
+  if (geo.empty()) return;
+  MDDP_LAUNCH(adam_step_gated_kernel, geo.blocks, geo.threads, 0, stream)(params, gate, p, g, m, v, n);
+  MDDP_CUDA_CHECK_LAUNCH();
+}
+
+void sgd_step_gated(const SgdParams* params, bool momentum, const UpdateGate* gate, float* p, const float* g,
+                    float* momentum_buf, std::int64_t n, cudaStream_t stream) {
+  check_count(n, "sgd_step_gated");
+  const LaunchGeometry geo = grid_stride_geometry(n);
+  if (geo.empty()) return;
+  if (momentum) {
+    MDDP_CHECK(momentum_buf != nullptr, "sgd_step_gated: momentum needs a momentum buffer");
+    MDDP_LAUNCH(sgd_step_gated_kernel<true>, geo.blocks, geo.threads, 0, stream)(params, gate, p, g, momentum_buf, n);
+  } else {
+    MDDP_LAUNCH(sgd_step_gated_kernel<false>, geo.blocks, geo.threads, 0, stream)(params, gate, p, g, nullptr, n);
+  }
+  MDDP_CUDA_CHECK_LAUNCH();
+}
+
 void axpy(float alpha, const float* x, float* y, std::int64_t n, cudaStream_t stream) {
   check_count(n, "axpy");
   const LaunchGeometry g = grid_stride_geometry(n);

@@ -60,6 +60,47 @@ __global__ void scale_kernel(float* __restrict__ x, float alpha, std::int64_t n)
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) x[i] *= alpha;
 }
 
+// ---- the update decided on the device (elementwise.hpp): every thread reads the gate; a skipped
+// step returns before touching memory, so the buffers keep their bits exactly.
+__global__ void update_gate_kernel(const double* __restrict__ numerics, double max_norm, UpdateGate* __restrict__ gate) {
+  *gate = kernels::update_gate(numerics, max_norm);
+}
+
+__global__ void scale_gated_kernel(float* __restrict__ x, const UpdateGate* __restrict__ gate, std::int64_t n) {
+  const UpdateGate g = *gate;
+  if (g.skip != 0 || !(g.clip < 1.0f)) return;
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) x[i] *= g.clip;
+}
+
+__global__ void adam_step_gated_kernel(const AdamParams* __restrict__ params, const UpdateGate* __restrict__ gate,
+                                       float* __restrict__ p, const float* __restrict__ g, float* __restrict__ m,
+                                       float* __restrict__ v, std::int64_t n) {
+  if (gate->skip != 0) return;
+  const AdamParams a = *params;
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
+    float pi = p[i], mi = m[i], vi = v[i];
+    adam_update(a, pi, g[i], mi, vi);
+    p[i] = pi;
+    m[i] = mi;
+    v[i] = vi;
+  }
+}
+
+template <bool kMomentum>
+__global__ void sgd_step_gated_kernel(const SgdParams* __restrict__ params, const UpdateGate* __restrict__ gate,
+                                      float* __restrict__ p, const float* __restrict__ g, float* __restrict__ buf,
+                                      std::int64_t n) {
+  if (gate->skip != 0) return;
+  const SgdParams s = *params;
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
+    float pi = p[i];
+    float bi = kMomentum ? buf[i] : 0.0f;
+    sgd_update(s, pi, g[i], bi);
+    p[i] = pi;
+    if (kMomentum) buf[i] = bi;
+  }
+}
+
 __global__ void axpy_kernel(float alpha, const float* __restrict__ x, float* __restrict__ y, std::int64_t n) {
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) y[i] += alpha * x[i];
 }

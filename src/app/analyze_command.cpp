@@ -12,6 +12,10 @@
 //   (neither)             a quick in-process all-reduce sweep on the run's backend (fresh runs with
 //                         >= 2 ranks), sync and async (through the communication thread)
 // --fit: only fit (from --bench or the in-process sweep), print, write --fit-out, exit.
+// --device cpu|cuda|auto (default cpu), --precision: where the fresh run and the sweep compute, as
+// `train --device`: on a GPU the model runs through CudaOps, the sweep all-reduces GPU memory, and the
+// verdict compares with this GPU's GEMM peak at the run's precision and its copy bandwidth, measured
+// here (app/device_references.hpp; --peak-gemm-size), or with --peak-gflops / --mem-gbps when given.
 // Output: the report on rank 0's stdout; --json FILE for scripts; --save-run FILE keeps the record.
 #include <algorithm>
 #include <cinttypes>
@@ -23,15 +27,20 @@
 
 #include "app/cli_values.hpp"
 #include "app/command.hpp"
+#include "app/compute_device.hpp"
+#include "app/device_references.hpp"
+#include "app/parameter_agreement.hpp"
 #include "app/train_options.hpp"
 #include "app/training_session.hpp"
 #include "app/zero_forecast.hpp"
 #include "core/error.hpp"
 #include "core/host_buffer.hpp"
+#include "core/precision.hpp"
 #include "core/timer.hpp"
 #include "ddp/strategy.hpp"
 #include "ddp/trainer.hpp"
 #include "kernels/host_reduce.hpp"
+#include "kernels/ops_buffer.hpp"
 #include "perf/alpha_beta.hpp"
 #include "perf/analysis.hpp"
 #include "perf/analysis_report.hpp"
@@ -100,12 +109,32 @@ class AnalyzeCommand final : public Command {
         ->capture_default_str();
     // Positive (the verdict compares achieved rates with them) and finite; the upper bounds are far
     // above any machine (a 2024 GPU: ~100 TFLOP/s FP32, HBM ~5 TB/s).
-    sub->add_option("--peak-gflops", aopt_.peak_gflops_per_thread, "FP32 peak per BLAS thread (verdict)")
-        ->check(finite_range(1e-3, 1e9))
+    peak_option_ = sub->add_option("--peak-gflops", aopt_.peak_gflops_per_thread,
+                                   "Verdict: FP32 peak per BLAS thread (CPU); on a GPU, when given, the GPU's peak "
+                                   "at the run's precision instead of the measured one")
+                       ->check(finite_range(1e-3, 1e9))
+                       ->capture_default_str();
+    mem_option_ = sub->add_option("--mem-gbps", aopt_.mem_gbytes_s,
+                                  "Verdict: reference memory bandwidth in GB/s (on a GPU, when given, instead of "
+                                  "the measured device copy)")
+                      ->check(finite_range(1e-3, 1e9))
+                      ->capture_default_str();
+    sub->add_option("--device", device_,
+                    "Where the fresh run computes, as train --device: cpu (the default here), cuda (this rank's GPU; "
+                    "--comm defaults to nccl) or auto")
         ->capture_default_str();
-    sub->add_option("--mem-gbps", aopt_.mem_gbytes_s, "Reference memory bandwidth in GB/s (verdict)")
-        ->check(finite_range(1e-3, 1e9))
+    precision_option_ =
+        sub->add_option("--precision", precision_, "GEMM arithmetic, as train --precision: fp32, tf32 (GPU), bf16")
+            ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
+            ->capture_default_str();
+    sub->add_flag("--tf32", tf32_, "Same as --precision tf32");
+    // 8192: a GEMM of ~1.1 TFLOP, milliseconds on a current GPU, so launch and synchronisation costs
+    // stay far below 1% of the time (jobs/gpu_bench.sh measures its peak on the same shape).
+    sub->add_option("--peak-gemm-size", peak_gemm_n_,
+                    "GPU verdict: side n of the n x n x n GEMM that measures the GPU's peak at the run's precision")
+        ->check(CLI::Range(std::int64_t{16}, std::int64_t{65536}))
         ->capture_default_str();
+    comm_option_ = sub->get_option("--comm");
     sub->add_option("--json", json_path_, "Write the report as JSON to this file");
     sub->add_option(
            "--memory-limit", memory_limit_mib_,
@@ -126,6 +155,8 @@ class AnalyzeCommand final : public Command {
   }
 
   void validate() override {
+    validate_device_name(device_);
+    opts_.config.precision = precision_from_options(precision_, precision_option_, tf32_);
     validate_train_options(opts_);
     MDDP_USAGE_CHECK(run_path_.empty() || metrics_path_.empty(), "give at most one of --run and --metrics");
     MDDP_USAGE_CHECK(model_path_.empty() || bench_path_.empty(), "give at most one of --model and --bench");
@@ -138,7 +169,8 @@ class AnalyzeCommand final : public Command {
   int run(const comm::MpiRuntime& mpi) override;
 
  private:
-  perf::CommModel sweep_fit(comm::Communicator& comm, const comm::MpiRuntime& mpi);
+  perf::CommModel sweep_fit(TrainingSession& session, const comm::MpiRuntime& mpi);
+  void set_device_references(TrainingSession& session, const perf::RunRecord& rec);
   perf::RunRecord fresh_run(TrainingSession& session, const comm::MpiRuntime& mpi);
 
   TrainOptions opts_;
@@ -153,22 +185,37 @@ class AnalyzeCommand final : public Command {
   double reduce_gbps_ = -1.0;
   std::string burst_credit_ = "every";
   perf::AnalyzeOptions aopt_;
+  std::string device_ = "cpu";  // --device (analyze measures the CPU unless asked, as bench ddp)
+  std::string precision_ = "fp32";
+  bool tf32_ = false;
+  std::int64_t peak_gemm_n_ = 8192;
+  CLI::Option* precision_option_ = nullptr;
+  CLI::Option* comm_option_ = nullptr;  // a GPU model without --comm gets nccl (compute_device.hpp)
+  CLI::Option* peak_option_ = nullptr;  // given: the GPU's peak is the user's, not measured
+  CLI::Option* mem_option_ = nullptr;
+  int wrong_ranks_ = -1;  // after a fresh run: ranks whose parameters differ from rank 0's (-1: no run)
 };
 
 // All-reduce sweep on this job's ranks: sizes 4 B .. max(--fit-max-mb, the whole gradient) by
 // factors of 2, ending exactly at the maximum; the median of 7 repetitions (after 2 warm-ups) of the
-// slowest rank, sync and async. Preallocated buffer. Why it reaches the whole gradient: `flat`
+// slowest rank, sync and async. Preallocated buffer, in the memory the run's model lives in (GPU
+// memory on --device cuda: what the gradient collectives all-reduce). Why it reaches the whole gradient: `flat`
 // all-reduces exactly that, and above ~32 MiB this machine's all-reduce gets slower per byte
 // (docs/performance.md): a fit that stops short extrapolates a regime it never saw.
-perf::CommModel AnalyzeCommand::sweep_fit(comm::Communicator& comm, const comm::MpiRuntime& mpi) {
+perf::CommModel AnalyzeCommand::sweep_fit(TrainingSession& session, const comm::MpiRuntime& mpi) {
+  comm::Communicator& comm = session.comm();
   const std::int64_t gradient_count = model::flat_count(model::param_layout(opts_.config.model));
   const auto fit_max_count = static_cast<std::int64_t>(fit_max_mb_ * (1 << 20) / model::kParamElementBytes);
   const auto max_count = std::max<std::int64_t>({1, fit_max_count, gradient_count});
   std::vector<std::int64_t> counts;
   for (std::int64_t count = 1; count < max_count; count *= 2) counts.push_back(count);
   counts.push_back(max_count);
-  core::HostBuffer<float> buf(max_count);
-  std::fill(buf.data(), buf.data() + max_count, 1.0f);
+  kernels::OpsBuffer<float> buf(session.ops(), max_count);
+  {
+    std::vector<float> ones(static_cast<std::size_t>(max_count), 1.0f);
+    buf.from_host(ones.data(), 0, max_count);
+  }
+  // Host memory: every backend takes it (the GPU backends stage it); outside the timed interval.
   core::HostBuffer<double> t(1);
   std::vector<perf::Sample> sync_samples, async_samples;
   constexpr int kReps = 7, kWarm = 2;  // 7: odd, a true median; 2 warm-ups: first-touch + lazy set-up
@@ -178,7 +225,7 @@ perf::CommModel AnalyzeCommand::sweep_fit(comm::Communicator& comm, const comm::
       for (int rep = 0; rep < kWarm + kReps; ++rep) {
         comm.barrier();
         const std::int64_t t0 = core::now_ns();
-        comm::Work w = comm.all_reduce(core::TensorView::of(buf.data(), count), comm::ReduceOp::Sum,
+        comm::Work w = comm.all_reduce(core::TensorView::of(buf.data(), count, buf.device()), comm::ReduceOp::Sum,
                                        async ? comm::Mode::Async : comm::Mode::Sync);
         w.wait();
         t[0] = static_cast<double>(core::now_ns() - t0) * 1e-9;
@@ -191,7 +238,8 @@ perf::CommModel AnalyzeCommand::sweep_fit(comm::Communicator& comm, const comm::
     }
   }
   perf::CommModel m;
-  m.source = "in-process all-reduce sweep, " + std::to_string(mpi.size()) + " ranks";
+  m.source = "in-process all-reduce sweep, " + std::to_string(mpi.size()) + " ranks" +
+             (session.ops().device() == core::Device::Cuda ? ", GPU memory" : "");
   for (int async = 0; async < 2; ++async) {
     perf::ModelEntry e;
     e.backend = opts_.comm + (async ? "/async" : "");
@@ -226,7 +274,13 @@ double measure_reduce_gbytes_s() {
 
 perf::RunRecord AnalyzeCommand::fresh_run(TrainingSession& session, const comm::MpiRuntime& mpi) {
   ddp::TrainConfig cfg = opts_.config;
-  cfg.layer_events = true;
+  const bool on_gpu = session.ops().device() == core::Device::Cuda;
+  // Per-layer events are host clocks between layers: on a GPU they would time kernel launches, not
+  // the layers, so a GPU run leaves them out and the analysis spreads backward by FLOPs (as for a
+  // `train --metrics` record). Eager steps: a graphed step does not time its collectives, and the
+  // breakdown needs them.
+  cfg.layer_events = !on_gpu;
+  cfg.cuda_graph = ddp::CudaGraphMode::Off;
   cfg.keep_events = false;
   cfg.strategy = strategies_.front();
   cfg.steps = static_cast<std::int64_t>(strategies_.size()) * (opts_.config.steps + warmup_);
@@ -239,8 +293,11 @@ perf::RunRecord AnalyzeCommand::fresh_run(TrainingSession& session, const comm::
   rec.threads = session.threads();
   rec.ranks_per_node = mpi.local_size();
   rec.cores_per_node = static_cast<int>(std::thread::hardware_concurrency());
-  rec.backend = opts_.comm;
+  rec.backend = session.backend();
   rec.optimizer = cfg.optimizer.name;
+  rec.device = on_gpu ? "cuda" : "cpu";
+  rec.compute = session.ops().description();
+  rec.precision = std::string(core::precision_name(cfg.precision));
   rec.source = "fresh run (microddp analyze)";
   if (cfg.simulate_compute_ms > 0.0f) {  // the report names the run's source: say what its backward includes
     char simulated[96];
@@ -274,7 +331,42 @@ perf::RunRecord AnalyzeCommand::fresh_run(TrainingSession& session, const comm::
     run.peer_lag_ms = arrival.mean_lag_ms(session.comm());  // collective, after the timed steps
     rec.runs.push_back(run);
   }
+  wrong_ranks_ = ranks_disagreeing_with_rank0(*current, session.comm());
   return rec;
+}
+
+// A GPU run's verdict references: given (--peak-gflops / --mem-gbps, then the GPU's own) or measured
+// on this rank's GPU at the run's precision. A GPU record analysed where no GPU computes has only
+// what was given; the report then says the peak is unknown rather than quoting a CPU's.
+void AnalyzeCommand::set_device_references(TrainingSession& session, const perf::RunRecord& rec) {
+  if (!rec.on_gpu()) return;
+  const bool peak_given = peak_option_->count() > 0, mem_given = mem_option_->count() > 0;
+  DeviceReferences measured;
+  if ((!peak_given || !mem_given) && session.ops().device() == core::Device::Cuda) {
+    // The copy moves max(the optimizer's 28 bytes per parameter, 16 n^2 bytes): at n = 8192, 1 GiB
+    // of traffic, the streaming rate; never less than the optimizer's own traffic.
+    const auto params = model::flat_count(model::param_layout(rec.model));
+    const std::int64_t copy_bytes = std::max<std::int64_t>(28 * params, 16 * peak_gemm_n_ * peak_gemm_n_);
+    measured = measure_device_references(session.ops(), core::parse_precision(rec.precision), peak_gemm_n_, copy_bytes);
+  }
+  if (peak_given) {
+    aopt_.device_peak_gflops = aopt_.peak_gflops_per_thread;
+    aopt_.device_peak_source = "--peak-gflops, given for this GPU";
+  } else if (measured.gemm_gflops > 0) {
+    aopt_.device_peak_gflops = measured.gemm_gflops;
+    aopt_.device_peak_source = measured.gemm_source;
+  } else {
+    aopt_.device_peak_source = "unknown: a GPU run analysed without a GPU; give --peak-gflops (this GPU's peak)";
+  }
+  if (mem_given) {
+    aopt_.device_mem_gbytes_s = aopt_.mem_gbytes_s;
+    aopt_.device_mem_source = "--mem-gbps, given for this GPU";
+  } else if (measured.mem_gbytes_s > 0) {
+    aopt_.device_mem_gbytes_s = measured.mem_gbytes_s;
+    aopt_.device_mem_source = measured.mem_source;
+  } else {
+    aopt_.device_mem_source = "unknown: a GPU run analysed without a GPU; give --mem-gbps";
+  }
 }
 
 int AnalyzeCommand::run(const comm::MpiRuntime& mpi) {
@@ -296,7 +388,11 @@ int AnalyzeCommand::run(const comm::MpiRuntime& mpi) {
     }
     return 0;
   }
-  TrainingSession session(mpi, opts_, comm_settings());
+  // The device as train picks it (compute_device.hpp): a GPU model without --comm gets nccl.
+  TrainingSession session(mpi, opts_, comm_settings(),
+                          DeviceRequest{device_, comm_option_->count() > 0,
+                                        opts_.config.precision == core::Precision::Tf32});
+  opts_.comm = session.backend();
   const bool recorded = !run_path_.empty() || !metrics_path_.empty();
 
   // 1. The communication model.
@@ -306,7 +402,7 @@ int AnalyzeCommand::run(const comm::MpiRuntime& mpi) {
   } else if (!bench_path_.empty()) {
     model = perf::fit_bench_rows(perf::read_bench_rows(bench_path_), bench_path_);
   } else if (mpi.size() > 1 && (!recorded || fit_only_)) {
-    model = sweep_fit(session.comm(), mpi);
+    model = sweep_fit(session, mpi);
   } else {
     model.source = "none (one rank: communication is free)";
   }
@@ -353,7 +449,9 @@ int AnalyzeCommand::run(const comm::MpiRuntime& mpi) {
   } else {
     rec = fresh_run(session, mpi);
   }
-  if (!root) return 0;
+  if (!root) return wrong_ranks_ > 0 ? 1 : 0;
+  // Rank 0 alone, after the others are done: ranks sharing one GPU would halve each other's rate.
+  set_device_references(session, rec);
   if (!save_run_path_.empty()) {
     std::ofstream out(save_run_path_);
     MDDP_USAGE_CHECK(out.good(), "cannot write '" << save_run_path_ << "'");
@@ -381,13 +479,19 @@ int AnalyzeCommand::run(const comm::MpiRuntime& mpi) {
   std::fputs(perf::format_report(analysis).c_str(), stdout);
   std::fputs(zero_forecast(opts_.config, aopt_.scaling_bucket_mb, analysis, memory_limit_mib_, aopt_.max_ranks).c_str(),
              stdout);
+  if (wrong_ranks_ == 0) {
+    std::printf("# OK: all %d ranks hold identical parameters after the fresh run\n", mpi.size());
+  } else if (wrong_ranks_ > 0) {
+    std::printf("# FAILED: %d of %d ranks hold parameters other than rank 0's after the fresh run\n", wrong_ranks_,
+                mpi.size());
+  }
   std::fflush(stdout);
   if (!json_path_.empty()) {
     std::ofstream out(json_path_);
     MDDP_USAGE_CHECK(out.good(), "cannot write '" << json_path_ << "'");
     out << perf::to_json(analysis).dump(2) << "\n";
   }
-  return 0;
+  return wrong_ranks_ > 0 ? 1 : 0;
 }
 
 }  // namespace

@@ -6,6 +6,10 @@
 // `overlap` or `bucketed`, collectives launch and often complete while backward still runs; with
 // `naive` or `flat` they all come after backward ends. Everything printed is read from the event
 // log (the same events as the step statistics and the trace).
+// --device cpu|cuda|auto (default cpu) and --precision as `train`'s: on a GPU the steps run eagerly
+// (a CUDA graph would hide the collectives' events); grad_ready and launch are then the host's times
+// of queueing, while backward's begin/end, start and complete are the GPU's (CUDA events on the host
+// clock), and the header says so.
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -13,9 +17,13 @@
 #include <tuple>
 #include <vector>
 
+#include "app/cli_values.hpp"
 #include "app/command.hpp"
+#include "app/compute_device.hpp"
+#include "app/parameter_agreement.hpp"
 #include "app/train_options.hpp"
 #include "app/training_session.hpp"
+#include "core/precision.hpp"
 #include "ddp/trainer.hpp"
 #include "perf/step_stats.hpp"
 
@@ -36,13 +44,32 @@ class HooksCommand final : public Command {
     add_distributed_training_options(sub, opts_);
     add_strategy_option(sub, opts_);
     add_bucket_options(sub, opts_, /*with_cap=*/true);
+    sub->add_option("--device", device_,
+                    "Where the model computes, as train --device: cpu (the default here), cuda (this rank's GPU; "
+                    "--comm defaults to nccl) or auto")
+        ->capture_default_str();
+    precision_option_ =
+        sub->add_option("--precision", precision_, "GEMM arithmetic, as train --precision: fp32, tf32 (GPU), bf16")
+            ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
+            ->capture_default_str();
+    sub->add_flag("--tf32", tf32_, "Same as --precision tf32");
+    comm_option_ = sub->get_option("--comm");
   }
-  void validate() override { validate_train_options(opts_); }
+  void validate() override {
+    validate_device_name(device_);
+    opts_.config.precision = precision_from_options(precision_, precision_option_, tf32_);
+    validate_train_options(opts_);
+  }
   double comm_timeout_s() const override { return opts_.comm_timeout_s; }
   int run(const comm::MpiRuntime& mpi) override;
 
  private:
   TrainOptions opts_;
+  std::string device_ = "cpu";  // --device (hooks runs on the CPU unless asked, as bench ddp)
+  std::string precision_ = "fp32";
+  bool tf32_ = false;
+  CLI::Option* precision_option_ = nullptr;
+  CLI::Option* comm_option_ = nullptr;  // a GPU model without --comm gets nccl (compute_device.hpp)
 };
 
 struct Row {
@@ -52,18 +79,32 @@ struct Row {
 };
 
 int HooksCommand::run(const comm::MpiRuntime& mpi) {
+  // The device as train picks it (compute_device.hpp); eager steps, so every collective is an event.
+  TrainingSession session(mpi, opts_, comm_settings(),
+                          DeviceRequest{device_, comm_option_->count() > 0,
+                                        opts_.config.precision == core::Precision::Tf32});
+  opts_.comm = session.backend();
+  opts_.config.cuda_graph = ddp::CudaGraphMode::Off;
   const auto& cfg = opts_.config;
-  TrainingSession session(mpi, opts_, comm_settings());
+  const bool on_gpu = session.ops().device() == core::Device::Cuda;
   ddp::Trainer& trainer = session.start_trainer(cfg);
   trainer.setup();
   const bool root = mpi.rank() == 0;
   const auto& params = trainer.model().params();
   if (root) {
-    std::printf("# microddp hooks: strategy %s over %s, %d ranks; model width %" PRId64 " depth %" PRId64
+    std::printf("# microddp hooks: strategy %s over %s, %d ranks, device %s; model width %" PRId64 " depth %" PRId64
                 " (%zu parameters in gradient-ready order, %" PRId64 " collectives per step)\n",
-                std::string(trainer.sync().name()).c_str(), opts_.comm.c_str(), mpi.size(), cfg.model.width,
+                std::string(trainer.sync().name()).c_str(), opts_.comm.c_str(), mpi.size(), on_gpu ? "cuda" : "cpu",
+                cfg.model.width,
                 cfg.model.depth, params.size(), trainer.sync().collectives_per_step());
+    std::printf("# compute: %s; precision %s\n", session.ops().description().c_str(),
+                std::string(core::precision_name(cfg.precision)).c_str());
+    if (!session.device_note().empty()) std::printf("# gpu shared: %s\n", session.device_note().c_str());
     std::printf("# times in ms from the start of the (last micro-step's) backward pass, rank 0's events\n");
+    if (on_gpu) {
+      std::printf("# on the GPU: grad_ready and launch are when the host queued them; backward begins/ends, start "
+                  "and complete are the GPU's times (CUDA events); steps run eagerly (no CUDA graph)\n");
+    }
   }
   for (std::int64_t s = 0; s < cfg.steps; ++s) {
     const auto rec = trainer.step();
@@ -114,7 +155,16 @@ int HooksCommand::run(const comm::MpiRuntime& mpi) {
         "overlap %.1f%% (1 - exposed / busy)\n",
         early, colls, st.comm_busy_ms, st.comm_queued_ms, st.comm_exposed_ms, 100.0 * st.overlap());
   }
-  return 0;
+  // The hooks only show what ran; this says the collectives did their job (bench ddp's #wrong).
+  const int wrong = ranks_disagreeing_with_rank0(trainer, session.comm());
+  if (root) {
+    if (wrong == 0) {
+      std::printf("\n# OK: all %d ranks hold identical parameters after %" PRId64 " steps\n", mpi.size(), cfg.steps);
+    } else {
+      std::printf("\n# FAILED: %d of %d ranks hold parameters other than rank 0's\n", wrong, mpi.size());
+    }
+  }
+  return wrong == 0 ? 0 : 1;
 }
 
 }  // namespace

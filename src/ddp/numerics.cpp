@@ -1,9 +1,8 @@
 // numerics.cpp — gradient sum of squares, clip factor, NaN policy names.
 #include "ddp/numerics.hpp"
 
-#include <algorithm>
-
 #include "core/error.hpp"
+#include "kernels/elementwise.hpp"
 #include "kernels/host_reduce.hpp"
 
 namespace microddp::ddp {
@@ -22,6 +21,6 @@ double grad_sum_squares(const float* g, std::int64_t n) {
   return kernels::host_sum_squares(g, n);
 }
 
-double clip_factor(double norm, double max_norm) { return std::min(1.0, max_norm / (norm + kClipEps)); }
+double clip_factor(double norm, double max_norm) { return kernels::clip_factor(norm, max_norm); }
 
 }  // namespace microddp::ddp

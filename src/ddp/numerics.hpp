@@ -24,10 +24,10 @@ NanPolicy parse_nan_policy(std::string_view name);
 // sum_i (double)g[i]^2, accumulated in double over 8 fixed lanes (vectorisable, deterministic).
 double grad_sum_squares(const float* g, std::int64_t n);
 
-// PyTorch's epsilon in clip_grad_norm_ (torch/nn/utils/clip_grad.py): keeps the factor finite for
-// a zero gradient and makes the factor slightly below max_norm/norm.
-inline constexpr double kClipEps = 1e-6;
-// The factor the gradient is multiplied by: min(1, max_norm / (norm + 1e-6)). max_norm > 0.
+// The factor the gradient is multiplied by: min(1, max_norm / (norm + 1e-6)), max_norm > 0. The eps
+// (PyTorch's, torch/nn/utils/clip_grad.py) keeps the factor finite for a zero gradient and makes it
+// slightly below max_norm/norm. The formula is kernels::clip_factor (elementwise.hpp), which a step
+// replayed from a CUDA graph evaluates on the device: one formula, the same bits on both sides.
 double clip_factor(double norm, double max_norm);
 
 }  // namespace microddp::ddp

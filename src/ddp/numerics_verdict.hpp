@@ -52,6 +52,9 @@ class NumericsVerdict {
   double loss() const { return host_numerics_[0]; }  // global mean loss of the step's global batch
   bool nonfinite() const { return host_numerics_[1] != 0.0 || host_numerics_[2] != 0.0; }
   double grad_norm() const { return std::sqrt(host_numerics_[3]); }  // of the synchronised gradient
+  // The same numbers on the device, valid in stream order after queue_reduce() ([0..2] all-reduced,
+  // [3] the sum of squares): what a step replayed from a CUDA graph decides its update from.
+  const double* device_numerics() const { return numerics_.data(); }
 
   // A non-finite step (every rank calls it at the same step, 0-based `step`): names the ranks that
   // saw a non-finite loss / gradient; abort: throws core::AgreedError; skip: warns on rank 0 and

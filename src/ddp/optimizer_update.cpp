@@ -1,6 +1,8 @@
 // optimizer_update.cpp — what both updates share: the parameters' host view and the memory count.
 #include "ddp/optimizer_update.hpp"
 
+#include "core/error.hpp"
+
 namespace microddp::ddp {
 
 OptimizerUpdate::OptimizerUpdate(model::FullMLP& model, kernels::Ops& ops, std::unique_ptr<model::Optimizer> optimizer)
@@ -16,6 +18,10 @@ OptimizerUpdate::OptimizerUpdate(model::FullMLP& model, kernels::Ops& ops, std::
     host_params_ = params_mirror_.data();
   }
 }
+
+void OptimizerUpdate::stage_gated() { MDDP_CHECK(false, "this optimizer update has no step decided on the device"); }
+void OptimizerUpdate::apply_gated(const double* /*numerics*/, double /*max_norm*/) { stage_gated(); }
+void OptimizerUpdate::commit_gated() { stage_gated(); }
 
 const OptimizerUpdate::Waits& OptimizerUpdate::forward_waits() const {
   static const Waits kNone;  // nothing waits in a replicated forward

@@ -58,6 +58,17 @@ class OptimizerUpdate {
   virtual void apply(double clip) = 0;
   virtual void end_step() {}
 
+  // ---- the update decided on the device (the optimizer inside the step's CUDA graph) ----
+  // In place of apply() in a replayed step (Optimizer's gated step says why): stage_gated() before
+  // each replay; apply_gated() queues the gate from the verdict's all-reduced device numerics
+  // (NumericsVerdict::device_numerics), the clip scale when max_norm > 0, and the gated optimizer
+  // step (recorded once into the graph); commit_gated() after the verdict of a step not skipped.
+  // Only the replicated update supports it (graph_obstacle refuses --shard); the others throw.
+  virtual bool supports_gated() const { return false; }
+  virtual void stage_gated();
+  virtual void apply_gated(const double* numerics, double max_norm);
+  virtual void commit_gated();
+
   // ---- parameters in flight (sharded) ----
   // Whether the forward must call await_layer() before each layer.
   virtual bool gathers_in_forward() const { return false; }

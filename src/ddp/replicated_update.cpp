@@ -6,7 +6,7 @@
 namespace microddp::ddp {
 
 ReplicatedUpdate::ReplicatedUpdate(model::FullMLP& model, kernels::Ops& ops, const model::OptimizerConfig& config)
-    : OptimizerUpdate(model, ops, model::make_optimizer(config, model.flat_count(), ops)) {
+    : OptimizerUpdate(model, ops, model::make_optimizer(config, model.flat_count(), ops)), gate_(ops, 1) {
   const std::int64_t n = model_.flat_count();
   host_.params = host_params_;
   host_.param_count = n;
@@ -34,6 +34,13 @@ void ReplicatedUpdate::apply(double clip) {
   // Same gradient bits on every rank => same norm and factor; applied before the update.
   if (clip < 1.0) ops_.scale(model_.grad_data(), static_cast<float>(clip), model_.flat_count());
   optimizer_->step(model_.param_data(), model_.grad_data());
+}
+
+void ReplicatedUpdate::apply_gated(const double* numerics, double max_norm) {
+  // apply()'s decisions, made on the device from the same numbers: the same bits as apply(clip).
+  ops_.update_gate(numerics, max_norm, gate_.data());
+  if (max_norm > 0.0) ops_.scale_gated(model_.grad_data(), gate_.data(), model_.flat_count());
+  optimizer_->queue_gated_step(model_.param_data(), model_.grad_data(), gate_.data());
 }
 
 void ReplicatedUpdate::state_to_host() const {

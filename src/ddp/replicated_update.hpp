@@ -18,6 +18,10 @@ class ReplicatedUpdate final : public OptimizerUpdate {
   void grad_sum_squares_to(double* out) override;
   void poison_gradient() override;
   void apply(double clip) override;
+  bool supports_gated() const override { return true; }
+  void stage_gated() override { optimizer_->stage_gated_step(); }
+  void apply_gated(const double* numerics, double max_norm) override;
+  void commit_gated() override { optimizer_->commit_gated_step(); }
 
   const HostState& host_state() const override { return host_; }
   void state_to_host() const override;
@@ -27,6 +31,7 @@ class ReplicatedUpdate final : public OptimizerUpdate {
 
  private:
   HostState host_;  // built once: the checks and checkpoints allocate nothing
+  kernels::OpsBuffer<kernels::UpdateGate> gate_;  // the gated step's decision (device memory)
 };
 
 }  // namespace microddp::ddp

@@ -64,7 +64,7 @@ void StepGraph::replay() {
 
 std::string StepGraph::describe() const {
   if (enabled_)
-    return "on (forward, backward, gradient collectives and numerics replayed as one graph from step " +
+    return "on (forward, backward, gradient collectives, numerics and optimizer replayed as one graph from step " +
            std::to_string(kWarmupSteps + 1) + ")";
   if (mode_ == CudaGraphMode::Off) return "off (--cuda-graph off)";
   return "off (" + obstacle_ + ")";

@@ -9,13 +9,16 @@
 // lazy allocation: cuBLAS, NCCL, the communicator's buffers):
 //   forward, backward with its gradient-ready hooks (their asynchronous collectives on a stream-ordered
 //   communicator become graph nodes: the communication stream is forked into the capture and joined
-//   back through events), GradSync::finish, the gradient's sum of squares and the numerics verdict's
-//   all-reduce and copy to pinned host memory (NumericsVerdict::queue_reduce).
+//   back through events), GradSync::finish, the gradient's sum of squares, the numerics verdict's
+//   all-reduce and copy to pinned host memory (NumericsVerdict::queue_reduce), and the optimizer:
+//   its decisions (skip a non-finite step, the clip factor) are made on the device from the verdict's
+//   all-reduced numbers, and its per-step scalars (Adam's bias corrections) are staged by the host
+//   before each replay and copied in by it (OptimizerUpdate::apply_gated, Optimizer's gated step).
 // What stays outside, every step:
 //   the batch's upload (InputPipeline::load, before the replay: the graph reads the model's input
-//   buffer, whose address is fixed), the host synchronisation and the verdict (wait_reduce: skip or
-//   abort on a non-finite step, the clip factor from the gradient norm), the optimizer (its step count
-//   and learning rate are kernel arguments that change every step), and the periodic checks.
+//   buffer, whose address is fixed), the host synchronisation and the verdict's policy (wait_reduce,
+//   enforce: abort or count a skipped step; the host then counts the optimizer step), and the
+//   periodic checks. A graphed step is one replay and one synchronisation.
 // A replay is bitwise the eager step: the same kernels on the same buffers in the same order
 // (tests/ddp: eager and graphed runs compared bit for bit on the emulated device).
 //
@@ -68,7 +71,7 @@ class StepGraph {
   // Queues one replay on the compute stream.
   void replay();
   std::int64_t replays() const { return replays_; }
-  // "on (forward, backward, gradient collectives and numerics as one graph from step 2)" or "off (why)".
+  // "on (forward, backward, gradient collectives, numerics and optimizer ... from step 2)" or "off (why)".
   std::string describe() const;
 
  private:

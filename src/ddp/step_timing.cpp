@@ -72,4 +72,10 @@ void StepTiming::record_resolved(std::int64_t step) {
   }
 }
 
+void StepTiming::record_graph_optimizer(std::int64_t step) {
+  if (!graph_optimizer_) return;
+  events_.record(core::EventKind::Optimizer, step, -1, ops_.mark_ns(graph_optimizer_marks_[0]),
+                 ops_.mark_ns(graph_optimizer_marks_[1]));
+}
+
 }  // namespace microddp::ddp

@@ -6,7 +6,8 @@
 // GPU: marks are CUDA events, resolved only at the step's one synchronisation (numerics_verdict.hpp):
 // record_resolved() then records every timed micro-step's forward and backward; the optimizer of
 // step s is queued after that synchronisation, so it is resolved at step s+1's and recorded in step
-// s+1, the interval in which the device ran it.
+// s+1, the interval in which the device ran it; inside a CUDA graph it is part of step s's replay,
+// resolved and recorded with step s.
 // A GPU step's marks must fit Ops::kMarkSlots: beyond kTimedMicroSteps micro-steps only the last
 // micro-step's phases are timed (the step, communication and loss times stay complete).
 // Contract: nothing allocates (marks sized once); each event is recorded once, under the step whose
@@ -44,6 +45,15 @@ class StepTiming {
   std::int64_t backward_end_ns() const { return ops_.mark_ns(marks_.back().backward_end); }
   // GPU, after the step's synchronisation: the phases whose marks it resolved (no-op on the CPU).
   void record_resolved(std::int64_t step);
+  // The optimizer inside the step's CUDA graph: its marks are recorded by the capture and again by
+  // every replay, before the step's synchronisation; record_graph_optimizer(step) records the
+  // interval of this step's replay (a step the device skipped shows an empty one).
+  void graph_optimizer_begin() { graph_optimizer_marks_[0] = ops_.mark(); }
+  void graph_optimizer_end() {
+    graph_optimizer_marks_[1] = ops_.mark();
+    graph_optimizer_ = true;
+  }
+  void record_graph_optimizer(std::int64_t step);
 
  private:
   bool timed(std::int64_t k) const;
@@ -56,6 +66,8 @@ class StepTiming {
   std::vector<MicroMarks> marks_;  // one per micro-step, sized once
   std::uint32_t optimizer_marks_[2] = {0, 0};
   bool optimizer_pending_ = false;  // GPU: the last optimizer's marks await the next synchronisation
+  std::uint32_t graph_optimizer_marks_[2] = {0, 0};  // owned by the graph (ids never reused)
+  bool graph_optimizer_ = false;
 };
 
 }  // namespace microddp::ddp

@@ -143,7 +143,8 @@ StepRecord Trainer::step() {
   const float loss_scale = 1.0f / static_cast<float>(config_.accum_steps * config_.global_batch);
   // 1-3. Data, forward and backward per micro-step (the last backward launches the gradient sync),
   // the sync completes, and the numerics verdict is agreed: the step's one host synchronisation.
-  if (graph_->graphs_step(steps_run_)) {
+  const bool graphed = graph_->graphs_step(steps_run_);
+  if (graphed) {
     graphed_phases(step, loss_scale);
   } else {
     eager_phases(step, loss_scale);
@@ -153,9 +154,16 @@ StepRecord Trainer::step() {
     const GradCompressor* c = sync_->compressor();
     verdict_.enforce(step, c != nullptr ? c->nonfinite_hint() : std::string_view{});
   }
-  // 4. The optimizer update, unless the step is skipped.
+  // 4. The optimizer update, unless the step is skipped. A replayed step has run its update already,
+  // gated on the device by the same verdict; the host only counts it.
   const double grad_norm = verdict_.grad_norm();
-  if (!verdict_.nonfinite()) update(grad_norm);
+  if (!verdict_.nonfinite()) {
+    if (graphed) {
+      update_->commit_gated();
+    } else {
+      update(grad_norm);
+    }
+  }
   update_->end_step();
   // 5. Fault points and the periodic checks.
   if (const core::ArmedFault* f = faults_.perturb_parameter(step)) {
@@ -198,15 +206,23 @@ void Trainer::graphed_phases(std::int64_t step, float loss_scale) {
   // One micro-step (graph_obstacle). The batch is uploaded outside the graph, which reads the model's
   // input buffer (its address is fixed) after the upload, in stream order.
   load_batch(step, 0);
+  update_->stage_gated();  // this step's optimizer scalars (Adam's step count), read by the replay
   if (!graph_->captured()) {
-    // The capture runs phases 1-3's host code once and records their calls instead of running them;
-    // the replay below is this step's execution, as it is every later step's.
+    // The capture runs phases 1-4's host code once and records their calls instead of running them;
+    // the replay below is this step's execution, as it is every later step's. The optimizer is gated
+    // on the device by the verdict's all-reduced numbers (skip, clip): it cannot wait for the host.
     graph_->begin();
     try {
       forward_backward(step, 0, loss_scale);
       sync_->finish();
       update_->grad_sum_squares_to(verdict_.sum_squares());
       verdict_.queue_reduce(1);
+      {
+        OpsRange r(ops_, "optimizer");
+        timing_.graph_optimizer_begin();
+        update_->apply_gated(verdict_.device_numerics(), config_.clip_grad_norm);
+        timing_.graph_optimizer_end();
+      }
       graph_->end();
     } catch (...) {
       graph_->abort();
@@ -224,6 +240,7 @@ void Trainer::graphed_phases(std::int64_t step, float loss_scale) {
     verdict_.wait_reduce();  // the replay's marks are resolved with it
   }
   timing_.record_resolved(step);
+  timing_.record_graph_optimizer(step);
   events_.record(core::EventKind::LossSync, step, -1, loss_begin, core::now_ns());
 }
 

@@ -22,11 +22,17 @@ std::vector<std::string> optimizer_state_names(const OptimizerConfig& config) {
 }
 
 Adam::Adam(const OptimizerConfig& config, std::int64_t n, kernels::Ops& ops, bool decoupled)
-    : config_(config), n_(n), ops_(ops), decoupled_(decoupled), m_(ops, n), v_(ops, n) {}
+    : config_(config),
+      n_(n),
+      ops_(ops),
+      decoupled_(decoupled),
+      m_(ops, n),
+      v_(ops, n),
+      staged_(ops, 1),
+      device_params_(ops, 1) {}
 
-void Adam::begin_step() {
-  ++steps_;
-  kernels::AdamParams& a = step_params_;
+kernels::AdamParams Adam::params_for_step(std::int64_t t) const {
+  kernels::AdamParams a;
   a.lr = config_.lr;
   a.beta1 = config_.beta1;
   a.beta2 = config_.beta2;
@@ -34,10 +40,21 @@ void Adam::begin_step() {
   a.weight_decay = config_.weight_decay;
   a.decoupled = decoupled_;
   // Bias corrections computed once per step in double, then rounded (same on every rank/device).
-  a.bias_correction1 =
-      static_cast<float>(1.0 - std::pow(static_cast<double>(config_.beta1), static_cast<double>(steps_)));
-  a.bias_correction2 =
-      static_cast<float>(1.0 - std::pow(static_cast<double>(config_.beta2), static_cast<double>(steps_)));
+  a.bias_correction1 = static_cast<float>(1.0 - std::pow(static_cast<double>(config_.beta1), static_cast<double>(t)));
+  a.bias_correction2 = static_cast<float>(1.0 - std::pow(static_cast<double>(config_.beta2), static_cast<double>(t)));
+  return a;
+}
+
+void Adam::begin_step() {
+  ++steps_;
+  step_params_ = params_for_step(steps_);
+}
+
+void Adam::stage_gated_step() { staged_[0] = params_for_step(steps_ + 1); }
+
+void Adam::queue_gated_step(float* params, const float* grads, const kernels::UpdateGate* gate) {
+  ops_.copy_from_host_async(device_params_.data(), staged_.data(), sizeof(kernels::AdamParams));
+  ops_.adam_step_gated(device_params_.data(), gate, params, grads, m_.data(), v_.data(), n_);
 }
 
 void Adam::update_range(float* params, const float* grads, std::int64_t state_offset, std::int64_t count) {
@@ -48,18 +65,36 @@ void Adam::update_range(float* params, const float* grads, std::int64_t state_of
 }
 
 Sgd::Sgd(const OptimizerConfig& config, std::int64_t n, kernels::Ops& ops)
-    : config_(config), n_(n), ops_(ops), momentum_(ops, config.momentum != 0.0f ? n : 0) {}
+    : config_(config),
+      n_(n),
+      ops_(ops),
+      momentum_(ops, config.momentum != 0.0f ? n : 0),
+      staged_(ops, 1),
+      device_params_(ops, 1) {}
 
-void Sgd::update_range(float* params, const float* grads, std::int64_t state_offset, std::int64_t count) {
-  MDDP_CHECK(state_offset >= 0 && count >= 0 && state_offset + count <= n_,
-             "SGD update of state [" << state_offset << ", " << state_offset + count << ") outside " << n_);
-  if (count == 0) return;
+kernels::SgdParams Sgd::params() const {
   kernels::SgdParams s;
   s.lr = config_.lr;
   s.momentum = config_.momentum;
   s.weight_decay = config_.weight_decay;
   s.nesterov = config_.nesterov;
-  ops_.sgd_step(s, params, grads, config_.momentum != 0.0f ? momentum_.data() + state_offset : nullptr, count);
+  return s;
+}
+
+void Sgd::update_range(float* params, const float* grads, std::int64_t state_offset, std::int64_t count) {
+  MDDP_CHECK(state_offset >= 0 && count >= 0 && state_offset + count <= n_,
+             "SGD update of state [" << state_offset << ", " << state_offset + count << ") outside " << n_);
+  if (count == 0) return;
+  ops_.sgd_step(this->params(), params, grads, config_.momentum != 0.0f ? momentum_.data() + state_offset : nullptr,
+                count);
+}
+
+void Sgd::stage_gated_step() { staged_[0] = params(); }
+
+void Sgd::queue_gated_step(float* params, const float* grads, const kernels::UpdateGate* gate) {
+  ops_.copy_from_host_async(device_params_.data(), staged_.data(), sizeof(kernels::SgdParams));
+  ops_.sgd_step_gated(device_params_.data(), gate, params, grads, config_.momentum != 0.0f ? momentum_.data() : nullptr,
+                      n_);
 }
 
 }  // namespace microddp::model

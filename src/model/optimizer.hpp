@@ -57,6 +57,21 @@ class Optimizer {
   // Bytes read+written by one step (for the GB/s report).
   virtual double bytes_per_step() const = 0;
 
+  // ---- a step decided on the device (the optimizer inside the step's CUDA graph, ddp/step_graph.hpp) ----
+  // A replayed step runs its optimizer before the host knows whether the step is skipped, so the
+  // step's scalars (Adam's bias corrections of step t) travel through device memory:
+  //   stage_gated_step()   the host writes the scalars of step steps_taken() + 1 to host staging
+  //                        memory, before each replay (the replay's copy reads them then);
+  //   queue_gated_step()   queues the copy of the staged scalars to the device and the update of all
+  //                        state_count() elements, gated by *gate (Ops::update_gate): recorded once
+  //                        into the graph, replayed every step;
+  //   commit_gated_step()  after the verdict, for a step that was not skipped: the step count
+  //                        advances exactly as step() advances it (begin_step(), nothing queued).
+  // A gated step gives the bits of step() (with the eager clip scale before it).
+  virtual void stage_gated_step() = 0;
+  virtual void queue_gated_step(float* params, const float* grads, const kernels::UpdateGate* gate) = 0;
+  void commit_gated_step() { begin_step(); }
+
  protected:
   std::int64_t steps_ = 0;
 };
@@ -81,14 +96,21 @@ class Adam final : public Optimizer {
     const auto names = optimizer_state_names(config_);
     return {{names[0], m_.data(), m_.count()}, {names[1], v_.data(), v_.count()}};
   }
+  void stage_gated_step() override;
+  void queue_gated_step(float* params, const float* grads, const kernels::UpdateGate* gate) override;
 
  private:
+  // The scalars of step t (bias corrections 1 - beta^t computed in double, then rounded).
+  kernels::AdamParams params_for_step(std::int64_t t) const;
   OptimizerConfig config_;
   std::int64_t n_;
   kernels::Ops& ops_;
   bool decoupled_;
   kernels::AdamParams step_params_;  // set by begin_step()
   kernels::OpsBuffer<float> m_, v_;
+  // The gated step's scalars: staged by the host, copied to the device by the replay.
+  kernels::OpsHostBuffer<kernels::AdamParams> staged_;
+  kernels::OpsBuffer<kernels::AdamParams> device_params_;
 };
 
 class Sgd final : public Optimizer {
@@ -102,12 +124,17 @@ class Sgd final : public Optimizer {
     if (config_.momentum == 0.0f) return {};
     return {{optimizer_state_names(config_)[0], momentum_.data(), momentum_.count()}};
   }
+  void stage_gated_step() override;
+  void queue_gated_step(float* params, const float* grads, const kernels::UpdateGate* gate) override;
 
  private:
+  kernels::SgdParams params() const;
   OptimizerConfig config_;
   std::int64_t n_;
   kernels::Ops& ops_;
   kernels::OpsBuffer<float> momentum_;
+  kernels::OpsHostBuffer<kernels::SgdParams> staged_;  // as Adam's (constant today: ready for a schedule)
+  kernels::OpsBuffer<kernels::SgdParams> device_params_;
 };
 
 }  // namespace microddp::model

@@ -29,6 +29,10 @@ Breakdown breakdown_of(const StepStats& m) {
   return b;
 }
 
+double gpu_host_ms(const StepStats& m) {
+  return std::max(0.0, m.step_ms - (m.data_ms + m.forward_ms + m.backward_ms + m.comm_exposed_ms + m.optimizer_ms));
+}
+
 StepProfile profile_of(const RunRecord& rec, const StrategyRun& run) {
   const StepStats m = run.mean();
   StepProfile p;
@@ -38,6 +42,10 @@ StepProfile profile_of(const RunRecord& rec, const StrategyRun& run) {
   p.optimizer_s = m.optimizer_ms * 1e-3;
   p.loss_sync_s = m.loss_sync_ms * 1e-3;
   p.other_s = std::max(0.0, breakdown_of(m).other_ms * 1e-3);
+  if (rec.on_gpu()) {  // the loss sync overlaps the device phases: the host's share instead (gpu_host_ms)
+    p.loss_sync_s = gpu_host_ms(m) * 1e-3;
+    p.other_s = 0;
+  }
   p.params = model::param_layout(rec.model);
   p.rows_per_rank = rec.rows_per_rank();
   p.peer_lag_s = run.peer_lag_ms * 1e-3;
@@ -57,7 +65,7 @@ StepProfile profile_of(const RunRecord& rec, const StrategyRun& run) {
   return p;
 }
 
-Verdict bottleneck(const RunRecord& rec, const Breakdown& b, double peak_gflops_per_thread, double mem_gbytes_s) {
+Verdict bottleneck(const RunRecord& rec, const Breakdown& b, const AnalyzeOptions& opt) {
   Verdict v;
   const auto params = model::param_layout(rec.model);
   double weights = 0, total = 0;
@@ -69,7 +77,19 @@ Verdict bottleneck(const RunRecord& rec, const Breakdown& b, double peak_gflops_
   const double flops = 6.0 * rows * weights;  // forward 2·rows·W, backward dW + dX 4·rows·W
   const double compute_ms = b.forward_ms + b.backward_ms;
   v.gemm_gflops = compute_ms > 0 ? flops / (compute_ms * 1e-3) * 1e-9 : 0;
-  v.peak_gflops = peak_gflops_per_thread * std::max(1, rec.threads);
+  // A CPU's peak scales with the run's BLAS threads; a GPU run is compared with its GPU's peak at the
+  // run's precision and its memory bandwidth, which the caller measured or was given (the report
+  // names the source either way; never a CPU's numbers for a GPU run).
+  char cpu_source[160];
+  std::snprintf(cpu_source, sizeof cpu_source, "%g GFLOP/s per thread x %d thread(s), --peak-gflops",
+                opt.peak_gflops_per_thread, std::max(1, rec.threads));
+  const bool gpu = rec.on_gpu();
+  v.peak_gflops = gpu ? opt.device_peak_gflops : opt.peak_gflops_per_thread * std::max(1, rec.threads);
+  v.peak_source = gpu ? (opt.device_peak_source.empty() ? std::string("unknown") : opt.device_peak_source)
+                      : std::string(cpu_source);
+  const double mem_gbytes_s = gpu ? opt.device_mem_gbytes_s : opt.mem_gbytes_s;
+  v.memory_source = gpu ? (opt.device_mem_source.empty() ? std::string("unknown") : opt.device_mem_source)
+                        : std::string("--mem-gbps");
   // Adam/AdamW read p, g, m, v and write p, m, v: 28 bytes per parameter; SGD(+momentum) ~16.
   const double opt_bytes = (rec.optimizer == "sgd" ? 16.0 : 28.0) * total;
   v.optimizer_gbytes_s = b.optimizer_ms > 0 ? opt_bytes / (b.optimizer_ms * 1e-3) * 1e-9 : 0;
@@ -78,31 +98,43 @@ Verdict bottleneck(const RunRecord& rec, const Breakdown& b, double peak_gflops_
   v.comm_gbytes_s = b.comm_busy_ms > 0 ? static_cast<double>(b.comm_bytes) / (b.comm_busy_ms * 1e-3) * 1e-9 : 0;
   const double step = std::max(b.step_ms, 1e-12);
   v.compute_pct = 100.0 * compute_ms / step;
-  v.communication_pct = 100.0 * (b.exposed_ms + b.loss_sync_ms) / step;
+  v.communication_pct = 100.0 * (b.exposed_ms + (gpu ? 0.0 : b.loss_sync_ms)) / step;
   v.memory_pct = 100.0 * (b.optimizer_ms + b.data_ms) / step;
+  const double host_ms = gpu ? std::max(0.0, b.step_ms - (b.data_ms + compute_ms + b.exposed_ms + b.optimizer_ms)) : 0.0;
+  v.host_pct = 100.0 * host_ms / step;
   std::ostringstream why;
-  char buf[512];
-  if (v.communication_pct >= v.compute_pct && v.communication_pct >= v.memory_pct) {
+  char buf[1024];
+  if (gpu && v.host_pct > v.compute_pct && v.host_pct > v.communication_pct && v.host_pct > v.memory_pct) {
+    v.kind = "host-bound";
+    std::snprintf(buf, sizeof buf,
+                  "the GPU's phases leave %.1f%% of the step (%.3f of %.3f ms) to the host: kernel launches, the "
+                  "step's synchronisation and the verdict's all-reduce (a CUDA graph, train --cuda-graph on, "
+                  "replays the launches); forward+backward %.1f%% at %.1f GFLOP/s (%.0f%% of %.0f GFLOP/s peak: %s), "
+                  "exposed communication %.1f%%",
+                  v.host_pct, host_ms, b.step_ms, v.compute_pct, v.gemm_gflops,
+                  v.peak_gflops > 0 ? 100.0 * v.gemm_gflops / v.peak_gflops : 0.0, v.peak_gflops,
+                  v.peak_source.c_str(), v.communication_pct);
+  } else if (v.communication_pct >= v.compute_pct && v.communication_pct >= v.memory_pct) {
     v.kind = "communication-bound";
     std::snprintf(buf, sizeof buf,
                   "exposed communication is %.1f%% of the step (%.3f of %.3f ms); all-reduce moves %.2f MiB/step at "
                   "%.2f GB/s algorithm bandwidth",
-                  v.communication_pct, b.exposed_ms + b.loss_sync_ms, b.step_ms,
+                  v.communication_pct, b.exposed_ms + (gpu ? 0.0 : b.loss_sync_ms), b.step_ms,
                   static_cast<double>(b.comm_bytes) / (1 << 20), v.comm_gbytes_s);
   } else if (v.memory_pct > v.compute_pct) {
     v.kind = "memory-bound";
     std::snprintf(
         buf, sizeof buf,
         "optimizer + data take %.1f%% of the step; the optimizer streams %.1f MB at %.1f GB/s (reference %.1f "
-        "GB/s) while forward+backward reach %.1f GFLOP/s",
-        v.memory_pct, opt_bytes * 1e-6, v.optimizer_gbytes_s, mem_gbytes_s, v.gemm_gflops);
+        "GB/s: %s) while forward+backward reach %.1f GFLOP/s",
+        v.memory_pct, opt_bytes * 1e-6, v.optimizer_gbytes_s, mem_gbytes_s, v.memory_source.c_str(), v.gemm_gflops);
   } else {
     v.kind = "compute-bound";
     std::snprintf(buf, sizeof buf,
-                  "forward+backward take %.1f%% of the step at %.1f GFLOP/s (%.0f%% of %.0f GFLOP/s peak for %d "
-                  "thread(s)); exposed communication %.1f%%, optimizer+data %.1f%%",
+                  "forward+backward take %.1f%% of the step at %.1f GFLOP/s (%.0f%% of %.0f GFLOP/s peak: %s); "
+                  "exposed communication %.1f%%, optimizer+data %.1f%%",
                   v.compute_pct, v.gemm_gflops, v.peak_gflops > 0 ? 100.0 * v.gemm_gflops / v.peak_gflops : 0.0,
-                  v.peak_gflops, rec.threads, v.communication_pct, v.memory_pct);
+                  v.peak_gflops, v.peak_source.c_str(), v.communication_pct, v.memory_pct);
   }
   v.reason = buf;
   return v;
@@ -265,7 +297,7 @@ Analysis analyze(const RunRecord& rec, const CommModel& model, const AnalyzeOpti
   out.reference = reference->strategy;
   out.reference_peer_lag_ms = reference->peer_lag_ms;
   out.breakdown = breakdown_of(reference->mean());
-  out.bottleneck = bottleneck(rec, out.breakdown, opt.peak_gflops_per_thread, opt.mem_gbytes_s);
+  out.bottleneck = bottleneck(rec, out.breakdown, opt);
 
   // Every strategy predicted from the reference compute (what-if at this rank count).
   const double what_if_cap = reference->bucket_mb > 0 ? reference->bucket_mb * kMiB : 25.0 * kMiB;

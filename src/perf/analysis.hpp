@@ -37,17 +37,29 @@ Breakdown breakdown_of(const StepStats& mean);
 
 StepProfile profile_of(const RunRecord& rec, const StrategyRun& run);
 
+// A GPU step's time outside the device's phases: step - (data + forward + backward + exposed
+// communication + optimizer), at least 0. On a GPU those phases are CUDA-event times and the host's
+// loss sync contains the wait for them (docs/gpu.md, "Phase timing"), so the loss sync cannot be
+// added to them; what is left is the host's share: launches, the synchronisation, the verdict.
+double gpu_host_ms(const StepStats& mean);
+
 struct Verdict {
   std::string kind;                                               // compute-bound | communication-bound | memory-bound
   double compute_pct = 0, communication_pct = 0, memory_pct = 0;  // shares of the step
+  // A GPU run only: the share of the step outside the device's phases (kernel launches, the step's
+  // one host synchronisation and the verdict's all-reduce): gpu_host_ms / step.
+  double host_pct = 0;
   double gemm_gflops = 0;  // achieved in forward+backward (6·rows·weights FLOPs)
   double peak_gflops = 0;
+  std::string peak_source;        // where peak_gflops comes from (the report says it)
   double optimizer_gbytes_s = 0;  // bytes the optimizer streams / its time
   double memory_gbytes_s = 0;     // the reference bandwidth
+  std::string memory_source;      // where memory_gbytes_s comes from
   double comm_gbytes_s = 0;       // bytes all-reduced / total comm time
   std::string reason;
 };
-Verdict bottleneck(const RunRecord& rec, const Breakdown& b, double peak_gflops_per_thread, double mem_gbytes_s);
+struct AnalyzeOptions;
+Verdict bottleneck(const RunRecord& rec, const Breakdown& b, const AnalyzeOptions& opt);
 
 struct AnalyzeOptions {
   double link_gbps = 0;  // 0: use the fitted model of the run's backend for scaling
@@ -67,6 +79,13 @@ struct AnalyzeOptions {
   bool burst_credit_refills_when_idle = false;
   double peak_gflops_per_thread = 166;  // the development machine: 64 FLOP/cycle × 2.6 GHz (AVX-512 FMA)
   double mem_gbytes_s = 15;             // the development machine: STREAM-style triad, 1 thread
+  // A GPU run's references (RunRecord::on_gpu), used instead of the two above: the device's GEMM
+  // peak in GFLOP/s and its memory bandwidth in GB/s, each with where it came from ("measured on
+  // cuda:0 ...", "--peak-gflops, given for this GPU", or why it is unknown; 0 when unknown).
+  double device_peak_gflops = 0;
+  std::string device_peak_source;
+  double device_mem_gbytes_s = 0;
+  std::string device_mem_source;
 };
 
 // All-reduce time for the run's backend at `ranks` (0 at one rank); async = the progress-thread

@@ -1,6 +1,7 @@
 // analysis_report.cpp — the text report and the JSON of an Analysis (see analysis_report.hpp).
 #include "perf/analysis_report.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -23,7 +24,11 @@ std::string scaling_label(const ScalingResult& s) {
   return label + " " + mib + " MiB";
 }
 
-nlohmann::json breakdown_json(const Breakdown& b) {
+// On a GPU (gpu = true) the loss sync contains the device phases: the overhead is the exposed time
+// alone, as the text report says.
+nlohmann::json breakdown_json(const Breakdown& b, bool gpu) {
+  const double overhead_pct =
+      gpu ? (b.step_ms > 0 ? 100.0 * b.exposed_ms / b.step_ms : 0.0) : b.comm_overhead_pct();
   return {{"step_ms", b.step_ms},
           {"data_ms", b.data_ms},
           {"forward_ms", b.forward_ms},
@@ -38,7 +43,7 @@ nlohmann::json breakdown_json(const Breakdown& b) {
           {"comm_queued_ms", b.comm_queued_ms},
           {"collectives", b.collectives},
           {"comm_bytes", b.comm_bytes},
-          {"comm_overhead_pct", b.comm_overhead_pct()},
+          {"comm_overhead_pct", overhead_pct},
           {"overlap_pct", b.overlap_pct()}};
 }
 
@@ -92,7 +97,7 @@ nlohmann::json to_json(const Analysis& a) {
     strategies.push_back({{"strategy", ddp::strategy_name(s.strategy)},
                           {"bucket_mb", s.bucket_mb},
                           {"steps", s.steps},
-                          {"measured", breakdown_json(s.measured)},
+                          {"measured", breakdown_json(s.measured, a.record.on_gpu())},
                           {"peer_lag_ms", s.peer_lag_ms},
                           {"predicted",
                            {{"step_ms", p.step_s * 1e3},
@@ -105,7 +110,7 @@ nlohmann::json to_json(const Analysis& a) {
   }
   out["strategies"] = strategies;
   out["max_abs_error_pct"] = a.max_abs_error_pct;
-  out["breakdown"] = breakdown_json(a.breakdown);
+  out["breakdown"] = breakdown_json(a.breakdown, a.record.on_gpu());
   out["breakdown"]["strategy"] = ddp::strategy_name(a.reference);
   out["breakdown"]["peer_lag_ms"] = a.reference_peer_lag_ms;
   const Verdict& v = a.bottleneck;
@@ -113,8 +118,11 @@ nlohmann::json to_json(const Analysis& a) {
                        {"compute_pct", v.compute_pct},
                        {"communication_pct", v.communication_pct},
                        {"memory_pct", v.memory_pct},
+                       {"host_pct", v.host_pct},
                        {"gemm_gflops", v.gemm_gflops},
                        {"peak_gflops", v.peak_gflops},
+                       {"peak_source", v.peak_source},
+                       {"memory_reference_source", v.memory_source},
                        {"optimizer_gbytes_s", v.optimizer_gbytes_s},
                        {"memory_reference_gbytes_s", v.memory_gbytes_s},
                        {"comm_algbw_gbytes_s", v.comm_gbytes_s},
@@ -155,11 +163,15 @@ std::string format_report(const Analysis& a) {
   const RunRecord& c = a.record;
   std::snprintf(buf, sizeof buf,
                 "# microddp analyze: %s\n#   model in=%lld width=%lld depth=%lld classes=%lld, global batch %lld, %d "
-                "rank(s) x %d thread(s), backend %s\n",
+                "rank(s) x %s, backend %s\n",
                 c.source.c_str(), static_cast<long long>(c.model.in_dim), static_cast<long long>(c.model.width),
                 static_cast<long long>(c.model.depth), static_cast<long long>(c.model.classes),
-                static_cast<long long>(c.global_batch), c.ranks, c.threads, c.backend.c_str());
+                static_cast<long long>(c.global_batch), c.ranks,
+                c.on_gpu() ? "1 GPU (device cuda)" : (std::to_string(c.threads) + " thread(s) (device cpu)").c_str(),
+                c.backend.c_str());
   o << buf;
+  if (!c.compute.empty() || c.precision != "fp32")
+    o << "#   compute: " << (c.compute.empty() ? c.device : c.compute) << "; precision " << c.precision << "\n";
   o << "# communication model (" << a.model_source << ")\n";
   for (const auto& e : a.comm_model) {
     const FitResult& f = e.fit;
@@ -211,10 +223,22 @@ std::string format_report(const Analysis& a) {
       b.backward_ms, "exposed comm", b.exposed_ms, "loss sync", b.loss_sync_ms, "optimizer", b.optimizer_ms,
       "sum of phases", b.phase_sum_ms(), "untimed", b.other_ms, "step", b.step_ms);
   o << buf;
+  if (c.on_gpu()) {
+    const double host_ms =
+        std::max(0.0, b.step_ms - (b.data_ms + b.forward_ms + b.backward_ms + b.exposed_ms + b.optimizer_ms));
+    std::snprintf(buf, sizeof buf,
+                  "  on the GPU forward, backward, exposed comm and optimizer are CUDA-event times and the loss sync "
+                  "is the host's wait for them (it contains them: the phases overlap); the host's share, step - "
+                  "device phases: %.3f ms\n",
+                  host_ms);
+    o << buf;
+  }
+  // On a GPU the loss sync contains the device phases: only the exposed communication is overhead.
   std::snprintf(buf, sizeof buf,
                 "  communication overhead %.1f%% of the step; overlap %.1f%% (1 - exposed / busy: busy %.3f ms, "
                 "queued %.3f ms, %lld collectives)\n",
-                b.comm_overhead_pct(), b.overlap_pct(), b.comm_busy_ms, b.comm_queued_ms,
+                c.on_gpu() ? (b.step_ms > 0 ? 100.0 * b.exposed_ms / b.step_ms : 0.0) : b.comm_overhead_pct(),
+                b.overlap_pct(), b.comm_busy_ms, b.comm_queued_ms,
                 static_cast<long long>(b.collectives));
   o << buf;
   std::snprintf(buf, sizeof buf,
@@ -246,6 +270,12 @@ std::string format_report(const Analysis& a) {
   }
   o << "\n";
   o << "\nBottleneck: " << a.bottleneck.kind << "\n  " << a.bottleneck.reason << "\n";
+  {
+    const Verdict& v = a.bottleneck;
+    std::snprintf(buf, sizeof buf, "  references: compute peak %.1f GFLOP/s (%s); memory %.1f GB/s (%s)\n",
+                  v.peak_gflops, v.peak_source.c_str(), v.memory_gbytes_s, v.memory_source.c_str());
+    o << buf;
+  }
   const ScalingResult& sc = a.scaling;
   o << "\nPredicted scaling (" << scaling_label(sc) << "; " << sc.network << "):\n";
   if (!sc.model_warning.empty()) o << "  (!) " << sc.model_warning << "\n";

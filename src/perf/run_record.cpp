@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "core/error.hpp"
+#include "core/precision.hpp"
 #include "perf/config_json.hpp"
 #include "perf/metrics_jsonl.hpp"
 
@@ -100,7 +101,10 @@ nlohmann::json config_json(const RunRecord& r) {
           {"ranks_per_node", r.ranks_per_node},
           {"cores_per_node", r.cores_per_node},
           {"comm", r.backend},
-          {"optimizer", r.optimizer}};
+          {"optimizer", r.optimizer},
+          {"device", r.device},
+          {"compute", r.compute},
+          {"precision", r.precision}};
 }
 
 namespace {
@@ -125,6 +129,9 @@ ddp::TrainConfig config_from_json(const nlohmann::json& c, RunRecord& r, const s
   r.ranks_per_node = std::max(0, c.value("ranks_per_node", 0));
   r.cores_per_node = std::max(0, c.value("cores_per_node", 0));
   r.backend = c.value("comm", std::string("mpi"));
+  r.device = c.value("device", std::string("cpu"));
+  r.compute = c.value("compute", std::string());
+  r.precision = std::string(core::precision_name(cfg.precision));
   return cfg;
 }
 
@@ -156,6 +163,8 @@ void check_record(const RunRecord& r, const std::string& where) {
                    where << ": model shape in_dim " << m.in_dim << ", width " << m.width << ", depth " << m.depth
                          << ", classes " << m.classes << " is out of range");
   MDDP_USAGE_CHECK(r.ranks >= 1 && r.ranks <= (1 << 24), where << ": ranks " << r.ranks << " is out of range");
+  MDDP_USAGE_CHECK(r.device == "cpu" || r.device == "cuda",
+                   where << ": device '" << r.device << "' is not cpu or cuda");
   MDDP_USAGE_CHECK(r.threads >= 1 && r.threads <= 4096, where << ": threads " << r.threads << " is out of range");
   MDDP_USAGE_CHECK(r.global_batch >= 1 && r.global_batch <= (std::int64_t{1} << 40),
                    where << ": global_batch " << r.global_batch << " is out of range");

@@ -46,16 +46,23 @@ struct RunRecord {
   int cores_per_node = 0;
   std::string backend = "mpi";
   std::string optimizer = "adam";
+  // Where the model computed: "cpu" or "cuda" (records without the field: cpu), the compute line of
+  // the run's header ("cuda:0 (NVIDIA ..., cuBLAS ...)"; "" when unknown) and the GEMM precision.
+  std::string device = "cpu";
+  std::string compute;
+  std::string precision = "fp32";
   std::string source;  // where it came from
   std::vector<StrategyRun> runs;
   std::int64_t rows_per_rank() const { return (global_batch + ranks - 1) / ranks; }
+  bool on_gpu() const { return device == "cuda"; }
+  // On a GPU the compute is not on the cores: neither of the two below applies.
   bool time_sliced() const {
-    return ranks_per_node > 0 && cores_per_node > 0 && ranks_per_node * threads > cores_per_node;
+    return !on_gpu() && ranks_per_node > 0 && cores_per_node > 0 && ranks_per_node * threads > cores_per_node;
   }
   // Every core runs a compute thread, none is left for a rank's communication thread (which then
   // shares its rank's cores during backward).
   bool no_spare_core() const {
-    return ranks_per_node > 0 && cores_per_node > 0 && ranks_per_node * (threads + 1) > cores_per_node;
+    return !on_gpu() && ranks_per_node > 0 && cores_per_node > 0 && ranks_per_node * (threads + 1) > cores_per_node;
   }
 };
 

@@ -22,7 +22,7 @@ check() {  # check "<expected stderr text>" <command...>
     echo "FAIL (message lacks '$expect'): $*"; echo "$out" | head -5 | sed 's/^/    /'; failures=$((failures + 1)); return
   fi
   if grep -qE "Segmentation|core dumped|Sanitizer|terminate called|MPI_ABORT" <<<"$out"; then
-    echo "FAIL (crash signature): $*"; failures=$((failures + 1)); return
+    echo "FAIL (crash signature): $*"; echo "$out" | head -30 | sed 's/^/    /'; failures=$((failures + 1)); return
   fi
   echo "ok   $*"
 }
@@ -97,6 +97,21 @@ if "$bin" train --steps 1 --width 8 --depth 1 --device auto 2>/dev/null | grep -
   check "--device cuda"  "$mpiexec" -np 2 "${mpi_flags[@]}" "$bin" "${t[@]}" --device cuda --width 8 --depth 1
 else
   check "runs on host memory only" "$bin" "${t[@]}" --device cuda --comm ring --width 8 --depth 1
+fi
+# analyze and hooks take --device and --precision as train does (the same checks, the same messages).
+check "--device must be cpu, cuda or auto" "$bin" analyze --device tpu --width 8 --depth 1
+check "--device must be cpu, cuda or auto" "$bin" hooks --device gpu --width 8 --depth 1
+check "--precision"      "$bin" hooks --precision fp16
+check "contradicts --precision bf16" "$bin" analyze --tf32 --precision bf16
+check "needs the GPU path" "$bin" hooks --device cpu --precision tf32 --width 8 --depth 1
+check "needs the GPU path" "$bin" analyze --precision tf32 --width 8 --depth 1 --steps 1
+check "--peak-gemm-size" "$bin" analyze --peak-gemm-size 0
+if "$bin" train --steps 1 --width 8 --depth 1 --device auto 2>/dev/null | grep -q "compute    : cpu"; then
+  check "--device cuda"  "$bin" analyze --device cuda --width 8 --depth 1 --steps 1
+  check "--device cuda"  "$mpiexec" -np 2 "${mpi_flags[@]}" "$bin" hooks --device cuda --width 8 --depth 1
+else
+  check "runs on host memory only" "$bin" hooks --device cuda --comm ring --width 8 --depth 1
+  check "runs on host memory only" "$bin" analyze --device cuda --comm ring --width 8 --depth 1 --steps 1
 fi
 check "MICRODDP_FAULT_EXIT" env MICRODDP_FAULT_EXIT=1:0 "$bin" "${t[@]}" --width 8 --depth 1
 check "MICRODDP_RING_SEGMENT_BYTES" env MICRODDP_RING_SEGMENT_BYTES=4k "$bin" "${t[@]}" --width 8 --depth 1

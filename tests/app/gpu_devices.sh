@@ -12,7 +12,10 @@
 #     an explicit --comm nccl there is refused (exit 2) naming the ranks; the same 2 ranks each
 #     seeing one GPU of their own (srun --gpus-per-task=1) train over nccl;
 #   * bench collectives measures the GPU backends on GPU memory; bench ddp --device cuda (bf16) runs
-#     the strategies on the GPUs.
+#     the strategies on the GPUs;
+#   * analyze --device cuda and hooks --device cuda train on the GPUs over nccl: headers name the GPU,
+#     the sweep runs on GPU memory, the verdict's peak is measured on the GPU, ranks agree; with no GPU
+#     visible both refuse --device cuda (exit 2).
 set -u
 bin="$1"; wrap="$2"; have_nccl="$3"; shift 3
 mpiexec="$1"; shift
@@ -20,6 +23,12 @@ mpi_flags=("$@")
 failures=0
 
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+expect_re() {  # expect_re <description> <extended regex that must match a line of $out>
+  if ! grep -qE -- "$2" <<<"$out"; then
+    fail "$1: output lacks /$2/"; echo "$out" | tail -n 8 | sed 's/^/    /'; return
+  fi
+  ok "$1"
+}
 ok() { echo "ok   $*"; }
 # run <timeout s> <env assignments...> -- <command...>: sets $out (stdout+stderr) and $rc.
 run() {
@@ -77,7 +86,41 @@ if [ "$have_nccl" = 1 ]; then
   expect "bench ddp --device cuda: on the GPU over nccl" 0 "2 ranks, nccl backend, device cuda: cuda:0"
   expect "bench ddp --device cuda: bf16" 0 "# precision: bf16"
   expect "bench ddp --device cuda: ranks agree" 0 "# OK (all ranks hold identical parameters after every variant)"
+  # analyze on the GPUs: fresh run of two strategies, the in-process sweep on GPU memory, the verdict
+  # against this GPU's GEMM peak measured at the run's precision (a 32^3 GEMM: the emulated device
+  # computes on the CPU).
+  run 300 CUDA_EMU_NODE_GPUS=2 -- "$mpiexec" -n 2 "${mpi_flags[@]}" "$wrap" "$bin" analyze --device cuda \
+      --precision bf16 --strategies flat,overlap --width 16 --depth 2 --global-batch 16 --steps 2 --warmup 1 \
+      --fit-max-mb 0.01 --peak-gemm-size 32 --max-ranks 4
+  expect "analyze --device cuda: header says the device" 0 "2 rank(s) x 1 GPU (device cuda), backend nccl"
+  expect "analyze --device cuda: compute line names the GPU and precision" 0 "#   compute: cuda:0"
+  expect "analyze --device cuda: bf16" 0 "; precision bf16"
+  expect "analyze --device cuda: the sweep all-reduces GPU memory" 0 "in-process all-reduce sweep, 2 ranks, GPU memory"
+  expect_re "analyze --device cuda: the peak is measured on the GPU at bf16" \
+      "references: compute peak [0-9]+\.[0-9] GFLOP/s \(measured on cuda:0 .*: one 32\^3 bf16 GEMM, median of 5\); memory [0-9]+\.[0-9] GB/s \(measured on cuda:0"
+  expect_re "analyze --device cuda: measured step times" "^  (flat|overlap) +[0-9]+\.[0-9]+"
+  expect "analyze --device cuda: ranks agree" 0 "# OK: all 2 ranks hold identical parameters after the fresh run"
+  if grep -qF "peak for" <<<"$out" || grep -qF "per thread" <<<"$out"; then
+    fail "analyze --device cuda: a CPU peak in a GPU report"
+  else
+    ok "analyze --device cuda: no CPU peak in the report"
+  fi
+  # hooks on the GPUs: every collective's launch and completion, device times, ranks agree.
+  run 300 CUDA_EMU_NODE_GPUS=2 -- "$mpiexec" -n 2 "${mpi_flags[@]}" "$wrap" "$bin" hooks --device cuda --tf32 \
+      --width 16 --depth 2 --global-batch 16 --steps 2 --strategy bucketed --bucket-mb 0.001
+  expect "hooks --device cuda: header says the device" 0 "over nccl, 2 ranks, device cuda"
+  expect "hooks --device cuda: compute line names the GPU" 0 "# compute: cuda:0"
+  expect "hooks --device cuda: --tf32 reaches the GPU's GEMMs" 0 "tf32 on); precision tf32"
+  expect "hooks --device cuda: says which times are the GPU's" 0 "# on the GPU: grad_ready and launch are when the host queued them"
+  expect_re "hooks --device cuda: collectives complete, with times" "^ +[0-9]+\.[0-9]{3}  complete +layer_00\.weight \([0-9]+ us after launch\)"
+  expect_re "hooks --device cuda: gradients ready, with times" "^ +-?[0-9]+\.[0-9]{3}  grad_ready +layer_02\.weight \(#1\)"
+  expect "hooks --device cuda: ranks agree" 0 "# OK: all 2 ranks hold identical parameters after 2 steps"
 fi
+# No GPU visible: analyze and hooks refuse --device cuda with the agreed message (exit 2).
+run 120 CUDA_EMU_NODE_GPUS=0 -- "$mpiexec" -n 2 "${mpi_flags[@]}" "$bin" analyze --device cuda --width 8 --depth 1 --steps 1
+expect "analyze --device cuda, no GPU: refused" 2 "no CUDA device visible"
+run 120 CUDA_EMU_NODE_GPUS=0 -- "$mpiexec" -n 2 "${mpi_flags[@]}" "$bin" hooks --device cuda --width 8 --depth 1
+expect "hooks --device cuda, no GPU: refused" 2 "no CUDA device visible"
 
 if [ "$failures" -ne 0 ]; then echo "$failures case(s) failed"; exit 1; fi
 echo "all cases passed"

@@ -42,6 +42,7 @@
 #include "ddp/step_graph.hpp"
 #include "ddp/trainer.hpp"
 #include "kernels/cuda/device.hpp"
+#include "kernels/elementwise.hpp"
 #include "kernels/ops.hpp"
 #include "support/gpu_ranks.hpp"
 #include "support/memory_source.hpp"
@@ -366,8 +367,8 @@ TEST_P(DeviceTraining, ShardedMatchesDdpAndResumesBitwise) {
 
 // --cuda-graph (ddp/step_graph.hpp): a run whose steady-state step is replayed as one CUDA graph
 // trains the same bits as the same run launched call by call, for every strategy, with Adam and
-// clipping (the optimizer's scalars change every step, outside the graph) and with a file source
-// (the upload is outside the graph too). Where the run cannot graph (the CPU stand-in, host
+// clipping (the optimizer is in the graph: its step count staged per replay, its clip factor made on
+// the device) and with a file source (the upload is outside the graph). Where the run cannot graph (the CPU stand-in, host
 // backends), auto falls back to the eager step and `on` is a usage error naming why.
 TEST_P(DeviceTraining, GraphedStepIsBitwiseTheEagerStep) {
   const int gpu = gpu_for(GetParam());
@@ -448,11 +449,63 @@ TEST_P(DeviceTraining, GraphedStepIsBitwiseTheEagerStep) {
   }
 }
 
+// --on-nan skip inside the graph: the replayed optimizer cannot wait for the host's verdict, so the
+// device skips it from the all-reduced numbers. A batch with a NaN input at step 4 (a replayed step):
+// that step is skipped in both runs and the graphed run ends with the eager run's bits (parameters,
+// Adam moments; the step count shows in every later step's bias corrections).
+TEST_P(DeviceTraining, GraphedStepSkipsANonFiniteStepOnTheDevice) {
+  const int gpu = gpu_for(GetParam());
+  if (gpu < 0) GTEST_SKIP() << "no GPU for backend " << GetParam() << " on every rank of this node";
+  if (cpu_standin() || !is_stream_backend(GetParam())) GTEST_SKIP() << "graphs need a stream-ordered backend";
+  TrainConfig cfg = gpu_config();
+  cfg.steps = 6;
+  cfg.optimizer.name = "adam";
+  cfg.optimizer.lr = 0.01f;
+  cfg.clip_grad_norm = 0.5f;
+  cfg.on_nan = NanPolicy::Skip;
+  constexpr std::int64_t kNanStep = 3;  // 0-based: the fourth step, the third replay
+  const std::int64_t rows = cfg.steps * cfg.global_batch;  // read in order, no wrap-around
+  auto source = microddp::testing::MemorySource::synthetic(5, rows, cfg.model.in_dim, cfg.model.classes);
+  std::vector<float> x(static_cast<std::size_t>(rows * cfg.model.in_dim));
+  std::vector<std::int32_t> y(static_cast<std::size_t>(rows));
+  source.fill(0, rows, x.data(), y.data());
+  x[static_cast<std::size_t>(kNanStep * cfg.global_batch * cfg.model.in_dim)] = std::numeric_limits<float>::quiet_NaN();
+  const microddp::testing::MemorySource poisoned(cfg.model.in_dim, cfg.model.classes, x, y);
+  auto run = [&](CudaGraphMode mode) {
+    TrainConfig c = cfg;
+    c.cuda_graph = mode;
+    auto ops = device_ops(gpu);
+    auto comm = make_comm(GetParam());
+    comm->set_compute_stream(ops->native_stream());
+    Trainer t(c, *comm, *ops);
+    DataSourceLease lease = t.set_data_source(poisoned);
+    t.setup();
+    std::vector<StepRecord> recs;
+    while (t.steps_done() < c.steps) recs.push_back(t.step());
+    EXPECT_EQ(t.optimizer_steps(), c.steps - 1) << "one step skipped";
+    return std::make_pair(snapshot(t, recs), t.step_graph().replays());
+  };
+  const auto [eager, no_replays] = run(CudaGraphMode::Off);
+  const auto [graphed, replays] = run(CudaGraphMode::On);
+  EXPECT_EQ(no_replays, 0);
+  EXPECT_EQ(replays, cfg.steps - StepGraph::kWarmupSteps);
+  for (std::size_t i = 0; i < eager.records.size(); ++i) {
+    EXPECT_EQ(eager.records[i].skipped, i == static_cast<std::size_t>(kNanStep)) << "step " << i;
+    EXPECT_EQ(graphed.records[i].skipped, eager.records[i].skipped) << "step " << i;
+    if (!eager.records[i].skipped) {
+      EXPECT_EQ(graphed.records[i].loss, eager.records[i].loss) << "step " << i;
+    }
+  }
+  EXPECT_EQ(std::memcmp(graphed.params.data(), eager.params.data(), eager.params.size() * sizeof(float)), 0);
+  ASSERT_EQ(graphed.state.size(), eager.state.size());
+  for (std::size_t b = 0; b < eager.state.size(); ++b) EXPECT_EQ(graphed.state[b], eager.state[b]) << "state " << b;
+}
+
 #if defined(MICRODDP_TEST_CUDA_EMU)
 // What the graph saves the host, counted by the emulated device over 4 steady-state steps of the
-// bucketed default: the GEMMs and every forward/backward kernel leave the host (one graph launch per
-// step replays them), the step still synchronises once, and what the host still launches one by
-// one (the optimizer, the batch) is a small fraction of the eager step's launches.
+// bucketed default: the GEMMs, every forward/backward kernel and the optimizer leave the host (one
+// graph launch per step replays them), the step still synchronises once, and the host launches only
+// the batch: the synthetic set's two generator kernels (features, labels: gpu::synthetic_rows).
 TEST_P(DeviceTraining, GraphedStepLaunchesOnTheEmulatedDevice) {
   const int gpu = gpu_for(GetParam());
   if (gpu < 0) GTEST_SKIP() << "no GPU for backend " << GetParam() << " on every rank of this node";
@@ -497,7 +550,8 @@ TEST_P(DeviceTraining, GraphedStepLaunchesOnTheEmulatedDevice) {
   EXPECT_EQ(graphed.gemm_calls, 0u) << "every GEMM is in the graph";
   EXPECT_EQ(graphed.graph_gemm_nodes, eager.gemm_calls) << "the graph replays the eager step's GEMMs";
   EXPECT_EQ(graphed.host_syncs, 4u) << "still one host synchronisation per step";
-  EXPECT_LT(graphed_calls * 5, eager_calls) << "the host still launches most of the step one by one";
+  EXPECT_EQ(graphed.kernel_launches, 4u * 2u) << "only the batch's two kernels per step come from the host";
+  EXPECT_LT(graphed_calls * 5, eager_calls);
   EXPECT_EQ(graphed.device_allocations + graphed.pinned_allocations, 0u) << "a replay allocates nothing";
 }
 
@@ -507,7 +561,8 @@ TEST_P(DeviceTraining, GraphedStepLaunchesOnTheEmulatedDevice) {
 //     strategy: the batch made on the device, the loss and verdict copied back asynchronously into
 //     pinned memory, the compute stream (not the host) waits for the gradient collectives;
 //   * no pageable copies, no host callbacks, no allocation in the step;
-//   * nothing is uploaded per step: the synthetic batch is made on the device (its generator kernel);
+//   * nothing of the batch is uploaded: the synthetic batch is made on the device (its generator kernel);
+//     a replayed step uploads only its optimizer's scalars (a few bytes from pinned memory);
 //   * every parameter and gradient slice starts 256-byte aligned on the device.
 // The host backends (mpi, hier) on device buffers stage every collective through the host
 // (device_staging.hpp): 1 + 3 x (collectives + 1) synchronisations per step (34 for naive on this
@@ -545,8 +600,9 @@ TEST_P(DeviceTraining, StepHostTrafficOnTheEmulatedDevice) {
     cudaEmuHostSyncReport(report, sizeof report);
     if (stream_ordered) {
       EXPECT_EQ(c.host_syncs, static_cast<std::uint64_t>(kSteps)) << strategy << ": host synchronisations\n" << report;
-      // The synthetic batch is made on the device (ddp/direct_input.hpp): nothing is uploaded.
-      EXPECT_EQ(c.h2d_pinned_bytes, 0u) << strategy;
+      // The synthetic batch is made on the device (ddp/direct_input.hpp): nothing of it is uploaded;
+      // the replayed step's only upload is its optimizer's scalars (SGD's, staged per step).
+      EXPECT_EQ(c.h2d_pinned_bytes, kSteps * sizeof(kernels::SgdParams)) << strategy;
       EXPECT_EQ(c.d2h_pageable_bytes, 0u) << strategy;
     } else {
       // Device staging (device_staging.hpp): per collective one device synchronisation and two
@@ -608,7 +664,8 @@ TEST_P(DeviceTraining, PrefetchedUploadOnTheEmulatedDevice) {
   const data::Sampler sampler(gpu_config().global_batch, microddp::testing::runtime().rank(),
                               microddp::testing::runtime().size());
   const auto bytes = static_cast<std::uint64_t>(sampler.local_count() * (gpu_config().model.in_dim * 4 + 4));
-  EXPECT_EQ(prefetched.c.h2d_pinned_bytes, 4 * bytes) << "the rank's rows and labels, from pinned slots";
+  EXPECT_EQ(prefetched.c.h2d_pinned_bytes, 4 * (bytes + sizeof(kernels::SgdParams)))
+      << "the rank's rows and labels, from pinned slots (and the replayed optimizer's scalars)";
   EXPECT_EQ(prefetched.c.h2d_pageable_bytes, 0u);
   EXPECT_EQ(prefetched.c.device_allocations + prefetched.c.pinned_allocations, 0u) << "the step allocates nothing";
   ASSERT_EQ(prefetched.params.size(), direct.params.size());

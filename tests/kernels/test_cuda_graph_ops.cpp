@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -18,6 +19,7 @@
 #include "cuda_test_main.hpp"
 #include "kernel_test_util.hpp"
 #include "kernels/cuda/device.hpp"
+#include "kernels/elementwise.hpp"
 #include "kernels/ops.hpp"
 #include "kernels/ops_buffer.hpp"
 
@@ -211,6 +213,90 @@ TEST_F(CudaGraphOps, ACapturedStepReplaysBitwiseLikeEagerStepsWithOneLaunchEach)
   gpu_->destroy_graph(graph);
   EXPECT_THROW(gpu_->launch_graph(graph), core::Error) << "destroyed";
   gpu_->destroy_graph(graph);  // twice, or an unknown id: nothing
+}
+
+// The optimizer inside a graph (Ops' gated calls): one capture of [gradient in, gate from the
+// numerics, clip scale, Adam with its scalars from device memory], replayed with a new step count and
+// new numerics staged in pinned memory before each replay, gives the eager sequence's bits
+// (scale(clip) + adam_step with that step's bias corrections), and a replay whose numerics flag a
+// non-finite gradient changes nothing. The scalars are read at replay time, not captured.
+TEST_F(CudaGraphOps, AGatedOptimizerReadsItsScalarsAndVerdictAtReplayTime) {
+  constexpr std::int64_t kN = 1000;
+  constexpr double kMaxNorm = 2.0;
+  struct Buffers {
+    Buffers(Ops& o, const std::vector<float>& p0)
+        : p(o, kN), g(o, kN), g0(o, kN), m(o, kN), v(o, kN), numerics(o, 4), adam(o, 1), gate(o, 1),
+          staged_numerics(o, 4), staged_adam(o, 1) {
+      p.from_host(p0.data(), 0, kN);
+    }
+    std::vector<float> download_p() const {
+      std::vector<float> h(kN);
+      p.to_host(h.data(), 0, kN);
+      return h;
+    }
+    OpsBuffer<float> p, g, g0, m, v;
+    OpsBuffer<double> numerics;
+    OpsBuffer<AdamParams> adam;
+    OpsBuffer<UpdateGate> gate;
+    OpsHostBuffer<double> staged_numerics;
+    OpsHostBuffer<AdamParams> staged_adam;
+  };
+  const std::vector<float> p0 = test::random_normal(kN, 61010, 0.5f);
+  Buffers eager(*gpu_, p0), graphed(*gpu_, p0);
+  auto adam_at = [](int t) {
+    AdamParams a = adam_params();
+    a.bias_correction1 = static_cast<float>(1.0 - std::pow(0.9, t));
+    a.bias_correction2 = static_cast<float>(1.0 - std::pow(0.999, t));
+    return a;
+  };
+  gpu_->synchronize();
+  gpu_->begin_capture();
+  gpu_->copy_from_host_async(graphed.numerics.data(), &graphed.staged_numerics[0], 4 * sizeof(double));
+  gpu_->copy_from_host_async(graphed.adam.data(), &graphed.staged_adam[0], sizeof(AdamParams));
+  gpu_->copy(graphed.g.data(), graphed.g0.data(), kN);
+  gpu_->update_gate(graphed.numerics.data(), kMaxNorm, graphed.gate.data());
+  gpu_->scale_gated(graphed.g.data(), graphed.gate.data(), kN);
+  gpu_->adam_step_gated(graphed.adam.data(), graphed.gate.data(), graphed.p.data(), graphed.g.data(),
+                        graphed.m.data(), graphed.v.data(), kN);
+  const Ops::GraphId graph = gpu_->end_capture();
+  int t = 0;  // the optimizer's step count
+  for (int s = 0; s < 6; ++s) {
+    const std::vector<float> grad = test::random_normal(kN, 61020 + s, s % 2 == 0 ? 0.2f : 0.01f);  // even: clips
+    double sumsq = 0.0;
+    for (float x : grad) sumsq += static_cast<double>(x) * x;
+    const bool skip = s == 3;
+    eager.g.from_host(grad.data(), 0, kN);
+    graphed.g0.from_host(grad.data(), 0, kN);
+    if (!skip) {
+      const double clip = clip_factor(std::sqrt(sumsq), kMaxNorm);
+      if (clip < 1.0) gpu_->scale(eager.g.data(), static_cast<float>(clip), kN);
+      gpu_->adam_step(adam_at(t + 1), eager.p.data(), eager.g.data(), eager.m.data(), eager.v.data(), kN);
+    }
+    graphed.staged_adam[0] = adam_at(t + 1);
+    graphed.staged_numerics[0] = 1.0;
+    graphed.staged_numerics[1] = 0.0;
+    graphed.staged_numerics[2] = skip ? 1.0 : 0.0;
+    graphed.staged_numerics[3] = sumsq;
+    gpu_->launch_graph(graph);
+    gpu_->synchronize();
+    if (!skip) ++t;
+    EXPECT_TRUE(same_bits(eager.download_p(), graphed.download_p())) << "step " << s;
+    UpdateGate gate;
+    graphed.gate.to_host(&gate, 0, 1);
+    EXPECT_EQ(gate.skip, skip ? 1 : 0) << "step " << s;
+    if (!skip && s % 2 == 0) {
+      EXPECT_LT(gate.clip, 1.0f) << "step " << s << " clips";
+    }
+  }
+  EXPECT_FALSE(same_bits(p0, graphed.download_p())) << "the replays updated";
+  for (OpsBuffer<float>* b : {&graphed.m, &graphed.v}) {
+    OpsBuffer<float>& e = b == &graphed.m ? eager.m : eager.v;
+    std::vector<float> want(kN), got(kN);
+    e.to_host(want.data(), 0, kN);
+    b->to_host(got.data(), 0, kN);
+    EXPECT_TRUE(same_bits(want, got));
+  }
+  gpu_->destroy_graph(graph);
 }
 
 TEST_F(CudaGraphOps, CallsThatWaitOrAllocateRefuseDuringACapture) {

@@ -3,8 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
 
 #include "core/error.hpp"
+#include "kernels/elementwise.hpp"
 #include "kernels/ops.hpp"
 #include "model/optimizer.hpp"
 
@@ -55,6 +59,74 @@ TEST(Sgd, MomentumTwoSteps) {
   EXPECT_FLOAT_EQ(p, 0.9f);
   opt->step(&p, &g);  // buf = 0.9 + 1 = 1.9, p = 0.9 - 0.19 = 0.71
   EXPECT_FLOAT_EQ(p, 0.71f);
+}
+
+// The gated step (the optimizer inside the step's CUDA graph) against step(): per step, the host
+// stages the scalars, the "device" gate is made from a verdict's numbers (clip factor, skip), and the
+// host commits unless skipped. The same gradients must give the same bits as the eager sequence
+// clip-scale + step(), skipped steps must leave parameters, state and step count untouched, and the
+// step after a skip must use the right bias corrections. CpuOps runs the gated calls at once.
+TEST(Optimizer, GatedStepIsTheEagerStepAndSkipsOnTheGate) {
+  auto ops = kernels::make_cpu_ops(1);
+  constexpr std::int64_t kN = 37;
+  constexpr double kMaxNorm = 0.8;
+  for (const char* name : {"adam", "adamw", "sgd"}) {
+    OptimizerConfig c;
+    c.name = name;
+    c.lr = 0.05f;
+    c.weight_decay = 0.01f;
+    c.momentum = std::string(name) == "sgd" ? 0.9f : 0.0f;
+    auto eager = make_optimizer(c, kN, *ops);
+    auto gated = make_optimizer(c, kN, *ops);
+    std::vector<float> pe(kN), pg(kN);
+    for (std::int64_t i = 0; i < kN; ++i) pe[i] = pg[i] = 0.1f * static_cast<float>(i % 7) - 0.3f;
+    for (int s = 0; s < 6; ++s) {
+      std::vector<float> grad(kN);
+      double sumsq = 0.0;
+      for (std::int64_t i = 0; i < kN; ++i) {
+        grad[i] = std::sin(0.37f * static_cast<float>(i + 11 * s)) * (s == 2 ? 3.0f : 0.2f);  // step 2 clips
+        sumsq += static_cast<double>(grad[i]) * grad[i];
+      }
+      const bool skip = s == 3;  // the verdict saw a non-finite gradient on some rank
+      const double numerics[4] = {0.5, 0.0, skip ? 1.0 : 0.0, sumsq};
+      // Eager: the trainer's host decisions.
+      std::vector<float> ge = grad;
+      if (!skip) {
+        const double clip = kernels::clip_factor(std::sqrt(sumsq), kMaxNorm);
+        if (clip < 1.0) ops->scale(ge.data(), static_cast<float>(clip), kN);
+        eager->step(pe.data(), ge.data());
+      }
+      // Gated: staged, decided from the numbers, committed only when taken.
+      std::vector<float> gg = grad;
+      kernels::UpdateGate gate;
+      gated->stage_gated_step();
+      ops->update_gate(numerics, kMaxNorm, &gate);
+      EXPECT_EQ(gate.skip, skip ? 1 : 0);
+      ops->scale_gated(gg.data(), &gate, kN);
+      gated->queue_gated_step(pg.data(), gg.data(), &gate);
+      if (!skip) gated->commit_gated_step();
+      EXPECT_EQ(gated->steps_taken(), eager->steps_taken()) << name << " step " << s;
+      EXPECT_EQ(std::memcmp(pe.data(), pg.data(), kN * sizeof(float)), 0) << name << " step " << s;
+      if (s == 2) {
+        EXPECT_LT(gate.clip, 1.0f) << "the clipping step must clip";
+      }
+    }
+    auto se = eager->state_buffers(), sg = gated->state_buffers();
+    ASSERT_EQ(se.size(), sg.size());
+    for (std::size_t b = 0; b < se.size(); ++b)
+      EXPECT_EQ(std::memcmp(se[b].data, sg[b].data, kN * sizeof(float)), 0) << name << " " << se[b].name;
+  }
+}
+
+TEST(Optimizer, UpdateGateIsTheHostsClipFactorAndNanPolicy) {
+  const double grad_bad[4] = {1.0, 0.0, 2.0, 4.0}, loss_bad[4] = {1.0, 1.0, 0.0, 4.0};
+  EXPECT_EQ(kernels::update_gate(grad_bad, 0.0).skip, 1);
+  EXPECT_EQ(kernels::update_gate(loss_bad, 0.0).skip, 1);
+  const double ok[4] = {1.0, 0.0, 0.0, 4.0};  // norm 2
+  EXPECT_EQ(kernels::update_gate(ok, 0.0).skip, 0);
+  EXPECT_EQ(kernels::update_gate(ok, 0.0).clip, 1.0f) << "max_norm 0: no clipping";
+  EXPECT_EQ(kernels::update_gate(ok, 5.0).clip, 1.0f);
+  EXPECT_EQ(kernels::update_gate(ok, 1.0).clip, static_cast<float>(1.0 / (2.0 + 1e-6)));
 }
 
 TEST(Optimizer, UnknownNameIsUsageError) {

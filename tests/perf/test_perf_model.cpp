@@ -647,7 +647,8 @@ TEST(Analysis, JsonKeepsItsFieldsAndTheReportItsNumbers) {
                            "bucket_sweep", "best_bucket", "scaling", "model_warning"}));
   EXPECT_EQ(j.at("type"), "microddp_analysis");
   EXPECT_EQ(keys(j.at("config")), (Keys{"in_dim", "width", "depth", "classes", "global_batch", "ranks", "threads",
-                                        "ranks_per_node", "cores_per_node", "comm", "optimizer"}));
+                                        "ranks_per_node", "cores_per_node", "comm", "optimizer", "device",
+                                        "compute", "precision"}));
   EXPECT_EQ(keys(j.at("comm_model")[0]),
             (Keys{"backend", "collective", "algorithm", "alpha_us", "beta_ns_per_byte", "r2", "max_rel_residual",
                   "line_rms_rel_residual", "rms_rel_residual", "regimes", "warning"}));
@@ -668,8 +669,9 @@ TEST(Analysis, JsonKeepsItsFieldsAndTheReportItsNumbers) {
   EXPECT_EQ(keys(j.at("strategies")[0].at("predicted")),
             (Keys{"step_ms", "exposed_comm_ms", "comm_total_ms", "collectives", "overlap_pct", "model_warning"}));
   EXPECT_EQ(keys(j.at("bottleneck")),
-            (Keys{"verdict", "compute_pct", "communication_pct", "memory_pct", "gemm_gflops", "peak_gflops",
-                  "optimizer_gbytes_s", "memory_reference_gbytes_s", "comm_algbw_gbytes_s", "reason"}));
+            (Keys{"verdict", "compute_pct", "communication_pct", "memory_pct", "host_pct", "gemm_gflops",
+                  "peak_gflops", "peak_source", "optimizer_gbytes_s", "memory_reference_gbytes_s",
+                  "memory_reference_source", "comm_algbw_gbytes_s", "reason"}));
   ASSERT_EQ(j.at("predicted_strategies").size(), ddp::kStrategies.size());
   for (std::size_t i = 0; i < ddp::kStrategies.size(); ++i) {
     EXPECT_EQ(j.at("predicted_strategies")[i].at("strategy"), ddp::strategy_name(ddp::kStrategies[i]));
@@ -696,6 +698,89 @@ TEST(Analysis, JsonKeepsItsFieldsAndTheReportItsNumbers) {
   EXPECT_NE(report.find(line), std::string::npos) << line << "\n" << report;
   EXPECT_NE(report.find("2 size regimes (used for predictions)"), std::string::npos) << report;
   EXPECT_NE(report.find("Bottleneck: " + j.at("bottleneck").at("verdict").get<std::string>()), std::string::npos);
+}
+
+// A GPU run (analyze --device cuda): its phases are CUDA-event times inside the host's loss sync, so
+// the verdict counts the step outside them as the host's share instead of adding the loss sync, and
+// compares with the GPU's references, never the CPU's per-thread peak. Numbers by hand.
+TEST(Analysis, GpuRunIsJudgedAgainstTheGpusReferences) {
+  RunRecord rec = two_rank_record();  // 32-wide, depth 2, 4 classes, 64 rows over 2 ranks
+  rec.device = "cuda";
+  rec.compute = "cuda:0 (test GPU)";
+  rec.precision = "bf16";
+  rec.ranks_per_node = 64;  // would be "time sliced" on 1 core: not on a GPU
+  rec.cores_per_node = 1;
+  EXPECT_FALSE(rec.time_sliced());
+  EXPECT_FALSE(rec.no_spare_core());
+  StepStats st;
+  st.step_ms = 10.0;
+  st.forward_ms = 1.0;
+  st.backward_ms = 2.0;
+  st.comm_exposed_ms = 0.5;
+  st.optimizer_ms = 0.5;
+  st.loss_sync_ms = 9.0;  // contains forward, backward and the exposed wait
+  Breakdown b = breakdown_of(st);
+  EXPECT_DOUBLE_EQ(gpu_host_ms(st), 6.0);  // 10 - (1 + 2 + 0.5 + 0.5)
+  AnalyzeOptions opt;
+  opt.device_peak_gflops = 1000;
+  opt.device_peak_source = "measured on cuda:0";
+  opt.device_mem_gbytes_s = 2000;
+  opt.device_mem_source = "a device copy";
+  Verdict v = bottleneck(rec, b, opt);
+  EXPECT_EQ(v.kind, "host-bound");
+  EXPECT_DOUBLE_EQ(v.host_pct, 60.0);
+  EXPECT_DOUBLE_EQ(v.communication_pct, 5.0);  // the exposed wait only, not the loss sync
+  EXPECT_DOUBLE_EQ(v.compute_pct, 30.0);
+  EXPECT_DOUBLE_EQ(v.peak_gflops, 1000.0);
+  EXPECT_EQ(v.peak_source, "measured on cuda:0");
+  EXPECT_DOUBLE_EQ(v.memory_gbytes_s, 2000.0);
+  EXPECT_EQ(v.memory_source, "a device copy");
+  EXPECT_EQ(v.reason.find("per thread"), std::string::npos) << v.reason;
+  // Compute-heavy: compute-bound, against the GPU's peak.
+  st.forward_ms = 3.0;
+  st.backward_ms = 6.0;
+  st.optimizer_ms = 0.25;
+  st.comm_exposed_ms = 0.25;
+  b = breakdown_of(st);
+  v = bottleneck(rec, b, opt);
+  EXPECT_EQ(v.kind, "compute-bound");
+  EXPECT_NE(v.reason.find("GFLOP/s peak: measured on cuda:0"), std::string::npos) << v.reason;
+  // Without a GPU peak (a GPU record analysed on a CPU, nothing given): unknown, not a CPU's.
+  v = bottleneck(rec, b, AnalyzeOptions{});
+  EXPECT_DOUBLE_EQ(v.peak_gflops, 0.0);
+  EXPECT_EQ(v.peak_source, "unknown");
+  // The same numbers as a CPU run: the loss sync is a phase of its own and the peak is per thread.
+  rec.device = "cpu";
+  rec.threads = 2;
+  v = bottleneck(rec, b, opt);
+  EXPECT_DOUBLE_EQ(v.peak_gflops, 2 * opt.peak_gflops_per_thread);
+  EXPECT_NE(v.peak_source.find("per thread x 2 thread(s)"), std::string::npos) << v.peak_source;
+  EXPECT_DOUBLE_EQ(v.communication_pct, 100.0 * (0.25 + 9.0) / 10.0);
+  // The device survives a record's round trip; an unknown one is refused.
+  rec.device = "cuda";
+  rec.runs.push_back({});
+  rec.runs[0].steps = {st};
+  const RunRecord back = run_record_from_json(to_json(rec));
+  EXPECT_EQ(back.device, "cuda");
+  EXPECT_EQ(back.compute, "cuda:0 (test GPU)");
+  EXPECT_EQ(back.precision, "bf16");
+  nlohmann::json bad = to_json(rec);
+  bad["config"]["device"] = "tpu";
+  EXPECT_THROW(run_record_from_json(bad), core::UsageError);
+  // The analysis' JSON and report say the same: overhead = exposed / step (2.5%), the host's share.
+  rec.runs[0].strategy = ddp::Strategy::Flat;
+  CommModel m;
+  m.source = "hand-made";
+  ModelEntry e;
+  e.backend = "mpi";
+  e.fit.model = {10e-6, 1e-10, 0};
+  m.entries.push_back(e);
+  const Analysis a = analyze(rec, m, opt);
+  EXPECT_DOUBLE_EQ(to_json(a).at("breakdown").at("comm_overhead_pct").get<double>(), 2.5);
+  const std::string report = format_report(a);
+  EXPECT_NE(report.find("2 rank(s) x 1 GPU (device cuda)"), std::string::npos) << report;
+  EXPECT_NE(report.find("communication overhead 2.5% of the step"), std::string::npos) << report;
+  EXPECT_NE(report.find("the host's share, step - device phases: 0.500 ms"), std::string::npos) << report;
 }
 
 TEST(RunRecord, UnknownStrategyIsAUsageError) {
