@@ -6,7 +6,8 @@
 //   * Calls are ordered: on CUDA they are queued on the ops' compute stream; on the CPU they run
 //     immediately. synchronize() waits for everything issued so far.
 //   * No method allocates after construction (workspaces are sized up front).
-// Implementations: CpuOps (OpenBLAS + loops, always built) and CudaOps (cuBLAS + custom kernels).
+// Implementations: CpuOps (OpenBLAS + loops, always built) and CudaOps (cuBLAS, cuBLASLt for the fused
+// GEMM epilogues, custom kernels).
 #pragma once
 
 #include <array>
@@ -44,6 +45,29 @@ class Ops {
   // Workspace for gemm_bf16 operands of up to `elements` elements each (CpuOps: two float arrays,
   // grown here and never in gemm_bf16, which refuses a larger operand; CudaOps needs none).
   virtual void reserve_bf16_gemm(std::int64_t /*elements*/) {}
+
+  // ---- fused GEMM + epilogue: one call where the model used to make two or three ----
+  // (docs/gpu.md, "Fewer, fatter kernels": on CudaOps one cublasLtMatmul with an epilogue instead of a
+  // GEMM and separate bias / bias-gradient kernels; a launch-bound step makes fewer launches.) CpuOps
+  // runs exactly the unfused sequence given with each, so it is the bitwise reference.
+  //
+  // C(m, n) = act(op(A) op(B) + bias), bias(n) broadcast over the rows of C, act = ReLU if relu.
+  // Overwrites C (a forward layer). Unfused: gemm(trans_a, trans_b, m, n, k, 1, a, b, 0, c) then
+  // bias_act_forward(c, bias, m, n, relu).
+  virtual void gemm_bias_act(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
+                             const float* b, const float* bias, float* c, bool relu) = 0;
+  // The same with bf16 operands (gemm_bf16's arithmetic: fp32 products and sums, fp32 bias and C).
+  // Unfused: gemm_bf16(trans_a, trans_b, m, n, k, 1, a, b, 0, c) then bias_act_forward(...).
+  virtual void gemm_bias_act_bf16(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                                  const std::uint16_t* a, const std::uint16_t* b, const float* bias, float* c,
+                                  bool relu) = 0;
+  // A linear layer's weight and bias gradients from its output gradient dy(rows, out) and its input
+  // x(rows, in): dw(out, in) = dy^T x and db(out) = sum over rows of dy. accumulate = false
+  // overwrites dw and db; true adds to them (the contract above: gradient accumulation).
+  // Unfused: (accumulate ? nothing : zero(db, out)), bias_grad(db, dy, rows, out), then
+  // gemm(true, false, out, in, rows, 1, dy, x, accumulate ? 1 : 0, dw).
+  virtual void gemm_bias_grad(std::int64_t out, std::int64_t in, std::int64_t rows, const float* dy, const float* x,
+                              float* dw, float* db, bool accumulate) = 0;
 
   // y(rows, cols) = act(y + bias) with bias(cols) broadcast over rows; act = ReLU if relu else id.
   virtual void bias_act_forward(float* y, const float* bias, std::int64_t rows, std::int64_t cols, bool relu) = 0;

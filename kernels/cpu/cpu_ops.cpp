@@ -98,6 +98,25 @@ class CpuOps final : public Ops {
     bf16_reserved_ = elements;
   }
 
+  // ---- fused GEMM + epilogue (ops.hpp): exactly the unfused sequences, so these are the reference ----
+  void gemm_bias_act(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
+                     const float* b, const float* bias, float* c, bool relu_on) override {
+    gemm(trans_a, trans_b, m, n, k, 1.0f, a, b, 0.0f, c);
+    bias_act_forward(c, bias, m, n, relu_on);
+  }
+  void gemm_bias_act_bf16(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                          const std::uint16_t* a, const std::uint16_t* b, const float* bias, float* c,
+                          bool relu_on) override {
+    gemm_bf16(trans_a, trans_b, m, n, k, 1.0f, a, b, 0.0f, c);
+    bias_act_forward(c, bias, m, n, relu_on);
+  }
+  void gemm_bias_grad(std::int64_t out, std::int64_t in, std::int64_t rows, const float* dy, const float* x, float* dw,
+                      float* db, bool accumulate) override {
+    if (!accumulate) zero(db, out);
+    bias_grad(db, dy, rows, out);
+    gemm(true, false, out, in, rows, 1.0f, dy, x, accumulate ? 1.0f : 0.0f, dw);
+  }
+
   void bias_act_forward(float* y, const float* bias, std::int64_t rows, std::int64_t cols, bool relu_on) override {
     check_shape(rows, cols, "bias_act_forward");
     // Two loop copies so the inner loop has no branch: add + max per element, vectorised.

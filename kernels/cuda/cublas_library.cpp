@@ -22,49 +22,72 @@ CublasLibrary load() {
                        &::cublasGetStatusString};
 }
 
+CublasLtLibrary load_lt() {
+  return CublasLtLibrary{&::cublasLtCreate,
+                         &::cublasLtDestroy,
+                         &::cublasLtMatmulDescInit_internal,
+                         &::cublasLtMatmulDescSetAttribute,
+                         &::cublasLtMatrixLayoutInit_internal,
+                         &::cublasLtMatmul};
+}
+
 #else
 
-// Both set by kernels/CMakeLists.txt from the toolkit found at configure time.
+// All set by kernels/CMakeLists.txt from the toolkit found at configure time.
 constexpr const char* kSoname = MICRODDP_CUBLAS_SONAME;
 constexpr const char* kToolkitPath = MICRODDP_CUBLAS_TOOLKIT_PATH;
+constexpr const char* kLtSoname = MICRODDP_CUBLASLT_SONAME;
+constexpr const char* kLtToolkitPath = MICRODDP_CUBLASLT_TOOLKIT_PATH;
 
-void* open_library() {
+void* open_library(const char* soname, const char* toolkit_path, const char* what) {
   // RTLD_LOCAL: nothing else in the process should bind to cuBLAS's symbols by accident.
-  if (void* handle = dlopen(kSoname, RTLD_NOW | RTLD_LOCAL)) return handle;
+  if (void* handle = dlopen(soname, RTLD_NOW | RTLD_LOCAL)) return handle;
   const std::string by_name = dlerror();
-  if (void* handle = dlopen(kToolkitPath, RTLD_NOW | RTLD_LOCAL)) return handle;
+  if (void* handle = dlopen(toolkit_path, RTLD_NOW | RTLD_LOCAL)) return handle;
   const std::string by_path = dlerror();
-  MDDP_CHECK(false, "cannot load cuBLAS, needed for the GPU compute path: " << by_name << "; and from the toolkit "
-                                                                               "this build was configured with: "
-                                                                            << by_path
-                                                                            << " (put the CUDA libraries on "
-                                                                               "LD_LIBRARY_PATH, or use --device cpu)");
+  MDDP_CHECK(false, "cannot load " << what << ", needed for the GPU compute path: " << by_name
+                                   << "; and from the toolkit this build was configured with: " << by_path
+                                   << " (put the CUDA libraries on LD_LIBRARY_PATH, or use --device cpu)");
   return nullptr;
 }
 
 template <typename Fn>
-void resolve(void* handle, const char* name, Fn& fn) {
+void resolve(void* handle, const char* soname, const char* name, Fn& fn) {
   dlerror();  // clear: a null symbol is not an error by itself
   void* sym = dlsym(handle, name);
   const char* err = dlerror();
   MDDP_CHECK(err == nullptr && sym != nullptr,
-             "cuBLAS (" << kSoname << ") has no entry point " << name << (err ? ": " : "") << (err ? err : ""));
+             soname << " has no entry point " << name << (err ? ": " : "") << (err ? err : ""));
   fn = reinterpret_cast<Fn>(sym);
 }
 
 CublasLibrary load() {
-  void* handle = open_library();
+  void* handle = open_library(kSoname, kToolkitPath, "cuBLAS");
+  const auto entry = [handle](const char* name, auto& fn) { resolve(handle, kSoname, name, fn); };
   CublasLibrary lib{};
-  resolve(handle, "cublasCreate_v2", lib.create);
-  resolve(handle, "cublasDestroy_v2", lib.destroy);
-  resolve(handle, "cublasSetStream_v2", lib.set_stream);
-  resolve(handle, "cublasSetWorkspace_v2", lib.set_workspace);
-  resolve(handle, "cublasSetMathMode", lib.set_math_mode);
-  resolve(handle, "cublasGetVersion_v2", lib.get_version);
-  resolve(handle, "cublasSgemm_v2", lib.sgemm);
-  resolve(handle, "cublasGemmEx", lib.gemm_ex);
-  resolve(handle, "cublasGetStatusName", lib.status_name);
-  resolve(handle, "cublasGetStatusString", lib.status_string);
+  entry("cublasCreate_v2", lib.create);
+  entry("cublasDestroy_v2", lib.destroy);
+  entry("cublasSetStream_v2", lib.set_stream);
+  entry("cublasSetWorkspace_v2", lib.set_workspace);
+  entry("cublasSetMathMode", lib.set_math_mode);
+  entry("cublasGetVersion_v2", lib.get_version);
+  entry("cublasSgemm_v2", lib.sgemm);
+  entry("cublasGemmEx", lib.gemm_ex);
+  entry("cublasGetStatusName", lib.status_name);
+  entry("cublasGetStatusString", lib.status_string);
+  return lib;
+}
+
+CublasLtLibrary load_lt() {
+  void* handle = open_library(kLtSoname, kLtToolkitPath, "cuBLASLt");
+  const auto entry = [handle](const char* name, auto& fn) { resolve(handle, kLtSoname, name, fn); };
+  CublasLtLibrary lib{};
+  entry("cublasLtCreate", lib.create);
+  entry("cublasLtDestroy", lib.destroy);
+  entry("cublasLtMatmulDescInit_internal", lib.matmul_desc_init);
+  entry("cublasLtMatmulDescSetAttribute", lib.matmul_desc_set_attribute);
+  entry("cublasLtMatrixLayoutInit_internal", lib.matrix_layout_init);
+  entry("cublasLtMatmul", lib.matmul);
   return lib;
 }
 
@@ -75,6 +98,11 @@ CublasLibrary load() {
 const CublasLibrary& cublas_library() {
   // A throwing initialiser leaves the static uninitialised: the next call tries (and reports) again.
   static const CublasLibrary lib = load();
+  return lib;
+}
+
+const CublasLtLibrary& cublaslt_library() {
+  static const CublasLtLibrary lib = load_lt();
   return lib;
 }
 

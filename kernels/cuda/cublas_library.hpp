@@ -13,8 +13,15 @@
 // entry point cannot be found it throws core::Error naming the library and dlerror()'s reason, on
 // every call. In the emulated build (MICRODDP_CUBLAS_LINKED) the table points at the linked
 // emulator and nothing is opened.
+//
+// cuBLASLt (cublaslt_library()): the fused GEMM + epilogue calls (Ops::gemm_bias_act, gemm_bias_grad)
+// use libcublasLt directly, opened the same way and for the same reason (it is the 500 MB library
+// above), by its own soname; same contract. The descriptors are initialised in caller-provided space
+// (the *Init_internal entry points behind cublasLt.h's inline cublasLtMatmulDescInit and
+// cublasLtMatrixLayoutInit), so a fused call allocates nothing on the host either.
 #pragma once
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 
 namespace microddp::kernels {
@@ -37,5 +44,16 @@ struct CublasLibrary {
 };
 
 const CublasLibrary& cublas_library();
+
+struct CublasLtLibrary {
+  decltype(&::cublasLtCreate) create;
+  decltype(&::cublasLtDestroy) destroy;
+  decltype(&::cublasLtMatmulDescInit_internal) matmul_desc_init;
+  decltype(&::cublasLtMatmulDescSetAttribute) matmul_desc_set_attribute;
+  decltype(&::cublasLtMatrixLayoutInit_internal) matrix_layout_init;
+  decltype(&::cublasLtMatmul) matmul;
+};
+
+const CublasLtLibrary& cublaslt_library();
 
 }  // namespace microddp::kernels

@@ -1,5 +1,6 @@
-// cuda_ops.cpp — CudaOps: the Ops interface on one GPU (cuBLAS for GEMM, kernels/cuda/*.cu for
-// the rest). Contract (see ops.hpp): row-major; backward ops accumulate; every call is queued on the
+// cuda_ops.cpp — CudaOps: the Ops interface on one GPU (cuBLAS for GEMM, cuBLASLt for the GEMMs with
+// a fused bias / ReLU / bias-gradient epilogue, kernels/cuda/*.cu for the rest).
+// Contract (see ops.hpp): row-major; backward ops accumulate; every call is queued on the
 // object's own non-blocking stream (native_stream()) and returns at once; synchronize() waits for the
 // stream and reports device-flagged errors (a softmax_xent label out of range). sum_squares and the
 // host copies wait for the stream (they return a value or finished bytes); copy_to_host also reports
@@ -54,7 +55,7 @@ class CudaOps final : public Ops {
  public:
   // cuBLAS is opened by the first CudaOps of the process (cublas_library.hpp): a process that never
   // asks for a GPU never loads it.
-  CudaOps(int device, bool tf32) : device_(device), tf32_(tf32), blas_(cublas_library()) {
+  CudaOps(int device, bool tf32) : device_(device), tf32_(tf32), blas_(cublas_library()), blas_lt_(cublaslt_library()) {
     const int count = cuda_device_count();
     MDDP_CHECK(device >= 0 && device < count, "CUDA device " << device << " requested, " << count << " visible");
     MDDP_CUDA_CHECK(cudaSetDevice(device_));
@@ -70,6 +71,7 @@ class CudaOps final : public Ops {
       MDDP_CUBLAS_CHECK(blas_.set_workspace(cublas_, cublas_workspace_, kCublasWorkspaceBytes));
       // Default math is full fp32; TF32 rounds GEMM inputs to a 10-bit mantissa on tensor cores.
       MDDP_CUBLAS_CHECK(blas_.set_math_mode(cublas_, tf32_ ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+      MDDP_CUBLAS_CHECK(blas_lt_.create(&cublas_lt_));
       MDDP_CUDA_CHECK(cudaMalloc(&xent_scratch_, gpu::softmax_xent_workspace_bytes()));
       MDDP_CUDA_CHECK(cudaMemset(xent_scratch_, 0, gpu::softmax_xent_workspace_bytes()));
       xent_ws_ = gpu::softmax_xent_workspace(xent_scratch_, gpu::softmax_xent_workspace_bytes());
@@ -152,6 +154,60 @@ class CudaOps final : public Ops {
     MDDP_CUBLAS_CHECK(blas_.gemm_ex(cublas_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
                                     ni, mi, ki, &alpha, b, CUDA_R_16BF, ldb, a, CUDA_R_16BF, lda, &beta, c,
                                     CUDA_R_32F, ni, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  }
+
+  // ---- fused GEMM + epilogue: one cublasLtMatmul each (ops.hpp; docs/gpu.md "Fewer, fatter kernels") ----
+  // Row-major to column-major as in gemm(): row-major C(m, n) = op(A) op(B) is column-major
+  // C^T(n, m) = op(B)^T op(A)^T, so cuBLASLt's "A" is our b, its "B" our a, its (m, n) our (n, m).
+  //
+  // Forward, CUBLASLT_EPILOGUE_BIAS / RELU_BIAS: the epilogue adds a vector "whose length must match
+  // matrix D rows", broadcast over D's columns, then (RELU_BIAS) applies ReLU. D's rows are our n, the
+  // columns of row-major C: exactly our bias(n) broadcast over C's rows, then act. Same arithmetic as
+  // gemm + bias_act_forward (fp32 sum, + bias, max(., 0)).
+  void gemm_bias_act(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
+                     const float* b, const float* bias, float* c, bool relu) override {
+    if (!lt_fusable(m, n, k)) {  // an empty operand: the unfused calls handle the edge cases
+      gemm(trans_a, trans_b, m, n, k, 1.0f, a, b, 0.0f, c);
+      bias_act_forward(c, bias, m, n, relu);
+      return;
+    }
+    lt_matmul(trans_a, trans_b, m, n, k, a, b, CUDA_R_32F, c,
+              relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS, bias);
+  }
+  // bf16 operands, fp32 bias and D (the bias type defaults to D's): cuBLASLt's bf16 path takes the
+  // same epilogues, so --precision bf16's forward is fused too.
+  void gemm_bias_act_bf16(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                          const std::uint16_t* a, const std::uint16_t* b, const float* bias, float* c,
+                          bool relu) override {
+    if (!lt_fusable(m, n, k)) {
+      gemm_bf16(trans_a, trans_b, m, n, k, 1.0f, a, b, 0.0f, c);
+      bias_act_forward(c, bias, m, n, relu);
+      return;
+    }
+    lt_matmul(trans_a, trans_b, m, n, k, a, b, CUDA_R_16BF, c,
+              relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS, bias);
+  }
+  // Backward, BGRADB. Row-major dw(out, in) = dy(rows, out)^T x(rows, in) is gemm(trans_a = true,
+  // trans_b = false, m = out, n = in, k = rows, a = dy, b = x). Swapped for cuBLASLt: its A = x (stored
+  // column-major (in, rows), ld in, TRANSA = N), its B = dy (stored column-major (out, rows), ld out,
+  // TRANSB = T, so op(B) is (rows, out) with op(B)(r, j) = dy(r, j)), m = in, n = out, k = rows; D is
+  // column-major (in, out) = row-major dw. The documented epilogues: BGRADA reduces op(A) over k into
+  // a vector of D's ROWS (length in: a sum over rows of x — not ours); BGRADB reduces op(B) over k into
+  // a vector of D's COLUMNS: db(j) = sum_r op(B)(r, j) = sum over rows of dy(., j), length out. So
+  // BGRADB. (In row-major words: the bias gradient of our A operand is cuBLASLt's B's.)
+  // Accumulation: the epilogue WRITES the bias gradient (beta scales C only), while Ops backward
+  // accumulates. With accumulate the fused call would need a scratch vector plus an add kernel, as
+  // many launches as the separate bias_grad kernel that adds in place; so accumulate (gradient
+  // accumulation micro-steps, not the default step) takes the unfused bias_grad + GEMM(beta = 1).
+  void gemm_bias_grad(std::int64_t out, std::int64_t in, std::int64_t rows, const float* dy, const float* x, float* dw,
+                      float* db, bool accumulate) override {
+    if (accumulate || !lt_fusable(out, in, rows)) {
+      if (!accumulate) zero(db, out);
+      bias_grad(db, dy, rows, out);
+      gemm(true, false, out, in, rows, 1.0f, dy, x, accumulate ? 1.0f : 0.0f, dw);
+      return;
+    }
+    lt_matmul(true, false, out, in, rows, dy, x, CUDA_R_32F, dw, CUBLASLT_EPILOGUE_BGRADB, db);
   }
 
   void bias_act_forward(float* y, const float* bias, std::int64_t rows, std::int64_t cols, bool relu) override {
@@ -405,6 +461,50 @@ class CudaOps final : public Ops {
     }
   }
 
+  // cuBLASLt takes every shape with non-empty operands; the fused calls leave the rest (nothing to
+  // multiply, or k = 0) to the unfused calls, which already handle them.
+  static bool lt_fusable(std::int64_t m, std::int64_t n, std::int64_t k) {
+    return cublas_int(m, "m") > 0 && cublas_int(n, "n") > 0 && cublas_int(k, "k") > 0;
+  }
+
+  // One cublasLtMatmul on the compute stream: row-major C(m, n) = op(A) op(B) (beta = 0, D = C in
+  // place) with `epilogue` reading or writing `vector` (a bias, or a bias gradient), operands swapped
+  // as in gemm(). Compute type 32F (bf16 operands: fp32 products and sums, as gemm_bf16), or
+  // 32F_FAST_TF32 with --tf32 for fp32 operands (the math mode of the cuBLAS handle does not reach
+  // cuBLASLt: the descriptor says it). The descriptors are initialised on the stack (nothing is
+  // allocated) and only read by the call; algo = nullptr lets cuBLASLt pick an algorithm for these
+  // pointers (alignment included); the workspace is cuBLAS's, used in stream order.
+  void lt_matmul(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const void* a,
+                 const void* b, cudaDataType ab_type, float* c, cublasLtEpilogue_t epilogue, const void* vector) {
+    const int mi = cublas_int(m, "m"), ni = cublas_int(n, "n");
+    const std::int64_t lda = trans_a ? m : k, ldb = trans_b ? k : n;  // row lengths as stored
+    const cublasComputeType_t compute =
+        ab_type == CUDA_R_32F && tf32_ ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    cublasLtMatmulDescOpaque_t desc_space{};
+    const cublasLtMatmulDesc_t desc = &desc_space;
+    MDDP_CUBLAS_CHECK(blas_lt_.matmul_desc_init(desc, sizeof desc_space, compute, CUDA_R_32F));
+    const std::int32_t op_a = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLASLt's A is our b
+    const std::int32_t op_b = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const auto ep = static_cast<std::uint32_t>(epilogue);
+    MDDP_CUBLAS_CHECK(blas_lt_.matmul_desc_set_attribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a));
+    MDDP_CUBLAS_CHECK(blas_lt_.matmul_desc_set_attribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b));
+    MDDP_CUBLAS_CHECK(blas_lt_.matmul_desc_set_attribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep, sizeof ep));
+    MDDP_CUBLAS_CHECK(
+        blas_lt_.matmul_desc_set_attribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vector, sizeof vector));
+    // Layouts of the matrices as stored (column-major): cuBLASLt's A (our b) is (ldb, rows of our
+    // b), its B (our a) is (lda, rows of our a), D is (n, m).
+    cublasLtMatrixLayoutOpaque_t a_space{}, b_space{}, d_space{};
+    MDDP_CUBLAS_CHECK(blas_lt_.matrix_layout_init(&a_space, sizeof a_space, ab_type, static_cast<std::uint64_t>(ldb),
+                                                  static_cast<std::uint64_t>(trans_b ? n : k), ldb));
+    MDDP_CUBLAS_CHECK(blas_lt_.matrix_layout_init(&b_space, sizeof b_space, ab_type, static_cast<std::uint64_t>(lda),
+                                                  static_cast<std::uint64_t>(trans_a ? k : m), lda));
+    MDDP_CUBLAS_CHECK(blas_lt_.matrix_layout_init(&d_space, sizeof d_space, CUDA_R_32F, static_cast<std::uint64_t>(ni),
+                                                  static_cast<std::uint64_t>(mi), ni));
+    const float alpha = 1.0f, beta = 0.0f;
+    MDDP_CUBLAS_CHECK(blas_lt_.matmul(cublas_lt_, desc, &alpha, b, &a_space, a, &b_space, &beta, c, &d_space, c,
+                                      &d_space, nullptr, cublas_workspace_, kCublasWorkspaceBytes, stream_));
+  }
+
   std::string describe() const {
     int version = 0;
     MDDP_CUBLAS_CHECK(blas_.get_version(cublas_, &version));
@@ -452,6 +552,7 @@ class CudaOps final : public Ops {
     if (sumsq_partials_ != nullptr) (void)cudaFree(sumsq_partials_);
     if (host_flag_ != nullptr) (void)cudaFreeHost(host_flag_);
     if (xent_scratch_ != nullptr) (void)cudaFree(xent_scratch_);
+    if (cublas_lt_ != nullptr) (void)blas_lt_.destroy(cublas_lt_);
     if (cublas_ != nullptr) (void)blas_.destroy(cublas_);
     if (cublas_workspace_ != nullptr) (void)cudaFree(cublas_workspace_);
     if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
@@ -463,17 +564,20 @@ class CudaOps final : public Ops {
     host_flag_ = nullptr;
     xent_scratch_ = nullptr;
     cublas_ = nullptr;
+    cublas_lt_ = nullptr;
     cublas_workspace_ = nullptr;
     stream_ = nullptr;
   }
 
   int device_;
   bool tf32_;
-  const CublasLibrary& blas_;  // the entry points of cuBLAS, loaded on first use
+  const CublasLibrary& blas_;       // the entry points of cuBLAS, loaded on first use
+  const CublasLtLibrary& blas_lt_;  // and of cuBLASLt (the fused GEMM epilogues)
   cudaStream_t stream_ = nullptr;
   cudaStream_t copy_stream_ = nullptr;                     // upload_async's copies
   std::array<cudaEvent_t, kUploadSlots> upload_events_{};  // the end of each slot's last upload
   cublasHandle_t cublas_ = nullptr;
+  cublasLtHandle_t cublas_lt_ = nullptr;
   void* cublas_workspace_ = nullptr;
   void* xent_scratch_ = nullptr;
   gpu::XentWorkspace xent_ws_{};

@@ -97,8 +97,7 @@ const float* FullMLP::forward(const float* x, std::int64_t rows, const LayerHook
     const ParamInfo& w = weight(static_cast<int>(layer));
     const ParamInfo& b = bias(static_cast<int>(layer));
     float* out = acts_[static_cast<std::size_t>(layer + 1)].data();
-    layer_gemm_forward(layer, rows, out);
-    ops_.bias_act_forward(out, params_.data() + b.offset, rows, w.rows, layer < config_.depth);
+    layer_forward(layer, rows, params_.data() + b.offset, out);
     // The next layer's GEMM operand, rounded once (the logits stay fp32: softmax reads them).
     if (bf16() && layer < config_.depth)
       ops_.encode_wire16(kernels::Wire16::BF16, out, acts_bf16_[static_cast<std::size_t>(layer + 1)].data(), nullptr,
@@ -134,18 +133,30 @@ void FullMLP::backward_into(const std::int32_t* labels, float scale, float* loss
     const ParamInfo& b = bias(static_cast<int>(layer));
     const float* in = acts_[static_cast<std::size_t>(layer)].data();
     // dy is the gradient w.r.t. this layer's output (after the ReLU mask was applied below).
-    float* db = grad_target(b);
-    if (!accumulate) ops_.zero(db, b.count);  // bias_grad accumulates
-    ops_.bias_grad(db, dy, rows, w.rows);
-    if (on_ready) on_ready(b);
-    // dW(out, in) (+)= dy(rows, out)^T * in(rows, in)
-    const float beta = accumulate ? 1.0f : 0.0f;
-    if (bf16()) {
-      ops_.encode_wire16(kernels::Wire16::BF16, dy, dy_bf16_.data(), nullptr, rows * w.rows);
-      ops_.gemm_bf16(true, false, w.rows, w.cols, rows, 1.0f, dy_bf16_.data(),
-                     acts_bf16_[static_cast<std::size_t>(layer)].data(), beta, grad_target(w));
+    // dW(out, in) (+)= dy(rows, out)^T * in(rows, in) and db(out) (+)= the column sums of dy: one fused
+    // call (CudaOps: one cublasLtMatmul with the bias-gradient epilogue, unless accumulating), except
+    //  * bf16: the epilogue would sum its bf16 operand (the rounded dy), and the precision contract
+    //    computes every gradient from fp32 values (mlp.hpp);
+    //  * a gradient placement: it hands out a gradient's memory only after the previous gradient is
+    //    ready (acquire() may wait for the collective that GradReadyFn launches: ZeRO-2), and the fused
+    //    call would need dW's memory before db is ready.
+    if (!bf16() && placement_ == nullptr) {
+      ops_.gemm_bias_grad(w.rows, w.cols, rows, dy, in, grads_.data() + w.offset, grads_.data() + b.offset,
+                          accumulate);
+      if (on_ready) on_ready(b);
     } else {
-      ops_.gemm(true, false, w.rows, w.cols, rows, 1.0f, dy, in, beta, grad_target(w));
+      float* db = grad_target(b);
+      if (!accumulate) ops_.zero(db, b.count);  // bias_grad accumulates
+      ops_.bias_grad(db, dy, rows, w.rows);
+      if (on_ready) on_ready(b);
+      const float beta = accumulate ? 1.0f : 0.0f;
+      if (bf16()) {
+        ops_.encode_wire16(kernels::Wire16::BF16, dy, dy_bf16_.data(), nullptr, rows * w.rows);
+        ops_.gemm_bf16(true, false, w.rows, w.cols, rows, 1.0f, dy_bf16_.data(),
+                       acts_bf16_[static_cast<std::size_t>(layer)].data(), beta, grad_target(w));
+      } else {
+        ops_.gemm(true, false, w.rows, w.cols, rows, 1.0f, dy, in, beta, grad_target(w));
+      }
     }
     if (on_ready) on_ready(w);
     if (layer > 0) {
@@ -164,15 +175,17 @@ void FullMLP::backward_into(const std::int32_t* labels, float scale, float* loss
   }
 }
 
-void FullMLP::layer_gemm_forward(std::int64_t layer, std::int64_t rows, float* out) {
+void FullMLP::layer_forward(std::int64_t layer, std::int64_t rows, const float* bias, float* out) {
   const ParamInfo& w = weight(static_cast<int>(layer));
   const auto l = static_cast<std::size_t>(layer);
-  // out(rows, out_f) = in(rows, in_f) * W(out_f, in_f)^T
+  const bool relu = layer < config_.depth;  // the output layer's logits have no ReLU
+  // out(rows, out_f) = act(in(rows, in_f) * W(out_f, in_f)^T + bias): one fused call (CudaOps: one
+  // cublasLtMatmul with the BIAS / RELU_BIAS epilogue instead of a GEMM and a bias kernel).
   if (bf16()) {
-    ops_.gemm_bf16(false, true, rows, w.rows, w.cols, 1.0f, acts_bf16_[l].data(), params_bf16_.data() + w.offset, 0.0f,
-                   out);
+    ops_.gemm_bias_act_bf16(false, true, rows, w.rows, w.cols, acts_bf16_[l].data(), params_bf16_.data() + w.offset,
+                            bias, out, relu);
   } else {
-    ops_.gemm(false, true, rows, w.rows, w.cols, 1.0f, acts_[l].data(), params_.data() + w.offset, 0.0f, out);
+    ops_.gemm_bias_act(false, true, rows, w.rows, w.cols, acts_[l].data(), params_.data() + w.offset, bias, out, relu);
   }
 }
 

@@ -17,7 +17,8 @@
 //   * A GradPlacement may take the gradients elsewhere (ZeRO-2's bucket pool): the flat gradient
 //     buffer is then freed and backward overwrites wherever the placement says.
 //   * Initialisation is a pure function of (seed, parameter index, element index).
-//   * Precision (core/precision.hpp): with bf16 the GEMMs take bfloat16 operands (Ops::gemm_bf16):
+//   * Precision (core/precision.hpp): with bf16 the GEMMs take bfloat16 operands (Ops::gemm_bf16,
+//     gemm_bias_act_bf16):
 //     forward rounds the whole flat parameter buffer to a bf16 copy first (one pass: whatever wrote
 //     the parameters — init, a broadcast, a checkpoint, ZeRO's all-gather — the copy is of the values
 //     this forward uses) unless the replicated optimizer made that copy in its own pass
@@ -158,9 +159,9 @@ class FullMLP {
     return layer == config_.depth ? config_.classes : config_.width;
   }
   bool bf16() const { return precision_ == core::Precision::Bf16; }
-  // out(rows, out_f) = in(rows, in_f) W^T for `layer`, in the model's precision (bf16: from the
-  // rounded copies of the layer's input and weight).
-  void layer_gemm_forward(std::int64_t layer, std::int64_t rows, float* out);
+  // out(rows, out_f) = act(in(rows, in_f) W^T + bias) for `layer` (ReLU except for the output
+  // layer), in the model's precision (bf16: from the rounded copies of the layer's input and weight).
+  void layer_forward(std::int64_t layer, std::int64_t rows, const float* bias, float* out);
 
   MlpConfig config_;
   core::Precision precision_;

@@ -541,6 +541,12 @@ TEST_P(DeviceTraining, GraphedStepLaunchesOnTheEmulatedDevice) {
               static_cast<unsigned long long>(graphed.graph_nodes / 4));
   EXPECT_EQ(eager.graph_launches, 0u);
   EXPECT_EQ(graphed.graph_launches, 4u) << "one replay per step";
+  // The model's GEMMs per step, depth D: D + 1 forward (bias and ReLU in the cuBLASLt epilogue), D + 1
+  // weight gradients (the bias gradient in the BGRADB epilogue), D input gradients (cuBLAS): 3D + 2,
+  // 2D + 2 of them cuBLASLt (model/test_mlp_cuda.cpp counts the kernels around them).
+  const auto depth = static_cast<std::uint64_t>(gpu_config().model.depth);
+  EXPECT_EQ(eager.gemm_calls, 4 * (3 * depth + 2));
+  EXPECT_EQ(eager.lt_matmuls, 4 * (2 * depth + 2)) << "the fused epilogues are what runs";
   EXPECT_EQ(graphed.gemm_calls, 0u) << "every GEMM is in the graph";
   EXPECT_EQ(graphed.graph_gemm_nodes, eager.gemm_calls) << "the graph replays the eager step's GEMMs";
   EXPECT_EQ(graphed.host_syncs, 4u) << "still one host synchronisation per step";

@@ -186,6 +186,56 @@ TEST(CpuOps, BiasActForward) {
   }
 }
 
+// ---- fused GEMM + epilogue: CpuOps is the reference, so fused == the unfused calls, bitwise ------
+// (ops.hpp names the sequence each fused call stands for; an implementation that differs, e.g. by
+// adding the bias before the products are summed, or by not zeroing db first, changes bits.)
+TEST(CpuOps, FusedGemmEpiloguesAreTheUnfusedCallsBitwise) {
+  auto ops = cpu();
+  ops->reserve_bf16_gemm(40 * 40);
+  std::uint64_t stream = 700;
+  for (const bool ta : {false, true}) {
+    for (const bool tb : {false, true}) {
+      for (const bool relu_on : {false, true}) {
+        SCOPED_TRACE("ta=" + std::to_string(ta) + " tb=" + std::to_string(tb) + " relu=" + std::to_string(relu_on));
+        const std::int64_t m = 11, n = 7, k = 29;
+        const auto a = random_normal(m * k, ++stream), b = random_normal(k * n, ++stream);
+        const auto bias = random_normal(n, ++stream);
+        std::vector<float> fused = poisoned(m * n), unfused = poisoned(m * n);
+        ops->gemm_bias_act(ta, tb, m, n, k, a.data(), b.data(), bias.data(), fused.data(), relu_on);
+        ops->gemm(ta, tb, m, n, k, 1.0f, a.data(), b.data(), 0.0f, unfused.data());
+        ops->bias_act_forward(unfused.data(), bias.data(), m, n, relu_on);
+        ASSERT_EQ(std::memcmp(fused.data(), unfused.data(), fused.size() * sizeof(float)), 0);
+        // bf16 operands
+        std::vector<std::uint16_t> a16(a.size()), b16(b.size());
+        ops->encode_wire16(Wire16::BF16, a.data(), a16.data(), nullptr, m * k);
+        ops->encode_wire16(Wire16::BF16, b.data(), b16.data(), nullptr, k * n);
+        fused = poisoned(m * n);
+        unfused = poisoned(m * n);
+        ops->gemm_bias_act_bf16(ta, tb, m, n, k, a16.data(), b16.data(), bias.data(), fused.data(), relu_on);
+        ops->gemm_bf16(ta, tb, m, n, k, 1.0f, a16.data(), b16.data(), 0.0f, unfused.data());
+        ops->bias_act_forward(unfused.data(), bias.data(), m, n, relu_on);
+        ASSERT_EQ(std::memcmp(fused.data(), unfused.data(), fused.size() * sizeof(float)), 0);
+      }
+    }
+  }
+  for (const bool accumulate : {false, true}) {
+    SCOPED_TRACE(accumulate ? "accumulate" : "overwrite");
+    const std::int64_t out = 9, in = 14, rows = 23;
+    const auto dy = random_normal(rows * out, ++stream), x = random_normal(rows * in, ++stream);
+    // Overwrite: the outputs start NaN-poisoned and must not be read; accumulate: they start random.
+    const auto dw0 = accumulate ? random_normal(out * in, ++stream) : poisoned(out * in);
+    const auto db0 = accumulate ? random_normal(out, ++stream) : poisoned(out);
+    std::vector<float> dw_f = dw0, db_f = db0, dw_u = dw0, db_u = db0;
+    ops->gemm_bias_grad(out, in, rows, dy.data(), x.data(), dw_f.data(), db_f.data(), accumulate);
+    if (!accumulate) ops->zero(db_u.data(), out);
+    ops->bias_grad(db_u.data(), dy.data(), rows, out);
+    ops->gemm(true, false, out, in, rows, 1.0f, dy.data(), x.data(), accumulate ? 1.0f : 0.0f, dw_u.data());
+    ASSERT_EQ(std::memcmp(dw_f.data(), dw_u.data(), dw_f.size() * sizeof(float)), 0);
+    ASSERT_EQ(std::memcmp(db_f.data(), db_u.data(), db_f.size() * sizeof(float)), 0);
+    for (float v : db_f) ASSERT_TRUE(std::isfinite(v));
+  }
+}
+
 TEST(CpuOps, ReluBackward) {
   auto ops = cpu();
   const std::int64_t n = 37;

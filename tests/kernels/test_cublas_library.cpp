@@ -1,4 +1,4 @@
-// test_cublas_library.cpp — cuBLAS is opened on first use, not at program start
+// test_cublas_library.cpp — cuBLAS (and cuBLASLt) are opened on first use, not at program start
 // (kernels/cuda/cublas_library.hpp), in the real CUDA build. Needs no GPU: loading cuBLAS and
 // reading its status names needs no driver. Independent reference: the process's own memory map
 // (/proc/self/maps) says whether libcublas is loaded; the status names are cuBLAS's documented ones.
@@ -38,6 +38,21 @@ TEST(CublasLibrary, NotLoadedAtStartAndLoadedOnFirstUse) {
   EXPECT_STREQ(lib.status_name(CUBLAS_STATUS_NOT_INITIALIZED), "CUBLAS_STATUS_NOT_INITIALIZED");
   // The same table on every call (loaded once per process).
   EXPECT_EQ(&lib, &microddp::kernels::cublas_library());
+}
+
+// cuBLASLt (the fused GEMM epilogues) is opened the same way, with every entry point CudaOps calls.
+TEST(CublasLibrary, CublasLtResolvesEveryEntryPoint) {
+  const microddp::kernels::CublasLtLibrary& lt = microddp::kernels::cublaslt_library();
+  EXPECT_NE(lt.create, nullptr);
+  EXPECT_NE(lt.destroy, nullptr);
+  EXPECT_NE(lt.matmul_desc_init, nullptr);
+  EXPECT_NE(lt.matmul_desc_set_attribute, nullptr);
+  EXPECT_NE(lt.matrix_layout_init, nullptr);
+  EXPECT_NE(lt.matmul, nullptr);
+  // Initialising a descriptor in caller space needs no GPU: the library's own answer, not ours.
+  cublasLtMatmulDescOpaque_t desc{};
+  EXPECT_EQ(lt.matmul_desc_init(&desc, sizeof desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(&lt, &microddp::kernels::cublaslt_library());
 }
 
 }  // namespace

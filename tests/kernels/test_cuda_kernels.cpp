@@ -185,6 +185,154 @@ TEST_F(CudaKernels, GemmBf16MatchesTheCpuReference) {
   }
 }
 
+// ---- fused GEMM + epilogue (cuBLASLt) vs the CPU's unfused reference ----------------------------
+// Tolerances: the GEMM's (gemm_case above) on the sum of |terms| plus |bias| (adding the bias rounds
+// once more; ReLU cannot widen a difference). On the emulated device each fused call must also BE one
+// cublasLtMatmul and no kernel, or it is not the fusion it claims (the real GPU cannot count this).
+struct FusedCounts {
+  std::uint64_t kernels = 0, gemms = 0, lt = 0;
+};
+FusedCounts fused_counts_since_reset() {
+  FusedCounts f;
+#if defined(MICRODDP_TEST_CUDA_EMU)
+  cudaEmuCounters c{};
+  cudaEmuGetCounters(&c);
+  f = {c.kernel_launches, c.gemm_calls, c.lt_matmuls};
+#endif
+  return f;
+}
+void reset_fused_counts() {
+#if defined(MICRODDP_TEST_CUDA_EMU)
+  cudaEmuResetCounters();
+#endif
+}
+constexpr bool kCountsLaunches =
+#if defined(MICRODDP_TEST_CUDA_EMU)
+    true;
+#else
+    false;
+#endif
+
+void gemm_bias_act_case(Ops& gpu, Ops& cpu, bool tf32, bool bf16, std::int64_t m, std::int64_t n, std::int64_t k,
+                        bool ta, bool tb, bool relu_on, std::uint64_t stream) {
+  SCOPED_TRACE("m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
+               " ta=" + std::to_string(ta) + " tb=" + std::to_string(tb) + " relu=" + std::to_string(relu_on) +
+               (tf32 ? " tf32" : "") + (bf16 ? " bf16" : ""));
+  auto a = random_normal(m * k, stream);
+  auto b = random_normal(k * n, stream + 1);
+  const auto bias = random_normal(n, stream + 2);
+  std::vector<std::uint16_t> a16(a.size()), b16(b.size());
+  if (bf16) {  // the operands as the GPU sees them: a and b become their bf16 values
+    cpu.encode_wire16(Wire16::BF16, a.data(), a16.data(), nullptr, m * k);
+    cpu.encode_wire16(Wire16::BF16, b.data(), b16.data(), nullptr, k * n);
+    cpu.decode_wire16(Wire16::BF16, a16.data(), a.data(), m * k);
+    cpu.decode_wire16(Wire16::BF16, b16.data(), b.data(), k * n);
+  }
+  std::vector<float> c_cpu = test::poisoned(m * n);
+  if (bf16) {
+    cpu.gemm_bias_act_bf16(ta, tb, m, n, k, a16.data(), b16.data(), bias.data(), c_cpu.data(), relu_on);
+  } else {
+    cpu.gemm_bias_act(ta, tb, m, n, k, a.data(), b.data(), bias.data(), c_cpu.data(), relu_on);
+  }
+  DeviceArray<float> da(a), db(b), dbias(bias), dc(m * n);  // dc poisoned: C must not be read
+  DeviceArray<std::uint16_t> da16(a16), db16(b16);
+  gpu.synchronize();
+  reset_fused_counts();
+  if (bf16) {
+    gpu.gemm_bias_act_bf16(ta, tb, m, n, k, da16.get(), db16.get(), dbias.get(), dc.get(), relu_on);
+  } else {
+    gpu.gemm_bias_act(ta, tb, m, n, k, da.get(), db.get(), dbias.get(), dc.get(), relu_on);
+  }
+  const FusedCounts counts = fused_counts_since_reset();
+  gpu.synchronize();
+  if (kCountsLaunches && k > 0) {
+    EXPECT_EQ(counts.lt, 1u);
+    EXPECT_EQ(counts.gemms, 1u);
+    EXPECT_EQ(counts.kernels, 0u) << "the bias and ReLU belong in the GEMM's epilogue";
+  }
+  const auto c_gpu = dc.download();
+  std::vector<double> abs_sum;
+  test::gemm_ref(ta, tb, m, n, k, 1.0, a.data(), b.data(), 0.0, test::poisoned(m * n).data(), &abs_sum);
+  const double rel = 4.0 * static_cast<double>(k + 2) * kU + (tf32 ? std::ldexp(1.0, -9) : 0.0);
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      const std::size_t at = static_cast<std::size_t>(i * n + j);
+      const double tol = rel * (abs_sum[at] + std::fabs(bias[static_cast<std::size_t>(j)]));
+      ASSERT_NEAR(c_gpu[at], c_cpu[at], tol) << "element (" << i << ", " << j << ")";
+    }
+  }
+}
+
+TEST_F(CudaKernels, GemmBiasActMatchesTheCpuReference) {
+  struct Shape {
+    std::int64_t m, n, k;
+  };
+  auto tf32 = make_cuda_ops(0, true);
+  cpu_->reserve_bf16_gemm(200 * 128);
+  std::uint64_t stream = 40000;
+  for (Shape s : {Shape{1, 1, 1}, Shape{7, 5, 3}, Shape{33, 17, 65}, Shape{128, 96, 200}, Shape{3, 4, 0}}) {
+    for (int ta = 0; ta < 2; ++ta) {
+      for (int tb = 0; tb < 2; ++tb) {
+        for (const bool relu_on : {false, true}) {
+          gemm_bias_act_case(*gpu_, *cpu_, false, false, s.m, s.n, s.k, ta != 0, tb != 0, relu_on, stream += 3);
+          gemm_bias_act_case(*tf32, *cpu_, true, false, s.m, s.n, s.k, ta != 0, tb != 0, relu_on, stream += 3);
+          gemm_bias_act_case(*gpu_, *cpu_, false, true, s.m, s.n, s.k, ta != 0, tb != 0, relu_on, stream += 3);
+        }
+      }
+    }
+  }
+}
+
+// dw = dy^T x and db = column sums of dy: overwrite is one cublasLtMatmul (BGRADB epilogue); accumulate
+// is bias_grad + sgemm(beta = 1) (the epilogue cannot add). db's tolerance: a sum of `rows` terms,
+// (rows + 2) u sum|dy| for each side, x2 margin (+ 2^-9 with tf32, in case the epilogue sums the
+// TF32-rounded operand: the docs do not say).
+TEST_F(CudaKernels, GemmBiasGradMatchesTheCpuReference) {
+  struct Shape {
+    std::int64_t out, in, rows;
+  };
+  auto tf32_ops = make_cuda_ops(0, true);
+  std::uint64_t stream = 50000;
+  for (Shape s : {Shape{1, 1, 1}, Shape{9, 14, 23}, Shape{96, 128, 200}, Shape{5, 3, 0}}) {
+    for (const bool tf32 : {false, true}) {
+      for (const bool accumulate : {false, true}) {
+        SCOPED_TRACE("out=" + std::to_string(s.out) + " in=" + std::to_string(s.in) + " rows=" +
+                     std::to_string(s.rows) + (tf32 ? " tf32" : "") + (accumulate ? " accumulate" : " overwrite"));
+        Ops& gpu = tf32 ? *tf32_ops : *gpu_;
+        const auto dy = random_normal(s.rows * s.out, stream += 4);
+        const auto x = random_normal(s.rows * s.in, stream + 1);
+        const auto dw0 = accumulate ? random_normal(s.out * s.in, stream + 2) : test::poisoned(s.out * s.in);
+        const auto db0 = accumulate ? random_normal(s.out, stream + 3) : test::poisoned(s.out);
+        std::vector<float> dw_cpu = dw0, db_cpu = db0;
+        cpu_->gemm_bias_grad(s.out, s.in, s.rows, dy.data(), x.data(), dw_cpu.data(), db_cpu.data(), accumulate);
+        DeviceArray<float> ddy(dy), dx(x), ddw(dw0), ddb(db0);
+        gpu.synchronize();
+        reset_fused_counts();
+        gpu.gemm_bias_grad(s.out, s.in, s.rows, ddy.get(), dx.get(), ddw.get(), ddb.get(), accumulate);
+        const FusedCounts counts = fused_counts_since_reset();
+        gpu.synchronize();
+        if (kCountsLaunches && s.rows > 0) {
+          EXPECT_EQ(counts.gemms, 1u);
+          EXPECT_EQ(counts.lt, accumulate ? 0u : 1u);
+          EXPECT_EQ(counts.kernels, accumulate ? 1u : 0u);
+        }
+        const auto dw_gpu = ddw.download(), db_gpu = ddb.download();
+        std::vector<double> abs_sum;
+        test::gemm_ref(true, false, s.out, s.in, s.rows, 1.0, dy.data(), x.data(), accumulate ? 1.0 : 0.0,
+                       accumulate ? dw0.data() : test::poisoned(s.out * s.in).data(), &abs_sum);
+        const double rel = 4.0 * static_cast<double>(s.rows + 2) * kU + (tf32 ? std::ldexp(1.0, -9) : 0.0);
+        for (std::size_t i = 0; i < dw_cpu.size(); ++i) ASSERT_NEAR(dw_gpu[i], dw_cpu[i], rel * abs_sum[i]) << i;
+        for (std::int64_t j = 0; j < s.out; ++j) {
+          double sum_abs = accumulate ? std::fabs(db0[static_cast<std::size_t>(j)]) : 0.0;
+          for (std::int64_t r = 0; r < s.rows; ++r) sum_abs += std::fabs(dy[static_cast<std::size_t>(r * s.out + j)]);
+          ASSERT_NEAR(db_gpu[static_cast<std::size_t>(j)], db_cpu[static_cast<std::size_t>(j)], rel * sum_abs + 0.0)
+              << "db " << j;
+        }
+      }
+    }
+  }
+}
+
 // ---- element-wise ops: the same float operations as the CPU, so exact where no FMA can form ------
 TEST_F(CudaKernels, BiasActForwardAndReluBackwardAreExact) {
   const std::int64_t rows = 301, cols = 77;  // neither a multiple of the block nor of a warp

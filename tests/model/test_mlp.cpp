@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -362,6 +363,63 @@ TEST(FullMLP, BackwardWithoutAccumulateOverwritesPoisonedGradients) {
       ASSERT_EQ(m.grad_data()[i], 1e30f) << "padding element " << i << " was written";
     }
   }
+}
+
+}  // namespace
+}  // namespace microddp::model
+
+namespace microddp::model {
+namespace {
+
+// GradPlacement's contract (mlp.hpp): backward acquires a parameter's memory right before it first
+// writes it, in gradient-ready order, AFTER the previous parameter's GradReadyFn (ZeRO-2's acquire()
+// may wait for an earlier bucket's collective, which that GradReadyFn launches). A fused call writing
+// a layer's bias and weight gradients at once would acquire the weight before the bias is ready; the
+// placement path must keep them apart. The gradients equal the flat buffer's.
+class RecordingPlacement final : public GradPlacement {
+ public:
+  RecordingPlacement(std::vector<std::string>* log, std::vector<float>* memory) : log_(log), memory_(memory) {}
+  float* acquire(const ParamInfo& param) override {
+    log_->push_back("acquire " + param.name);
+    return memory_->data() + param.offset;
+  }
+
+ private:
+  std::vector<std::string>* log_;
+  std::vector<float>* memory_;
+};
+
+TEST(FullMLP, PlacementAcquiresEachGradientAfterThePreviousIsReady) {
+  auto ops = kernels::make_cpu_ops(1);
+  const MlpConfig cfg{4, 5, 2, 3};
+  FullMLP m(cfg, 3, *ops);
+  m.init(2);
+  std::vector<float> x(12);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = core::normal01(6, 0, i);
+  const std::vector<std::int32_t> y{2, 0, 1};
+  m.forward(x.data(), 3);
+  m.backward(y.data(), 0.5f, nullptr, nullptr, /*accumulate=*/false);
+  const std::vector<float> want(m.grad_data(), m.grad_data() + m.flat_count());
+
+  std::vector<std::string> log;
+  std::vector<float> memory(static_cast<std::size_t>(m.flat_count()), 0.0f);
+  RecordingPlacement placement(&log, &memory);
+  m.set_grad_placement(&placement);
+  m.forward(x.data(), 3);
+  m.backward(y.data(), 0.5f, [&](const ParamInfo& p) { log.push_back("ready " + p.name); }, nullptr,
+             /*accumulate=*/false);
+  std::vector<std::string> expected;
+  for (const ParamInfo& p : m.params()) {
+    expected.push_back("acquire " + p.name);
+    expected.push_back("ready " + p.name);
+  }
+  EXPECT_EQ(log, expected);
+  for (const ParamInfo& p : m.params()) {
+    for (std::int64_t i = p.offset; i < p.offset + p.count; ++i) {
+      ASSERT_EQ(memory[static_cast<std::size_t>(i)], want[static_cast<std::size_t>(i)]) << p.name << " " << i;
+    }
+  }
+  m.set_grad_placement(nullptr);
 }
 
 }  // namespace

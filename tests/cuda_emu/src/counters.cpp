@@ -27,6 +27,7 @@ struct Atomics {
   std::atomic<std::uint64_t> graph_launches{0}, graph_nodes{0}, graph_kernel_nodes{0}, graph_gemm_nodes{0};
   std::atomic<std::uint64_t> captured_operations{0};
   std::atomic<std::uint64_t> atomic_operations{0};
+  std::atomic<std::uint64_t> lt_matmuls{0};
 };
 
 // Never destroyed (as the engine): stream workers may still count while the process exits.
@@ -55,6 +56,7 @@ void host_sync(const char* what) {
 }
 void kernel_launch() { add(g().kernel_launches, 1); }
 void gemm() { add(g().gemm_calls, 1); }
+void lt_matmul() { add(g().lt_matmuls, 1); }
 void host_function() { add(g().host_functions, 1); }
 void stream_event_wait() { add(g().stream_event_waits, 1); }
 
@@ -139,6 +141,7 @@ void cudaEmuGetCounters(struct cudaEmuCounters* out) {
   out->graph_gemm_nodes = r(a.graph_gemm_nodes);
   out->captured_operations = r(a.captured_operations);
   out->atomic_operations = r(a.atomic_operations);
+  out->lt_matmuls = r(a.lt_matmuls);
 }
 
 void cudaEmuResetCounters(void) {
@@ -152,7 +155,7 @@ void cudaEmuResetCounters(void) {
   }
   for (std::atomic<std::uint64_t>* c :
        {&a.graph_launches, &a.graph_nodes, &a.graph_kernel_nodes, &a.graph_gemm_nodes, &a.captured_operations,
-        &a.atomic_operations}) {
+        &a.atomic_operations, &a.lt_matmuls}) {
     c->store(0, std::memory_order_relaxed);
   }
   const std::lock_guard<std::mutex> lock(cuda_emu::counters::breakdown_mutex());
@@ -174,7 +177,7 @@ void print_report() {
                "cuda_emu counters (emulated device, pid %ld): host_syncs=%llu kernel_launches=%llu gemm_calls=%llu "
                "host_functions=%llu h2d_pageable=%llu h2d_pinned=%llu d2h_pageable=%llu d2h_pinned=%llu d2d=%llu "
                "h2h=%llu memset=%llu device_allocations=%llu pinned_allocations=%llu fiber_blocks=%llu "
-               "plain_blocks=%llu atomic_operations=%llu\n%s",
+               "plain_blocks=%llu atomic_operations=%llu lt_matmuls=%llu\n%s",
                static_cast<long>(getpid()), static_cast<unsigned long long>(c.host_syncs),
                static_cast<unsigned long long>(c.kernel_launches), static_cast<unsigned long long>(c.gemm_calls),
                static_cast<unsigned long long>(c.host_functions), static_cast<unsigned long long>(c.h2d_pageable_bytes),
@@ -185,7 +188,7 @@ void print_report() {
                static_cast<unsigned long long>(c.device_allocations),
                static_cast<unsigned long long>(c.pinned_allocations), static_cast<unsigned long long>(c.fiber_blocks),
                static_cast<unsigned long long>(c.plain_blocks), static_cast<unsigned long long>(c.atomic_operations),
-               breakdown.c_str());
+               static_cast<unsigned long long>(c.lt_matmuls), breakdown.c_str());
   std::fprintf(stderr,
                "cuda_emu graph counters (pid %ld): graph_launches=%llu graph_nodes=%llu graph_kernel_nodes=%llu "
                "graph_gemm_nodes=%llu captured_operations=%llu\n",

@@ -20,6 +20,7 @@ enum class Copy {
 void host_sync(const char* what);
 void kernel_launch();
 void gemm();
+void lt_matmul();  // a cublasLtMatmul (also counted by gemm())
 void host_function();
 void stream_event_wait();
 void copy(Copy kind, std::size_t bytes);

@@ -24,7 +24,7 @@ extern "C" {
 struct cudaEmuCounters {
   uint64_t host_syncs;         /* calls that blocked the host for device work (see above) */
   uint64_t kernel_launches;    /* launches accepted (MDDP_LAUNCH) */
-  uint64_t gemm_calls;         /* cublasSgemm calls accepted */
+  uint64_t gemm_calls;         /* GEMMs accepted: cublasSgemm, cublasGemmEx, cublasLtMatmul */
   uint64_t host_functions;     /* cudaLaunchHostFunc calls accepted */
   uint64_t stream_event_waits; /* cudaStreamWaitEvent calls accepted: a stream waits on the device */
   uint64_t h2d_pageable_bytes; /* host to device copies, by the kind of host memory */
@@ -44,9 +44,10 @@ struct cudaEmuCounters {
   uint64_t graph_launches;      /* cudaGraphLaunch calls accepted onto a stream (not into a capture) */
   uint64_t graph_nodes;         /* nodes those launches replay, all kinds (a child graph: its nodes) */
   uint64_t graph_kernel_nodes;  /* of which kernels (MDDP_LAUNCH) */
-  uint64_t graph_gemm_nodes;    /* of which cublasSgemm calls */
+  uint64_t graph_gemm_nodes;    /* of which GEMMs (cuBLAS and cuBLASLt calls) */
   uint64_t captured_operations; /* stream operations recorded into a capture instead of run */
   uint64_t atomic_operations;   /* atomicAdd calls device code made (every thread's, every launch's) */
+  uint64_t lt_matmuls;          /* of gemm_calls, the cublasLtMatmul calls (fused GEMM epilogues) */
 };
 
 void cudaEmuGetCounters(struct cudaEmuCounters* out);
