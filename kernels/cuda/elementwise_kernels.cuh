@@ -33,11 +33,13 @@ __global__ void relu_backward_kernel(float* __restrict__ dy, const float* __rest
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) dy[i] = kernels::relu_backward(dy[i], y[i]);
 }
 
-// pb (nullable): the updated weight's bf16 rounding, stored from the register (--precision bf16's
-// GEMM copy made by the optimizer: no second pass over the weights). A uniform branch per element.
-__global__ void adam_step_kernel(AdamParams a, float* __restrict__ p, const float* __restrict__ g,
-                                 float* __restrict__ m, float* __restrict__ v, std::int64_t n,
-                                 std::uint16_t* __restrict__ pb) {
+// The optimizer passes, shared by the eager kernels (parameters by value) and the gated ones
+// (parameters and decision from device memory). pb (nullable): the updated weight's bf16 rounding,
+// stored from the register (--precision bf16's GEMM copy made by the optimizer: no second pass over
+// the weights). A uniform branch per element.
+__device__ __forceinline__ void adam_pass(const AdamParams& a, float* __restrict__ p, const float* __restrict__ g,
+                                          float* __restrict__ m, float* __restrict__ v, std::int64_t n,
+                                          std::uint16_t* __restrict__ pb) {
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
     float pi = p[i], mi = m[i], vi = v[i];
     adam_update(a, pi, g[i], mi, vi);
@@ -49,8 +51,8 @@ __global__ void adam_step_kernel(AdamParams a, float* __restrict__ p, const floa
 }
 
 template <bool kMomentum>
-__global__ void sgd_step_kernel(SgdParams s, float* __restrict__ p, const float* __restrict__ g,
-                                float* __restrict__ buf, std::int64_t n, std::uint16_t* __restrict__ pb) {
+__device__ __forceinline__ void sgd_pass(const SgdParams& s, float* __restrict__ p, const float* __restrict__ g,
+                                         float* __restrict__ buf, std::int64_t n, std::uint16_t* __restrict__ pb) {
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
     float pi = p[i];
     float bi = kMomentum ? buf[i] : 0.0f;
@@ -59,6 +61,18 @@ __global__ void sgd_step_kernel(SgdParams s, float* __restrict__ p, const float*
     if (kMomentum) buf[i] = bi;
     if (pb != nullptr) pb[i] = float_to_bf16_bits(pi);
   }
+}
+
+__global__ void adam_step_kernel(AdamParams a, float* __restrict__ p, const float* __restrict__ g,
+                                 float* __restrict__ m, float* __restrict__ v, std::int64_t n,
+                                 std::uint16_t* __restrict__ pb) {
+  adam_pass(a, p, g, m, v, n, pb);
+}
+
+template <bool kMomentum>
+__global__ void sgd_step_kernel(SgdParams s, float* __restrict__ p, const float* __restrict__ g,
+                                float* __restrict__ buf, std::int64_t n, std::uint16_t* __restrict__ pb) {
+  sgd_pass<kMomentum>(s, p, g, buf, n, pb);
 }
 
 __global__ void scale_kernel(float* __restrict__ x, float alpha, std::int64_t n) {
@@ -81,15 +95,8 @@ __global__ void adam_step_gated_kernel(const AdamParams* __restrict__ params, co
                                        float* __restrict__ p, const float* __restrict__ g, float* __restrict__ m,
                                        float* __restrict__ v, std::int64_t n, std::uint16_t* __restrict__ pb) {
   if (gate->skip != 0) return;
-  const AdamParams a = *params;
-  for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
-    float pi = p[i], mi = m[i], vi = v[i];
-    adam_update(a, pi, g[i], mi, vi);
-    p[i] = pi;
-    m[i] = mi;
-    v[i] = vi;
-    if (pb != nullptr) pb[i] = float_to_bf16_bits(pi);
-  }
+  const AdamParams a = *params;  // a local copy: registers, not a reload per element
+  adam_pass(a, p, g, m, v, n, pb);
 }
 
 template <bool kMomentum>
@@ -98,14 +105,7 @@ __global__ void sgd_step_gated_kernel(const SgdParams* __restrict__ params, cons
                                       std::int64_t n, std::uint16_t* __restrict__ pb) {
   if (gate->skip != 0) return;
   const SgdParams s = *params;
-  for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
-    float pi = p[i];
-    float bi = kMomentum ? buf[i] : 0.0f;
-    sgd_update(s, pi, g[i], bi);
-    p[i] = pi;
-    if (kMomentum) buf[i] = bi;
-    if (pb != nullptr) pb[i] = float_to_bf16_bits(pi);
-  }
+  sgd_pass<kMomentum>(s, p, g, buf, n, pb);
 }
 
 __global__ void axpy_kernel(float alpha, const float* __restrict__ x, float* __restrict__ y, std::int64_t n) {

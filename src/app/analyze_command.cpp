@@ -119,15 +119,7 @@ class AnalyzeCommand final : public Command {
                                   "the measured device copy)")
                       ->check(finite_range(1e-3, 1e9))
                       ->capture_default_str();
-    sub->add_option("--device", device_,
-                    "Where the fresh run computes, as train --device: cpu (the default here), cuda (this rank's GPU; "
-                    "--comm defaults to nccl) or auto")
-        ->capture_default_str();
-    precision_option_ =
-        sub->add_option("--precision", precision_, "GEMM arithmetic, as train --precision: fp32, tf32 (GPU), bf16")
-            ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
-            ->capture_default_str();
-    sub->add_flag("--tf32", tf32_, "Same as --precision tf32");
+    add_compute_options(sub, compute_, "the fresh run");
     // 8192: a GEMM of ~1.1 TFLOP, milliseconds on a current GPU, so launch and synchronisation costs
     // stay far below 1% of the time (jobs/gpu_bench.sh measures its peak on the same shape).
     sub->add_option("--peak-gemm-size", peak_gemm_n_,
@@ -155,8 +147,8 @@ class AnalyzeCommand final : public Command {
   }
 
   void validate() override {
-    validate_device_name(device_);
-    opts_.config.precision = precision_from_options(precision_, precision_option_, tf32_);
+    validate_device_name(compute_.device);
+    opts_.config.precision = compute_.resolved_precision();
     validate_train_options(opts_);
     MDDP_USAGE_CHECK(run_path_.empty() || metrics_path_.empty(), "give at most one of --run and --metrics");
     MDDP_USAGE_CHECK(model_path_.empty() || bench_path_.empty(), "give at most one of --model and --bench");
@@ -185,11 +177,8 @@ class AnalyzeCommand final : public Command {
   double reduce_gbps_ = -1.0;
   std::string burst_credit_ = "every";
   perf::AnalyzeOptions aopt_;
-  std::string device_ = "cpu";  // --device (analyze measures the CPU unless asked, as bench ddp)
-  std::string precision_ = "fp32";
-  bool tf32_ = false;
+  ComputeOptions compute_;  // --device (cpu unless asked), --precision, --tf32
   std::int64_t peak_gemm_n_ = 8192;
-  CLI::Option* precision_option_ = nullptr;
   CLI::Option* comm_option_ = nullptr;  // a GPU model without --comm gets nccl (compute_device.hpp)
   CLI::Option* peak_option_ = nullptr;  // given: the GPU's peak is the user's, not measured
   CLI::Option* mem_option_ = nullptr;
@@ -390,7 +379,7 @@ int AnalyzeCommand::run(const comm::MpiRuntime& mpi) {
   }
   // The device as train picks it (compute_device.hpp): a GPU model without --comm gets nccl.
   TrainingSession session(mpi, opts_, comm_settings(),
-                          DeviceRequest{device_, comm_option_->count() > 0,
+                          DeviceRequest{compute_.device, comm_option_->count() > 0,
                                         opts_.config.precision == core::Precision::Tf32});
   opts_.comm = session.backend();
   const bool recorded = !run_path_.empty() || !metrics_path_.empty();

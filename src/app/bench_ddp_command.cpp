@@ -93,15 +93,7 @@ class BenchDdpCommand final : public Command {
     sub->add_option("--warmup", warmup_, "Untimed steps at the start of each variant's block")
         ->check(CLI::Range(0, 1000))
         ->capture_default_str();
-    sub->add_option("--device", device_,
-                    "Where the model computes, as train --device: cpu (the default here), cuda (this rank's GPU; "
-                    "--comm defaults to nccl) or auto")
-        ->capture_default_str();
-    precision_option_ =
-        sub->add_option("--precision", precision_, "GEMM arithmetic, as train --precision: fp32, tf32 (GPU), bf16")
-            ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
-            ->capture_default_str();
-    sub->add_flag("--tf32", tf32_, "Same as --precision tf32 (as train)");
+    add_compute_options(sub, compute_, "the model");
     comm_option_ = sub->get_option("--comm");
     sub->add_option("--csv", csv_path_, "Also write the table as CSV");
     sub->add_option("--json", json_path_, "Also write the table as JSON");
@@ -115,8 +107,8 @@ class BenchDdpCommand final : public Command {
         opts_.config.compression.mode = c;
       }
     }
-    validate_device_name(device_);
-    opts_.config.precision = precision_from_options(precision_, precision_option_, tf32_);
+    validate_device_name(compute_.device);
+    opts_.config.precision = compute_.resolved_precision();
     validate_train_options(opts_);
     MDDP_USAGE_CHECK(!strategies_.empty(), "--strategies is empty");
     MDDP_USAGE_CHECK(!bucket_mbs_.empty(), "--bucket-mb is empty");
@@ -131,10 +123,7 @@ class BenchDdpCommand final : public Command {
   std::vector<double> bucket_mbs_{0.25, 1, 4, 25, 100};
   std::vector<std::string> shards_{"none"};
   int rounds_ = 3, warmup_ = 1;
-  std::string device_ = "cpu";        // --device (bench ddp measures the CPU unless asked)
-  std::string precision_ = "fp32";    // --precision
-  CLI::Option* precision_option_ = nullptr;
-  bool tf32_ = false;                 // --tf32
+  ComputeOptions compute_;  // --device (cpu unless asked), --precision, --tf32
   CLI::Option* comm_option_ = nullptr;  // to know whether --comm was given (a GPU model defaults to nccl)
   std::string csv_path_, json_path_;
 };
@@ -199,7 +188,7 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
   cfg.layer_events = tracing;
   // The device as train picks it (compute_device.hpp): a GPU model without --comm gets nccl.
   TrainingSession session(mpi, opts_, comm_settings(),
-                          DeviceRequest{device_, comm_option_->count() > 0, cfg.precision == core::Precision::Tf32});
+                          DeviceRequest{compute_.device, comm_option_->count() > 0, cfg.precision == core::Precision::Tf32});
   opts_.comm = session.backend();
   const int threads = session.threads();
   comm::Communicator& comm = session.comm();

@@ -232,4 +232,17 @@ core::Precision precision_from_options(const std::string& name, const CLI::Optio
   return tf32_flag ? core::Precision::Tf32 : core::parse_precision(name);
 }
 
+void add_compute_options(CLI::App* sub, ComputeOptions& o, const std::string& what) {
+  sub->add_option("--device", o.device,
+                  "Where " + what +
+                      " computes, as train --device: cpu (the default here), cuda (this rank's GPU; --comm defaults "
+                      "to nccl) or auto")
+      ->capture_default_str();
+  o.precision_option =
+      sub->add_option("--precision", o.precision, "GEMM arithmetic, as train --precision: fp32, tf32 (GPU), bf16")
+          ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
+          ->capture_default_str();
+  sub->add_flag("--tf32", o.tf32, "Same as --precision tf32");
+}
+
 }  // namespace microddp::app

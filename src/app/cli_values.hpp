@@ -64,4 +64,16 @@ CLI::Option* add_compression_list_option(CLI::App* sub, const std::string& name,
 // else NAME; a usage error when both were given and disagree (`given`: --precision's option).
 core::Precision precision_from_options(const std::string& name, const CLI::Option* given, bool tf32_flag);
 
+// The --device, --precision and --tf32 options of the commands that run the model on the CPU unless
+// asked (bench ddp, analyze, hooks): one wording and one resolution for all of them.
+struct ComputeOptions {
+  std::string device = "cpu";
+  std::string precision = "fp32";
+  CLI::Option* precision_option = nullptr;  // whether --precision was given (against --tf32)
+  bool tf32 = false;
+  core::Precision resolved_precision() const { return precision_from_options(precision, precision_option, tf32); }
+};
+// `what` completes the --device help: "Where <what> computes, as train --device: ...".
+void add_compute_options(CLI::App* sub, ComputeOptions& o, const std::string& what);
+
 }  // namespace microddp::app

@@ -44,20 +44,12 @@ class HooksCommand final : public Command {
     add_distributed_training_options(sub, opts_);
     add_strategy_option(sub, opts_);
     add_bucket_options(sub, opts_, /*with_cap=*/true);
-    sub->add_option("--device", device_,
-                    "Where the model computes, as train --device: cpu (the default here), cuda (this rank's GPU; "
-                    "--comm defaults to nccl) or auto")
-        ->capture_default_str();
-    precision_option_ =
-        sub->add_option("--precision", precision_, "GEMM arithmetic, as train --precision: fp32, tf32 (GPU), bf16")
-            ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
-            ->capture_default_str();
-    sub->add_flag("--tf32", tf32_, "Same as --precision tf32");
+    add_compute_options(sub, compute_, "the model");
     comm_option_ = sub->get_option("--comm");
   }
   void validate() override {
-    validate_device_name(device_);
-    opts_.config.precision = precision_from_options(precision_, precision_option_, tf32_);
+    validate_device_name(compute_.device);
+    opts_.config.precision = compute_.resolved_precision();
     validate_train_options(opts_);
   }
   double comm_timeout_s() const override { return opts_.comm_timeout_s; }
@@ -65,10 +57,7 @@ class HooksCommand final : public Command {
 
  private:
   TrainOptions opts_;
-  std::string device_ = "cpu";  // --device (hooks runs on the CPU unless asked, as bench ddp)
-  std::string precision_ = "fp32";
-  bool tf32_ = false;
-  CLI::Option* precision_option_ = nullptr;
+  ComputeOptions compute_;  // --device (cpu unless asked), --precision, --tf32
   CLI::Option* comm_option_ = nullptr;  // a GPU model without --comm gets nccl (compute_device.hpp)
 };
 
@@ -81,7 +70,7 @@ struct Row {
 int HooksCommand::run(const comm::MpiRuntime& mpi) {
   // The device as train picks it (compute_device.hpp); eager steps, so every collective is an event.
   TrainingSession session(mpi, opts_, comm_settings(),
-                          DeviceRequest{device_, comm_option_->count() > 0,
+                          DeviceRequest{compute_.device, comm_option_->count() > 0,
                                         opts_.config.precision == core::Precision::Tf32});
   opts_.comm = session.backend();
   opts_.config.cuda_graph = ddp::CudaGraphMode::Off;
