@@ -338,24 +338,23 @@ void AnalyzeCommand::set_device_references(TrainingSession& session, const perf:
     const std::int64_t copy_bytes = std::max<std::int64_t>(28 * params, 16 * peak_gemm_n_ * peak_gemm_n_);
     measured = measure_device_references(session.ops(), core::parse_precision(rec.precision), peak_gemm_n_, copy_bytes);
   }
-  if (peak_given) {
-    aopt_.device_peak_gflops = aopt_.peak_gflops_per_thread;
-    aopt_.device_peak_source = "--peak-gflops, given for this GPU";
-  } else if (measured.gemm_gflops > 0) {
-    aopt_.device_peak_gflops = measured.gemm_gflops;
-    aopt_.device_peak_source = measured.gemm_source;
-  } else {
-    aopt_.device_peak_source = "unknown: a GPU run analysed without a GPU; give --peak-gflops (this GPU's peak)";
-  }
-  if (mem_given) {
-    aopt_.device_mem_gbytes_s = aopt_.mem_gbytes_s;
-    aopt_.device_mem_source = "--mem-gbps, given for this GPU";
-  } else if (measured.mem_gbytes_s > 0) {
-    aopt_.device_mem_gbytes_s = measured.mem_gbytes_s;
-    aopt_.device_mem_source = measured.mem_source;
-  } else {
-    aopt_.device_mem_source = "unknown: a GPU run analysed without a GPU; give --mem-gbps";
-  }
+  // Each reference: the value given on the command line, else the one measured here, else unknown.
+  const auto pick = [](bool given, double given_value, const char* option, double measured_value,
+                       const std::string& measured_source, auto& value, std::string& source) {
+    if (given) {
+      value = given_value;
+      source = std::string(option) + ", given for this GPU";
+    } else if (measured_value > 0) {
+      value = measured_value;
+      source = measured_source;
+    } else {
+      source = std::string("unknown: a GPU run analysed without a GPU; give ") + option + " (this GPU's)";
+    }
+  };
+  pick(peak_given, aopt_.peak_gflops_per_thread, "--peak-gflops", measured.gemm_gflops, measured.gemm_source,
+       aopt_.device_peak_gflops, aopt_.device_peak_source);
+  pick(mem_given, aopt_.mem_gbytes_s, "--mem-gbps", measured.mem_gbytes_s, measured.mem_source,
+       aopt_.device_mem_gbytes_s, aopt_.device_mem_source);
 }
 
 int AnalyzeCommand::run(const comm::MpiRuntime& mpi) {

@@ -19,9 +19,15 @@ OptimizerUpdate::OptimizerUpdate(model::FullMLP& model, kernels::Ops& ops, std::
   }
 }
 
-void OptimizerUpdate::stage_gated() { MDDP_CHECK(false, "this optimizer update has no step decided on the device"); }
-void OptimizerUpdate::apply_gated(const double* /*numerics*/, double /*max_norm*/) { stage_gated(); }
-void OptimizerUpdate::commit_gated() { stage_gated(); }
+namespace {
+[[noreturn]] void no_gated_step() {
+  throw core::Error("this optimizer update has no step decided on the device (only the replicated one has)");
+}
+}  // namespace
+
+void OptimizerUpdate::stage_gated() { no_gated_step(); }
+void OptimizerUpdate::apply_gated(const double* /*numerics*/, double /*max_norm*/) { no_gated_step(); }
+void OptimizerUpdate::commit_gated() { no_gated_step(); }
 
 const OptimizerUpdate::Waits& OptimizerUpdate::forward_waits() const {
   static const Waits kNone;  // nothing waits in a replicated forward

@@ -63,8 +63,7 @@ class OptimizerUpdate {
   // each replay; apply_gated() queues the gate from the verdict's all-reduced device numerics
   // (NumericsVerdict::device_numerics), the clip scale when max_norm > 0, and the gated optimizer
   // step (recorded once into the graph); commit_gated() after the verdict of a step not skipped.
-  // Only the replicated update supports it (graph_obstacle refuses --shard); the others throw.
-  virtual bool supports_gated() const { return false; }
+  // Only the replicated update has it (graph_obstacle refuses --shard); the others throw core::Error.
   virtual void stage_gated();
   virtual void apply_gated(const double* numerics, double max_norm);
   virtual void commit_gated();

@@ -18,7 +18,6 @@ class ReplicatedUpdate final : public OptimizerUpdate {
   void grad_sum_squares_to(double* out) override;
   void poison_gradient() override;
   void apply(double clip) override;
-  bool supports_gated() const override { return true; }
   void stage_gated() override { optimizer_->stage_gated_step(); }
   void apply_gated(const double* numerics, double max_norm) override;
   void commit_gated() override { optimizer_->commit_gated_step(); }
