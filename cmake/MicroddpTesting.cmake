@@ -37,6 +37,17 @@ find_package(GTest REQUIRED)
 
 set(MICRODDP_SKIP_CODE 77)
 
+# Open MPI 4 creates its per-user session directory (<tmp>/ompi.<host>.<uid>) on the first mpirun
+# with a check-then-mkdir: two mpiruns that start at once on a fresh machine can both see it missing,
+# and the loser dies in orte_init ("mkdir ... File exists"), as happened to an np1 test under
+# `ctest -j`. So one trivial mpirun runs first (a fixture every test requires); after it the
+# directory exists and concurrent mpiruns only create their own job directories inside it.
+set(MICRODDP_TEST_ENVIRONMENT
+    "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;MICRODDP_DEVICE=cpu")
+add_test(NAME mpi_session_dir COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 1 ${MICRODDP_MPIEXEC_PREFLAGS} true)
+set_tests_properties(mpi_session_dir PROPERTIES FIXTURES_SETUP mpi_session LABELS "mpi;unit" TIMEOUT 60
+  ENVIRONMENT "${MICRODDP_TEST_ENVIRONMENT}")
+
 function(microddp_add_test name)
   cmake_parse_arguments(T "" "TIMEOUT;EXECUTABLE;WRAPPER" "SOURCES;LIBS;LABELS;NP;ARGS" ${ARGN})
   if(NOT T_TIMEOUT)
@@ -71,8 +82,9 @@ function(microddp_add_test name)
                        ${MPIEXEC_PREFLAGS} ${T_WRAPPER} $<TARGET_FILE:${exe}> ${MPIEXEC_POSTFLAGS} ${T_ARGS})
       set_tests_properties(${test_name} PROPERTIES
         LABELS "mpi;${T_LABELS}" TIMEOUT ${T_TIMEOUT} PROCESSORS ${np}
+        FIXTURES_REQUIRED mpi_session
         # OpenMPI refuses to run as root without these; harmless for other users (test config only).
-        ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;MICRODDP_DEVICE=cpu")
+        ENVIRONMENT "${MICRODDP_TEST_ENVIRONMENT}")
       if(may_skip)
         set_tests_properties(${test_name} PROPERTIES SKIP_RETURN_CODE ${MICRODDP_SKIP_CODE})
       endif()
@@ -116,6 +128,6 @@ function(microddp_add_script_test name)
   endif()
   add_test(NAME ${name} COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/${T_SCRIPT} ${T_ARGS})
   set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT} PROCESSORS ${T_PROCESSORS}
-    RUN_SERIAL ${T_RUN_SERIAL} SKIP_RETURN_CODE ${MICRODDP_SKIP_CODE}
-    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;MICRODDP_DEVICE=cpu")
+    RUN_SERIAL ${T_RUN_SERIAL} SKIP_RETURN_CODE ${MICRODDP_SKIP_CODE} FIXTURES_REQUIRED mpi_session
+    ENVIRONMENT "${MICRODDP_TEST_ENVIRONMENT}")
 endfunction()
