@@ -36,7 +36,6 @@ import sys
 # Files not checked yet, with the reason. They are being rewritten in parallel with this check and
 # still hold diary lines; the lead empties this list once those rewrites are merged and fixed.
 EXCLUDED = {
-    "README.md": "edited in parallel (issue 36)",
     "docs/gpu.md": "edited in parallel (issue 42)",
     "docs/data_sets.md": "edited in parallel (issue 36)",
     "docs/reliability.md": "edited in parallel (issue 35)",
@@ -76,16 +75,18 @@ RULES = [
      ["the buffer is used to hold the sums", "a host clock is used to time it",
       "the earlier layers keep running", "the previous bucket is done", "the first K steps"]),
     ("acceptance target",
-     r"\btargets?\s+(?:holds?|is met|are met|met|is\b|>=|<=|≥|≤)|\btarget\s+met\b|\btargets?\s*(?:>=|<=|≥|≤)"
+     r"\btargets?\s+(?:holds?|(?:is|are|was|were)\s+(?:not\s+)?(?:met|reached|missed)|met|is\s*(?:>=|<=|≥|≤|<|>))"
+     r"|\btarget\s+met\b|\btargets?\s*(?:>=|<=|≥|≤)"
      r"|\b(?:meets?|met|missed|misses|reach(?:es)?|within)\s+(?:the\s+|its\s+|our\s+|both\s+)?"
      r"(?:performance\s+|acceptance\s+)?targets?\b"
-     r"|\b(?:performance|acceptance)\s+targets?\b|\(targets?\b|%\s+targets?\b|\bthe\s+targets\b"
+     r"|\b(?:performance|acceptance)\s+targets?\b|\(targets?\b|%\s+targets?\b"
      r"|\bbelow\s+target\b|\bmet within noise\b",
      ["Both performance targets of the collectives are met", "The target is <= 20% exposed",
       "(32.04 of 128.14; target <= 26%)", "the >= 90% target is met", "The targets hold exactly",
       "(target >= 85%): BELOW TARGET", "step time met within noise"],
      ["cmake --build build --target microddp", "ALIAS targets of the emulated libraries",
-      "a library target per folder", "the target's link line"]),
+      "a library target per folder", "the target's link line", "The HDF5 fuzz target is structure-aware",
+      "Two builds use the targets", "while writing the targets"]),
 ]
 
 COMPILED = [(name, re.compile(pattern, re.IGNORECASE)) for name, pattern, _, _ in RULES]
