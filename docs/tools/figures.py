@@ -592,7 +592,7 @@ class Figures:
                  "Every figure of the course, regenerated from real runs by one command:", "",
                  "```", "docs/tools/make_figures.sh            # from the repository root, after ./setup.sh build",
                  "```", "",
-                 f"This set: {c['date']}, {c['cpu']}, {c['cores']} cores, commit {c['commit']}"
+                 f"This set: {c['date']}, {c['cpu']}, {c['cores']} cores"
                  + (" — **quick mode** (tiny sizes: checks the pipeline, the numbers mean nothing)" if self.quick else "")
                  + ". Launcher: `mpirun --oversubscribe --bind-to none --mca mpi_yield_when_idle 1` (the README's "
                  "settings), CPU path, one BLAS thread per rank. Each command below is printed with its duration and "

@@ -1,7 +1,7 @@
 #!/bin/bash
 # make_figures.sh — regenerate every figure of the course (docs/img/*.png) from real runs of this
 # build, docs/img/figures.md (each figure with the commands that produced its data and the
-# conditions: date, processor, load average, commit) and docs/img/data/ (the numbers each figure was
+# conditions: date, processor, load average) and docs/img/data/ (the numbers each figure was
 # drawn from, one file per figure; tests/docs/check_figure_claims.py holds the captions against
 # them, so run it after a regeneration: a claim that no longer holds must be reworded). One command:
 #
@@ -123,18 +123,14 @@ for n in $NPS; do
 done
 
 conditions=$("$python" - "$repo" <<'EOF'
-import json, platform, subprocess, sys, datetime
+import json, platform, sys, datetime
 cpu = "unknown processor"
 for line in open("/proc/cpuinfo"):
     if line.startswith("model name"):
         cpu = line.split(":", 1)[1].strip(); break
-try:
-    rev = subprocess.run(["git", "-C", sys.argv[1], "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-except OSError:
-    rev = ""
 import os
 print(json.dumps({"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                  "cpu": cpu, "cores": os.cpu_count(), "commit": rev or "unknown"}))
+                  "cpu": cpu, "cores": os.cpu_count()}))
 EOF
 )
 # Raw outputs kept before drawing: a drawing bug can be fixed and figures.py rerun on them.
