@@ -9,8 +9,11 @@ using core::TensorView;
 
 // Binomial tree on virtual ranks v = (r - root) mod n: v receives from v - lowbit(v) and sends to
 // v + m for every power of two m < lowbit(v) (root: m < n), largest subtree first. ceil(log2 n)
-// rounds. The buffer travels in segments: a rank forwards segment k as soon as it has it, so deep
-// trees pipeline instead of paying log2(n) · S·β.
+// rounds. The buffer travels in segments: a rank forwards segment k as soon as it has it, so the
+// rounds overlap and latency is paid per segment, not per round of the whole message. It does not
+// bring the bandwidth term to S·β: the root sends every segment to each of its ceil(log2 n)
+// children over its one link, ceil(log2 n)·S bytes (S·β needs a pipelined chain, or scatter +
+// all-gather; docs/sync_primitives.md).
 void tree_broadcast(P2pTransport& t, TensorView buf, int root, std::int64_t segment_bytes) {
   const std::int64_t count = buf.count;
   const int n = t.size(), r = t.rank();

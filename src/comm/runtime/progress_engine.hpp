@@ -16,8 +16,9 @@
 //   * The queue is a fixed ring sized at construction: submitting allocates nothing. A full ring
 //     blocks the submitter until a slot frees.
 //   * The idle thread sleeps on a condition variable (no spinning next to BLAS threads).
-//   * MPI is initialised with MPI_THREAD_SERIALIZED: at any moment at most one thread of a
-//     communicator executes MPI calls. Use one communicator at a time per process.
+//   * MPI is initialised with MPI_THREAD_SERIALIZED, a promise about the whole process: at any
+//     moment at most one of its threads is inside MPI, whatever the communicator. Each engine keeps
+//     that for the calls it makes; so use one communicator at a time per process.
 #pragma once
 
 #include <atomic>
