@@ -521,7 +521,7 @@ int BenchCollectivesCommand::run(const comm::MpiRuntime& mpi) {
       }
     }
   }
-  // Footer: per backend, average busbw; and the ratios to the first backend (the targets).
+  // Footer: per backend, average busbw; and the ratios to the first backend (how backends compare).
   std::int64_t wrong_total = 0;
   for (const auto& r : all) wrong_total += r.wrong;
   if (rank == 0) {

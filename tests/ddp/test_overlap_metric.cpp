@@ -1,6 +1,6 @@
 // test_overlap_metric.cpp — the overlap metric on real collectives over MPI (perf/comm_busy.hpp):
 //   * collectives that only run after backward ended are never reported as overlapped, even when
-//     they queue behind each other (the case the old formula, 1 - exposed / Σ(completion - launch),
+//     they queue behind each other (the case the naive formula, 1 - exposed / Σ(completion - launch),
 //     reported as mostly hidden: bench ddp said 98 %, hooks 82 %);
 //   * for every strategy, every step: busy <= step, queued >= 0, busy <= Σ(completion - launch),
 //     and each collective's execution lies inside its launch -> completion.
@@ -32,7 +32,7 @@ namespace {
 // gradient reports ready, back to back. Rank 1 enters that all-reduce kPeerLateMs late, so on
 // rank 0 it cannot complete, and no gradient collective can start, before rank 0's main thread is
 // blocked in finish() (unless that thread is descheduled for kPeerLateMs in a loop of ten launches).
-// Every gradient collective then queues behind it and the ones before it: the old formula,
+// Every gradient collective then queues behind it and the ones before it: the naive formula,
 // 1 - exposed / Σ(completion - launch), reads ~90 % here; the true overlap is 0.
 constexpr int kPeerLateMs = 50;
 
@@ -72,7 +72,7 @@ perf::StepStats stats_after_backward(comm::Communicator& comm, int rank) {
     const double old_formula = s.comm_total_ms > 0 ? std::max(0.0, 1.0 - s.comm_exposed_ms / s.comm_total_ms) : 0.0;
     std::printf(
         "# rank 0, after backward: busy %.3f ms, queued %.3f ms, exposed %.3f ms, launch->done sum %.3f ms; "
-        "overlap %.1f%% (the old formula: %.1f%%)\n",
+        "overlap %.1f%% (the naive formula: %.1f%%)\n",
         s.comm_busy_ms, s.comm_queued_ms, s.comm_exposed_ms, s.comm_total_ms, 100.0 * s.overlap(), 100.0 * old_formula);
   }
   return s;

@@ -62,9 +62,9 @@ std::vector<core::Event> step_events(std::int64_t step, std::int64_t step_end, s
   return ev;
 }
 
-// The case the old formula got wrong: five collectives launched together after backward ended
+// The case the naive formula got wrong: five collectives launched together after backward ended
 // (at 60 ms), executed FIFO, 8 ms each. Every instant of communication is exposed: overlap 0.
-// The old formula, 1 - exposed / Σ(completion - launch) = 1 - 40 / 120, said 66.7 %.
+// The naive formula, 1 - exposed / Σ(completion - launch) = 1 - 40 / 120, said 66.7 %.
 TEST(StepStatsOverlap, AllAfterBackwardIsZero) {
   std::vector<Coll> colls;
   for (std::int64_t i = 0; i < 5; ++i) colls.push_back({60, 60 + 8 * i, 68 + 8 * i});
