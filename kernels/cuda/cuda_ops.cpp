@@ -550,7 +550,9 @@ class CudaOps final : public Ops {
                                  << (key.ab_type == CUDA_R_16BF ? "bf16"
                                      : tf32_                    ? "tf32"
                                                                 : "fp32")
-                                 << " (m " << key.m << ", n " << key.n << ", k " << key.k << ", row-major; " << why
+                                 << " (m " << key.m << ", n " << key.n << ", k " << key.k
+                                 << ", row-major; a, b, c aligned to " << key.align[0] << ", " << key.align[1] << ", "
+                                 << key.align[2] << " bytes; " << why
                                  << "): that GEMM runs unfused (cuBLAS and our bias kernels)");
   }
 

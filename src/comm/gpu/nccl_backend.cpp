@@ -62,6 +62,10 @@ constexpr std::size_t kSlots = 1024;
 // kPollSleep between polls so a long wait does not burn the core the BLAS/compute threads need.
 constexpr int kYieldPolls = 64;
 constexpr auto kPollSleep = std::chrono::microseconds(20);
+// Waits for a stream (poll_until_done) yield for this long before they sleep: a small model's whole
+// GPU step is well under it, and a sleep's wake-up (timer slack: tens of microseconds) would add a
+// visible share to such a step; cudaStreamSynchronize, which the wait replaces, spins too.
+constexpr std::int64_t kYieldWindowNs = 2'000'000;
 
 ncclRedOp_t nccl_op(ReduceOp op) {
   switch (op) {
@@ -308,8 +312,9 @@ bool NcclBackend::poll_until_done(const cudaEvent_t* events, std::size_t count, 
         return false;
       }
     }
-    if (limit_s >= 0.0 && static_cast<double>(core::now_ns() - start) * 1e-9 >= limit_s) return false;
-    if (polls < kYieldPolls) {
+    const std::int64_t waited_ns = core::now_ns() - start;
+    if (limit_s >= 0.0 && static_cast<double>(waited_ns) * 1e-9 >= limit_s) return false;
+    if (polls < kYieldPolls || waited_ns < kYieldWindowNs) {
       std::this_thread::yield();
     } else {
       std::this_thread::sleep_for(kPollSleep);
