@@ -1,6 +1,6 @@
 #!/bin/bash
 # gpu_first_run.sh — the one command for a run on a GPU that microddp has not seen yet (docs/gpu.md,
-# "The first run on a real GPU"): jobs/gpu_check.sh, then, if it said PASS, jobs/gpu_bench.sh on the
+# "On the next GPU"): jobs/gpu_check.sh, then, if it said PASS, jobs/gpu_bench.sh on the
 # same build (jobs/lib/gpu_build.sh), each log written whole to RESULTS_DIR, the wall time of each
 # printed, and the lines a reader must look at gathered at the end: the verdict, every cuBLASLt
 # problem the real library refused (run unfused instead), the benchmark's table.
