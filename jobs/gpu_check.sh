@@ -11,6 +11,9 @@
 #   SETUP-INCOMPLETE     a tool or library is missing, or CMake could not configure: not a GPU
 #                        bug; install the dependencies (./setup.sh deps on Debian) and rerun
 #   SKIPPED-not-passed   no GPU visible to the CUDA runtime: nothing GPU-related was verified
+# The build (directory, configure, targets) is jobs/lib/gpu_build.sh's, shared with gpu_bench.sh:
+# MICRODDP_GPU_BUILD (default build-gpu), MICRODDP_GPU_PREBUILT=1 (a build made elsewhere),
+# MICRODDP_CUDA_ARCHS, MICRODDP_BUILD_JOBS, CUDACXX.
 # With --emulated (or MICRODDP_GPU_CHECK_EMULATED=1) it uses the emulated-device build
 # (CMakePresets.json preset cuda-emu, tests/cuda_emu) and says so in the verdict: that proves the
 # logic of the GPU code (kernels, API usage, synchronisation, data movement), not its speed or GPU
@@ -47,14 +50,11 @@ if [ -n "${MICRODDP_SITE_ENV:-}" ]; then
   set -u
 fi
 SRC_DIR="${MICRODDP_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
-if [[ ${EMULATED} == 1 ]]; then
-  BUILD_DIR="${MICRODDP_GPU_BUILD:-${SRC_DIR}/build-cuda-emu}"   # the cuda-emu preset's binaryDir
-else
-  BUILD_DIR="${MICRODDP_GPU_BUILD:-${SRC_DIR}/build-gpu-check}"
-fi
-CUDA_ARCHS="${MICRODDP_CUDA_ARCHS:-80;90}"
-JOBS="${MICRODDP_BUILD_JOBS:-${SLURM_CPUS_PER_TASK:-$(nproc)}}"
-NVCC="${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
+# The build recipe gpu_bench.sh shares (build directory, configure, targets): jobs/lib/gpu_build.sh.
+# shellcheck source=lib/gpu_build.sh
+source "${SRC_DIR}/jobs/lib/gpu_build.sh"
+gpu_build_init "${EMULATED}" "${SRC_DIR}"
+BUILD_DIR="${GPU_BUILD_DIR}"
 MPIEXEC="${MPIEXEC:-mpiexec}"
 SKIP_CTEST="${MICRODDP_GPU_CHECK_SKIP_CTEST:-0}"   # 1: the GPU tests just ran (CI: ctest --preset cuda-emu)
 # Time limits (s): a stuck ncclCommInitRank or a hung collective ends with FAIL, not at the job limit.
@@ -117,47 +117,32 @@ echo "# build    : ${BUILD_DIR}"
 # ---- 0. preflight: every tool present (a missing one is a setup problem, not a GPU bug) ---------
 current_step="preflight"
 missing=()
-for tool in cmake ninja "${MPIEXEC}" timeout; do
+for tool in "${GPU_BUILD_TOOLS[@]}" ctest "${MPIEXEC}" timeout; do
   command -v "${tool}" >/dev/null 2>&1 || missing+=("${tool}")
 done
-if [[ ${EMULATED} != 1 ]] && [[ ! -x ${NVCC} ]]; then missing+=("nvcc (${NVCC}; set CUDACXX)"); fi
 if [[ ${#missing[@]} -gt 0 ]]; then
-  echo "# missing  : ${missing[*]}"
+  echo "# missing  : ${missing[*]} (nvcc: set CUDACXX)"
   verdict SETUP-INCOMPLETE "install them (Debian: ./setup.sh deps; clusters: load the modules) and rerun"
 fi
 # Open MPI counts slots: `sbatch --ntasks=1` gives one, and the checks below start up to NGPU ranks.
-MPIEXEC_FLAGS=()
-if "${MPIEXEC}" --version 2>/dev/null | grep -q "Open MPI"; then
-  MPIEXEC_FLAGS=(--oversubscribe --bind-to none)
-  [[ $(id -u) == 0 ]] && MPIEXEC_FLAGS+=(--allow-run-as-root)
-fi
-if [[ -n ${MICRODDP_MPIEXEC_FLAGS:-} ]]; then read -r -a MPIEXEC_FLAGS <<<"${MICRODDP_MPIEXEC_FLAGS}"; fi
+gpu_mpiexec_flags "${MPIEXEC}"
+MPIEXEC_FLAGS=("${GPU_MPIEXEC_FLAGS[@]}")
 
 # ---- 1. configure (a failure here is a missing dependency: CMake names it) ----------------------
 current_step="configure"
-if [[ ${EMULATED} == 1 ]]; then
-  configure=(cmake --preset cuda-emu -S "${SRC_DIR}")
-  if [[ -n ${MICRODDP_GPU_BUILD:-} ]]; then configure+=(-B "${BUILD_DIR}"); fi
-else
-  # CUDA and NCCL requested explicitly: a missing one is a configure error, never a silently
-  # CPU-only build that would then "pass".
-  configure=(cmake -S "${SRC_DIR}" -B "${BUILD_DIR}" -G Ninja -DCMAKE_BUILD_TYPE=Release
-             -DCMAKE_CUDA_COMPILER="${NVCC}" -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS}"
-             -DMICRODDP_CUDA=ON -DMICRODDP_NCCL=ON)
-fi
-if ! (cd "${SRC_DIR}" && "${configure[@]}" >"${TMPDIR:-/tmp}/gpu_check_configure.$$.log" 2>&1); then
-  tail -n 25 "${TMPDIR:-/tmp}/gpu_check_configure.$$.log"
+configure_log="${TMPDIR:-/tmp}/gpu_check_configure.$$.log"
+if ! gpu_configure "${configure_log}"; then
+  tail -n 25 "${configure_log}"
+  rm -f "${configure_log}"
   verdict SETUP-INCOMPLETE "CMake could not configure (above: what is missing); Debian: ./setup.sh deps"
 fi
-grep -E "^-- +(CUDA|NCCL)" "${TMPDIR:-/tmp}/gpu_check_configure.$$.log" | sed "s/^--/# cmake   :/"
-rm -f "${TMPDIR:-/tmp}/gpu_check_configure.$$.log"
+grep -E "^-- +(CUDA|NCCL)" "${configure_log}" | sed "s/^--/# cmake   :/"
+rm -f "${configure_log}"
 
 # ---- 2. build ----------------------------------------------------------------------------------
 current_step="build"
 # The binary and the GPU tests' programs only (target gpu_tests), not the CPU suite.
-build_targets=(--target microddp gpu_tests)
-run_limited "${BUILD_TIMEOUT_S}" cmake --build "${BUILD_DIR}" -j "${JOBS}" "${build_targets[@]}" >/dev/null ||
-  { run_limited 600 cmake --build "${BUILD_DIR}" -j 1 "${build_targets[@]}" 2>&1 | tail -n 30; verdict FAIL "the build failed"; }
+gpu_build "${BUILD_TIMEOUT_S}" microddp gpu_tests || verdict FAIL "the build failed"
 MICRODDP="${BUILD_DIR}/microddp"
 
 # ---- 3. how many GPUs the CUDA runtime sees (CUDA_VISIBLE_DEVICES applied; not nvidia-smi) -------

@@ -28,6 +28,9 @@ CublasLtLibrary load_lt() {
                          &::cublasLtMatmulDescInit_internal,
                          &::cublasLtMatmulDescSetAttribute,
                          &::cublasLtMatrixLayoutInit_internal,
+                         &::cublasLtMatmulPreferenceInit_internal,
+                         &::cublasLtMatmulPreferenceSetAttribute,
+                         &::cublasLtMatmulAlgoGetHeuristic,
                          &::cublasLtMatmul};
 }
 
@@ -87,6 +90,9 @@ CublasLtLibrary load_lt() {
   entry("cublasLtMatmulDescInit_internal", lib.matmul_desc_init);
   entry("cublasLtMatmulDescSetAttribute", lib.matmul_desc_set_attribute);
   entry("cublasLtMatrixLayoutInit_internal", lib.matrix_layout_init);
+  entry("cublasLtMatmulPreferenceInit_internal", lib.preference_init);
+  entry("cublasLtMatmulPreferenceSetAttribute", lib.preference_set_attribute);
+  entry("cublasLtMatmulAlgoGetHeuristic", lib.algo_get_heuristic);
   entry("cublasLtMatmul", lib.matmul);
   return lib;
 }

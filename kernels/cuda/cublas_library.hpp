@@ -17,8 +17,10 @@
 // cuBLASLt (cublaslt_library()): the fused GEMM + epilogue calls (Ops::gemm_bias_act, gemm_bias_grad)
 // use libcublasLt directly, opened the same way and for the same reason (it is the 500 MB library
 // above), by its own soname; same contract. The descriptors are initialised in caller-provided space
-// (the *Init_internal entry points behind cublasLt.h's inline cublasLtMatmulDescInit and
-// cublasLtMatrixLayoutInit), so a fused call allocates nothing on the host either.
+// (the *Init_internal entry points behind cublasLt.h's inline cublasLtMatmulDescInit,
+// cublasLtMatrixLayoutInit and cublasLtMatmulPreferenceInit), so a fused call allocates nothing on
+// the host either; the algorithm for each problem comes from cublasLtMatmulAlgoGetHeuristic, asked
+// once per problem (CudaOps caches it).
 #pragma once
 
 #include <cublasLt.h>
@@ -51,6 +53,9 @@ struct CublasLtLibrary {
   decltype(&::cublasLtMatmulDescInit_internal) matmul_desc_init;
   decltype(&::cublasLtMatmulDescSetAttribute) matmul_desc_set_attribute;
   decltype(&::cublasLtMatrixLayoutInit_internal) matrix_layout_init;
+  decltype(&::cublasLtMatmulPreferenceInit_internal) preference_init;
+  decltype(&::cublasLtMatmulPreferenceSetAttribute) preference_set_attribute;
+  decltype(&::cublasLtMatmulAlgoGetHeuristic) algo_get_heuristic;
   decltype(&::cublasLtMatmul) matmul;
 };
 

@@ -1,5 +1,7 @@
 // cuda_ops.cpp — CudaOps: the Ops interface on one GPU (cuBLAS for GEMM, cuBLASLt for the GEMMs with
-// a fused bias / ReLU / bias-gradient epilogue, kernels/cuda/*.cu for the rest).
+// a fused bias / ReLU / bias-gradient epilogue, kernels/cuda/*.cu for the rest). A fused call asks
+// cuBLASLt's heuristic once per problem (outside captures; the answer is cached) and runs the
+// unfused calls where cuBLASLt has no algorithm: the same results, never an error.
 // Contract (see ops.hpp): row-major; backward ops accumulate; every call is queued on the
 // object's own non-blocking stream (native_stream()) and returns at once; synchronize() waits for the
 // stream and reports device-flagged errors (a softmax_xent label out of range). sum_squares and the
@@ -164,28 +166,25 @@ class CudaOps final : public Ops {
   // matrix D rows", broadcast over D's columns, then (RELU_BIAS) applies ReLU. D's rows are our n, the
   // columns of row-major C: exactly our bias(n) broadcast over C's rows, then act. Same arithmetic as
   // gemm + bias_act_forward (fp32 sum, + bias, max(., 0)).
+  // When cuBLASLt has no algorithm for the problem (lt_matmul), the unfused calls, same arithmetic.
   void gemm_bias_act(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
                      const float* b, const float* bias, float* c, bool relu) override {
-    if (!lt_fusable(m, n, k)) {  // an empty operand: the unfused calls handle the edge cases
-      gemm(trans_a, trans_b, m, n, k, 1.0f, a, b, 0.0f, c);
-      bias_act_forward(c, bias, m, n, relu);
+    if (lt_matmul(trans_a, trans_b, m, n, k, a, b, CUDA_R_32F, c,
+                  relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS, bias))
       return;
-    }
-    lt_matmul(trans_a, trans_b, m, n, k, a, b, CUDA_R_32F, c,
-              relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS, bias);
+    gemm(trans_a, trans_b, m, n, k, 1.0f, a, b, 0.0f, c);
+    bias_act_forward(c, bias, m, n, relu);
   }
   // bf16 operands, fp32 bias and D (the bias type defaults to D's): cuBLASLt's bf16 path takes the
   // same epilogues, so --precision bf16's forward is fused too.
   void gemm_bias_act_bf16(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
                           const std::uint16_t* a, const std::uint16_t* b, const float* bias, float* c,
                           bool relu) override {
-    if (!lt_fusable(m, n, k)) {
-      gemm_bf16(trans_a, trans_b, m, n, k, 1.0f, a, b, 0.0f, c);
-      bias_act_forward(c, bias, m, n, relu);
+    if (lt_matmul(trans_a, trans_b, m, n, k, a, b, CUDA_R_16BF, c,
+                  relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS, bias))
       return;
-    }
-    lt_matmul(trans_a, trans_b, m, n, k, a, b, CUDA_R_16BF, c,
-              relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS, bias);
+    gemm_bf16(trans_a, trans_b, m, n, k, 1.0f, a, b, 0.0f, c);
+    bias_act_forward(c, bias, m, n, relu);
   }
   // Backward, BGRADB. Row-major dw(out, in) = dy(rows, out)^T x(rows, in) is gemm(trans_a = true,
   // trans_b = false, m = out, n = in, k = rows, a = dy, b = x). Swapped for cuBLASLt: its A = x (stored
@@ -201,13 +200,11 @@ class CudaOps final : public Ops {
   // accumulation micro-steps, not the default step) takes the unfused bias_grad + GEMM(beta = 1).
   void gemm_bias_grad(std::int64_t out, std::int64_t in, std::int64_t rows, const float* dy, const float* x, float* dw,
                       float* db, bool accumulate) override {
-    if (accumulate || !lt_fusable(out, in, rows)) {
-      if (!accumulate) zero(db, out);
-      bias_grad(db, dy, rows, out);
-      gemm(true, false, out, in, rows, 1.0f, dy, x, accumulate ? 1.0f : 0.0f, dw);
+    if (!accumulate && lt_matmul(true, false, out, in, rows, dy, x, CUDA_R_32F, dw, CUBLASLT_EPILOGUE_BGRADB, db))
       return;
-    }
-    lt_matmul(true, false, out, in, rows, dy, x, CUDA_R_32F, dw, CUBLASLT_EPILOGUE_BGRADB, db);
+    if (!accumulate) zero(db, out);
+    bias_grad(db, dy, rows, out);
+    gemm(true, false, out, in, rows, 1.0f, dy, x, accumulate ? 1.0f : 0.0f, dw);
   }
 
   void bias_act_forward(float* y, const float* bias, std::int64_t rows, std::int64_t cols, bool relu) override {
@@ -422,7 +419,10 @@ class CudaOps final : public Ops {
       core::throw_error(os.str(), "cudaStreamEndCapture(stream_, &graph)", __FILE__, __LINE__);
     }
     cudaGraphExec_t exec = nullptr;
-    const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
+    // Node priorities kept: without the flag a graph launches every node at the launch stream's
+    // priority, and the NCCL kernels forked from the communication stream (the highest priority, so
+    // they run ahead of queued backward kernels) would lose it inside the graph.
+    const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, cudaGraphInstantiateFlagUseNodePriority);
     (void)cudaGraphDestroy(graph);  // the executable graph holds what it needs
     if (instantiated != cudaSuccess) free_marks_of(kCapturePending);
     MDDP_CUDA_CHECK(instantiated);
@@ -461,10 +461,99 @@ class CudaOps final : public Ops {
     }
   }
 
-  // cuBLASLt takes every shape with non-empty operands; the fused calls leave the rest (nothing to
-  // multiply, or k = 0) to the unfused calls, which already handle them.
+  // The fused calls need every dimension > 1: an empty operand or k = 0 is the unfused calls' edge
+  // case, and a dimension of 1 (a one-row local batch) is one cuBLASLt's heuristic may reject
+  // (PyTorch's addmm takes cuBLASLt only when both operands have more than one row and column, after
+  // cublasLtMatmulAlgoGetHeuristic returned CUBLAS_STATUS_INVALID_VALUE for such shapes).
   static bool lt_fusable(std::int64_t m, std::int64_t n, std::int64_t k) {
-    return cublas_int(m, "m") > 0 && cublas_int(n, "n") > 0 && cublas_int(k, "k") > 0;
+    return cublas_int(m, "m") > 1 && cublas_int(n, "n") > 1 && cublas_int(k, "k") > 1;
+  }
+
+  // The alignment cuBLASLt is promised for a pointer (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES): its
+  // largest power-of-two divisor, at most 256 (the default, which cudaMalloc's base addresses meet
+  // but a layer's slice of the flat buffers need not).
+  static std::uint32_t alignment_of(const void* p) {
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    std::uint32_t align = 1;
+    while (align < 256 && (a & align) == 0) align <<= 1;
+    return align;
+  }
+
+  // One fused problem as cuBLASLt sees it (our row-major names; tf32 is fixed per CudaOps), with the
+  // operands' alignments: what the heuristic's answer depends on.
+  struct LtKey {
+    std::uint32_t epilogue;
+    bool trans_a, trans_b;
+    std::int64_t m, n, k;
+    cudaDataType ab_type;
+    std::array<std::uint32_t, 3> align;  // a, b, c (c is also D: in place)
+    bool operator==(const LtKey&) const = default;
+  };
+  // cuBLASLt's answer for one problem: an algorithm, or none (the unfused calls run instead).
+  struct LtPlan {
+    LtKey key;
+    bool fused;
+    cublasLtMatmulAlgo_t algo;
+  };
+
+  // The plan for `key`: asked of cublasLtMatmulAlgoGetHeuristic once (with the workspace we really
+  // give it and the operands' real alignments), then cached for the life of this object, so a step
+  // pays no heuristic and a graph replays what an eager step ran. Never asked during a capture (only
+  // calls that queue work are recorded, and the capture must run what the eager step ran): a problem
+  // first met there runs unfused and is not cached; the trainer's warm-up step meets every problem
+  // first. nullptr: run unfused.
+  const LtPlan* lt_plan(const LtKey& key, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                        cublasLtMatrixLayout_t d) {
+    for (const LtPlan& p : lt_plans_) {
+      if (p.key == key) return p.fused ? &p : nullptr;
+    }
+    if (capturing_) return nullptr;
+    cublasLtMatmulPreferenceOpaque_t pref_space{};
+    const cublasLtMatmulPreference_t pref = &pref_space;
+    MDDP_CUBLAS_CHECK(blas_lt_.preference_init(pref, sizeof pref_space));
+    // The whole cuBLAS workspace (the library's default preference is 0 bytes: no split-K).
+    const std::uint64_t workspace = kCublasWorkspaceBytes;
+    MDDP_CUBLAS_CHECK(blas_lt_.preference_set_attribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+                                                        sizeof workspace));
+    // cuBLASLt's A is our b, its B our a; C and D are our c.
+    const std::array<std::uint32_t, 4> align = {key.align[1], key.align[0], key.align[2], key.align[2]};
+    const cublasLtMatmulPreferenceAttributes_t align_attr[4] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    for (int i = 0; i < 4; ++i) {
+      MDDP_CUBLAS_CHECK(
+          blas_lt_.preference_set_attribute(pref, align_attr[i], &align[static_cast<std::size_t>(i)], sizeof align[0]));
+    }
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t st = blas_lt_.algo_get_heuristic(cublas_lt_, desc, a, b, d, d, pref, 1, &result, &found);
+    LtPlan plan{key, false, {}};
+    if (st == CUBLAS_STATUS_SUCCESS && found > 0 && result.state == CUBLAS_STATUS_SUCCESS &&
+        result.workspaceSize <= kCublasWorkspaceBytes) {
+      plan.fused = true;
+      plan.algo = result.algo;
+    } else if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED && st != CUBLAS_STATUS_INVALID_VALUE) {
+      MDDP_CUBLAS_CHECK(st);
+    } else {
+      note_lt_refusal(key, st == CUBLAS_STATUS_SUCCESS ? "the heuristic found no algorithm" : blas_.status_name(st));
+    }
+    lt_plans_.push_back(plan);
+    return plan.fused ? &lt_plans_.back() : nullptr;
+  }
+
+  // Once per problem, on the log: the run goes on unfused (the same arithmetic, more kernels).
+  void note_lt_refusal(const LtKey& key, const char* why) const {
+    const char* epilogue = key.epilogue == CUBLASLT_EPILOGUE_BGRADB      ? "BGRADB"
+                           : key.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS ? "RELU_BIAS"
+                                                                         : "BIAS";
+    MDDP_INFO("cuBLASLt on GPU " << device_ << " has no algorithm for " << epilogue << " "
+                                 << (key.ab_type == CUDA_R_16BF ? "bf16"
+                                     : tf32_                    ? "tf32"
+                                                                : "fp32")
+                                 << " (m " << key.m << ", n " << key.n << ", k " << key.k
+                                 << ", row-major; a, b, c aligned to " << key.align[0] << ", " << key.align[1] << ", "
+                                 << key.align[2] << " bytes; " << why
+                                 << "): that GEMM runs unfused (cuBLAS and our bias kernels)");
   }
 
   // One cublasLtMatmul on the compute stream: row-major C(m, n) = op(A) op(B) (beta = 0, D = C in
@@ -472,10 +561,12 @@ class CudaOps final : public Ops {
   // as in gemm(). Compute type 32F (bf16 operands: fp32 products and sums, as gemm_bf16), or
   // 32F_FAST_TF32 with --tf32 for fp32 operands (the math mode of the cuBLAS handle does not reach
   // cuBLASLt: the descriptor says it). The descriptors are initialised on the stack (nothing is
-  // allocated) and only read by the call; algo = nullptr lets cuBLASLt pick an algorithm for these
-  // pointers (alignment included); the workspace is cuBLAS's, used in stream order.
-  void lt_matmul(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const void* a,
+  // allocated) and only read by the call; the algorithm is the cached heuristic's (lt_plan), the
+  // workspace cuBLAS's, used in stream order. Returns false, having queued nothing, when the problem
+  // is not fusable or cuBLASLt has no algorithm for it (the caller then runs the unfused calls).
+  bool lt_matmul(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const void* a,
                  const void* b, cudaDataType ab_type, float* c, cublasLtEpilogue_t epilogue, const void* vector) {
+    if (!lt_fusable(m, n, k)) return false;
     const int mi = cublas_int(m, "m"), ni = cublas_int(n, "n");
     const std::int64_t lda = trans_a ? m : k, ldb = trans_b ? k : n;  // row lengths as stored
     const cublasComputeType_t compute =
@@ -500,9 +591,19 @@ class CudaOps final : public Ops {
                                                   static_cast<std::uint64_t>(trans_a ? k : m), lda));
     MDDP_CUBLAS_CHECK(blas_lt_.matrix_layout_init(&d_space, sizeof d_space, CUDA_R_32F, static_cast<std::uint64_t>(ni),
                                                   static_cast<std::uint64_t>(mi), ni));
+    const LtKey key{ep, trans_a, trans_b, m, n, k, ab_type, {alignment_of(a), alignment_of(b), alignment_of(c)}};
+    const LtPlan* plan = lt_plan(key, desc, &a_space, &b_space, &d_space);
+    if (plan == nullptr) return false;
     const float alpha = 1.0f, beta = 0.0f;
-    MDDP_CUBLAS_CHECK(blas_lt_.matmul(cublas_lt_, desc, &alpha, b, &a_space, a, &b_space, &beta, c, &d_space, c,
-                                      &d_space, nullptr, cublas_workspace_, kCublasWorkspaceBytes, stream_));
+    const cublasStatus_t st = blas_lt_.matmul(cublas_lt_, desc, &alpha, b, &a_space, a, &b_space, &beta, c, &d_space, c,
+                                              &d_space, &plan->algo, cublas_workspace_, kCublasWorkspaceBytes, stream_);
+    if (st == CUBLAS_STATUS_NOT_SUPPORTED) {  // the algorithm's kernel refused after all: unfused from now on
+      for (LtPlan& p : lt_plans_) p.fused = p.fused && !(p.key == key);
+      note_lt_refusal(key, "cublasLtMatmul: CUBLAS_STATUS_NOT_SUPPORTED");
+      return false;
+    }
+    MDDP_CUBLAS_CHECK(st);
+    return true;
   }
 
   std::string describe() const {
@@ -594,6 +695,7 @@ class CudaOps final : public Ops {
   std::unique_ptr<DeviceClock> clock_;  // marks -> host times; anchored at every synchronize()
   std::string description_;
   bool capturing_ = false;               // the compute stream is being captured (begin_capture)
+  std::vector<LtPlan> lt_plans_;         // cuBLASLt's answer per fused problem (lt_plan); grows in warm-up
   std::vector<cudaGraphExec_t> graphs_;  // GraphId - 1 -> executable graph; null once destroyed
 };
 

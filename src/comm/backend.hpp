@@ -25,6 +25,7 @@
 #pragma once
 
 #include <exception>
+#include <string>
 #include <string_view>
 
 #include "comm/types.hpp"
@@ -83,6 +84,15 @@ class StreamBackend : public Backend {
   virtual void set_compute_stream(void* stream) = 0;
   // The compute stream waits, on the device, for `work` and every collective before it.
   virtual void order_compute_after(const Work& work) = 0;
+  // The host waits until `stream` (a cudaStream_t of this rank's GPU) has run everything queued on it
+  // so far, watching this backend's collectives meanwhile: the stream may wait for them (after
+  // order_compute_after, or in a CUDA graph that replays captured ones), and a collective whose peer
+  // died or hangs never completes on a GPU, so the host must not block in cudaStreamSynchronize.
+  // Polls with the asynchronous error and the timeout; a failure aborts the communicator (which
+  // releases the kernels waiting for peers) and throws core::Error.
+  virtual void wait_for_stream(void* stream) = 0;
+  // Why this backend's collectives cannot be captured into a CUDA graph ("" when they can).
+  virtual std::string capture_obstacle() const { return {}; }
 };
 
 }  // namespace microddp::comm

@@ -68,6 +68,8 @@ void Communicator::set_comm_timeout(double seconds) { dispatcher_->set_comm_time
 void Communicator::set_compute_stream(void* stream) { dispatcher_->set_compute_stream(stream); }
 bool Communicator::completes_in_stream_order() const { return dispatcher_->completes_in_stream_order(); }
 void Communicator::order_compute_after(const Work& work) { dispatcher_->order_compute_after(work); }
+void Communicator::wait_for_stream(void* stream) { dispatcher_->wait_for_stream(stream); }
+std::string Communicator::capture_obstacle() const { return dispatcher_->capture_obstacle(); }
 
 void Communicator::attach_sync_comm(MPI_Comm parent) {
   MDDP_CHECK(sync_ == nullptr && collectives_issued() == 0,

@@ -34,6 +34,7 @@
 
 #include <atomic>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "comm/backend.hpp"
@@ -105,6 +106,17 @@ class Communicator final {
   // `work` and every collective launched before it; the host does not wait, and work.test() turns
   // true once the device got there (after a later synchronisation of the compute stream, at once).
   void order_compute_after(const Work& work);
+  // Waits on the host until everything queued so far on `stream` (the compute stream) has run.
+  // Stream-ordered backends: that stream may wait for collectives (order_compute_after, or a CUDA
+  // graph replaying captured ones), and a collective whose peer died or hangs never completes on a
+  // GPU, so this polls with the backend's asynchronous error and the collective timeout, and a
+  // failure aborts the communicator (which releases the stream) and throws core::Error; call it
+  // before any host synchronisation of such a stream. Host backends: returns at once (their
+  // collectives complete on the host; the caller's own synchronisation waits for the stream).
+  void wait_for_stream(void* stream);
+  // Why this backend's collectives cannot be captured into a CUDA graph, beyond completing on the
+  // host (e.g. an NCCL too old to be captured); "" when nothing stands in the way.
+  std::string capture_obstacle() const;
 
   // The backend as its concrete type, or nullptr when it is another one: for backend-specific
   // queries (tests, run headers), never needed to communicate.

@@ -34,6 +34,12 @@ void NumericsVerdict::queue_reduce(std::int64_t micro_steps) {
 }
 
 void NumericsVerdict::wait_reduce() {
+  // On a stream-ordered communicator the compute stream waits for the step's collectives (or replays
+  // them in the step's graph): the host watches them while it waits (their asynchronous error, the
+  // --comm-timeout), since a collective whose peer died or hangs never completes on a GPU. Then the
+  // synchronisation below finds the stream idle.
+  if (comm_.completes_in_stream_order() && ops_.device() != core::Device::Host)
+    comm_.wait_for_stream(ops_.native_stream());
   ops_.synchronize();  // the step's one host synchronisation (reports device-flagged bad labels)
   const comm::Work w = std::exchange(pending_, comm::Work());
   w.wait();  // complete already: surfaces a communicator error

@@ -8,7 +8,9 @@
 // this rank's own), all-reduces the first copy (sum: the global loss and the number of ranks that
 // saw each problem), brings everything to pinned host memory with one asynchronous copy and waits
 // once: the step's one host synchronisation on a GPU. On a stream-ordered communicator (NCCL) the
-// all-reduce is queued on the device and the compute stream waits for it, not the host.
+// all-reduce is queued on the device and the compute stream waits for it, not the host; the host's
+// wait for the stream then polls through the communicator (Communicator::wait_for_stream: a hung or
+// dead peer ends in the collective timeout with an abort, never in a blocked cudaStreamSynchronize).
 // A local check alone could differ between ranks (a NaN in one rank's copy only); the all-reduced
 // counts cannot, so every rank applies the NaN policy at the same step: enforce() throws
 // core::AgreedError on every rank (abort) or counts a skipped step (skip: the trainer makes no

@@ -32,6 +32,8 @@ std::string graph_obstacle(const TrainConfig& config, const kernels::Ops& ops, c
   if (!comm.completes_in_stream_order())
     return "--comm " + std::string(comm.name()) +
            " waits for its collectives on the host; only stream-ordered backends (nccl, nccl-ring) can be replayed";
+  if (const std::string why = comm.capture_obstacle(); !why.empty())
+    return "--comm " + std::string(comm.name()) + ": " + why;
   const StrategyRow& row = strategy_row(config.strategy);
   if (!row.graphable) return "--strategy " + std::string(row.name) + " runs host code in every step";
   if (config.accum_steps > 1) return "--accum-steps > 1 (a batch is loaded between micro-steps)";
@@ -50,12 +52,21 @@ StepGraph::StepGraph(kernels::Ops& ops, CudaGraphMode mode, std::string obstacle
   enabled_ = mode != CudaGraphMode::Off && obstacle_.empty();
 }
 
-void StepGraph::begin() {
+void StepGraph::begin(std::uint64_t key) {
   MDDP_CHECK(enabled_ && graph_ == 0, "step graph: capture " << (enabled_ ? "after the graph exists" : "while off"));
   ops_.begin_capture();
+  key_ = key;
 }
 
-void StepGraph::end() { graph_ = ops_.end_capture(); }
+void StepGraph::end() {
+  graph_ = ops_.end_capture();
+  ++captures_;
+}
+
+void StepGraph::discard() {
+  ops_.destroy_graph(graph_);
+  graph_ = 0;
+}
 
 void StepGraph::replay() {
   ops_.launch_graph(graph_);

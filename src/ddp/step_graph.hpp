@@ -22,8 +22,14 @@
 // A replay is bitwise the eager step: the same kernels on the same buffers in the same order
 // (tests/ddp: eager and graphed runs compared bit for bit on the emulated device).
 //
+// Decisions made at capture: the host code that ran during the capture decided what the graph does
+// (e.g. the bf16 forward skips rounding the weights when the optimizer's pass already wrote the copy).
+// The trainer sums them up in a key; when a later change would make the host decide differently (the
+// weights changed from the host, so the copy is stale), the graph is captured again before the next
+// replay. Memory a captured collective used stays allocated for the replays (nccl_backend.hpp).
 // Eligibility (graph_obstacle): a GPU (Ops::supports_graphs), a stream-ordered communicator (nccl,
-// nccl-ring: host-driven backends wait on the host inside the step), a production strategy (a lab
+// nccl-ring: host-driven backends wait on the host inside the step) whose library can be captured
+// (NCCL 2.9.6 or later: Communicator::capture_obstacle), a production strategy (a lab
 // row runs its student's host code), one micro-step per step, no gradient compression (its second
 // phase is host-driven), no --shard (parameter gathers are waited by the next forward), no per-layer
 // events (host clocks between layers), no --debug-sync (an MPI exchange before each collective) and
@@ -64,10 +70,17 @@ class StepGraph {
   bool graphs_step(std::int64_t steps_run) const { return enabled_ && steps_run >= kWarmupSteps; }
   bool captured() const { return graph_ != 0; }
   // Record the calls between begin() and end() (end: the graph; a refused call is a core::Error);
-  // abort() drops an open capture (error paths).
-  void begin();
+  // abort() drops an open capture (error paths). `key` sums up the host's decisions the capture bakes
+  // in (the trainer's capture_key(): e.g. whether the forward rounds the bf16 weights' copy itself).
+  void begin(std::uint64_t key);
   void end();
   void abort() noexcept { ops_.abort_capture(); }
+  // Whether the graph was captured under another key: the eager step would now decide differently,
+  // so a replay would run stale decisions. discard() destroys the graph; the next graphed step
+  // captures again.
+  bool stale(std::uint64_t key) const { return graph_ != 0 && key != key_; }
+  void discard();
+  std::int64_t captures() const { return captures_; }
   // Queues one replay on the compute stream.
   void replay();
   std::int64_t replays() const { return replays_; }
@@ -80,7 +93,9 @@ class StepGraph {
   std::string obstacle_;  // why not, when off
   CudaGraphMode mode_;
   kernels::Ops::GraphId graph_ = 0;
+  std::uint64_t key_ = 0;  // begin()'s key of the live graph
   std::int64_t replays_ = 0;
+  std::int64_t captures_ = 0;
 };
 
 }  // namespace microddp::ddp

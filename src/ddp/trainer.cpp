@@ -207,11 +207,12 @@ void Trainer::graphed_phases(std::int64_t step, float loss_scale) {
   // input buffer (its address is fixed) after the upload, in stream order.
   load_batch(step, 0);
   update_->stage_gated();  // this step's optimizer scalars (Adam's step count), read by the replay
+  if (graph_->stale(capture_key())) graph_->discard();  // e.g. weights changed from the host: capture anew
   if (!graph_->captured()) {
     // The capture runs phases 1-4's host code once and records their calls instead of running them;
     // the replay below is this step's execution, as it is every later step's. The optimizer is gated
     // on the device by the verdict's all-reduced numbers (skip, clip): it cannot wait for the host.
-    graph_->begin();
+    graph_->begin(capture_key());
     try {
       forward_backward(step, 0, loss_scale);
       sync_->finish();
@@ -242,6 +243,13 @@ void Trainer::graphed_phases(std::int64_t step, float loss_scale) {
   timing_.record_resolved(step);
   timing_.record_graph_optimizer(step);
   events_.record(core::EventKind::LossSync, step, -1, loss_begin, core::now_ns());
+}
+
+std::uint64_t Trainer::capture_key() const {
+  // What the captured host code decides from state the host may change between replays: whether the
+  // bf16 forward rounds the weights itself (FullMLP::forward_rounds_weights). The same on every rank
+  // (the ranks' models change together), so every rank captures again at the same step.
+  return model_.forward_rounds_weights() ? 1 : 0;
 }
 
 void Trainer::load_batch(std::int64_t step, std::int64_t k) {

@@ -133,6 +133,8 @@ class Trainer final : public TrainState {
     forward_backward(step, k, loss_scale);
   }
   void load_batch(std::int64_t step, std::int64_t k);
+  // The host's decisions a CUDA graph's capture bakes in (StepGraph::stale compares them).
+  std::uint64_t capture_key() const;
   void forward_backward(std::int64_t step, std::int64_t k, float loss_scale);
   // The eager step's phases 1-3 (see step()), or the same as a replay of the step graph.
   void eager_phases(std::int64_t step, float loss_scale);

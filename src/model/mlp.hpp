@@ -106,6 +106,9 @@ class FullMLP {
   // accessor above hands out the weights, whichever comes first.
   std::uint16_t* bf16_param_copy() { return bf16() ? params_bf16_.data() : nullptr; }
   void bf16_params_written() { bf16_params_current_ = bf16(); }
+  // Whether the next forward rounds the weights into their bf16 copy itself (bf16, and the copy not
+  // written since the weights last changed): a decision a CUDA graph's capture bakes in.
+  bool forward_rounds_weights() const { return bf16() && !bf16_params_current_; }
   // For a writer through a pointer taken earlier (the CPU's host view is the live buffer): the
   // weights changed, the next forward rounds them.
   void params_changed() { bf16_params_current_ = false; }

@@ -11,6 +11,8 @@
 #   * 2 ranks on 1 GPU with --device auto train on the GPU over --comm mpi, and the header says why;
 #     an explicit --comm nccl there is refused (exit 2) naming the ranks; the same 2 ranks each
 #     seeing one GPU of their own (srun --gpus-per-task=1) train over nccl;
+#   * an NCCL older than 2.9.6 (NCCL_EMU_VERSION) trains without a CUDA graph and says why; --cuda-graph
+#     on is refused;
 #   * bench collectives measures the GPU backends on GPU memory; bench ddp --device cuda (bf16) runs
 #     the strategies on the GPUs;
 #   * analyze --device cuda and hooks --device cuda train on the GPUs over nccl: headers name the GPU,
@@ -75,6 +77,15 @@ if [ "$have_nccl" = 1 ]; then
   expect "2 ranks, 1 GPU, --comm nccl: refused naming the ranks" 2 "ranks 0 and 1 on host"
   run 120 CUDA_EMU_NODE_GPUS=2 -- "$mpiexec" -n 2 "${mpi_flags[@]}" "$wrap" "$bin" "${train[@]}" --device cuda --comm nccl
   expect "2 ranks each seeing one GPU (gpus-per-task=1): nccl" 0 "over nccl backend"
+  # An NCCL older than 2.9.6 cannot be captured into a CUDA graph (the emulated NCCL then refuses a
+  # captured call): --cuda-graph auto trains eagerly and says why, --cuda-graph on is refused.
+  run 120 CUDA_EMU_NODE_GPUS=1 NCCL_EMU_VERSION=20905 -- "$bin" "${train[@]}" --device cuda --comm nccl
+  expect "NCCL 2.9.5, --cuda-graph auto: eager, and the header says why" 0 \
+      "cuda graph : off (--comm nccl: NCCL 2.9.5 cannot capture collectives into a CUDA graph"
+  run 120 CUDA_EMU_NODE_GPUS=1 NCCL_EMU_VERSION=20905 -- "$bin" "${train[@]}" --device cuda --comm nccl --cuda-graph on
+  expect "NCCL 2.9.5, --cuda-graph on: refused" 2 "NCCL 2.9.5 cannot capture collectives"
+  run 120 CUDA_EMU_NODE_GPUS=1 NCCL_EMU_VERSION=20906 -- "$bin" "${train[@]}" --device cuda --comm nccl --cuda-graph on
+  expect "NCCL 2.9.6, --cuda-graph on: graphed" 0 "cuda graph : on"
   run 300 CUDA_EMU_NODE_GPUS=2 -- "$mpiexec" -n 2 "${mpi_flags[@]}" "$bin" bench collectives --backends nccl,nccl-ring,mpi \
       --max-bytes 65536 --factor 16 --iters 2 --warmup 1
   expect "bench collectives: GPU backends on GPU memory" 0 "# memory: nccl=gpu nccl-ring=gpu mpi=host"

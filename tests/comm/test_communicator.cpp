@@ -102,6 +102,8 @@ class FakeStreamBackend final : public StreamBackend, private WorkSource {
   void set_timeout(double seconds) override { j_.add("timeout " + std::to_string(static_cast<int>(seconds))); }
   void set_compute_stream(void* stream) override { j_.add(stream == nullptr ? "stream null" : "stream set"); }
   void order_compute_after(const Work& work) override { j_.add("order after " + std::to_string(work.seq())); }
+  void wait_for_stream(void* stream) override { j_.add(stream == nullptr ? "wait stream null" : "wait stream set"); }
+  std::string capture_obstacle() const override { return "fake obstacle"; }
 
  private:
   bool is_complete(std::uint64_t seq) override { return seq <= completed_; }
@@ -143,6 +145,8 @@ TEST(Communicator, HostBackendRunsAsyncWorkOnTheCommunicationThread) {
   EXPECT_FALSE(c.completes_in_stream_order());
   EXPECT_THROW(c.order_compute_after(Work()), core::Error);
   c.set_compute_stream(nullptr);  // ignored by host backends
+  c.wait_for_stream(nullptr);     // nothing of theirs on a stream: returns at once
+  EXPECT_EQ(c.capture_obstacle(), "");
   Work w = c.barrier(Mode::Async);
   w.wait();
   EXPECT_TRUE(w.test());
@@ -162,10 +166,13 @@ TEST(Communicator, StreamBackendLaunchesOnTheCallersThreadAndOwnsStreamOrder) {
   c.set_compute_stream(&stream_stand_in);
   Work w = c.barrier(Mode::Async);
   c.order_compute_after(w);
+  c.wait_for_stream(&stream_stand_in);  // the backend watches its collectives while the host waits
+  EXPECT_EQ(c.capture_obstacle(), "fake obstacle");
   c.set_comm_timeout(7);  // waits for launched work first, then hands the limit to the backend
   ASSERT_EQ(j.threads.size(), 1u);
   EXPECT_EQ(j.threads[0], std::this_thread::get_id());
-  const std::vector<std::string> want = {"stream set", "run barrier 1", "order after 1", "wait_launched", "timeout 7"};
+  const std::vector<std::string> want = {"stream set",      "run barrier 1", "order after 1",
+                                         "wait stream set", "wait_launched", "timeout 7"};
   EXPECT_EQ(j.snapshot(), want);
   EXPECT_NE(c.backend_as<FakeStreamBackend>(), nullptr);
 }

@@ -49,6 +49,7 @@
 #include "support/mpi_test_env.hpp"
 
 #if defined(MICRODDP_TEST_CUDA_EMU)
+#include "cuda_emu/control.h"
 #include "cuda_emu/counters.h"
 #endif
 
@@ -163,6 +164,32 @@ std::pair<RunState, RunState> cpu_and_device_runs(const TrainConfig& cfg, const 
   auto comm = make_comm(backend);
   return {std::move(cpu_run), train(cfg, *comm, *ops)};
 }
+
+// Sets an environment variable for a scope (restores the previous value, or unsets it).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) {
+      had_ = true;
+      old_ = old;
+    }
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_, old_.c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
 
 class DeviceTraining : public ::testing::TestWithParam<std::string> {};
 
@@ -373,8 +400,12 @@ TEST_P(DeviceTraining, ShardedMatchesDdpAndResumesBitwise) {
 TEST_P(DeviceTraining, GraphedStepIsBitwiseTheEagerStep) {
   const int gpu = gpu_for(GetParam());
   if (gpu < 0) GTEST_SKIP() << "no GPU for backend " << GetParam() << " on every rank of this node";
-  const auto source = microddp::testing::MemorySource::synthetic(5, 90, gpu_config().model.in_dim,
-                                                                 gpu_config().model.classes);
+  // Bitwise only if NCCL sums in the same order in both runs: at 3 or more ranks it may pick another
+  // algorithm or protocol for a captured call than for the eager one (its tuning sees the capture),
+  // so both are pinned for every communicator made below (NCCL reads them at ncclCommInitRank).
+  const ScopedEnv algo("NCCL_ALGO", "Ring"), proto("NCCL_PROTO", "Simple");
+  const auto source =
+      microddp::testing::MemorySource::synthetic(5, 90, gpu_config().model.in_dim, gpu_config().model.classes);
   struct Run {
     RunState state;
     std::string note;
@@ -501,7 +532,92 @@ TEST_P(DeviceTraining, GraphedStepSkipsANonFiniteStepOnTheDevice) {
   for (std::size_t b = 0; b < eager.state.size(); ++b) EXPECT_EQ(graphed.state[b], eager.state[b]) << "state " << b;
 }
 
+// A decision the capture baked in goes stale: with bf16 the captured forward skips rounding the weights
+// (the optimizer's pass wrote their copy), so weights changed from the host afterwards (a state loaded
+// into a running trainer) would be replayed through the old copy. The trainer must capture again; the
+// graphed run then ends with the eager run's bits (the eager step re-rounds the changed weights).
+TEST_P(DeviceTraining, GraphIsCapturedAgainWhenTheBf16CopyGoesStale) {
+  const int gpu = gpu_for(GetParam());
+  if (gpu < 0) GTEST_SKIP() << "no GPU for backend " << GetParam() << " on every rank of this node";
+  if (cpu_standin() || !is_stream_backend(GetParam())) GTEST_SKIP() << "graphs need a stream-ordered backend";
+  TrainConfig cfg = gpu_config();
+  cfg.precision = core::Precision::Bf16;
+  cfg.steps = 7;
+  cfg.check_every = 0;  // the divergence check takes the weights' writable view, which drops the copy every step
+  auto run = [&](CudaGraphMode mode) {
+    TrainConfig c = cfg;
+    c.cuda_graph = mode;
+    auto ops = device_ops(gpu);
+    auto comm = make_comm(GetParam());
+    Trainer t(c, *comm, *ops);
+    t.setup();
+    std::vector<StepRecord> recs;
+    while (t.steps_done() < 4) recs.push_back(t.step());  // captured at step 2, replayed at 3 and 4
+    t.state_to_host();
+    const Trainer::HostState& h = t.host_state();
+    for (std::int64_t i = 0; i < t.model().flat_count(); ++i) h.params[i] *= 0.5f;  // weights changed from the host
+    t.state_from_host();
+    while (t.steps_done() < c.steps) recs.push_back(t.step());
+    return std::make_pair(snapshot(t, recs), t.step_graph().captures());
+  };
+  const auto [eager, no_captures] = run(CudaGraphMode::Off);
+  const auto [graphed, captures] = run(CudaGraphMode::On);
+  EXPECT_EQ(no_captures, 0);
+  EXPECT_GE(captures, 2) << "the stale graph must be captured again";
+  for (std::size_t i = 0; i < eager.records.size(); ++i) {
+    EXPECT_EQ(graphed.records[i].loss, eager.records[i].loss) << "step " << i;
+  }
+  EXPECT_EQ(std::memcmp(graphed.params.data(), eager.params.data(), eager.params.size() * sizeof(float)), 0);
+}
+
 #if defined(MICRODDP_TEST_CUDA_EMU)
+// The step graph keeps the communication stream's priority (NCCL's kernels ahead of queued backward
+// kernels): instantiated with cudaGraphInstantiateFlagUseNodePriority, counted by the emulated device.
+// And a cuBLASLt that refuses every fused problem (the emulator's refusal table) trains the same bits
+// eagerly and graphed: the fallback runs inside the capture too, with no cuBLASLt matmul at all.
+TEST_P(DeviceTraining, GraphKeepsPrioritiesAndRefusedCublasLtFallsBackInIt) {
+  const int gpu = gpu_for(GetParam());
+  if (gpu < 0) GTEST_SKIP() << "no GPU for backend " << GetParam() << " on every rank of this node";
+  if (cpu_standin() || !is_stream_backend(GetParam())) GTEST_SKIP() << "graphs need a stream-ordered backend";
+  struct Run {
+    RunState state;
+    cudaEmuCounters c;
+  };
+  auto run = [&](CudaGraphMode mode, const char* refusals) {
+    EXPECT_EQ(cudaEmuSetLtRefusals(refusals), 0);
+    TrainConfig cfg = gpu_config();
+    cfg.steps = 4;
+    cfg.cuda_graph = mode;
+    auto ops = device_ops(gpu);
+    auto comm = make_comm(GetParam());
+    cudaEmuResetCounters();
+    Trainer t(cfg, *comm, *ops);
+    t.setup();
+    std::vector<StepRecord> recs;
+    while (t.steps_done() < cfg.steps) recs.push_back(t.step());
+    Run r{snapshot(t, recs), {}};
+    cudaEmuGetCounters(&r.c);
+    EXPECT_EQ(cudaEmuSetLtRefusals(""), 0);
+    return r;
+  };
+  const Run fused = run(CudaGraphMode::On, "");
+  EXPECT_EQ(fused.c.graph_launches, 3u);
+  EXPECT_EQ(fused.c.graph_priorities_dropped, 0u) << "the graph lost the communication stream's priority";
+  EXPECT_GT(fused.c.lt_algo_matmuls, 0u);
+  const Run eager = run(CudaGraphMode::Off, "all"), graphed = run(CudaGraphMode::On, "all");
+  for (const Run* r : {&eager, &graphed}) {
+    EXPECT_EQ(r->c.lt_matmuls, 0u);
+    EXPECT_GT(r->c.lt_heuristic_empty, 0u);
+  }
+  EXPECT_EQ(graphed.c.graph_launches, 3u) << "the refused problems did not stop the capture";
+  for (std::size_t i = 0; i < eager.state.records.size(); ++i) {
+    EXPECT_EQ(graphed.state.records[i].loss, eager.state.records[i].loss) << "step " << i;
+  }
+  EXPECT_EQ(
+      std::memcmp(graphed.state.params.data(), eager.state.params.data(), eager.state.params.size() * sizeof(float)),
+      0);
+}
+
 // What the graph saves the host, counted by the emulated device over 4 steady-state steps of the
 // bucketed default: the GEMMs, every forward/backward kernel and the optimizer leave the host (one
 // graph launch per step replays them), the step still synchronises once, and the host launches only

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -32,6 +33,7 @@
 #include "kernels/synthetic_data.hpp"
 
 #if defined(MICRODDP_TEST_CUDA_EMU)
+#include "cuda_emu/control.h"   // the emulated cuBLASLt's refusal table (tests only)
 #include "cuda_emu/counters.h"  // what the emulated device counted (tests only)
 #endif
 
@@ -245,10 +247,13 @@ void gemm_bias_act_case(Ops& gpu, Ops& cpu, bool tf32, bool bf16, std::int64_t m
   }
   const FusedCounts counts = fused_counts_since_reset();
   gpu.synchronize();
-  if (kCountsLaunches && k > 0) {
+  // Fused when every dimension exceeds 1 (a dimension of 1 is one cuBLASLt's heuristic may reject).
+  if (kCountsLaunches && m > 1 && n > 1 && k > 1) {
     EXPECT_EQ(counts.lt, 1u);
     EXPECT_EQ(counts.gemms, 1u);
     EXPECT_EQ(counts.kernels, 0u) << "the bias and ReLU belong in the GEMM's epilogue";
+  } else if (kCountsLaunches) {
+    EXPECT_EQ(counts.lt, 0u) << "a dimension of 1 or 0 runs unfused";
   }
   const auto c_gpu = dc.download();
   std::vector<double> abs_sum;
@@ -283,8 +288,8 @@ TEST_F(CudaKernels, GemmBiasActMatchesTheCpuReference) {
   }
 }
 
-// dw = dy^T x and db = column sums of dy: overwrite is one cublasLtMatmul (BGRADB epilogue); accumulate
-// is bias_grad + sgemm(beta = 1) (the epilogue cannot add). db's tolerance: a sum of `rows` terms,
+// dw = dy^T x and db = column sums of dy: overwrite is one cublasLtMatmul (BGRADB epilogue) when every
+// dimension exceeds 1; accumulate is bias_grad + sgemm(beta = 1) (the epilogue cannot add). db's tolerance: a sum of `rows` terms,
 // (rows + 2) u sum|dy| for each side, x2 margin (+ 2^-9 with tf32, in case the epilogue sums the
 // TF32-rounded operand: the docs do not say).
 TEST_F(CudaKernels, GemmBiasGradMatchesTheCpuReference) {
@@ -311,10 +316,11 @@ TEST_F(CudaKernels, GemmBiasGradMatchesTheCpuReference) {
         gpu.gemm_bias_grad(s.out, s.in, s.rows, ddy.get(), dx.get(), ddw.get(), ddb.get(), accumulate);
         const FusedCounts counts = fused_counts_since_reset();
         gpu.synchronize();
+        const bool fused = !accumulate && s.out > 1 && s.in > 1 && s.rows > 1;
         if (kCountsLaunches && s.rows > 0) {
           EXPECT_EQ(counts.gemms, 1u);
-          EXPECT_EQ(counts.lt, accumulate ? 0u : 1u);
-          EXPECT_EQ(counts.kernels, accumulate ? 1u : 0u);
+          EXPECT_EQ(counts.lt, fused ? 1u : 0u);
+          EXPECT_EQ(counts.kernels, fused ? 0u : 1u);  // unfused: bias_grad (zeroing db first is a memset)
         }
         const auto dw_gpu = ddw.download(), db_gpu = ddb.download();
         std::vector<double> abs_sum;
@@ -332,6 +338,126 @@ TEST_F(CudaKernels, GemmBiasGradMatchesTheCpuReference) {
     }
   }
 }
+
+#if defined(MICRODDP_TEST_CUDA_EMU)
+// ---- cuBLASLt may refuse a problem: the emulated library's refusal table --------------------------
+// A real cuBLASLt may have no algorithm for a problem it accepts by its types (which ones depends on
+// its version and the GPU). CudaOps asks the heuristic once per problem and runs the unfused calls
+// where there is none; here the emulator refuses (cudaEmuSetLtRefusals) and each fused call must give
+// exactly the bits of the unfused calls made by hand on the same device, with no cuBLASLt matmul.
+class LtRefusals : public CudaKernels {
+ protected:
+  ~LtRefusals() override { (void)cudaEmuSetLtRefusals(""); }
+  static cudaEmuCounters counters() {
+    cudaEmuCounters c{};
+    cudaEmuGetCounters(&c);
+    return c;
+  }
+};
+
+TEST_F(LtRefusals, ARefusedProblemRunsUnfusedWithTheUnfusedBits) {
+  const std::int64_t m = 37, n = 2, k = 48;  // a two-class output layer: D's leading dimension is 2 floats
+  const auto a = random_normal(m * k, 60000), b = random_normal(n * k, 60001), bias = random_normal(n, 60002);
+  std::vector<std::uint16_t> a16(a.size()), b16(b.size());
+  cpu_->encode_wire16(Wire16::BF16, a.data(), a16.data(), nullptr, m * k);
+  cpu_->encode_wire16(Wire16::BF16, b.data(), b16.data(), nullptr, n * k);
+  DeviceArray<float> da(a), db(b), dbias(bias), fused(m * n), refused(m * n), by_hand(m * n);
+  DeviceArray<std::uint16_t> da16(a16), db16(b16);
+  for (const char* table : {"epilogue=bias,ab=f32,ldd_bytes<16", "ab=bf16,epilogue=bias", "all"}) {
+    for (const bool bf16 : {false, true}) {
+      SCOPED_TRACE(std::string("table '") + table + "'" + (bf16 ? " bf16" : " fp32"));
+      const bool refuses =
+          std::string(table) == "all" || (bf16 == (std::string(table).find("bf16") != std::string::npos));
+      auto call = [&](Ops& ops, float* c) {
+        if (bf16) {
+          ops.gemm_bias_act_bf16(false, true, m, n, k, da16.get(), db16.get(), dbias.get(), c, false);
+        } else {
+          ops.gemm_bias_act(false, true, m, n, k, da.get(), db.get(), dbias.get(), c, false);
+        }
+      };
+      ASSERT_EQ(cudaEmuSetLtRefusals(""), 0);
+      auto accepting = make_cuda_ops(0, false);
+      call(*accepting, fused.get());
+      accepting->synchronize();
+      ASSERT_EQ(cudaEmuSetLtRefusals(table), 0);
+      auto ops = make_cuda_ops(0, false);  // a fresh CudaOps: its plans are cached per object
+      cudaEmuResetCounters();
+      call(*ops, refused.get());
+      call(*ops, refused.get());  // the second call asks nothing: the answer is cached
+      ops->synchronize();
+      const cudaEmuCounters c = counters();
+      EXPECT_EQ(c.lt_heuristic_queries, 1u) << "one heuristic query per problem";
+      EXPECT_EQ(c.lt_heuristic_empty, refuses ? 1u : 0u);
+      EXPECT_EQ(c.lt_matmuls, refuses ? 0u : 2u);
+      if (bf16) {
+        ops->gemm_bf16(false, true, m, n, k, 1.0f, da16.get(), db16.get(), 0.0f, by_hand.get());
+      } else {
+        ops->gemm(false, true, m, n, k, 1.0f, da.get(), db.get(), 0.0f, by_hand.get());
+      }
+      ops->bias_act_forward(by_hand.get(), dbias.get(), m, n, false);
+      ops->synchronize();
+      const auto got = refused.download(), want = refuses ? by_hand.download() : fused.download();
+      ASSERT_EQ(got.size(), want.size());
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+          << (refuses ? "the fallback is not the unfused calls" : "an accepted problem is not the fused call");
+    }
+  }
+}
+
+// The weight gradient with BGRADB refused for TF32 (a combination other projects avoid): the fallback
+// (zero, bias_grad, GEMM) gives the unfused bits; fp32 stays fused, with the heuristic told about the
+// whole 32 MiB workspace (the library's default preference is none: no split-K for this k >> m, n).
+TEST_F(LtRefusals, BiasGradientFallsBackForTheRefusedPrecisionOnly) {
+  const std::int64_t out = 9, in = 14, rows = 64;
+  const auto dy = random_normal(rows * out, 61000), x = random_normal(rows * in, 61001);
+  DeviceArray<float> ddy(dy), dx(x), dw(out * in), dbias(out), dw_hand(out * in), db_hand(out);
+  ASSERT_EQ(cudaEmuSetLtRefusals("epilogue=bgradb,compute=tf32"), 0);
+  for (const bool tf32 : {false, true}) {
+    SCOPED_TRACE(tf32 ? "tf32 (refused)" : "fp32 (fused)");
+    auto ops = make_cuda_ops(0, tf32);
+    cudaEmuResetCounters();
+    ops->gemm_bias_grad(out, in, rows, ddy.get(), dx.get(), dw.get(), dbias.get(), false);
+    ops->synchronize();
+    const cudaEmuCounters c = counters();
+    EXPECT_EQ(c.lt_heuristic_queries, 1u);
+    EXPECT_EQ(c.lt_workspace_preference_bytes, 32u << 20) << "the heuristic must know the workspace it may use";
+    EXPECT_EQ(c.lt_matmuls, tf32 ? 0u : 1u);
+    EXPECT_EQ(c.lt_algo_matmuls, c.lt_matmuls) << "every matmul runs the heuristic's algorithm";
+    ops->zero(db_hand.get(), out);
+    ops->bias_grad(db_hand.get(), ddy.get(), rows, out);
+    ops->gemm(true, false, out, in, rows, 1.0f, ddy.get(), dx.get(), 0.0f, dw_hand.get());
+    ops->synchronize();
+    if (tf32) {
+      EXPECT_EQ(dw.download(), dw_hand.download());
+      EXPECT_EQ(dbias.download(), db_hand.download());
+    }
+  }
+}
+
+// An algorithm the heuristic gave may still be refused when it runs (CUBLAS_STATUS_NOT_SUPPORTED, e.g.
+// a newer library or another GPU): that problem runs unfused from then on, never an error.
+TEST_F(LtRefusals, AMatmulRefusedAfterTheHeuristicAcceptedFallsBackForGood) {
+  const std::int64_t m = 20, n = 12, k = 16;
+  const auto a = random_normal(m * k, 62000), b = random_normal(k * n, 62001), bias = random_normal(n, 62002);
+  DeviceArray<float> da(a), db(b), dbias(bias), c(m * n), by_hand(m * n);
+  ASSERT_EQ(cudaEmuSetLtRefusals(""), 0);
+  gpu_->gemm_bias_act(false, false, m, n, k, da.get(), db.get(), dbias.get(), c.get(), true);  // plan cached
+  gpu_->synchronize();
+  ASSERT_EQ(cudaEmuSetLtRefusals("all"), 0);
+  cudaEmuResetCounters();
+  gpu_->gemm_bias_act(false, false, m, n, k, da.get(), db.get(), dbias.get(), c.get(), true);
+  ASSERT_EQ(cudaEmuSetLtRefusals(""), 0);
+  gpu_->gemm_bias_act(false, false, m, n, k, da.get(), db.get(), dbias.get(), c.get(), true);
+  gpu_->synchronize();
+  const cudaEmuCounters cnt = counters();
+  EXPECT_EQ(cnt.lt_matmuls, 0u) << "refused once: unfused from then on";
+  EXPECT_EQ(cnt.lt_heuristic_queries, 0u) << "the answer stays cached";
+  gpu_->gemm(false, false, m, n, k, 1.0f, da.get(), db.get(), 0.0f, by_hand.get());
+  gpu_->bias_act_forward(by_hand.get(), dbias.get(), m, n, true);
+  gpu_->synchronize();
+  EXPECT_EQ(c.download(), by_hand.download());
+}
+#endif
 
 // ---- element-wise ops: the same float operations as the CPU, so exact where no FMA can form ------
 TEST_F(CudaKernels, BiasActForwardAndReluBackwardAreExact) {

@@ -25,6 +25,7 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <exception>
@@ -61,6 +62,10 @@ constexpr std::size_t kSlots = 1024;
 // kPollSleep between polls so a long wait does not burn the core the BLAS/compute threads need.
 constexpr int kYieldPolls = 64;
 constexpr auto kPollSleep = std::chrono::microseconds(20);
+// Waits for a stream (poll_until_done) yield for this long before they sleep: a small model's whole
+// GPU step is well under it, and a sleep's wake-up (timer slack: tens of microseconds) would add a
+// visible share to such a step; cudaStreamSynchronize, which the wait replaces, spins too.
+constexpr std::int64_t kYieldWindowNs = 2'000'000;
 
 ncclRedOp_t nccl_op(ReduceOp op) {
   switch (op) {
@@ -105,18 +110,43 @@ struct NcclBackend::State {
   // synchronisation when it grows); its host counterpart is PinnedHostBuffer. Nested here, not in the
   // anonymous namespace: State has external linkage, and a member of an anonymous-namespace type
   // warns (-Wsubobject-linkage) when this file is compiled inside a unity build.
+  // A CUDA graph records the pointer it used: once a collective captured into a graph has used the
+  // buffer, growing it keeps the old one alive (retired, freed with the backend) instead of freeing
+  // it, so every later replay still reads and writes valid memory of the size it was captured with
+  // (as PyTorch keeps a graph's memory pool until the graph goes). Growing during a capture is
+  // refused: a stream-ordered allocation cannot be recorded, and the eager warm-up step sizes it.
   struct DeviceBuffer {
     void* p = nullptr;
     std::int64_t bytes = 0;
-    void* ensure(std::int64_t want, cudaStream_t stream) {
+    bool captured = false;       // a graph holds p
+    std::vector<void*> retired;  // earlier buffers graphs may still use
+    void* ensure(std::int64_t want, cudaStream_t stream, bool capturing) {
       if (want > bytes) {
-        if (p != nullptr) MDDP_CUDA_CHECK(cudaFreeAsync(p, stream));
+        MDDP_CHECK(!capturing, "nccl: a device scratch buffer must grow to "
+                                   << want << " bytes while the compute stream is captured into a CUDA graph "
+                                   << "(a stream-ordered allocation cannot be recorded); an eager collective of the "
+                                      "same size before the capture sizes it");
+        if (p != nullptr) {
+          if (captured) {
+            retired.push_back(p);
+          } else {
+            MDDP_CUDA_CHECK(cudaFreeAsync(p, stream));
+          }
+        }
         p = nullptr;
         bytes = 0;
+        captured = false;
         MDDP_CUDA_CHECK(cudaMallocAsync(&p, to_size(want), stream));
         bytes = want;
       }
+      captured = captured || capturing;
       return p;
+    }
+    void release() noexcept {
+      if (p != nullptr) (void)cudaFree(p);
+      for (void* r : retired) (void)cudaFree(r);
+      p = nullptr;
+      retired.clear();
     }
   };
 
@@ -142,19 +172,25 @@ struct NcclBackend::State {
   double timeout_s = kDefaultNcclTimeoutS;
   double teardown_grace_s = kNcclTeardownGraceS;
   int* barrier_word = nullptr;  // one device int, always 0: the barrier is a 1-element max-all-reduce
-  DeviceBuffer scratch;         // the GPU ring's receive block
-  DeviceBuffer dev_stage[2];    // host-buffer staging (staging_plan.hpp regions)
+  // Host waits on a stream without blocking in it (wait_for_stream, teardown): recorded, then polled.
+  std::array<cudaEvent_t, 2> idle = {nullptr, nullptr};
+  bool capturing = false;     // the collective being launched is captured into a graph (launch())
+  DeviceBuffer scratch;       // the GPU ring's receive block
+  DeviceBuffer dev_stage[2];  // host-buffer staging (staging_plan.hpp regions)
   PinnedHostBuffer host_stage[2];
 
   // No throwing (destructor path, also after a failed constructor): errors here have nowhere to go.
+  // The communicator is destroyed only healthy and idle (finish_for_teardown aborted it otherwise):
+  // ncclCommDestroy and the stream synchronisation below then return at once.
   ~State() {
     if (cudaSetDevice(device) != cudaSuccess) return;
     if (stream != nullptr) (void)cudaStreamSynchronize(stream);
     if (comm != nullptr) (void)ncclCommDestroy(comm);
-    for (DeviceBuffer* b : {&scratch, &dev_stage[0], &dev_stage[1]}) {
-      if (b->p != nullptr) (void)cudaFree(b->p);
-    }
+    for (DeviceBuffer* b : {&scratch, &dev_stage[0], &dev_stage[1]}) b->release();
     if (barrier_word != nullptr) (void)cudaFree(barrier_word);
+    for (cudaEvent_t e : idle) {
+      if (e != nullptr) (void)cudaEventDestroy(e);
+    }
     for (const auto* events : {&done, &started}) {
       for (cudaEvent_t e : *events) {
         if (e != nullptr) (void)cudaEventDestroy(e);
@@ -192,6 +228,7 @@ NcclBackend::NcclBackend(MPI_Comm parent, int device, double timeout_s)
   MDDP_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   MDDP_CUDA_CHECK(cudaStreamCreateWithPriority(&s.stream, cudaStreamNonBlocking, greatest));
   MDDP_CUDA_CHECK(cudaEventCreateWithFlags(&s.compute_ready, cudaEventDisableTiming));
+  for (cudaEvent_t& e : s.idle) MDDP_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   // With timing: completion_ns() and start_ns() convert them to host times.
   for (cudaEvent_t& e : s.done) MDDP_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDefault));
   for (cudaEvent_t& e : s.started) MDDP_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDefault));
@@ -212,34 +249,96 @@ void NcclBackend::finish_for_teardown() noexcept {
   State& s = *s_;
   if (s.failed || s.comm == nullptr || s.launched == 0) return;
   try {
+    DeviceGuard guard(s.device);
     // An exception on its way out means this rank is failing: its peers may never join what it launched.
     const bool unwinding = std::uncaught_exceptions() > 0;
     const double limit_s = unwinding ? 0.0 : s.timeout_s > 0.0 ? s.timeout_s : s.teardown_grace_s;
-    const std::int64_t start = core::now_ns();
-    for (int polls = 0; !is_complete(s.launched); ++polls) {  // one stream: the last one completes last
-      const double waited_s = static_cast<double>(core::now_ns() - start) * 1e-9;
-      if (waited_s >= limit_s) {
-        const std::uint64_t pending = s.completed + 1;
-        std::ostringstream why;
-        why << "teardown with " << collective_name(s.slot_kind[pending % kSlots]) << " #" << pending << " ("
-            << s.launched - s.completed << " collective(s)) still pending ";
+    // Idle means both streams: the communication stream runs the eager collectives, the compute
+    // stream the replays of a CUDA graph with captured ones (whose Work counts as complete at once).
+    // A compute stream still capturing (a capture aborted by an exception) has nothing to wait for.
+    MDDP_CUDA_CHECK(cudaEventRecord(s.idle[0], s.stream));
+    std::size_t pending = 1;
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    if (s.compute == nullptr ||
+        (cudaStreamIsCapturing(s.compute, &capture) == cudaSuccess && capture == cudaStreamCaptureStatusNone)) {
+      MDDP_CUDA_CHECK(cudaEventRecord(s.idle[1], s.compute));
+      pending = 2;
+    }
+    (void)cudaGetLastError();
+    std::string why;
+    if (!poll_until_done(s.idle.data(), pending, limit_s, why)) {
+      if (why.empty()) {
+        const std::uint64_t last = s.launched;
+        std::ostringstream os;
+        os << "teardown with work pending on the GPU (collectives up to " << collective_name(s.slot_kind[last % kSlots])
+           << " #" << last << ", eager or replayed in a CUDA graph) ";
         if (unwinding) {
-          why << "while an exception unwinds";
+          os << "while an exception unwinds";
         } else {
-          why << "after " << limit_s << " s (" << (s.timeout_s > 0.0 ? "--comm-timeout" : "no --comm-timeout") << ")";
+          os << "after " << limit_s << " s (" << (s.timeout_s > 0.0 ? "--comm-timeout" : "no --comm-timeout") << ")";
         }
-        mark_failed(why.str());
-        MDDP_WARN(name() << ": " << s.error << " instead of waiting forever");
-        return;
+        why = os.str();
       }
-      if (polls < kYieldPolls) {
-        std::this_thread::yield();
-      } else {
-        std::this_thread::sleep_for(kPollSleep);
-      }
+      mark_failed(why);
+      MDDP_WARN(name() << ": " << s.error << " instead of waiting forever");
     }
   } catch (const std::exception&) {  // a teardown has nowhere to report to
   }
+}
+
+bool NcclBackend::poll_until_done(const cudaEvent_t* events, std::size_t count, double limit_s, std::string& why) {
+  State& s = *s_;
+  const std::int64_t start = core::now_ns();
+  for (int polls = 0;; ++polls) {
+    bool done = true;
+    for (std::size_t i = 0; i < count; ++i) {
+      const cudaError_t q = cudaEventQuery(events[i]);
+      if (q == cudaErrorNotReady) {
+        (void)cudaGetLastError();  // a status kept as the last error (see is_complete)
+        done = false;
+      } else if (q != cudaSuccess) {
+        why = std::string("CUDA error ") + cudaGetErrorName(q) + ": " + cudaGetErrorString(q);
+        return false;
+      }
+    }
+    if (done) return true;
+    if (s.comm != nullptr) {
+      ncclResult_t async = ncclSuccess;
+      const ncclResult_t rc = ncclCommGetAsyncError(s.comm, &async);
+      if (rc != ncclSuccess || (async != ncclSuccess && async != ncclInProgress)) {
+        const char* last = ncclGetLastError(s.comm);
+        why = std::string("NCCL asynchronous error: ") + ncclGetErrorString(rc != ncclSuccess ? rc : async) +
+              (last != nullptr && *last != '\0' ? std::string(" (") + last + ")" : std::string());
+        return false;
+      }
+    }
+    const std::int64_t waited_ns = core::now_ns() - start;
+    if (limit_s >= 0.0 && static_cast<double>(waited_ns) * 1e-9 >= limit_s) return false;
+    if (polls < kYieldPolls || waited_ns < kYieldWindowNs) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(kPollSleep);
+    }
+  }
+}
+
+void NcclBackend::wait_for_stream(void* stream) {
+  State& s = *s_;
+  if (s.failed) throw core::Error(std::string(name()) + ": communicator unusable after an earlier failure: " + s.error);
+  DeviceGuard guard(s.device);
+  MDDP_CUDA_CHECK(cudaEventRecord(s.idle[1], static_cast<cudaStream_t>(stream)));
+  std::string why;
+  // No timeout: wait as long as it takes (-1), still watching the asynchronous error.
+  if (poll_until_done(&s.idle[1], 1, s.timeout_s > 0.0 ? s.timeout_s : -1.0, why)) return;
+  if (why.empty()) {
+    std::ostringstream os;
+    os << "the compute stream, which waits for collectives up to " << collective_name(s.slot_kind[s.launched % kSlots])
+       << " #" << s.launched << " (eager, or replayed in a CUDA graph), did not finish within " << s.timeout_s
+       << " s (--comm-timeout / MICRODDP_NCCL_TIMEOUT_S): a rank died, hangs, or issued different collectives";
+    why = os.str();
+  }
+  mark_failed(why);
+  throw core::Error(s.error);
 }
 
 void NcclBackend::set_teardown_grace(double seconds) { s_->teardown_grace_s = seconds > 0.0 ? seconds : 0.0; }
@@ -249,7 +348,9 @@ void NcclBackend::set_compute_stream(void* stream) { s_->compute = static_cast<c
 void* NcclBackend::comm_stream() const { return s_->stream; }
 ncclComm_t NcclBackend::nccl_comm() const { return s_->comm; }
 cudaStream_t NcclBackend::comm_stream_handle() const { return s_->stream; }
-void* NcclBackend::device_scratch(std::int64_t bytes) { return s_->scratch.ensure(bytes, s_->stream); }
+void* NcclBackend::device_scratch(std::int64_t bytes) { return s_->scratch.ensure(bytes, s_->stream, s_->capturing); }
+
+std::string NcclBackend::capture_obstacle() const { return nccl_capture_obstacle(nccl_version()); }
 
 int NcclBackend::nccl_version() {
   int v = 0;
@@ -419,6 +520,7 @@ Work NcclBackend::launch(const CollectiveCall& call, Mode mode) {
 
   const StagingPlan plan = host ? plan_staging(call, rank()) : StagingPlan{};
   char* host_base[2] = {nullptr, nullptr};
+  s.capturing = captured;
   try {
     MDDP_CUDA_CHECK(cudaEventRecord(s.compute_ready, s.compute));
     MDDP_CUDA_CHECK(cudaStreamWaitEvent(s.stream, s.compute_ready, 0));
@@ -427,7 +529,7 @@ Work NcclBackend::launch(const CollectiveCall& call, Mode mode) {
       char* dev_base[2] = {nullptr, nullptr};
       for (int i = 0; i < plan.region_count; ++i) {
         const StagingRegion& r = plan.regions[i];
-        dev_base[i] = static_cast<char*>(s.dev_stage[i].ensure(r.bytes, s.stream));
+        dev_base[i] = static_cast<char*>(s.dev_stage[i].ensure(r.bytes, s.stream, /*capturing=*/false));
         host_base[i] = s.host_stage[i].ensure(r.bytes);
         if (r.copy_in) {
           std::memcpy(host_base[i], r.base, to_size(r.bytes));
@@ -445,7 +547,9 @@ Work NcclBackend::launch(const CollectiveCall& call, Mode mode) {
       enqueue_device(call);
     }
     MDDP_CUDA_CHECK(cudaEventRecord(s.done[slot], s.stream));
+    s.capturing = false;
   } catch (const std::exception& e) {
+    s.capturing = false;
     // Other ranks may already be inside this collective: the communicator cannot be trusted any more.
     mark_failed(std::string(collective_name(call.kind)) + " #" + std::to_string(call.seq) + ": " + e.what());
     throw core::Error(s.error);

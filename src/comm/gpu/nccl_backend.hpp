@@ -24,16 +24,28 @@
 //     MICRODDP_NCCL_TIMEOUT_S, default 600 s, 0 = none; --comm-timeout replaces it through
 //     set_timeout) aborts the communicator (ncclCommAbort): that Work and every later one fail with
 //     the message, and new collectives throw. Not thread-safe: one thread issues and waits.
-//   * Teardown (finish_for_teardown, also run by the destructor) never waits forever: collectives still
-//     pending are waited for up to the timeout — with no timeout (--comm-timeout 0), up to the teardown
-//     grace (kNcclTeardownGraceS, set_teardown_grace) — and not at all while an exception is unwinding
-//     (this rank is failing: its peers may never join what it launched); then the communicator is
-//     aborted (ncclCommAbort) with a warning, instead of hanging in cudaStreamSynchronize or
-//     ncclCommDestroy.
+//   * The host never blocks in the CUDA runtime on a stream that may hold NCCL work: a collective whose
+//     peer died or hangs never completes (NCCL's kernels wait until ncclCommAbort). Work::wait() polls
+//     the collective's event; wait_for_stream() polls an event recorded on the compute stream (which
+//     waits for collectives after order_compute_after, or replays captured ones in a CUDA graph);
+//     both watch the asynchronous error and the timeout, and abort on either.
+//   * Teardown (finish_for_teardown, also run by the destructor) never waits forever: it waits until
+//     both the communication stream and the compute stream are idle (the latter holds the replays of
+//     a graph's captured collectives), up to the timeout — with no timeout (--comm-timeout 0), up to
+//     the teardown grace (kNcclTeardownGraceS, set_teardown_grace) — and not at all while an
+//     exception is unwinding (this rank is failing: its peers may never join what it launched); if
+//     they are not idle by then, the communicator is aborted (ncclCommAbort) with a warning instead of
+//     destroyed (ncclCommDestroy would wait for the hung work). The compute stream given to
+//     set_compute_stream must outlive the backend.
+//   * CUDA graphs: a collective launched while the compute stream captures becomes part of the graph;
+//     device scratch a captured collective used is never freed while the backend lives (growth
+//     allocates anew and keeps the old buffer for the graph's replays), and growing it during a
+//     capture is refused. capture_obstacle() names an NCCL too old to be captured (< 2.9.6).
 #pragma once
 
 #include <mpi.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -47,6 +59,8 @@ struct ncclComm;
 typedef struct ncclComm* ncclComm_t;
 struct CUstream_st;
 typedef struct CUstream_st* cudaStream_t;
+struct CUevent_st;
+typedef struct CUevent_st* cudaEvent_t;
 
 namespace microddp::comm {
 
@@ -73,6 +87,9 @@ class NcclBackend : public StreamBackend, private WorkSource {
   // rank's GPU, e.g. Ops::native_stream(); nullptr = the legacy default stream).
   void set_compute_stream(void* stream) override;
   void order_compute_after(const Work& work) override;
+  void wait_for_stream(void* stream) override;
+  // NCCL before 2.9.6 cannot be captured (nccl_setup.hpp's nccl_capture_obstacle).
+  std::string capture_obstacle() const override;
 
   int device() const;
   // The communication stream (e.g. for a compute stream to wait on, or for profiling).
@@ -100,6 +117,10 @@ class NcclBackend : public StreamBackend, private WorkSource {
   void enqueue_device(const CollectiveCall& call);  // every pointer it uses is device memory
   void check_device_pointers(const CollectiveCall& call) const;
   void poll_async_error(std::uint64_t seq);
+  // Polls `count` recorded events until all completed (true), or until the communicator reports an
+  // asynchronous error or a CUDA error (false, `why` says which) or `limit_s` passed (false, `why`
+  // empty; limit_s < 0: no limit). Never blocks in the CUDA runtime.
+  bool poll_until_done(const cudaEvent_t* events, std::size_t count, double limit_s, std::string& why);
   // Records the first failure, aborts the NCCL communicator; does not throw (callers do).
   void mark_failed(const std::string& what);
 

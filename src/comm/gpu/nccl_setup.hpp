@@ -13,11 +13,15 @@
 //     also pick device 0 but share it. The index alone cannot tell these apart, so the NCCL backends
 //     then compare the GPUs' UUIDs across ranks (gpu_sharing.hpp) and refuse real sharing, which
 //     NCCL does not support, with a message naming the ranks.
+//   * nccl_capture_obstacle() says why a version of NCCL cannot be captured into a CUDA graph
+//     (before 2.9.6, NCCL's collectives are not capturable: its release notes for 2.9.6 add CUDA
+//     graph support), "" when it can.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 #include "core/error.hpp"
 #include "core/hash.hpp"
@@ -58,6 +62,15 @@ inline void check_unique_id_message(const UniqueIdMessage& m, int world_size, in
   MDDP_CHECK(m.nccl_version == nccl_version, "nccl: rank 0 runs NCCL version code " << m.nccl_version << ", this rank "
                                                                                     << nccl_version
                                                                                     << " (mixed installations)");
+}
+
+// The first NCCL whose collectives can be captured into a CUDA graph (version code 2.9.6).
+inline constexpr int kNcclFirstCapturableVersion = 20906;
+
+inline std::string nccl_capture_obstacle(int nccl_version) {
+  if (nccl_version >= kNcclFirstCapturableVersion) return {};
+  return "NCCL " + std::to_string(nccl_version / 10000) + "." + std::to_string(nccl_version / 100 % 100) + "." +
+         std::to_string(nccl_version % 100) + " cannot capture collectives into a CUDA graph (2.9.6 or later can)";
 }
 
 // GPU index of a rank (see the contract above): node-local rank modulo the visible GPUs.

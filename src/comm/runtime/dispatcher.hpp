@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "comm/backend.hpp"
 #include "comm/types.hpp"
@@ -50,6 +51,8 @@ class Dispatcher {
   virtual void set_compute_stream(void* stream) = 0;
   virtual bool completes_in_stream_order() const = 0;
   virtual void order_compute_after(const Work& work) = 0;
+  virtual void wait_for_stream(void* stream) = 0;
+  virtual std::string capture_obstacle() const = 0;
 };
 
 std::unique_ptr<Dispatcher> make_engine_dispatcher(HostBackend& backend, Dispatcher::BeforeCollective before);

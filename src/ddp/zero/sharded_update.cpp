@@ -18,6 +18,10 @@ ShardedUpdate::ShardedUpdate(model::FullMLP& model, kernels::Ops& ops, const mod
 }
 
 void ShardedUpdate::grad_sum_squares_to(double* out) {
+  // sum_squares waits for the compute stream, which a stream-ordered communicator made wait for the
+  // reduce-scatters: watch them while waiting (a hung peer must end in --comm-timeout, not a hang).
+  if (comm_.completes_in_stream_order() && ops_.device() != core::Device::Host)
+    comm_.wait_for_stream(ops_.native_stream());
   double mine = 0.0;  // fixed segment order: deterministic
   for (const ShardSegment& seg : sync_.segments()) {
     if (seg.in_norm) mine += ops_.sum_squares(seg.grad, seg.count);

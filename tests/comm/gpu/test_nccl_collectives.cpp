@@ -6,7 +6,9 @@
 //     sizes 0, 1, < ranks, not divisible, around 2^k, in/out of place, roots, dtypes, ops), compared
 //     bitwise. Host buffers go through the staging path, whose staged call keeps the in-place layout
 //     (staging_plan.hpp), so every NCCL code path of enqueue_device runs on device pointers.
-//   * Teardown with a collective pending and no timeout aborts instead of waiting forever.
+//   * Teardown with a collective pending and no timeout aborts instead of waiting forever; the host's
+//     wait for a compute stream held by a collective no peer joins (eager or replayed in a CUDA graph)
+//     ends in the timeout with an abort; a graph's replays keep the scratch they were captured with.
 //   * Device*: device buffers directly, async, ordered after a user compute stream; slot reuse with
 //     more outstanding collectives than completion slots; a host pointer marked Device::Cuda; the
 //     exactness matrix of broadcast, scatter, gather, all-gather and reduce-scatter on device buffers
@@ -260,6 +262,110 @@ TEST_F(Nccl, TeardownWithPendingWorkAbortsInsteadOfWaitingForever) {
       }
     }
   }
+}
+
+// A peer that never joins (dead, or stopped: NCCL's kernel then waits forever, it never fails): the
+// host's wait for the compute stream, which waits for the collective, ends after the timeout with an
+// abort that releases the stream, eagerly (order_compute_after) and in a CUDA graph (the collective
+// captured, then replayed); it must never block in cudaStreamSynchronize. Only rank 0 issues anything.
+TEST_F(Nccl, StreamWaitOnAHungPeerEndsInTheTimeoutWithAnAbort) {
+  if (nccl() == nullptr) GTEST_SKIP() << "NCCL backends only";
+  if (n() < 2) GTEST_SKIP() << "needs a rank that does not join";
+  constexpr double kTimeoutS = 1.0;
+  for (const bool graphed : {false, true}) {
+    SCOPED_TRACE(graphed ? "replayed from a CUDA graph" : "eager, ordered after on the device");
+    auto doomed = comm::make_communicator(backend_arg("nccl"), runtime(), comm_config());
+    doomed->set_comm_timeout(kTimeoutS);
+    cudaStream_t compute = nullptr;
+    MDDP_CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
+    doomed->set_compute_stream(compute);
+    DeviceArray<float> buf(1000);
+    doomed->all_reduce(buf.view(), ReduceOp::Sum);  // with every rank: sizes nccl-ring's scratch before a capture
+    if (comm_->rank() == 0) {
+      cudaGraphExec_t exec = nullptr;
+      if (graphed) {
+        MDDP_CUDA_CHECK(cudaStreamBeginCapture(compute, cudaStreamCaptureModeThreadLocal));
+        doomed->order_compute_after(doomed->all_reduce(buf.view(), ReduceOp::Sum, comm::Mode::Async));
+        cudaGraph_t graph = nullptr;
+        MDDP_CUDA_CHECK(cudaStreamEndCapture(compute, &graph));
+        MDDP_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+        MDDP_CUDA_CHECK(cudaGraphDestroy(graph));
+        MDDP_CUDA_CHECK(cudaGraphLaunch(exec, compute));
+      } else {
+        doomed->order_compute_after(doomed->all_reduce(buf.view(), ReduceOp::Sum, comm::Mode::Async));
+      }
+      const std::int64_t start = core::now_ns();
+      try {
+        doomed->wait_for_stream(compute);
+        ADD_FAILURE() << "the wait returned although no peer joined";
+      } catch (const core::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("--comm-timeout"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("ncclCommAbort"), std::string::npos) << e.what();
+      }
+      const double seconds = static_cast<double>(core::now_ns() - start) * 1e-9;
+      EXPECT_GE(seconds, kTimeoutS);
+      EXPECT_LT(seconds, kTimeoutS + 5.0);              // one poll round of the abort; margin for a loaded machine
+      MDDP_CUDA_CHECK(cudaStreamSynchronize(compute));  // the abort released it
+      if (exec != nullptr) MDDP_CUDA_CHECK(cudaGraphExecDestroy(exec));
+      EXPECT_THROW(doomed->all_reduce(buf.view(), ReduceOp::Sum), core::Error) << "aborted: unusable";
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    doomed.reset();
+    MDDP_CUDA_CHECK(cudaStreamDestroy(compute));
+  }
+}
+
+// The nccl-ring scratch block grows with the largest all-reduce. A collective captured into a CUDA graph
+// keeps using the block it was captured with, so a larger eager all-reduce afterwards must not free it:
+// every replay still reads valid memory and sums exactly (on the emulated device a replay that touches
+// freed memory faults; on a GPU it would read whatever was reallocated there).
+TEST_F(Nccl, GraphReplaysKeepTheirScratchWhenALargerCollectiveFollows) {
+  if (nccl() == nullptr) GTEST_SKIP() << "NCCL backends only";
+  const int r = comm_->rank();
+  constexpr std::int64_t kSmall = 1000, kLarge = 64 * kSmall;
+  cudaStream_t compute = nullptr;
+  MDDP_CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
+  DeviceArray<std::int32_t> small(kSmall), large(kLarge);
+  comm_->set_compute_stream(compute);
+  auto fill = [&](DeviceArray<std::int32_t>& a, std::int64_t count, int round) {
+    std::vector<std::int32_t> host(static_cast<std::size_t>(count));
+    for (std::int64_t i = 0; i < count; ++i)
+      host[static_cast<std::size_t>(i)] = (r + 1) * round + static_cast<int>(i % 7);
+    MDDP_CUDA_CHECK(cudaMemcpyAsync(a.get(), host.data(), a.bytes(), cudaMemcpyHostToDevice, compute));
+    MDDP_CUDA_CHECK(cudaStreamSynchronize(compute));  // pageable source: copied before it returns
+  };
+  auto expect_sum = [&](DeviceArray<std::int32_t>& a, std::int64_t count, int round) {
+    std::vector<std::int32_t> got(static_cast<std::size_t>(count));
+    MDDP_CUDA_CHECK(cudaMemcpy(got.data(), a.get(), a.bytes(), cudaMemcpyDeviceToHost));
+    const int ranks_sum = n() * (n() + 1) / 2;
+    for (std::int64_t i = 0; i < count; ++i) {
+      ASSERT_EQ(got[static_cast<std::size_t>(i)], ranks_sum * round + n() * static_cast<int>(i % 7)) << "element " << i;
+    }
+  };
+  fill(small, kSmall, 1);  // eager first: the scratch is sized before the capture
+  comm_->all_reduce(small.view(), ReduceOp::Sum);
+  MDDP_CUDA_CHECK(cudaStreamBeginCapture(compute, cudaStreamCaptureModeThreadLocal));
+  comm_->order_compute_after(comm_->all_reduce(small.view(), ReduceOp::Sum, comm::Mode::Async));
+  cudaGraph_t graph = nullptr;
+  MDDP_CUDA_CHECK(cudaStreamEndCapture(compute, &graph));
+  cudaGraphExec_t exec = nullptr;
+  MDDP_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  MDDP_CUDA_CHECK(cudaGraphDestroy(graph));
+  for (int round = 2; round <= 3; ++round) {
+    if (round == 3) {  // a larger eager all-reduce grows the scratch between two replays
+      fill(large, kLarge, 5);
+      comm_->all_reduce(large.view(), ReduceOp::Sum);
+      expect_sum(large, kLarge, 5);
+    }
+    fill(small, kSmall, round);
+    MDDP_CUDA_CHECK(cudaGraphLaunch(exec, compute));
+    comm_->wait_for_stream(compute);
+    expect_sum(small, kSmall, round);
+  }
+  MDDP_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  comm_->synchronize();
+  comm_->set_compute_stream(nullptr);
+  MDDP_CUDA_CHECK(cudaStreamDestroy(compute));
 }
 
 TEST_F(Nccl, SequenceAgrees) { expect_same_sequence_on_every_rank(*comm_); }

@@ -6,7 +6,8 @@
 // refuses and how a launch replays). Handles that are not live are cudaErrorInvalidValue for graphs
 // (as documented) and cudaErrorInvalidResourceHandle for streams. Instantiation flags: automatic
 // free on launch and node priorities are accepted (no graph here allocates; priorities never
-// reorder work), device launch is not emulated (cudaErrorNotSupported), upload belongs to
+// reorder work, but a graph captured from a prioritised stream and instantiated without
+// cudaGraphInstantiateFlagUseNodePriority is counted: graph_priorities_dropped), device launch is not emulated (cudaErrorNotSupported), upload belongs to
 // cudaGraphInstantiateWithParams (cudaErrorInvalidValue).
 #include <cuda_runtime_api.h>
 
@@ -34,7 +35,7 @@ cudaError_t instantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long 
     return cudaErrorNotSupported;
   }
   if ((flags & ~kAccepted) != 0) return cudaErrorInvalidValue;
-  return Captures::get().instantiate(graph, exec);
+  return Captures::get().instantiate(graph, exec, (flags & cudaGraphInstantiateFlagUseNodePriority) != 0);
 }
 
 }  // namespace

@@ -1,11 +1,13 @@
 // control.cpp — the test controls of cuda_emu/control.h.
 #include "cuda_emu/control.h"
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "config.hpp"
 #include "errors.hpp"
+#include "lt_refusals.hpp"
 
 extern "C" {
 
@@ -22,6 +24,13 @@ int cudaEmuSetSchedule(const char* spec) {
 void cudaEmuSetGridCap(unsigned cap) { cuda_emu::tuning().grid_cap = cap; }
 
 void cudaEmuSetStreamDelayUs(unsigned us) { cuda_emu::tuning().stream_delay_us = us; }
+
+int cudaEmuSetLtRefusals(const char* table) {
+  std::string why;
+  if (table != nullptr && cuda_emu::set_lt_refusals(table, why)) return 0;
+  std::fprintf(stderr, "cuda_emu: cudaEmuSetLtRefusals: %s\n", table == nullptr ? "null table" : why.c_str());
+  return -1;
+}
 
 size_t cudaEmuFaultMessage(char* buf, size_t size) {
   const std::string m = cuda_emu::first_fault_message();

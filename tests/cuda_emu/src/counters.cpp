@@ -27,7 +27,9 @@ struct Atomics {
   std::atomic<std::uint64_t> graph_launches{0}, graph_nodes{0}, graph_kernel_nodes{0}, graph_gemm_nodes{0};
   std::atomic<std::uint64_t> captured_operations{0};
   std::atomic<std::uint64_t> atomic_operations{0};
-  std::atomic<std::uint64_t> lt_matmuls{0};
+  std::atomic<std::uint64_t> lt_matmuls{0}, lt_algo_matmuls{0}, lt_heuristic_queries{0}, lt_heuristic_empty{0};
+  std::atomic<std::uint64_t> lt_workspace_preference_bytes{0};
+  std::atomic<std::uint64_t> graph_priorities_dropped{0};
 };
 
 // Never destroyed (as the engine): stream workers may still count while the process exits.
@@ -56,7 +58,18 @@ void host_sync(const char* what) {
 }
 void kernel_launch() { add(g().kernel_launches, 1); }
 void gemm() { add(g().gemm_calls, 1); }
-void lt_matmul() { add(g().lt_matmuls, 1); }
+void lt_matmul(bool with_algo) {
+  add(g().lt_matmuls, 1);
+  if (with_algo) add(g().lt_algo_matmuls, 1);
+}
+void lt_heuristic(bool found, std::uint64_t workspace_preference_bytes) {
+  add(g().lt_heuristic_queries, 1);
+  if (!found) add(g().lt_heuristic_empty, 1);
+  std::uint64_t seen = g().lt_workspace_preference_bytes.load(std::memory_order_relaxed);
+  while (seen < workspace_preference_bytes && !g().lt_workspace_preference_bytes.compare_exchange_weak(
+                                                  seen, workspace_preference_bytes, std::memory_order_relaxed)) {}
+}
+void graph_priorities_dropped() { add(g().graph_priorities_dropped, 1); }
 void host_function() { add(g().host_functions, 1); }
 void stream_event_wait() { add(g().stream_event_waits, 1); }
 
@@ -142,6 +155,11 @@ void cudaEmuGetCounters(struct cudaEmuCounters* out) {
   out->captured_operations = r(a.captured_operations);
   out->atomic_operations = r(a.atomic_operations);
   out->lt_matmuls = r(a.lt_matmuls);
+  out->lt_algo_matmuls = r(a.lt_algo_matmuls);
+  out->lt_heuristic_queries = r(a.lt_heuristic_queries);
+  out->lt_heuristic_empty = r(a.lt_heuristic_empty);
+  out->lt_workspace_preference_bytes = r(a.lt_workspace_preference_bytes);
+  out->graph_priorities_dropped = r(a.graph_priorities_dropped);
 }
 
 void cudaEmuResetCounters(void) {
@@ -155,7 +173,8 @@ void cudaEmuResetCounters(void) {
   }
   for (std::atomic<std::uint64_t>* c :
        {&a.graph_launches, &a.graph_nodes, &a.graph_kernel_nodes, &a.graph_gemm_nodes, &a.captured_operations,
-        &a.atomic_operations, &a.lt_matmuls}) {
+        &a.atomic_operations, &a.lt_matmuls, &a.lt_algo_matmuls, &a.lt_heuristic_queries, &a.lt_heuristic_empty,
+        &a.lt_workspace_preference_bytes, &a.graph_priorities_dropped}) {
     c->store(0, std::memory_order_relaxed);
   }
   const std::lock_guard<std::mutex> lock(cuda_emu::counters::breakdown_mutex());
@@ -191,11 +210,19 @@ void print_report() {
                static_cast<unsigned long long>(c.lt_matmuls), breakdown.c_str());
   std::fprintf(stderr,
                "cuda_emu graph counters (pid %ld): graph_launches=%llu graph_nodes=%llu graph_kernel_nodes=%llu "
-               "graph_gemm_nodes=%llu captured_operations=%llu\n",
+               "graph_gemm_nodes=%llu captured_operations=%llu graph_priorities_dropped=%llu\n",
                static_cast<long>(getpid()), static_cast<unsigned long long>(c.graph_launches),
                static_cast<unsigned long long>(c.graph_nodes), static_cast<unsigned long long>(c.graph_kernel_nodes),
                static_cast<unsigned long long>(c.graph_gemm_nodes),
-               static_cast<unsigned long long>(c.captured_operations));
+               static_cast<unsigned long long>(c.captured_operations),
+               static_cast<unsigned long long>(c.graph_priorities_dropped));
+  std::fprintf(stderr,
+               "cuda_emu cuBLASLt counters (pid %ld): lt_algo_matmuls=%llu lt_heuristic_queries=%llu "
+               "lt_heuristic_empty=%llu lt_workspace_preference_bytes=%llu\n",
+               static_cast<long>(getpid()), static_cast<unsigned long long>(c.lt_algo_matmuls),
+               static_cast<unsigned long long>(c.lt_heuristic_queries),
+               static_cast<unsigned long long>(c.lt_heuristic_empty),
+               static_cast<unsigned long long>(c.lt_workspace_preference_bytes));
 }
 
 }  // namespace cuda_emu::counters

@@ -20,7 +20,11 @@ enum class Copy {
 void host_sync(const char* what);
 void kernel_launch();
 void gemm();
-void lt_matmul();  // a cublasLtMatmul (also counted by gemm())
+void lt_matmul(bool with_algo);  // a cublasLtMatmul (also counted by gemm())
+// A cublasLtMatmulAlgoGetHeuristic that succeeded: whether it found an algorithm, and the workspace
+// preference it carried.
+void lt_heuristic(bool found, std::uint64_t workspace_preference_bytes);
+void graph_priorities_dropped();  // a cudaGraphInstantiate that drops its nodes' stream priorities
 void host_function();
 void stream_event_wait();
 void copy(Copy kind, std::size_t bytes);

@@ -1,9 +1,12 @@
 // cublas_lt.cpp — the emulated cuBLASLt: the subset microddp uses, behind the toolkit's cublasLt.h:
-// cublasLtCreate/Destroy, the descriptors initialised in caller space (cublasLtMatmulDescInit_internal
-// and cublasLtMatrixLayoutInit_internal, behind the header's inline *Init), cublasLtMatmulDescSetAttribute
-// (COMPUTE_TYPE, SCALE_TYPE, POINTER_MODE host, TRANSA, TRANSB, EPILOGUE, BIAS_POINTER, BIAS_DATA_TYPE),
-// and cublasLtMatmul with algo = NULL (the implicit heuristic) and the epilogues DEFAULT, RELU, BIAS,
-// RELU_BIAS, BGRADA, BGRADB. Anything else is CUBLAS_STATUS_NOT_SUPPORTED with a line on stderr.
+// cublasLtCreate/Destroy, the descriptors initialised in caller space (cublasLtMatmulDescInit_internal,
+// cublasLtMatrixLayoutInit_internal and cublasLtMatmulPreferenceInit_internal, behind the header's
+// inline *Init), cublasLtMatmulDescSetAttribute (COMPUTE_TYPE, SCALE_TYPE, POINTER_MODE host, TRANSA,
+// TRANSB, EPILOGUE, BIAS_POINTER, BIAS_DATA_TYPE), cublasLtMatmulPreferenceSetAttribute (SEARCH_MODE
+// best fit, MAX_WORKSPACE_BYTES, MIN_ALIGNMENT_A/B/C/D_BYTES), cublasLtMatmulAlgoGetHeuristic, and
+// cublasLtMatmul with algo = NULL (the implicit heuristic) or an algorithm the heuristic returned, and
+// the epilogues DEFAULT, RELU, BIAS, RELU_BIAS, BGRADA, BGRADB. Anything else is
+// CUBLAS_STATUS_NOT_SUPPORTED with a line on stderr.
 // Contract: the documented semantics, column-major as the real library: D(m, n) = epi(alpha op(A)
 // op(B) + beta C), op(A) (m, k), op(B) (k, n), each layout describing the matrix as stored (rows, cols,
 // ld >= rows; C's transpose is always N). BIAS adds bias(i), "length = D rows", to every column before
@@ -13,17 +16,30 @@
 // emulated cuBLAS's TF32 math mode does) or both CUDA_R_16BF (compute 32F); C and D CUDA_R_32F; scale
 // type 32F; the bias type is D's (the default, or CUDA_R_32F given). In place needs Cdesc's layout
 // equal to Ddesc's (rows, cols, ld), out of place the same rows and cols; beta = 0 does not read C.
+// Which problems have no algorithm: the refusal table (lt_refusals.hpp; empty by default): the
+// heuristic returns none for them (returnAlgoCount 0) and cublasLtMatmul, with or without an
+// algorithm, is CUBLAS_STATUS_NOT_SUPPORTED. An algorithm the heuristic returns is tagged with the problem it was
+// chosen for (types, transposes, epilogue, layouts), the preference's minimum alignments and its
+// workspace: the emulator's stand-in for split-K (a weight-gradient-like problem, k >= 2 max(m, n),
+// given a workspace preference of at least m n 4 bytes) needs m n 4 bytes of workspace, every other
+// algorithm none. cublasLtMatmul with such an algorithm refuses another problem's
+// (CUBLAS_STATUS_INVALID_VALUE), a workspace smaller than the algorithm needs (INVALID_VALUE, as
+// documented) and pointers less aligned than the preference promised (INVALID_VALUE: the real
+// kernel would read misaligned memory).
 // Stricter than cuBLASLt where that catches bugs: every matrix, the bias and the workspace must be
 // device memory of the handle's device holding what its layout says; with BGRADA/BGRADB alpha must be
 // 1 (the docs do not say whether alpha scales a bias gradient). Bias gradients sum the operands as
 // stored (fp32 or decoded bf16), in k order, in fp32.
 // As cublasSgemm: queued on `stream` and run by OpenBLAS on its worker; counted as a GEMM (gemm_calls,
-// graph_gemm_nodes) and in lt_matmuls; on a capturing stream it becomes a graph node (alpha and beta
-// read at the call), whose launches check again that its memory is still allocated.
+// graph_gemm_nodes) and in lt_matmuls (lt_algo_matmuls with an algorithm); heuristic queries count in
+// lt_heuristic_queries / lt_heuristic_empty / lt_workspace_preference_bytes; on a capturing stream a
+// matmul becomes a graph node (alpha and beta read at the call), whose launches check again that its
+// memory is still allocated.
 #include <cblas.h>
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -35,6 +51,7 @@
 #include "devices.hpp"
 #include "errors.hpp"
 #include "graph.hpp"
+#include "lt_refusals.hpp"
 #include "memory.hpp"
 #include "streams.hpp"
 
@@ -52,6 +69,8 @@ using namespace cuda_emu::blas;  // NOLINT(google-build-using-namespace): the em
 // A tag in each initialised descriptor, so a descriptor never initialised is refused.
 constexpr std::uint64_t kDescTag = 0x4c546d6174446573ULL;
 constexpr std::uint64_t kLayoutTag = 0x4c544c61796f7574ULL;
+constexpr std::uint64_t kPrefTag = 0x4c54507265666572ULL;
+constexpr std::uint64_t kAlgoTag = 0x4c54416c676f7269ULL;
 
 struct Desc {
   std::uint64_t tag;
@@ -69,8 +88,22 @@ struct Layout {
   std::uint64_t rows, cols;
   std::int64_t ld;
 };
+struct Preference {
+  std::uint64_t tag;
+  std::uint64_t max_workspace_bytes;  // default 0: "no workspace allowed"
+  std::uint32_t min_align[4];         // A, B, C, D; default 256
+};
+// What the heuristic returns in cublasLtMatmulAlgo_t: the problem it was chosen for and its needs.
+struct Algo {
+  std::uint64_t tag;
+  std::uint64_t problem;  // fingerprint of the descriptor (without the pointers) and the four layouts
+  std::uint64_t workspace_bytes;
+  std::uint32_t min_align[4];
+};
 static_assert(sizeof(Desc) <= sizeof(cublasLtMatmulDescOpaque_t));
 static_assert(sizeof(Layout) <= sizeof(cublasLtMatrixLayoutOpaque_t));
+static_assert(sizeof(Preference) <= sizeof(cublasLtMatmulPreferenceOpaque_t));
+static_assert(sizeof(Algo) <= sizeof(cublasLtMatmulAlgo_t));
 
 const Desc* desc_of(cublasLtMatmulDesc_t d) {
   const auto* p = reinterpret_cast<const Desc*>(d);
@@ -84,6 +117,113 @@ const Layout* layout_of(cublasLtMatrixLayout_t l) {
 cublasStatus_t not_supported(const std::string& what) {
   std::fprintf(stderr, "cuda_emu: cublasLtMatmul: %s is not emulated\n", what.c_str());
   return CUBLAS_STATUS_NOT_SUPPORTED;
+}
+
+// The problem a descriptor and its layouts describe, checked once for the heuristic and the matmul.
+struct Problem {
+  bool f32 = false, bf16 = false, tf32 = false;
+  bool ta = false, tb = false;
+  int m = 0, n = 0, k = 0;
+  std::uint32_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  bool bias = false, relu = false, bgrad_a = false, bgrad_b = false;
+  bool vector = false;  // the epilogue reads or writes the bias pointer
+  int vector_count = 0;
+  std::uint64_t fingerprint = 0;
+};
+
+void mix(std::uint64_t& h, std::uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); }
+
+cublasStatus_t check_problem(const char* api, const Desc* desc, const Layout* la, const Layout* lb, const Layout* lc,
+                             const Layout* ld, Problem& p) {
+  if (desc->pointer_mode != CUBLASLT_POINTER_MODE_HOST) return not_supported("a pointer mode other than host");
+  if (desc->scale != CUDA_R_32F) return not_supported("a scale type other than CUDA_R_32F");
+  // Types.
+  p.f32 = la->type == CUDA_R_32F && lb->type == CUDA_R_32F;
+  p.bf16 = la->type == CUDA_R_16BF && lb->type == CUDA_R_16BF;
+  if (!(p.f32 || p.bf16) || lc->type != CUDA_R_32F || ld->type != CUDA_R_32F) {
+    return not_supported("types A " + std::to_string(la->type) + ", B " + std::to_string(lb->type) + ", C " +
+                         std::to_string(lc->type) + ", D " + std::to_string(ld->type));
+  }
+  p.tf32 = desc->compute == CUBLAS_COMPUTE_32F_FAST_TF32;
+  if (!(desc->compute == CUBLAS_COMPUTE_32F || (p.tf32 && p.f32))) {
+    return not_supported("compute type " + std::to_string(desc->compute) + " with these operand types");
+  }
+  // Shapes, in column-major terms as documented.
+  const auto valid_op = [](std::int32_t op) { return op == CUBLAS_OP_N || op == CUBLAS_OP_T || op == CUBLAS_OP_C; };
+  if (!valid_op(desc->trans_a) || !valid_op(desc->trans_b)) return misuse(api, "unknown transpose operation");
+  p.ta = desc->trans_a != CUBLAS_OP_N;
+  p.tb = desc->trans_b != CUBLAS_OP_N;
+  for (const Layout* l : {la, lb, lc, ld}) {
+    if (l->rows > 0x7fffffffULL || l->cols > 0x7fffffffULL || l->ld > 0x7fffffff) {
+      return not_supported("a dimension past int32");
+    }
+    if (l->ld < static_cast<std::int64_t>(l->rows) || l->ld < 1) {
+      return misuse(api, "leading dimension smaller than the rows (column-major)");
+    }
+  }
+  p.m = static_cast<int>(p.ta ? la->cols : la->rows);
+  p.k = static_cast<int>(p.ta ? la->rows : la->cols);
+  const int kb = static_cast<int>(p.tb ? lb->cols : lb->rows);
+  p.n = static_cast<int>(p.tb ? lb->rows : lb->cols);
+  if (kb != p.k || static_cast<int>(ld->rows) != p.m || static_cast<int>(ld->cols) != p.n || lc->rows != ld->rows ||
+      lc->cols != ld->cols) {
+    return misuse(api, "the layouts disagree: op(A) " + std::to_string(p.m) + "x" + std::to_string(p.k) + ", op(B) " +
+                           std::to_string(kb) + "x" + std::to_string(p.n) + ", D " + std::to_string(ld->rows) + "x" +
+                           std::to_string(ld->cols) + ", C " + std::to_string(lc->rows) + "x" +
+                           std::to_string(lc->cols));
+  }
+  // The epilogue and its vector.
+  p.epilogue = desc->epilogue;
+  const std::uint32_t epi = desc->epilogue;
+  p.bias = epi == CUBLASLT_EPILOGUE_BIAS || epi == CUBLASLT_EPILOGUE_RELU_BIAS;
+  p.relu = epi == CUBLASLT_EPILOGUE_RELU || epi == CUBLASLT_EPILOGUE_RELU_BIAS;
+  p.bgrad_a = epi == CUBLASLT_EPILOGUE_BGRADA;
+  p.bgrad_b = epi == CUBLASLT_EPILOGUE_BGRADB;
+  if (!(epi == CUBLASLT_EPILOGUE_DEFAULT || p.bias || p.relu || p.bgrad_a || p.bgrad_b)) {
+    return not_supported("epilogue " + std::to_string(epi));
+  }
+  p.vector = p.bias || p.bgrad_a || p.bgrad_b;
+  p.vector_count = p.bgrad_b ? p.n : p.m;  // BIAS and BGRADA: D's rows; BGRADB: D's columns
+  if (p.vector && desc->bias_type != -1 && desc->bias_type != CUDA_R_32F) {
+    return not_supported("bias data type " + std::to_string(desc->bias_type));
+  }
+  std::uint64_t h = 0;
+  for (std::int64_t v : {static_cast<std::int64_t>(desc->compute), static_cast<std::int64_t>(desc->trans_a),
+                         static_cast<std::int64_t>(desc->trans_b), static_cast<std::int64_t>(desc->epilogue),
+                         static_cast<std::int64_t>(desc->bias_type)}) {
+    mix(h, static_cast<std::uint64_t>(v));
+  }
+  for (const Layout* l : {la, lb, lc, ld}) {
+    mix(h, static_cast<std::uint64_t>(l->type));
+    mix(h, l->rows);
+    mix(h, l->cols);
+    mix(h, static_cast<std::uint64_t>(l->ld));
+  }
+  p.fingerprint = h;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cuda_emu::LtProblem table_view(const Problem& p, const Layout* ld, const std::uint32_t align[4]) {
+  cuda_emu::LtProblem t;
+  t.epilogue = p.epilogue;
+  t.tf32 = p.tf32;
+  t.bf16 = p.bf16;
+  t.m = p.m;
+  t.n = p.n;
+  t.k = p.k;
+  t.ldd_bytes = ld->ld * static_cast<std::int64_t>(sizeof(float));
+  t.align_a = align[0];
+  t.align_b = align[1];
+  t.align_c = align[2];
+  t.align_d = align[3];
+  return t;
+}
+
+// The emulator's workspace stand-in for split-K (see the file comment).
+std::uint64_t algo_workspace_bytes(const Problem& p, std::uint64_t max_workspace_bytes) {
+  const auto partial = static_cast<std::uint64_t>(p.m) * static_cast<std::uint64_t>(p.n) * sizeof(float);
+  const bool split_k = p.k >= 2 * std::max(p.m, p.n) && partial > 0 && partial <= max_workspace_bytes;
+  return split_k ? partial : 0;
 }
 
 template <typename T>
@@ -188,6 +328,89 @@ cublasStatus_t cublasLtMatrixLayoutInit_internal(cublasLtMatrixLayout_t layout, 
   return CUBLAS_STATUS_SUCCESS;
 }
 
+cublasStatus_t cublasLtMatmulPreferenceInit_internal(cublasLtMatmulPreference_t pref, size_t size) {
+  if (pref == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  if (size < sizeof(cublasLtMatmulPreferenceOpaque_t)) return CUBLAS_STATUS_ALLOC_FAILED;
+  const Preference p{kPrefTag, 0, {256, 256, 256, 256}};  // the documented defaults
+  std::memset(pref, 0, size);
+  std::memcpy(pref, &p, sizeof p);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t pref,
+                                                    cublasLtMatmulPreferenceAttributes_t attr, const void* buf,
+                                                    size_t bytes) {
+  const char* api = "cublasLtMatmulPreferenceSetAttribute";
+  Preference p;
+  if (pref == nullptr) return misuse(api, "null preference");
+  std::memcpy(&p, pref, sizeof p);
+  if (p.tag != kPrefTag) return misuse(api, "the preference was not initialised");
+  cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
+  switch (attr) {
+    case CUBLASLT_MATMUL_PREF_SEARCH_MODE: {
+      std::uint32_t mode = 0;
+      s = set_value(buf, bytes, &mode);
+      if (s == CUBLAS_STATUS_SUCCESS && mode != CUBLASLT_SEARCH_BEST_FIT) {
+        std::fprintf(stderr, "cuda_emu: %s: search mode %u is not emulated (best fit only)\n", api, mode);
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+      }
+      break;
+    }
+    case CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES:
+      s = set_value(buf, bytes, &p.max_workspace_bytes);
+      break;
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES:
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES:
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES:
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES:
+      s = set_value(buf, bytes, &p.min_align[attr - CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES]);
+      break;
+    default:
+      std::fprintf(stderr, "cuda_emu: %s: attribute %d is not emulated\n", api, static_cast<int>(attr));
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+  if (s == CUBLAS_STATUS_SUCCESS) std::memcpy(pref, &p, sizeof p);
+  return s;
+}
+
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtMatmulDesc_t operation_desc,
+                                              cublasLtMatrixLayout_t a_desc, cublasLtMatrixLayout_t b_desc,
+                                              cublasLtMatrixLayout_t c_desc, cublasLtMatrixLayout_t d_desc,
+                                              cublasLtMatmulPreference_t preference, int requested,
+                                              cublasLtMatmulHeuristicResult_t results[], int* returned) {
+  const char* api = "cublasLtMatmulAlgoGetHeuristic";
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (requested <= 0 || results == nullptr || returned == nullptr) {
+    return misuse(api, "requestedAlgoCount <= 0, or a null results array or count");
+  }
+  *returned = 0;
+  const Desc* desc = desc_of(operation_desc);
+  const Layout *la = layout_of(a_desc), *lb = layout_of(b_desc), *lc = layout_of(c_desc), *ld = layout_of(d_desc);
+  if (desc == nullptr || la == nullptr || lb == nullptr || lc == nullptr || ld == nullptr) {
+    return misuse(api, "a descriptor or layout is null or was not initialised");
+  }
+  Preference pref{kPrefTag, 0, {256, 256, 256, 256}};
+  if (preference != nullptr) {
+    std::memcpy(&pref, preference, sizeof pref);
+    if (pref.tag != kPrefTag) return misuse(api, "the preference was not initialised");
+  }
+  Problem pr;
+  if (const auto st = check_problem(api, desc, la, lb, lc, ld, pr); st != CUBLAS_STATUS_SUCCESS) return st;
+  const std::string rule = cuda_emu::lt_refusals().match(table_view(pr, ld, pref.min_align));
+  cuda_emu::counters::lt_heuristic(rule.empty(), pref.max_workspace_bytes);
+  if (!rule.empty()) return CUBLAS_STATUS_SUCCESS;  // no algorithm: returnAlgoCount 0, as documented
+  Algo a{kAlgoTag, pr.fingerprint, algo_workspace_bytes(pr, pref.max_workspace_bytes), {}};
+  std::memcpy(a.min_align, pref.min_align, sizeof a.min_align);
+  cublasLtMatmulHeuristicResult_t r{};
+  std::memcpy(&r.algo, &a, sizeof a);
+  r.workspaceSize = a.workspace_bytes;
+  r.state = CUBLAS_STATUS_SUCCESS;
+  r.wavesCount = 1.0f;
+  results[0] = r;
+  *returned = 1;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
 cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t compute_desc, const void* alpha_p,
                               const void* A, cublasLtMatrixLayout_t a_desc, const void* B,
                               cublasLtMatrixLayout_t b_desc, const void* beta_p, const void* C,
@@ -203,55 +426,41 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t comp
   if (desc == nullptr || la == nullptr || lb == nullptr || lc == nullptr || ld == nullptr) {
     return misuse(api, "a descriptor or layout is null or was not initialised");
   }
-  if (algo != nullptr) return not_supported("an explicit algo (microddp passes NULL: the implicit heuristic)");
-  if (desc->pointer_mode != CUBLASLT_POINTER_MODE_HOST) return not_supported("a pointer mode other than host");
-  if (desc->scale != CUDA_R_32F) return not_supported("a scale type other than CUDA_R_32F");
-  // Types.
-  const bool f32 = la->type == CUDA_R_32F && lb->type == CUDA_R_32F;
-  const bool bf16 = la->type == CUDA_R_16BF && lb->type == CUDA_R_16BF;
-  if (!(f32 || bf16) || lc->type != CUDA_R_32F || ld->type != CUDA_R_32F) {
-    return not_supported("types A " + std::to_string(la->type) + ", B " + std::to_string(lb->type) + ", C " +
-                         std::to_string(lc->type) + ", D " + std::to_string(ld->type));
-  }
-  const bool tf32 = desc->compute == CUBLAS_COMPUTE_32F_FAST_TF32;
-  if (!(desc->compute == CUBLAS_COMPUTE_32F || (tf32 && f32))) {
-    return not_supported("compute type " + std::to_string(desc->compute) + " with these operand types");
-  }
-  // Shapes, in column-major terms as documented.
-  const auto valid_op = [](std::int32_t op) { return op == CUBLAS_OP_N || op == CUBLAS_OP_T || op == CUBLAS_OP_C; };
-  if (!valid_op(desc->trans_a) || !valid_op(desc->trans_b)) return misuse(api, "unknown transpose operation");
-  const bool ta = desc->trans_a != CUBLAS_OP_N, tb = desc->trans_b != CUBLAS_OP_N;
-  for (const Layout* l : {la, lb, lc, ld}) {
-    if (l->rows > 0x7fffffffULL || l->cols > 0x7fffffffULL || l->ld > 0x7fffffff) {
-      return not_supported("a dimension past int32");
-    }
-    if (l->ld < static_cast<std::int64_t>(l->rows) || l->ld < 1) {
-      return misuse(api, "leading dimension smaller than the rows (column-major)");
-    }
-  }
-  const int m = static_cast<int>(ta ? la->cols : la->rows), k = static_cast<int>(ta ? la->rows : la->cols);
-  const int kb = static_cast<int>(tb ? lb->cols : lb->rows), n = static_cast<int>(tb ? lb->rows : lb->cols);
-  if (kb != k || static_cast<int>(ld->rows) != m || static_cast<int>(ld->cols) != n || lc->rows != ld->rows ||
-      lc->cols != ld->cols) {
-    return misuse(api, "the layouts disagree: op(A) " + std::to_string(m) + "x" + std::to_string(k) + ", op(B) " +
-                           std::to_string(kb) + "x" + std::to_string(n) + ", D " + std::to_string(ld->rows) + "x" +
-                           std::to_string(ld->cols) + ", C " + std::to_string(lc->rows) + "x" +
-                           std::to_string(lc->cols));
-  }
+  Problem pr;
+  if (const auto st = check_problem(api, desc, la, lb, lc, ld, pr); st != CUBLAS_STATUS_SUCCESS) return st;
+  const bool ta = pr.ta, tb = pr.tb, bf16 = pr.bf16, tf32 = pr.tf32;
+  const int m = pr.m, n = pr.n, k = pr.k;
+  const bool bias = pr.bias, relu = pr.relu, bgrad_a = pr.bgrad_a, bgrad_b = pr.bgrad_b, vector = pr.vector;
+  const int vector_count = pr.vector_count;
   if (C == D && lc->ld != ld->ld) return misuse(api, "in place (C == D) with Cdesc different from Ddesc");
-  // The epilogue and its vector.
-  const std::uint32_t epi = desc->epilogue;
-  const bool bias = epi == CUBLASLT_EPILOGUE_BIAS || epi == CUBLASLT_EPILOGUE_RELU_BIAS;
-  const bool relu = epi == CUBLASLT_EPILOGUE_RELU || epi == CUBLASLT_EPILOGUE_RELU_BIAS;
-  const bool bgrad_a = epi == CUBLASLT_EPILOGUE_BGRADA, bgrad_b = epi == CUBLASLT_EPILOGUE_BGRADB;
-  if (!(epi == CUBLASLT_EPILOGUE_DEFAULT || bias || relu || bgrad_a || bgrad_b)) {
-    return not_supported("epilogue " + std::to_string(epi));
-  }
-  const bool vector = bias || bgrad_a || bgrad_b;
-  const int vector_count = bgrad_b ? n : m;  // BIAS and BGRADA: D's rows; BGRADB: D's columns
   if (vector && desc->bias == nullptr) return misuse(api, "the epilogue needs CUBLASLT_MATMUL_DESC_BIAS_POINTER");
-  if (vector && desc->bias_type != -1 && desc->bias_type != CUDA_R_32F) {
-    return not_supported("bias data type " + std::to_string(desc->bias_type));
+  // The algorithm: the heuristic's for this problem, or none (the implicit heuristic and the table).
+  const std::uint32_t actual_align[4] = {cuda_emu::pointer_alignment(A), cuda_emu::pointer_alignment(B),
+                                         cuda_emu::pointer_alignment(C), cuda_emu::pointer_alignment(D)};
+  if (algo != nullptr) {
+    Algo a;
+    std::memcpy(&a, algo, sizeof a);
+    if (a.tag != kAlgoTag) return misuse(api, "the algo was not returned by cublasLtMatmulAlgoGetHeuristic");
+    if (a.problem != pr.fingerprint) {
+      return misuse(api, "the algo was chosen for another problem (descriptor or layouts differ)");
+    }
+    if (workspace_bytes < a.workspace_bytes) {
+      return misuse(api, "workspaceSizeInBytes " + std::to_string(workspace_bytes) + " is less than the " +
+                             std::to_string(a.workspace_bytes) + " bytes the algo needs");
+    }
+    for (int i = 0; i < 4; ++i) {
+      if (actual_align[i] < a.min_align[i]) {
+        return misuse(api, std::string("matrix ") + "ABCD"[i] + " is aligned to " + std::to_string(actual_align[i]) +
+                               " bytes, less than the " + std::to_string(a.min_align[i]) +
+                               " the heuristic was promised (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*)");
+      }
+    }
+  }
+  // The table applies to every call, with an algorithm or without: a kernel may refuse when it runs
+  // (another library or GPU than the heuristic's answer was cached for).
+  if (const std::string rule = cuda_emu::lt_refusals().match(table_view(pr, ld, actual_align)); !rule.empty()) {
+    std::fprintf(stderr, "cuda_emu: cublasLtMatmul: no algorithm for this problem (refusal table: %s)\n", rule.c_str());
+    return CUBLAS_STATUS_NOT_SUPPORTED;
   }
   // Scalars (host pointer mode: read now).
   if (alpha_p == nullptr || beta_p == nullptr) return misuse(api, "null alpha or beta");
@@ -376,7 +585,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t comp
     return CUBLAS_STATUS_SUCCESS;
   }
   cuda_emu::counters::gemm();
-  cuda_emu::counters::lt_matmul();
+  cuda_emu::counters::lt_matmul(algo != nullptr);
   Engine::get().enqueue(stream, api, run);
   return CUBLAS_STATUS_SUCCESS;
 }

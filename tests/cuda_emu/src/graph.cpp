@@ -192,6 +192,7 @@ cudaError_t Captures::record_locked(CUstream_st* s, NodeSpec node) {
   if (c.invalidated != cudaSuccess) return cudaErrorStreamCaptureInvalidated;
   auto n = std::make_unique<CUgraphNode_st>();
   n->spec = std::move(node);
+  n->spec.priority = s->priority;
   n->deps = s->capture_deps;
   n->index = c.graph->nodes.size();
   s->capture_deps = {n.get()};
@@ -508,9 +509,12 @@ cudaError_t Captures::destroy_graph(cudaGraph_t g) {
   return cudaSuccess;
 }
 
-cudaError_t Captures::instantiate(cudaGraph_t g, cudaGraphExec_t* exec) {
+cudaError_t Captures::instantiate(cudaGraph_t g, cudaGraphExec_t* exec, bool use_node_priority) {
   const std::lock_guard<std::mutex> lock(m_);
   if (!live_graph_locked(g) || exec == nullptr) return cudaErrorInvalidValue;
+  const bool prioritized =
+      std::any_of(g->nodes.begin(), g->nodes.end(), [](const auto& n) { return n->spec.priority != 0; });
+  if (prioritized && !use_node_priority) counters::graph_priorities_dropped();
   auto spec = std::make_shared<GraphSpec>();
   spec->device = g->device;
   std::vector<std::pair<const void*, std::size_t>> last_serial;  // key -> last node index with it

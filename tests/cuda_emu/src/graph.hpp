@@ -61,6 +61,7 @@ struct NodeSpec {
   counters::Copy copy = counters::Copy::DeviceToDevice;  // Memcpy
   std::size_t bytes = 0;                                 // Memcpy, Memset: counted per launch
   std::shared_ptr<const GraphSpec> child;                // ChildGraph
+  int priority = 0;  // the capturing stream's priority: kept only with cudaGraphInstantiateFlagUseNodePriority
 };
 
 // An executable graph: nodes in capture order (a topological order); deps[i] holds indices < i,
@@ -155,7 +156,9 @@ class Captures {
   // A graph that is still being captured into is not destroyable (cudaErrorIllegalState).
   cudaError_t destroy_graph(cudaGraph_t g);
   // A snapshot of the graph (also of one still being captured into, as CUDA allows).
-  cudaError_t instantiate(cudaGraph_t g, cudaGraphExec_t* exec);
+  // use_node_priority: cudaGraphInstantiateFlagUseNodePriority given (without it, a graph whose nodes
+  // came from streams of non-default priority loses them: counted, priorities never reorder work here).
+  cudaError_t instantiate(cudaGraph_t g, cudaGraphExec_t* exec, bool use_node_priority);
   cudaError_t destroy_exec(cudaGraphExec_t exec);
   // cudaGraphLaunch: prepares the nodes and queues the launch on `s` behind the previous launch of
   // `exec`; into a capturing stream, records a child graph node instead.

@@ -5,7 +5,9 @@
 // against a float64 reference computed here from those definitions; and misuse is refused (layouts that
 // disagree, a missing or short bias vector, host operands, an uninitialised descriptor, an attribute of
 // the wrong size, an epilogue it does not emulate). Each accepted call counts as one GEMM and one
-// cuBLASLt matmul; captured into a CUDA graph it runs at each replay.
+// cuBLASLt matmul; captured into a CUDA graph it runs at each replay. The heuristic
+// (cublasLtMatmulAlgoGetHeuristic with a preference) returns an algorithm tagged with its problem,
+// workspace and alignment, which cublasLtMatmul checks; the refusal table makes both refuse.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -16,6 +18,7 @@
 #include <random>
 #include <vector>
 
+#include "cuda_emu/control.h"
 #include "cuda_emu/counters.h"
 #include "emu_test_util.hpp"
 
@@ -241,6 +244,131 @@ TEST_F(CublasLt, CapturedIntoAGraphRunsAtEachReplay) {
   EXPECT_EQ(cudaSuccess, cudaGraphExecDestroy(exec));
   EXPECT_EQ(cudaSuccess, cudaGraphDestroy(graph));
   EXPECT_EQ(cudaSuccess, cudaStreamDestroy(stream));
+}
+
+// ---- the heuristic, its algorithms and the refusal table (lt_refusals.hpp) --------------------------
+
+class CublasLtHeuristic : public CublasLt {
+ protected:
+  void TearDown() override {
+    EXPECT_EQ(cudaEmuSetLtRefusals(""), 0);
+    CublasLt::TearDown();
+  }
+  // Layouts of a column-major problem with op(A) (m x k), op(B) (k x n), no transposes.
+  void layouts(int m, int n, int k) {
+    ASSERT_EQ(CUBLAS_STATUS_SUCCESS, cublasLtMatrixLayoutInit(&la_, CUDA_R_32F, m, k, m));
+    ASSERT_EQ(CUBLAS_STATUS_SUCCESS, cublasLtMatrixLayoutInit(&lb_, CUDA_R_32F, k, n, k));
+    ASSERT_EQ(CUBLAS_STATUS_SUCCESS, cublasLtMatrixLayoutInit(&ld_, CUDA_R_32F, m, n, m));
+  }
+  // The heuristic's answer for the current descriptor and layouts under `pref`: the number returned.
+  int ask(cublasLtMatmulPreference_t pref, cublasLtMatmulHeuristicResult_t* out) {
+    int found = -1;
+    EXPECT_EQ(CUBLAS_STATUS_SUCCESS,
+              cublasLtMatmulAlgoGetHeuristic(handle_, &desc_, &la_, &lb_, &ld_, &ld_, pref, 1, out, &found));
+    return found;
+  }
+  static cudaEmuCounters counters() {
+    cudaEmuCounters c{};
+    cudaEmuGetCounters(&c);
+    return c;
+  }
+  cublasLtMatrixLayoutOpaque_t la_{}, lb_{}, ld_{};
+};
+
+// The table's grammar: every condition parses, a rule matches when all its conditions hold, an
+// unknown condition is refused and leaves the table as it was.
+TEST_F(CublasLtHeuristic, RefusalTableMatchesWholeRulesAndRefusesTypos) {
+  DeviceBuffer<float> bias(8);
+  init_desc(false, false, CUBLASLT_EPILOGUE_BIAS, bias.get());
+  layouts(8, 4, 16);
+  cublasLtMatmulHeuristicResult_t r{};
+  EXPECT_EQ(cudaEmuSetLtRefusals("epilogue=bias,compute=tf32"), 0);
+  EXPECT_EQ(ask(nullptr, &r), 1) << "compute 32F: the rule's second condition does not hold";
+  EXPECT_EQ(cudaEmuSetLtRefusals("epilogue=bgradb; epilogue=bias,ab=f32,compute=32f"), 0);
+  EXPECT_EQ(ask(nullptr, &r), 0) << "the second rule matches";
+  EXPECT_EQ(cudaEmuSetLtRefusals("ldd_bytes<64"), 0);
+  EXPECT_EQ(ask(nullptr, &r), 0) << "ld 8 floats = 32 bytes";
+  EXPECT_EQ(cudaEmuSetLtRefusals("ldd_bytes<32"), 0);
+  EXPECT_EQ(ask(nullptr, &r), 1);
+  EXPECT_EQ(cudaEmuSetLtRefusals("dim=1"), 0);
+  EXPECT_EQ(ask(nullptr, &r), 1);
+  layouts(8, 1, 16);
+  EXPECT_EQ(ask(nullptr, &r), 0) << "n = 1";
+  layouts(8, 4, 16);
+  EXPECT_EQ(cudaEmuSetLtRefusals("align<256"), 0);
+  EXPECT_EQ(ask(nullptr, &r), 1) << "the preference's default alignments are 256";
+  cublasLtMatmulPreferenceOpaque_t pref{};
+  ASSERT_EQ(CUBLAS_STATUS_SUCCESS, cublasLtMatmulPreferenceInit(&pref));
+  const std::uint32_t sixteen = 16;
+  ASSERT_EQ(CUBLAS_STATUS_SUCCESS, cublasLtMatmulPreferenceSetAttribute(
+                                       &pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &sixteen, sizeof sixteen));
+  EXPECT_EQ(ask(&pref, &r), 0) << "B promised only 16-byte alignment";
+  EXPECT_EQ(cudaEmuSetLtRefusals("all"), 0);
+  EXPECT_EQ(ask(nullptr, &r), 0);
+  EXPECT_EQ(cudaEmuSetLtRefusals("epilogue=gelu"), -1);
+  EXPECT_EQ(cudaEmuSetLtRefusals("dim=2"), -1);
+  EXPECT_EQ(cudaEmuSetLtRefusals("align<0"), -1);
+  EXPECT_EQ(ask(nullptr, &r), 0) << "a malformed table changes nothing";
+  const cudaEmuCounters c = counters();
+  EXPECT_GT(c.lt_heuristic_empty, 0u);
+}
+
+// What an algorithm carries: the problem it was chosen for, the workspace it needs (the split-K
+// stand-in for k >= 2 max(m, n), only when the preference allows the workspace) and the alignment it
+// was promised. cublasLtMatmul with it runs the same arithmetic as with algo = NULL, refuses another
+// problem, a smaller workspace and less aligned pointers; the table applies to it too.
+TEST_F(CublasLtHeuristic, AnAlgorithmIsForItsProblemWorkspaceAndAlignment) {
+  constexpr int m = 6, n = 5, k = 40;
+  DeviceBuffer<float> a(std::size_t{m * k + 1}), b(std::size_t{k * n}), d(std::size_t{m * n}),
+      d_ref(std::size_t{m * n}), bias(std::size_t{m}), ws(std::size_t{m * n});
+  std::vector<float> av(std::size_t{m * k + 1}), bv(std::size_t{k * n});
+  for (std::size_t i = 0; i < av.size(); ++i) av[i] = static_cast<float>(i % 7) - 3.0f;
+  for (std::size_t i = 0; i < bv.size(); ++i) bv[i] = static_cast<float>(i % 5) - 2.0f;
+  a.upload(av);
+  b.upload(bv);
+  bias.upload(std::vector<float>(std::size_t{m}, 0.5f));
+  init_desc(false, false, CUBLASLT_EPILOGUE_RELU_BIAS, bias.get());
+  layouts(m, n, k);
+  cublasLtMatmulHeuristicResult_t none{}, split{};
+  cudaEmuResetCounters();
+  ASSERT_EQ(ask(nullptr, &none), 1);
+  EXPECT_EQ(none.workspaceSize, 0u) << "the default preference allows no workspace";
+  cublasLtMatmulPreferenceOpaque_t pref{};
+  ASSERT_EQ(CUBLAS_STATUS_SUCCESS, cublasLtMatmulPreferenceInit(&pref));
+  const std::uint64_t ws_bytes = 1u << 20;
+  ASSERT_EQ(CUBLAS_STATUS_SUCCESS, cublasLtMatmulPreferenceSetAttribute(&pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                                        &ws_bytes, sizeof ws_bytes));
+  ASSERT_EQ(ask(&pref, &split), 1);
+  EXPECT_EQ(split.workspaceSize, static_cast<std::size_t>(m * n * 4)) << "k >= 2 max(m, n): split-K needs a workspace";
+  cudaEmuCounters c = counters();
+  EXPECT_EQ(c.lt_heuristic_queries, 2u);
+  EXPECT_EQ(c.lt_workspace_preference_bytes, ws_bytes);
+  const float alpha = 1.0f, beta = 0.0f;
+  auto run = [&](const cublasLtMatmulAlgo_t* algo, const void* pa, float* out, void* w, std::size_t wb) {
+    return cublasLtMatmul(handle_, &desc_, &alpha, pa, &la_, b.get(), &lb_, &beta, out, &ld_, out, &ld_, algo, w, wb,
+                          nullptr);
+  };
+  ASSERT_EQ(CUBLAS_STATUS_SUCCESS, run(nullptr, a.get(), d_ref.get(), nullptr, 0));
+  ASSERT_EQ(CUBLAS_STATUS_SUCCESS, run(&split.algo, a.get(), d.get(), ws.get(), m * n * 4));
+  EXPECT_EQ(d.download(), d_ref.download()) << "the algorithm computes what algo = NULL computes";
+  EXPECT_EQ(CUBLAS_STATUS_INVALID_VALUE, run(&split.algo, a.get(), d.get(), ws.get(), m * n * 4 - 4))
+      << "a workspace smaller than the algorithm needs";
+  EXPECT_EQ(CUBLAS_STATUS_INVALID_VALUE, run(&split.algo, a.get() + 1, d.get(), ws.get(), m * n * 4))
+      << "A aligned to 4 bytes, 256 promised";
+  cublasLtMatmulAlgo_t forged = none.algo;
+  forged.data[0] ^= 1;
+  EXPECT_EQ(CUBLAS_STATUS_INVALID_VALUE, run(&forged, a.get(), d.get(), nullptr, 0)) << "not the heuristic's";
+  layouts(m, n, k - 1);
+  EXPECT_EQ(CUBLAS_STATUS_INVALID_VALUE, run(&none.algo, a.get(), d.get(), nullptr, 0)) << "another problem's";
+  layouts(m, n, k);
+  EXPECT_EQ(cudaEmuSetLtRefusals("epilogue=relu_bias"), 0);
+  EXPECT_EQ(CUBLAS_STATUS_NOT_SUPPORTED, run(&none.algo, a.get(), d.get(), nullptr, 0))
+      << "the table refuses a call with an algorithm too";
+  EXPECT_EQ(CUBLAS_STATUS_NOT_SUPPORTED, run(nullptr, a.get(), d.get(), nullptr, 0));
+  ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+  c = counters();
+  EXPECT_EQ(c.lt_matmuls, 2u);
+  EXPECT_EQ(c.lt_algo_matmuls, 1u);
 }
 
 }  // namespace

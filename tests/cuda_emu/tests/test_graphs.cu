@@ -557,6 +557,47 @@ TEST_F(Graphs, CaptureStateErrors) {
   (void)cudaGetLastError();
 }
 
+// A node remembers its stream's priority; instantiating without cudaGraphInstantiateFlagUseNodePriority
+// drops it (a graph then runs every node at its launch stream's priority), which the emulator counts:
+// a forked high-priority stream (NCCL's communication stream) loses its priority inside such a graph.
+TEST_F(Graphs, InstantiatingWithoutNodePriorityIsCountedWhenAPriorityIsLost) {
+  int least = 0, greatest = 0;
+  EMU_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  cudaStream_t urgent = nullptr;
+  EMU_CHECK(cudaStreamCreateWithPriority(&urgent, cudaStreamNonBlocking, greatest));
+  auto capture = [&](bool fork_urgent) {
+    cudaGraph_t g = nullptr;
+    EXPECT_EQ(cudaSuccess, cudaStreamBeginCapture(s1_, cudaStreamCaptureModeThreadLocal));
+    launch_scale_add(x_.get(), 1.0f, 0.0f, x_.get(), s1_);
+    if (fork_urgent) {
+      EXPECT_EQ(cudaSuccess, cudaEventRecord(fork_, s1_));
+      EXPECT_EQ(cudaSuccess, cudaStreamWaitEvent(urgent, fork_, 0));
+      launch_scale_add(x_.get(), 1.0f, 0.0f, x_.get(), urgent);
+      EXPECT_EQ(cudaSuccess, cudaEventRecord(join_, urgent));
+      EXPECT_EQ(cudaSuccess, cudaStreamWaitEvent(s1_, join_, 0));
+    }
+    EXPECT_EQ(cudaSuccess, cudaStreamEndCapture(s1_, &g));
+    return g;
+  };
+  struct Case {
+    bool fork_urgent;
+    unsigned long long flags;
+    std::uint64_t dropped;
+  };
+  for (const Case c : {Case{false, 0, 0}, Case{true, 0, 1}, Case{true, cudaGraphInstantiateFlagUseNodePriority, 0}}) {
+    cudaGraph_t g = capture(c.fork_urgent);
+    cudaEmuResetCounters();
+    cudaGraphExec_t exec = nullptr;
+    EMU_CHECK(cudaGraphInstantiate(&exec, g, c.flags));
+    cudaEmuCounters counted{};
+    cudaEmuGetCounters(&counted);
+    EXPECT_EQ(counted.graph_priorities_dropped, c.dropped) << "fork " << c.fork_urgent << " flags " << c.flags;
+    EMU_CHECK(cudaGraphExecDestroy(exec));
+    EMU_CHECK(cudaGraphDestroy(g));
+  }
+  EMU_CHECK(cudaStreamDestroy(urgent));
+}
+
 // ---- events, child graphs -----------------------------------------------------------------------
 
 TEST_F(Graphs, ExternalEventRecordAndWaitNodesActAtEveryLaunch) {

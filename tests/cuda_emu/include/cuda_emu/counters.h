@@ -31,23 +31,30 @@ struct cudaEmuCounters {
   uint64_t h2d_pinned_bytes;
   uint64_t d2h_pageable_bytes; /* device to host copies */
   uint64_t d2h_pinned_bytes;
-  uint64_t d2d_bytes;           /* device to device copies */
-  uint64_t h2h_bytes;           /* host to host copies through the CUDA API */
-  uint64_t memset_bytes;        /* cudaMemset / cudaMemsetAsync */
-  uint64_t device_allocations;  /* cudaMalloc + cudaMallocAsync */
-  uint64_t pinned_allocations;  /* cudaMallocHost + cudaHostAlloc */
-  uint64_t device_frees;        /* cudaFree + cudaFreeAsync */
-  uint64_t pinned_frees;        /* cudaFreeHost */
-  uint64_t device_bytes_in_use; /* device memory allocated now, all devices (not reset) */
-  uint64_t fiber_blocks;        /* blocks run with one fiber per thread */
-  uint64_t plain_blocks;        /* blocks of kernels that never synchronise, run as plain calls */
-  uint64_t graph_launches;      /* cudaGraphLaunch calls accepted onto a stream (not into a capture) */
-  uint64_t graph_nodes;         /* nodes those launches replay, all kinds (a child graph: its nodes) */
-  uint64_t graph_kernel_nodes;  /* of which kernels (MDDP_LAUNCH) */
-  uint64_t graph_gemm_nodes;    /* of which GEMMs (cuBLAS and cuBLASLt calls) */
-  uint64_t captured_operations; /* stream operations recorded into a capture instead of run */
-  uint64_t atomic_operations;   /* atomicAdd calls device code made (every thread's, every launch's) */
-  uint64_t lt_matmuls;          /* of gemm_calls, the cublasLtMatmul calls (fused GEMM epilogues) */
+  uint64_t d2d_bytes;                     /* device to device copies */
+  uint64_t h2h_bytes;                     /* host to host copies through the CUDA API */
+  uint64_t memset_bytes;                  /* cudaMemset / cudaMemsetAsync */
+  uint64_t device_allocations;            /* cudaMalloc + cudaMallocAsync */
+  uint64_t pinned_allocations;            /* cudaMallocHost + cudaHostAlloc */
+  uint64_t device_frees;                  /* cudaFree + cudaFreeAsync */
+  uint64_t pinned_frees;                  /* cudaFreeHost */
+  uint64_t device_bytes_in_use;           /* device memory allocated now, all devices (not reset) */
+  uint64_t fiber_blocks;                  /* blocks run with one fiber per thread */
+  uint64_t plain_blocks;                  /* blocks of kernels that never synchronise, run as plain calls */
+  uint64_t graph_launches;                /* cudaGraphLaunch calls accepted onto a stream (not into a capture) */
+  uint64_t graph_nodes;                   /* nodes those launches replay, all kinds (a child graph: its nodes) */
+  uint64_t graph_kernel_nodes;            /* of which kernels (MDDP_LAUNCH) */
+  uint64_t graph_gemm_nodes;              /* of which GEMMs (cuBLAS and cuBLASLt calls) */
+  uint64_t captured_operations;           /* stream operations recorded into a capture instead of run */
+  uint64_t atomic_operations;             /* atomicAdd calls device code made (every thread's, every launch's) */
+  uint64_t lt_matmuls;                    /* of gemm_calls, the cublasLtMatmul calls (fused GEMM epilogues) */
+  uint64_t lt_algo_matmuls;               /* of lt_matmuls, those given an algorithm (not algo = NULL) */
+  uint64_t lt_heuristic_queries;          /* cublasLtMatmulAlgoGetHeuristic calls that succeeded */
+  uint64_t lt_heuristic_empty;            /* of those, the ones that found no algorithm (the refusal table) */
+  uint64_t lt_workspace_preference_bytes; /* the largest CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES a query
+                                             carried (a level, like device_bytes_in_use; reset to 0) */
+  uint64_t graph_priorities_dropped;      /* instantiations without cudaGraphInstantiateFlagUseNodePriority of a
+                                        graph captured from a stream of non-default priority */
 };
 
 void cudaEmuGetCounters(struct cudaEmuCounters* out);

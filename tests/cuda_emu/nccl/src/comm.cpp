@@ -34,6 +34,10 @@ void Comm::run_in_order(std::uint64_t ticket, const std::function<Status()>& bod
     running_ = false;
     if (!st.ok() && !aborted()) record_failure(st);
   }
+  // A failed communicator's operations hold their streams until ncclCommAbort, as NCCL's kernels
+  // keep spinning for data that never comes: the error is visible at once (async_error()), but the
+  // stream completes only after the abort, so a host blocked on it would hang as on a GPU.
+  cv_.wait(lock, [&] { return aborted() || error_.ok(); });
   if (next_to_run_ == ticket) ++next_to_run_;
   --pending_;
   cv_.notify_all();

@@ -11,12 +11,15 @@
 //   * Errors: the first failing body's Status becomes the asynchronous error (async_error()); it shuts
 //     every connection down so that peers blocked on this rank fail too instead of waiting forever,
 //     and every later operation is skipped without touching its buffers (the communicator must be
-//     aborted, as with NCCL).
+//     aborted, as with NCCL). The failed operation and every later one hold their streams until
+//     abort(): NCCL's kernels keep waiting for data that never comes, so a stream with a failed
+//     collective does not complete on a GPU either (only polling async_error() and aborting helps).
 //   * abort(): sets the abort flag, shuts the connections down (a running body sees its sockets fail
 //     or the flag within kPollSliceMs and returns), waits for the running body only — operations still
 //     queued behind other stream work skip themselves when they run — then closes the sockets.
 //   * destroy(): waits until every issued operation has run or been skipped, then closes the sockets.
-//     Operations waiting for a peer that never comes block it, as ncclCommDestroy would; use abort().
+//     Operations waiting for a peer that never comes, or held by a failure, block it, as
+//     ncclCommDestroy would; use abort().
 //   * The object outlives both: queued stream work holds a shared_ptr to it.
 #pragma once
 

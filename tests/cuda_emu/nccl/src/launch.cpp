@@ -10,6 +10,7 @@
 
 #include "emu_internal.hpp"
 #include "types.hpp"
+#include "version.hpp"
 
 namespace cuda_emu::nccl {
 
@@ -84,6 +85,22 @@ std::uint64_t number(Comm& comm, std::vector<Call>& calls) {
   return comm.take_ticket();
 }
 
+// An NCCL older than 2.9.6 (NCCL_EMU_VERSION) cannot be captured into a CUDA graph: refused before
+// anything is recorded or numbered, so the ranks stay in step.
+Status check_capturable(const std::vector<cudaStream_t>& streams, const char* what) {
+  int version = 0;
+  if (Status st = emulated_version(version); !st.ok()) return st;
+  if (version >= kFirstCapturableVersion) return success();
+  for (cudaStream_t s : streams) {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(s, &capture) == cudaSuccess && capture != cudaStreamCaptureStatusNone) {
+      return fail(ncclInvalidUsage, cat(what, ": NCCL ", version / 10000, ".", version / 100 % 100, ".", version % 100,
+                                        " (NCCL_EMU_VERSION) cannot be captured into a CUDA graph (2.9.6 or later)"));
+    }
+  }
+  return success();
+}
+
 }  // namespace
 
 Status launch(const std::shared_ptr<Comm>& comm, std::vector<Call> calls) {
@@ -93,6 +110,7 @@ Status launch(const std::shared_ptr<Comm>& comm, std::vector<Call> calls) {
     if (std::find(streams.begin(), streams.end(), c.stream) == streams.end()) streams.push_back(c.stream);
   }
   const char* what = calls.size() == 1 ? call_name(calls.front().type) : "ncclGroupEnd";
+  if (Status st = check_capturable(streams, what); !st.ok()) return st;
   // Streams that capture record one graph node; every launch of its graph numbers the operation
   // then (issue order on the host), so each replay is a new operation of the communicator.
   auto recorded_calls = std::make_shared<const std::vector<Call>>(calls);

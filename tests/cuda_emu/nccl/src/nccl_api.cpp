@@ -31,6 +31,7 @@
 #include "operation.hpp"
 #include "status.hpp"
 #include "types.hpp"
+#include "version.hpp"
 
 // The opaque handle of nccl.h.
 struct ncclComm {
@@ -177,8 +178,7 @@ extern "C" {
 
 ncclResult_t ncclGetVersion(int* version) {
   if (version == nullptr) return report(fail(ncclInvalidArgument, "ncclGetVersion: version is NULL"));
-  *version = NCCL_VERSION_CODE;
-  return ncclSuccess;
+  return report(emulated_version(*version));
 }
 
 ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {

@@ -1,5 +1,6 @@
 // test_emu_nccl_faults.cpp — failures across processes (MPI launches the ranks and broadcasts the id):
-// desynchronised collectives, a rank that never joins an operation (abort must unblock the others), a
+// desynchronised collectives (an error that holds the stream until abort, as on a GPU), a rank that
+// never joins an operation (abort must unblock the others), a
 // rank that never joins the communicator (bootstrap timeout), two ranks on one GPU, and interface
 // selection by NCCL_SOCKET_IFNAME. Every test leaves every rank able to run the next one.
 #include <mpi.h>
@@ -41,9 +42,10 @@ ncclResult_t async_error(ncclComm_t comm) {
 
 bool is_async_failure(ncclResult_t e) { return e == ncclInvalidUsage || e == ncclRemoteError || e == ncclSystemError; }
 
-// Rank 0 all-reduces 1000 elements, every other rank 999: every rank ends the operation with an
-// asynchronous error instead of hanging or writing past 999 elements; the messages of ranks 0 and 1
-// name both counts.
+// Rank 0 all-reduces 1000 elements, every other rank 999: every rank gets an asynchronous error
+// instead of writing past 999 elements; the messages of ranks 0 and 1 name both counts. As on a GPU
+// (NCCL's kernels keep waiting), the stream holding the failed collective completes only once the
+// communicator is aborted.
 TEST(EmuNcclFaults, MismatchedCountsFailOnEveryRank) {
   ncclComm_t comm = nullptr;
   ASSERT_EQ(init_world_comm(&comm), ncclSuccess) << ncclGetLastError(nullptr);
@@ -54,7 +56,7 @@ TEST(EmuNcclFaults, MismatchedCountsFailOnEveryRank) {
   buf.upload(fill.data(), fill.size() * 4);
   Stream s;
   EXPECT_EQ(ncclAllReduce(buf.get(), buf.get(), count, ncclInt32, ncclSum, comm, s), ncclSuccess);
-  EXPECT_TRUE(eventually([&] { return cudaStreamQuery(s) == cudaSuccess; }, 20.0)) << "the mismatch hung";
+  EXPECT_TRUE(eventually([&] { return async_error(comm) != ncclSuccess; }, 20.0)) << "the mismatch was not reported";
   const ncclResult_t err = async_error(comm);
   const std::string msg = ncclGetLastError(comm);
   EXPECT_TRUE(is_async_failure(err)) << ncclGetErrorString(err) << ": " << msg;
@@ -62,11 +64,14 @@ TEST(EmuNcclFaults, MismatchedCountsFailOnEveryRank) {
     EXPECT_NE(msg.find("count 1000"), std::string::npos) << msg;
     EXPECT_NE(msg.find("count 999"), std::string::npos) << msg;
   }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(cudaStreamQuery(s), cudaErrorNotReady) << "a failed collective completed its stream before the abort";
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+  EXPECT_TRUE(eventually([&] { return cudaStreamQuery(s) == cudaSuccess; }, 2.0)) << "abort did not release the stream";
   std::vector<std::int32_t> after(1001);
   buf.download(after.data(), after.size() * 4);
   EXPECT_EQ(after[count], 7) << "memory beyond the count was written";
-  MPI_Barrier(MPI_COMM_WORLD);
-  EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
 }
 
 // The last rank never issues the all-reduce: the others' streams stay blocked (no error, no timeout)

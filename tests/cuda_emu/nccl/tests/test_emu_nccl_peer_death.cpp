@@ -5,7 +5,8 @@
 // exec, so it inherits no threads or runtime state), which joins the communicator as rank n, enters
 // the all-reduce and is killed with SIGKILL while it and the other ranks are inside it (rank 0 holds
 // its own part back behind a stream sleep, so nobody can finish early). MPI never sees the victim; the
-// survivors must report ncclRemoteError or ncclSystemError and return.
+// survivors must report ncclRemoteError or ncclSystemError, their streams held (as NCCL's kernels keep
+// waiting on a GPU) until each aborts its communicator, which releases them.
 #include <fcntl.h>
 #include <mpi.h>
 #include <signal.h>
@@ -98,10 +99,13 @@ TEST(EmuNcclPeerDeath, KilledRankIsAnAsyncErrorOnTheSurvivors) {
     EXPECT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL);
     ::close(ready_pipe[0]);
   }
-  const bool finished = eventually([&] { return cudaStreamQuery(s) == cudaSuccess; }, 20.0);
-  EXPECT_TRUE(finished) << "rank " << me << " still blocked 20 s after the victim died";
+  // NCCL reports the failure asynchronously while its kernel keeps waiting: the stream completes only
+  // after the abort below.
   ncclResult_t err = ncclSuccess;
-  EXPECT_EQ(ncclCommGetAsyncError(comm, &err), ncclSuccess);
+  const bool reported =
+      eventually([&] { return ncclCommGetAsyncError(comm, &err) == ncclSuccess && err != ncclSuccess; }, 20.0);
+  EXPECT_TRUE(reported) << "rank " << me << ": no asynchronous error 20 s after the victim died";
+  EXPECT_EQ(cudaStreamQuery(s), cudaErrorNotReady) << "the failed all-reduce completed its stream before the abort";
   const std::string msg = ncclGetLastError(comm);
   EXPECT_TRUE(err == ncclRemoteError || err == ncclSystemError) << ncclGetErrorString(err) << ": " << msg;
   // The first rank to notice saw the victim's connection end and names it; the others may instead name
@@ -110,8 +114,8 @@ TEST(EmuNcclPeerDeath, KilledRankIsAnAsyncErrorOnTheSurvivors) {
   int any_names_victim = 0;
   MPI_Allreduce(&names_victim, &any_names_victim, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   EXPECT_EQ(any_names_victim, 1) << "no survivor named the dead rank; this one says: " << msg;
-  EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);  // also unblocks a stream that did hang
-  s.sync();
+  EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);  // releases the stream
+  EXPECT_TRUE(eventually([&] { return cudaStreamQuery(s) == cudaSuccess; }, 2.0)) << "abort did not release the stream";
 }
 
 }  // namespace

@@ -426,8 +426,9 @@ TEST(InProcess, CallsWithBadArgumentsAreRefusedAndTheCommStaysUsable) {
   (void)cudaFreeHost(pinned);
 }
 
-// Ranks 0 and 1 disagree on the count: both get an asynchronous error naming both sides; neither
-// stream hangs; nothing beyond the agreed sizes is written.
+// Ranks 0 and 1 disagree on the count: both get an asynchronous error naming both sides; nothing
+// beyond the agreed sizes is written. The failed collective holds its stream (NCCL's kernels keep
+// waiting on a GPU) until the communicator is aborted.
 TEST(InProcess, MismatchedCountsFailOnBothRanks) {
   auto comms = make_comms({0, 1});
   std::vector<std::thread> ranks;
@@ -440,9 +441,16 @@ TEST(InProcess, MismatchedCountsFailOnBothRanks) {
       DeviceBuffer buf(1000 * 4);
       Stream s;
       EXPECT_EQ(ncclAllReduce(buf.get(), buf.get(), count, ncclInt32, ncclSum, comms[r], s), ncclSuccess);
-      s.sync();
+      EXPECT_TRUE(eventually([&] { return async_error(comms[r]) != ncclSuccess; }, 20.0));
       errors[r] = async_error(comms[r]);
       messages[r] = ncclGetLastError(comms[r]);
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      EXPECT_EQ(cudaStreamQuery(s), cudaErrorNotReady) << "rank " << r << ": the failed collective completed";
+      // A failed communicator refuses new work with its error.
+      DeviceBuffer b(4);
+      EXPECT_EQ(ncclAllReduce(b.get(), b.get(), 1, ncclInt32, ncclSum, comms[r], nullptr), errors[r]);
+      EMU_NCCL_OK(ncclCommAbort(comms[r]));
+      EXPECT_TRUE(eventually([&] { return cudaStreamQuery(s) == cudaSuccess; }, 2.0)) << "rank " << r;
     });
   }
   for (auto& t : ranks) t.join();
@@ -450,10 +458,6 @@ TEST(InProcess, MismatchedCountsFailOnBothRanks) {
     EXPECT_TRUE(errors[r] == ncclInvalidUsage || errors[r] == ncclRemoteError) << ncclGetErrorString(errors[r]);
     EXPECT_NE(messages[r].find("count 1000"), std::string::npos) << messages[r];
     EXPECT_NE(messages[r].find("count 999"), std::string::npos) << messages[r];
-    // A failed communicator refuses new work with its error.
-    DeviceBuffer b(4);
-    EXPECT_EQ(ncclAllReduce(b.get(), b.get(), 1, ncclInt32, ncclSum, comms[r], nullptr), errors[r]);
-    EMU_NCCL_OK(ncclCommAbort(comms[r]));
   }
 }
 
@@ -472,6 +476,46 @@ TEST(InProcess, AbortUnblocksACollectiveWaitingForAnAbsentPeer) {
   EXPECT_LT(seconds_since(t0), 2.0);
   EXPECT_TRUE(eventually([&] { return cudaStreamQuery(s) == cudaSuccess; }, 2.0));
   EMU_NCCL_OK(ncclCommDestroy(comms[1]));
+}
+
+// NCCL_EMU_VERSION: ncclGetVersion reports it; an NCCL before 2.9.6 refuses a call on a capturing
+// stream (its collectives cannot be captured) before recording or numbering anything, so the
+// communicator stays usable; 2.9.6 records it; a malformed value is an error naming the variable.
+TEST(InProcess, AnNcclBefore296RefusesCapturedCalls) {
+  auto comms = make_comms({0});
+  DeviceBuffer buf(64);
+  Stream s;
+  for (const char* version : {"20905", "20906"}) {
+    const ScopedEnv env("NCCL_EMU_VERSION", version);
+    int v = 0;
+    EMU_NCCL_OK(ncclGetVersion(&v));
+    EXPECT_EQ(v, std::atoi(version));
+    ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    const ncclResult_t captured = ncclAllReduce(buf.get(), buf.get(), 16, ncclFloat32, ncclSum, comms[0], s);
+    cudaGraph_t graph = nullptr;
+    ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+    std::size_t nodes = 0;
+    EXPECT_EQ(cudaGraphGetNodes(graph, nullptr, &nodes), cudaSuccess);
+    EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+    if (std::string(version) == "20905") {
+      EXPECT_EQ(captured, ncclInvalidUsage);
+      EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("cannot be captured"), std::string::npos);
+      EXPECT_EQ(nodes, 0u);
+    } else {
+      EXPECT_EQ(captured, ncclSuccess);
+      EXPECT_EQ(nodes, 1u);
+    }
+    EXPECT_EQ(ncclAllReduce(buf.get(), buf.get(), 16, ncclFloat32, ncclSum, comms[0], s), ncclSuccess)
+        << "still usable";
+    s.sync();
+  }
+  {
+    const ScopedEnv env("NCCL_EMU_VERSION", "2.9.5");
+    int v = 0;
+    EXPECT_EQ(ncclGetVersion(&v), ncclInvalidUsage);
+    EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("NCCL_EMU_VERSION"), std::string::npos);
+  }
+  EMU_NCCL_OK(ncclCommDestroy(comms[0]));
 }
 
 // ncclCommDestroy waits for the communicator's queued work.
