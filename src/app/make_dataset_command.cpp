@@ -88,12 +88,13 @@ class MakeDatasetCommand final : public Command {
     MDDP_USAGE_CHECK(!split || classes_->count() == 0, "--split keeps IN's classes: leave --classes out");
     if (teacher_->count() > 0) o_.teacher_seed = teacher_seed_;
     std::vector<std::string> inputs = idx_;
-    if (from_npy_->count() > 0) inputs = npy_;
-    if (from_npz_->count() > 0) inputs = {npz_};
-    if (split) inputs = {files_[0]};
+    std::string option = "--from-idx";
+    if (from_npy_->count() > 0) inputs = npy_, option = "--from-npy";
+    if (from_npz_->count() > 0) inputs = {npz_}, option = "--from-npz";
+    if (split) inputs = {files_[0]}, option = "--split";
     for (const auto& f : inputs) {
       struct stat st {};
-      MDDP_USAGE_CHECK(::stat(f.c_str(), &st) == 0, f << ": " << std::strerror(errno));
+      MDDP_USAGE_CHECK(::stat(f.c_str(), &st) == 0, option << " " << f << ": " << std::strerror(errno));
     }
   }
   int run(const comm::MpiRuntime& mpi) override {

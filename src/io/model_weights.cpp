@@ -1,6 +1,7 @@
 // model_weights.cpp — weights from a checkpoint or an export; the shape check; the collective load.
 #include "io/model_weights.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 
@@ -93,7 +94,16 @@ ModelWeights read_model_weights(const std::string& path) {
 }
 
 void check_weights_fit(const ModelWeights& w, const model::MlpConfig& run) {
-  const std::vector<TensorSpec> have = tensor_specs(w.config), want = tensor_specs(run);
+  // In layer order (the specs come in gradient-ready order, the last layer first): the first tensor
+  // named is the first that differs going forward.
+  std::vector<TensorSpec> have = tensor_specs(w.config), want = tensor_specs(run);
+  auto key = [](const TensorSpec& t) {  // "layer_00/0" for the weight, "layer_00/1" for the bias
+    const std::size_t slash = t.rel.find('/');
+    return t.rel.substr(0, slash) + (t.rel.compare(slash + 1, std::string::npos, "weight") == 0 ? "/0" : "/1");
+  };
+  auto by_name = [&key](const TensorSpec& a, const TensorSpec& b) { return key(a) < key(b); };
+  std::sort(have.begin(), have.end(), by_name);
+  std::sort(want.begin(), want.end(), by_name);
   const std::string ctx = "--init-from " + w.path;
   MDDP_USAGE_CHECK(have.size() == want.size(), ctx << " holds " << have.size() / 2 << " layers (" << model_text(w.config)
                                                    << "), this run's model has " << want.size() / 2 << " ("
