@@ -243,7 +243,11 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
       if (best_opts_.patience > 0) {
         what += "; early stop after " + std::to_string(best_opts_.patience) + " evaluation" +
                 (best_opts_.patience == 1 ? "" : "s") + " without an improvement";
-        if (best_opts_.min_delta > 0) what += " of more than " + std::to_string(best_opts_.min_delta);
+        if (best_opts_.min_delta > 0) {
+          char delta[48];
+          std::snprintf(delta, sizeof delta, " of more than %g", best_opts_.min_delta);
+          what += delta;
+        }
       }
       if (best.have_best()) what += " (so far: " + best.best_text() + ")";
       if (!best_note.empty()) what += " (" + best_note + ")";
