@@ -73,6 +73,22 @@ bool BestModel::observe(double loss, double accuracy, std::int64_t step) {
   return improved;
 }
 
+std::string BestModel::describe(const std::string& checkpoint_dir) const {
+  std::string what = saves_ ? "best.h5 in " + checkpoint_dir + " at each new best " + metric_ : "watching " + metric_;
+  if (patience_ > 0) {
+    char stop[160];
+    std::snprintf(stop, sizeof stop, "; early stop after %lld evaluation%s without an improvement",
+                  static_cast<long long>(patience_), patience_ == 1 ? "" : "s");
+    what += stop;
+    if (min_delta_ > 0) {
+      std::snprintf(stop, sizeof stop, " of more than %g", min_delta_);
+      what += stop;
+    }
+  }
+  if (have_best()) what += " (so far: " + best_text() + ")";
+  return what;
+}
+
 std::string BestModel::best_text() const {
   char b[96];
   std::snprintf(b, sizeof b, "%s %.6g at step %lld", metric_.c_str(), best_value_, static_cast<long long>(best_step_));

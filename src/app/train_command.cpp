@@ -168,7 +168,7 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
       if (log_every_auto_) opts_.log_every = std::max<std::int64_t>(1, cfg.steps / 10);
     }
   }
-  resolve_decay_steps(opts_.config.lr_schedule, cfg.steps);  // the run's steps are known now
+  resolve_lr_schedule(opts_.config.lr_schedule, cfg.optimizer.lr, cfg.steps);  // the run's steps are known now
   ddp::Trainer& trainer = session.start_trainer(cfg);
   // The trainer (the session's) outlives `control` and `data`, which own the file: the lease, declared
   // after them, stops the prefetching loader before they go (ddp/trainer_data_lease.hpp).
@@ -237,21 +237,8 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
                 static_cast<double>(cfg.optimizer.lr), static_cast<double>(cfg.optimizer.weight_decay));
     if (!schedule.is_constant()) std::printf("#   lr schedule: %s\n", schedule.describe().c_str());
     if (best.active()) {
-      std::string what = best.saves_best() ? "best.h5 in " + control.checkpoint_dir() + " at each new best " +
-                                                 best.metric()
-                                           : "watching " + best.metric();
-      if (best_opts_.patience > 0) {
-        what += "; early stop after " + std::to_string(best_opts_.patience) + " evaluation" +
-                (best_opts_.patience == 1 ? "" : "s") + " without an improvement";
-        if (best_opts_.min_delta > 0) {
-          char delta[48];
-          std::snprintf(delta, sizeof delta, " of more than %g", best_opts_.min_delta);
-          what += delta;
-        }
-      }
-      if (best.have_best()) what += " (so far: " + best.best_text() + ")";
-      if (!best_note.empty()) what += " (" + best_note + ")";
-      std::printf("#   best model : %s\n", what.c_str());
+      std::printf("#   best model : %s%s\n", best.describe(control.checkpoint_dir()).c_str(),
+                  best_note.empty() ? "" : (" (" + best_note + ")").c_str());
     }
     std::printf("#   ranks      : %d (%d on this node), %s\n", mpi.size(), mpi.local_size(),
                 mpi.library_version().c_str());

@@ -58,6 +58,10 @@ run 1 "${T[@]}" --lr-schedule cosine --lr-milestones 3 --steps 2 >"$tmp/bad.txt"
 [ $? -eq 2 ] && grep -q "lr-milestones applies to --lr-schedule step, not cosine" "$tmp/bad.txt" \
   && ok "a setting of another schedule: exit 2" || fail "--lr-milestones with cosine: $(grep -m1 error "$tmp/bad.txt")"
 
+run 2 "${T[@]}" --lr-schedule cosine --warmup-steps 50 --steps 10 >"$tmp/short.txt" 2>&1
+[ $? -eq 2 ] && grep -q "decay-steps 10 must exceed --warmup-steps 50" "$tmp/short.txt" && ! grep -q MPI_ABORT "$tmp/short.txt" \
+  && ok "a warmup longer than the run: exit 2 on every rank, no abort" || fail "warmup > steps: $(head -3 "$tmp/short.txt")"
+
 # ---- bitwise resume mid-warmup and mid-decay; another np within tolerance ----
 R=("${T[@]}" "${C[@]}" --decay-steps 24)
 run 2 "${R[@]}" --steps 24 >"$tmp/straight.txt" 2>&1 || fail "straight run"
