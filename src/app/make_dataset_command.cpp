@@ -62,7 +62,8 @@ class MakeDatasetCommand final : public Command {
                     ->expected(2)
                     ->allow_extra_args(false)
                     ->type_name("X.npy Y.npy");
-    from_npz_ = sub->add_option("--from-npz", npz_, "Import the arrays --x-key and --y-key of a .npz archive instead");
+    from_npz_ = sub->add_option("--from-npz", npz_, "Import the arrays --x-key and --y-key of a .npz archive instead")
+                    ->type_name("FILE.npz");
     x_key_ = sub->add_option("--x-key", npy_opts_.x_key, "--from-npz: the inputs' array")->capture_default_str();
     y_key_ = sub->add_option("--y-key", npy_opts_.y_key, "--from-npz: the labels' array")->capture_default_str();
     split_ = sub->add_flag("--split", split_flag_,
