@@ -42,6 +42,7 @@ Bytes npy(const std::string& dict, const Bytes& data, int major = 1) {
   return b;
 }
 
+// A reader of `b` (not copied: `b` must outlive it).
 NpyReader reader(const Bytes& b) { return NpyReader(memory_source(b.data(), static_cast<std::int64_t>(b.size()), "t.npy")); }
 
 void expect_refused(const Bytes& b, const std::string& want) {
@@ -111,7 +112,8 @@ TEST(Npy, DataMustBeExactlyTheHeadersBytes) {
 
 TEST(Npy, BigEndianElementsAreSwapped) {
   const Bytes data = {0x3f, 0xf0, 0, 0, 0, 0, 0, 0, 0xc0, 0, 0, 0, 0, 0, 0, 0};  // 1.0, -2.0 big-endian
-  NpyReader r = reader(npy("{'descr': '>f8', 'fortran_order': False, 'shape': (2,), }", data));
+  const Bytes file = npy("{'descr': '>f8', 'fortran_order': False, 'shape': (2,), }", data);
+  NpyReader r = reader(file);  // reads from `file`, which must outlive it
   double v[2];
   r.read(2, v);
   EXPECT_EQ(v[0], 1.0);
