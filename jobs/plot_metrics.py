@@ -32,8 +32,9 @@ def read_runs(path):
                 continue
             try:
                 rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                sys.exit(f"plot_metrics.py: {path}:{number}: not JSON ({e})")
+            except json.JSONDecodeError as e:  # e.g. the half line a killed run left
+                print(f"plot_metrics.py: {path}:{number}: not JSON, skipped ({e})", file=sys.stderr)
+                continue
             kind = rec.get("type") if isinstance(rec, dict) else None
             if kind == "start":
                 runs.append([rec])

@@ -26,7 +26,17 @@ std::unique_ptr<perf::MetricsWriter> open_metrics_log(const std::string& path, c
                                                       const io::RunInfo& run, bool resumed, std::int64_t start) {
   const bool append = mode != "overwrite";
   const std::int64_t superseded = resumed && append ? count_step_records_after(path, start) : 0;
+  // A run killed while writing may have left half a line: ours start on a line of their own.
+  bool partial_line = false;
+  if (append) {
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    if (in && in.tellg() > 0) {
+      in.seekg(-1, std::ios::end);
+      partial_line = in.get() != '\n';
+    }
+  }
   auto w = std::make_unique<perf::MetricsWriter>(path, append);
+  if (partial_line) w->write_raw("\n");
   nlohmann::json j{{"type", resumed ? "resume" : "start"},
                    {"run_id", run.run_id},
                    {"timestamp", perf::iso8601_utc(std::chrono::system_clock::now())}};

@@ -11,7 +11,9 @@
 //                         a reader keeps, for each step, the record after the last resume that
 //                         covers it (jobs/plot_metrics.py does).
 //   overwrite             the file is truncated first (the old behaviour), then the same records.
-// A run with nothing to do (its checkpoint is at the end) does not open the file at all.
+// A run with nothing to do (its checkpoint is at the end) does not open the file at all. A file that
+// ends inside a line (a run killed while writing) gets a newline first, so every record the run
+// writes is a line of its own (readers skip the broken one).
 #pragma once
 
 #include <cstdint>

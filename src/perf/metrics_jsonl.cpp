@@ -62,10 +62,11 @@ void MetricsWriter::write_step(const StepStats& s, double loss, double samples_p
   write(j);
 }
 
-void MetricsWriter::write(const nlohmann::json& object) {
+void MetricsWriter::write(const nlohmann::json& object) { write_raw(object.dump() + "\n"); }
+
+void MetricsWriter::write_raw(const std::string& text) {
   if (!file_) return;
-  const std::string line = object.dump() + "\n";
-  MDDP_CHECK(std::fwrite(line.data(), 1, line.size(), file_) == line.size(), "write to '" << path_ << "' failed");
+  MDDP_CHECK(std::fwrite(text.data(), 1, text.size(), file_) == text.size(), "write to '" << path_ << "' failed");
   std::fflush(file_);
 }
 

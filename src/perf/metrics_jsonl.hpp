@@ -45,6 +45,7 @@ class MetricsWriter {
   void write_step(const StepStats& s, double loss, double samples_per_s, std::chrono::system_clock::time_point ended,
                   std::int64_t epoch, double lr, double grad_norm);
   void write(const nlohmann::json& object);  // one line
+  void write_raw(const std::string& text);   // as it is (a newline to end a line a killed run left)
 
  private:
   std::FILE* file_ = nullptr;

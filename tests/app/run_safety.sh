@@ -101,6 +101,11 @@ run 1 "${T[@]}" --steps 3 --metrics "$tmp/m.jsonl" >/dev/null 2>&1 || fail "fres
 run 1 "${T[@]}" --steps 3 --metrics "$tmp/m.jsonl" --metrics-mode overwrite >/dev/null 2>&1
 [ "$(wc -l <"$tmp/m.jsonl")" = 5 ] && ok "--metrics-mode overwrite: start, 3 steps, summary" \
   || fail "--metrics-mode overwrite left $(wc -l <"$tmp/m.jsonl") lines"
+printf '{"type":"step","ste' >>"$tmp/m.jsonl"  # the half line a run killed while writing leaves
+run 1 "${T[@]}" --steps 2 --metrics "$tmp/m.jsonl" >/dev/null 2>&1 || fail "appending after a half line"
+tail -4 "$tmp/m.jsonl" | /usr/bin/python3 -c 'import json, sys; assert [json.loads(l)["type"] for l in sys.stdin] == ["start", "step", "step", "summary"]' \
+  && ok "after a half line left by a killed run, the next run's records start on lines of their own" \
+  || fail "appending after a half line: $(tail -c 300 "$tmp/m.jsonl")"
 
 # ---- --allow-changed: the learning-rate plan may change, nothing else ----
 run 2 "${T[@]}" --steps 16 --checkpoint-every 4 --checkpoint-dir "$ck" --resume auto --lr 0.002 \
