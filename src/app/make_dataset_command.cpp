@@ -170,7 +170,10 @@ class MakeDatasetCommand final : public Command {
   }
   static std::string image_shape(const std::vector<std::int64_t>& dims) {
     std::string s;
-    for (auto d : dims) s += (s.empty() ? "" : "x") + std::to_string(d);
+    for (auto d : dims) {
+      if (!s.empty()) s += 'x';
+      s += std::to_string(d);
+    }
     return s;
   }
 
