@@ -93,15 +93,17 @@ mddp_requeue() {
   return 0
 }
 
-# mddp_launch NTASKS CMD... — start NTASKS ranks of CMD (srun in a job, mpirun otherwise).
+# mddp_launch NTASKS CMD... — start NTASKS ranks of CMD (srun in a job, mpirun otherwise). Its own
+# line ("# launch : ...") goes to stderr: stdout is CMD's alone, so `mddp_launch ... --json >F`
+# writes exactly CMD's output.
 mddp_launch() {
   local n=$1; shift
   if [ "$LAUNCHER" = srun ]; then
-    echo "# launch   : srun x$n: $*"
+    echo "# launch   : srun x$n: $*" >&2
     # shellcheck disable=SC2086
     srun --ntasks="$n" --cpus-per-task="$(mddp_cpus_per_task)" ${SRUN_FLAGS:-} "$@"
   else
-    echo "# launch   : ${MPIRUN:-mpirun} x$n: $*"
+    echo "# launch   : ${MPIRUN:-mpirun} x$n: $*" >&2
     local root=(); [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
     # shellcheck disable=SC2086
     ${MPIRUN:-mpirun} "${root[@]}" ${MPIRUN_FLAGS:---oversubscribe --bind-to none} -np "$n" "$@"

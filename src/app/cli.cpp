@@ -13,6 +13,7 @@
 
 #include "app/build_info.hpp"
 #include "app/cli_values.hpp"
+#include "app/repeated_options.hpp"
 #include "core/error.hpp"
 
 namespace microddp::app {
@@ -330,6 +331,7 @@ ParseOutcome parse_command_line(CommandLine& cl, int argc, const char* const* ar
   ParseOutcome out;
   if (!cl.number_kinds_checked) {  // here, not at build time: commands registered later (main's) count too
     check_number_kinds(cl.app);
+    last_value_wins(cl.app);  // app/repeated_options.hpp
     cl.number_kinds_checked = true;
   }
   if (auto unknown = command_word_error(cl.app, argc, argv)) {

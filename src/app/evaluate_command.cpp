@@ -80,6 +80,10 @@ class EvaluateCommand final : public Command {
   explicit EvaluateCommand(CLI::App* sub) {
     sub->add_option("--checkpoint", ckpt_, "Checkpoint file (ckpt_*.h5) whose model to evaluate")->required();
     sub->add_option("--data", data_, "HDF5 data file (/inputs, /labels), as train --data takes")->required();
+    sub->add_option("--inputs-key", keys_.inputs, "The dataset of the inputs in --data, as train's")
+        ->capture_default_str();
+    sub->add_option("--labels-key", keys_.labels, "The dataset of the labels in --data, as train's")
+        ->capture_default_str();
     sub->add_flag("--json", json_, "Print the result as JSON instead of text");
     sub->add_option("--batch", block_,
                     "Rows per forward pass (a block; ranks take whole blocks, so the result does not depend on "
@@ -113,6 +117,7 @@ class EvaluateCommand final : public Command {
                    std::int64_t rows) const;
 
   std::string ckpt_, data_, dump_, device_ = "auto";
+  io::DataKeys keys_;  // --inputs-key, --labels-key
   bool json_ = false;
   std::int64_t block_ = 1024;
   int threads_ = 0;
@@ -130,7 +135,7 @@ int EvaluateCommand::run(const comm::MpiRuntime& mpi) {
   std::unique_ptr<io::Hdf5DataSource> source;
   std::string error;
   try {
-    source = std::make_unique<io::Hdf5DataSource>(data_, m.config.classes);
+    source = std::make_unique<io::Hdf5DataSource>(data_, m.config.classes, keys_);
     MDDP_USAGE_CHECK(source->in_dim() == m.config.in_dim && source->classes() == m.config.classes,
                      data_ << " has " << source->in_dim() << " features and " << source->classes()
                            << " classes, but the model of " << ckpt_ << " takes " << m.config.in_dim

@@ -1,6 +1,7 @@
 // inspect_command.cpp — `microddp inspect FILE.h5`: what a checkpoint or dataset holds, and
 // whether it is valid (every checksum, shape, dtype, label and NaN check). Rank 0 does the work.
 // Exit code: 0 valid, 2 invalid (the reason is printed, naming the file and dataset).
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 
@@ -11,6 +12,7 @@
 #include "io/hdf5_check.hpp"
 #include "io/hdf5_data_source.hpp"
 #include "io/hdf5_dataset.hpp"
+#include "model/lr_schedule.hpp"
 #include "model/param_layout.hpp"
 
 namespace microddp::app {
@@ -69,6 +71,22 @@ int inspect(const std::string& path) {
     std::printf("#   saved by %" PRId64 " ranks, strategy %s, backend %s; global_batch %" PRId64 ", seed %" PRIu64
                 ", data %s\n",
                 c.world_size, c.strategy.c_str(), c.backend.c_str(), m.global_batch, m.seed, c.data_source.c_str());
+    // The learning-rate plan and the run record (format version 2).
+    if (c.format_version >= 2) {
+      const model::LrSchedule schedule(m.optimizer.lr, m.lr_schedule);
+      std::printf("#   lr schedule %s; run %s%s\n", schedule.describe().c_str(), c.run.run_id.c_str(),
+                  c.run.stopped_early ? " (stopped early)" : "");
+      if (c.run.best_step > 0) {
+        std::printf("#   best %s %.6g at step %" PRId64 " (%" PRId64 " evaluations since)\n", c.run.best_metric.c_str(),
+                    c.run.best_value, c.run.best_step, c.run.evals_since_best);
+      }
+      std::size_t from = 0;
+      while (from < c.run.plan_history.size()) {
+        const std::size_t nl = std::min(c.run.plan_history.find('\n', from), c.run.plan_history.size());
+        std::printf("#   history: %s\n", c.run.plan_history.substr(from, nl - from).c_str());
+        from = nl + 1;
+      }
+    }
     std::printf("# %-40s %-14s %s\n", "dataset", "shape", "fnv1a64");
     for (const auto& d : c.datasets) {
       std::printf("  %-40s %-14s %016" PRIx64 " ok\n", d.path.c_str(), io::dims_string(d.dims).c_str(), d.checksum);

@@ -1,11 +1,18 @@
 // run_control.hpp — what `train` adds around the trainer for long HPC runs: HDF5 data
 // (--data), periodic crash-safe checkpoints (--checkpoint-every/--checkpoint-dir/--keep),
-// resume (--resume auto|PATH) and signal-driven checkpoint-and-exit (SIGTERM, SIGUSR1).
+// resume (--resume auto|never|PATH, --allow-changed), a fresh start from trained weights
+// (--init-from), the best model (best.h5) and signal-driven checkpoint-and-exit (SIGTERM, SIGUSR1).
+//
+// Nothing is lost (docs/checkpoint_format.md, "Resume rules"): a checkpoint that does not fit the
+// run is refused (exit 2, naming every difference), never skipped; a run does not write into a
+// --checkpoint-dir that holds another run's checkpoints (io/checkpoint_ownership.hpp) unless
+// --overwrite says to delete them; rotation deletes only this run's (io/run_info.hpp: the run id).
 //
 // Exit codes of `microddp train` (docs/checkpoint_format.md):
 //   0   finished all --steps (also: resumed a checkpoint that had already finished)
 //   75  EX_TEMPFAIL: a signal arrived, every rank agreed, a checkpoint was written: requeue me
-//   2   bad input: options, data file, or a --resume PATH that is invalid or does not fit
+//   2   bad input: options, data file, a --resume PATH that is invalid, a checkpoint that does not
+//       fit, a --checkpoint-dir of another run
 //   1   anything else (I/O failure, bug): the job was aborted; or every rank stopped cleanly at the
 //       same step on a non-finite loss/gradient (--on-nan abort) or a divergence check
 //
@@ -23,7 +30,10 @@
 #include "comm/runtime/mpi_runtime.hpp"
 #include "core/fault_plan.hpp"
 #include "data/data_source.hpp"
+#include "io/checkpoint_save.hpp"
+#include "io/hdf5_data_source.hpp"
 #include "ddp/trainer.hpp"
+#include "io/run_info.hpp"
 
 namespace microddp::app {
 
@@ -33,9 +43,13 @@ struct RunControlOptions {
   std::int64_t checkpoint_every = 0;  // 0: only on signal
   std::string checkpoint_dir = "checkpoints";
   int keep = 3;
-  std::string resume;            // "", "auto" or a path
+  std::string resume;            // "" or "never", "auto", or a path
+  bool overwrite = false;        // --overwrite: delete another run's checkpoints in --checkpoint-dir
+  std::string allow_changed;     // --allow-changed LIST (app/allow_changed.hpp)
+  std::string init_from;         // --init-from FILE: a fresh run starts from these weights
   std::string writer = "rank0";  // rank0 | parallel: measured choice, docs/checkpoint_format.md
   std::string data_path;         // --data FILE.h5
+  io::DataKeys keys;             // --inputs-key, --labels-key: the dataset names in --data (and --val-data)
   core::FaultPlan faults;        // the save's fault points (test hooks, app/fault_env.hpp)
 };
 
@@ -45,7 +59,8 @@ void add_run_control_options(CLI::App* sub, RunControlOptions& o);
 // when neither the file nor classes_option says, and the others take its answer); a bad file is
 // one agreed core::UsageError naming `option` on every rank (exit 2).
 std::unique_ptr<data::DataSource> open_data_file(const comm::MpiRuntime& mpi, const std::string& path,
-                                                 std::int64_t classes_option, const std::string& option);
+                                                 std::int64_t classes_option, const std::string& option,
+                                                 const io::DataKeys& keys);
 void validate_run_control_options(const RunControlOptions& o);
 
 class RunControl {
@@ -60,14 +75,30 @@ class RunControl {
   // One line on the --data file for the run's header, printed once by rank 0 ("" without --data):
   // its shape, dtypes (a float64 conversion is said here), classes and where they came from.
   std::string data_summary() const;
-  // After Trainer::setup(): loads the checkpoint asked for (prints notes on rank 0).
-  void resume(ddp::Trainer& trainer);
+  // After Trainer::setup(), collective: loads the checkpoint asked for, or starts a fresh run (a new
+  // run id; --init-from's weights); then refuses (or with --overwrite clears) a --checkpoint-dir that
+  // holds another run's checkpoints. Prints notes on rank 0.
+  void start(ddp::Trainer& trainer);
+  bool resumed() const { return resumed_; }
+  // The run record every checkpoint carries (identity, plan history, best model): the same on every rank.
+  io::RunInfo& run() { return run_; }
+  const io::RunInfo& run() const { return run_; }
   // After each step: periodic checkpoint; agreed signal check. Returns true to stop now.
   bool after_step(ddp::Trainer& trainer, comm::Communicator& comm);
+  // Collective: writes <checkpoint-dir>/best.h5 (train --save-best).
+  void save_best(const ddp::Trainer& trainer);
+  // Collective: the run stops early (train --early-stop-patience): recorded, and checkpointed when
+  // the run checkpoints (--checkpoint-every), so that a resume knows there is nothing left to do.
+  void stop_early(const ddp::Trainer& trainer);
+  const std::string& checkpoint_dir() const { return o_.checkpoint_dir; }
   int exit_code() const { return stopped_by_signal_ ? kExitRequeue : 0; }
 
  private:
   void save(const ddp::Trainer& trainer, const char* why);
+  io::SaveResult write(const ddp::Trainer& trainer, const std::string& path);
+  void fresh_start(ddp::Trainer& trainer);
+  void claim_checkpoint_dir();
+  void note(const std::string& line) const;
 
   RunControlOptions o_;
   const comm::MpiRuntime& mpi_;
@@ -76,6 +107,8 @@ class RunControl {
   std::int64_t last_saved_step_ = -1;
   std::int64_t saves_ = 0;  // saves started by this process (the save fault points count them)
   bool stopped_by_signal_ = false;
+  bool resumed_ = false;
+  io::RunInfo run_;
 };
 
 }  // namespace microddp::app

@@ -11,10 +11,14 @@
 #include <thread>
 #include <vector>
 
+#include "app/best_model.hpp"
 #include "app/cli_values.hpp"
 #include "app/command.hpp"
+#include "app/count_text.hpp"
 #include "app/compute_device.hpp"
 #include "app/fault_env.hpp"
+#include "app/lr_schedule_options.hpp"
+#include "app/metrics_log.hpp"
 #include "app/run_control.hpp"
 #include "app/train_options.hpp"
 #include "app/training_data.hpp"
@@ -25,6 +29,7 @@
 #include "core/timer.hpp"
 #include "ddp/trainer_data_lease.hpp"
 #include "ddp/trainer.hpp"
+#include "io/checkpoint_dir.hpp"
 #include "kernels/ops.hpp"
 #include "perf/config_json.hpp"
 #include "perf/metrics_jsonl.hpp"
@@ -59,6 +64,8 @@ class TrainCommand final : public Command {
     add_run_control_options(sub, run_opts_);
     add_data_options(sub, data_opts_);
     data_opts_.steps_opt = sub->get_option("--steps");
+    add_lr_schedule_options(sub, lr_opts_, opts_.config.lr_schedule);
+    add_best_model_options(sub, best_opts_);
     sub->add_option("--device", device_,
                     "Where the model computes: cpu, cuda (this rank's GPU: node-local rank; --comm defaults to "
                     "nccl), or auto (cuda when a GPU is visible and --comm can carry device buffers)")
@@ -100,6 +107,8 @@ class TrainCommand final : public Command {
     validate_train_options(opts_);
     validate_run_control_options(run_opts_);
     validate_data_options(data_opts_, run_opts_.data_path);
+    validate_lr_schedule_options(lr_opts_, opts_.config.lr_schedule);
+    validate_best_model_options(best_opts_, data_opts_.val_fraction > 0.0 || !data_opts_.val_data.empty());
     // Hidden test hooks (docs/reliability.md): the trainer's and the checkpoint save's fault points.
     const core::FaultPlan faults = fault_plan_from_env();
     opts_.config.faults = faults;
@@ -112,6 +121,8 @@ class TrainCommand final : public Command {
   TrainOptions opts_;
   RunControlOptions run_opts_;             // data file, checkpoints, resume, signals
   DataOptions data_opts_;                  // epochs, shuffle, validation (with --data)
+  LrScheduleOptions lr_opts_;              // --lr-schedule and its settings
+  BestModelOptions best_opts_;             // --save-best, --early-stop-*
   bool log_every_auto_ = true;             // --log-every not given
   std::string device_ = "auto";            // --device (or MICRODDP_DEVICE)
   CLI::Option* comm_option_ = nullptr;     // to know whether --comm was given
@@ -150,12 +161,14 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
   // --data is read in epochs (training_data.hpp); --epochs E decides the steps.
   std::optional<TrainingData> data;
   if (source != nullptr) {
+    data_opts_.keys = run_opts_.keys;
     data.emplace(data_opts_, mpi, *source, cfg.seed, cfg.global_batch, cfg.accum_steps);
     if (data_opts_.epochs > 0) {
       opts_.config.steps = data->epoch_steps();
       if (log_every_auto_) opts_.log_every = std::max<std::int64_t>(1, cfg.steps / 10);
     }
   }
+  resolve_lr_schedule(opts_.config.lr_schedule, cfg.optimizer.lr, cfg.steps);  // the run's steps are known now
   ddp::Trainer& trainer = session.start_trainer(cfg);
   // The trainer (the session's) outlives `control` and `data`, which own the file: the lease, declared
   // after them, stops the prefetching loader before they go (ddp/trainer_data_lease.hpp).
@@ -166,17 +179,32 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
   }
   std::optional<ValidationRun> validation;
   if (data && data->val_source() != nullptr) validation.emplace(cfg.model, ops, *data->val_source());
-  std::unique_ptr<perf::MetricsWriter> metrics;
-  if (mpi.rank() == 0 && !opts_.metrics_path.empty())
-    metrics = std::make_unique<perf::MetricsWriter>(opts_.metrics_path);
   trainer.setup();
-  control.resume(trainer);
+  control.start(trainer);
   const std::int64_t start = trainer.steps_done();
+  if (control.run().stopped_early) {
+    if (mpi.rank() == 0) {
+      std::printf("# nothing to do: the run stopped early at step %" PRId64
+                  " (early stopping); start a new one from its weights with --init-from\n",
+                  start);
+    }
+    return 0;
+  }
   if (start >= cfg.steps) {
     if (mpi.rank() == 0)
       std::printf("# nothing to do: the checkpoint is at step %" PRId64 " of %" PRId64 "\n", start, cfg.steps);
     return 0;
   }
+  // The best model and early stopping continue from the checkpoint's record.
+  BestModel best(best_opts_);
+  const std::string best_note = best.restore(control.run());
+  best.store(control.run());
+  // Opened once there is something to do: a run that ends at once leaves the file as it was.
+  std::unique_ptr<perf::MetricsWriter> metrics;
+  if (mpi.rank() == 0 && !opts_.metrics_path.empty()) {
+    metrics = open_metrics_log(opts_.metrics_path, opts_.metrics_mode, control.run(), control.resumed(), start);
+  }
+  const model::LrSchedule& schedule = trainer.lr_schedule();
 
   std::optional<TraceWindow> trace;
   if (!opts_.trace_path.empty()) trace.emplace(trace_window_, start + 1, cfg.steps, trainer.events().capacity());
@@ -207,10 +235,16 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     }
     std::printf("#   optimizer  : %s lr=%g weight_decay=%g\n", cfg.optimizer.name.c_str(),
                 static_cast<double>(cfg.optimizer.lr), static_cast<double>(cfg.optimizer.weight_decay));
+    if (!schedule.is_constant()) std::printf("#   lr schedule: %s\n", schedule.describe().c_str());
+    if (best.active()) {
+      std::printf("#   best model : %s%s\n", best.describe(control.checkpoint_dir()).c_str(),
+                  best_note.empty() ? "" : (" (" + best_note + ")").c_str());
+    }
     std::printf("#   ranks      : %d (%d on this node), %s\n", mpi.size(), mpi.local_size(),
                 mpi.library_version().c_str());
-    std::printf("#   strategy   : %s over %s backend; %" PRId64 " collectives, %.2f MiB per step\n",
-                std::string(trainer.sync().name()).c_str(), opts_.comm.c_str(), trainer.sync().collectives_per_step(),
+    std::printf("#   strategy   : %s over %s backend; %s, %.2f MiB per step\n",
+                std::string(trainer.sync().name()).c_str(), opts_.comm.c_str(),
+                count_text(trainer.sync().collectives_per_step(), "collective").c_str(),
                 static_cast<double>(trainer.sync().bytes_per_step()) / (1 << 20));
     // Bytes per rank from the allocations (rank 0's; every rank's shard has the same size).
     std::printf("#   memory     : --shard %s: %s per rank\n",
@@ -259,8 +293,10 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
                 std::string(ddp::nan_policy_name(cfg.on_nan)).c_str(), clip);
     // busy_ms: union of the collectives' execution intervals; overlap = 1 - exposed / busy (comm_busy.hpp).
     // The epoch column only when the data has epochs: a run without --data prints what it always did.
-    std::printf("# %8s %12s %10s %12s %10s %10s %10s %8s %9s%s\n", "step", "loss", "step_ms", "samples/s", "busy_ms",
-                "queued_ms", "exposed_ms", "overlap", "eta_s", data ? "    epoch" : "");
+    // The lr column only with a schedule: a constant-lr run prints what it always did.
+    std::printf("# %8s %12s %10s %12s %10s %10s %10s %8s %9s%s%s\n", "step", "loss", "step_ms", "samples/s", "busy_ms",
+                "queued_ms", "exposed_ms", "overlap", "eta_s", data ? "    epoch" : "",
+                schedule.is_constant() ? "" : "          lr");
     std::fflush(stdout);
   }
 
@@ -271,6 +307,7 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
   double first_loss = 0.0, last_loss = 0.0;
   ddp::EvalCounts last_val;  // the latest validation (rows == 0: none yet)
   std::int64_t last_val_step = 0;
+  std::string stop_reason;  // early stopping's, when it stopped the run
   core::Stopwatch wall;
   for (std::int64_t s = start; s < cfg.steps; ++s) {
     const ddp::StepRecord rec = trainer.step();
@@ -283,15 +320,18 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     last_loss = rec.loss;
     const double samples_per_s = static_cast<double>(cfg.global_batch * cfg.accum_steps) / (st.step_ms * 1e-3);
     const std::int64_t epoch = data ? data->epoch_of_step(rec.step + 1) : 0;
-    if (metrics) metrics->write_step(st, rec.loss, samples_per_s, std::chrono::system_clock::now(), epoch);
+    if (metrics) {
+      metrics->write_step(st, rec.loss, samples_per_s, std::chrono::system_clock::now(), epoch, rec.lr, rec.grad_norm);
+    }
     if (root && ((s + 1) % opts_.log_every == 0 || s == start || s + 1 == cfg.steps)) {
       const double elapsed = wall.elapsed_s();
       const double eta = elapsed / static_cast<double>(s + 1 - start) * static_cast<double>(cfg.steps - s - 1);
-      char epoch_text[24] = "";
+      char epoch_text[24] = "", lr_text[24] = "";
       if (data) std::snprintf(epoch_text, sizeof epoch_text, " %8" PRId64, epoch);
-      std::printf("  %8" PRId64 " %12.6f %10.3f %12.0f %10.3f %10.3f %10.3f %8s %9.1f%s\n", rec.step + 1, rec.loss,
+      if (!schedule.is_constant()) std::snprintf(lr_text, sizeof lr_text, " %11.4e", static_cast<double>(rec.lr));
+      std::printf("  %8" PRId64 " %12.6f %10.3f %12.0f %10.3f %10.3f %10.3f %8s %9.1f%s%s\n", rec.step + 1, rec.loss,
                   st.step_ms, samples_per_s, st.comm_busy_ms, st.comm_queued_ms, st.comm_exposed_ms,
-                  overlap_text(st.overlap()).c_str(), eta, epoch_text);
+                  overlap_text(st.overlap()).c_str(), eta, epoch_text, lr_text);
       std::fflush(stdout);
     }
     if (validation && data->eval_due(rec.step + 1, cfg.steps)) {
@@ -304,14 +344,30 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
                     last_val_step, epoch, last_val.mean_loss(), last_val.accuracy(), last_val.correct, last_val.rows);
         std::fflush(stdout);
       }
+      // The same decision on every rank (the counts are all-reduced): best.h5 is a collective save.
+      const bool improved = best.observe(last_val.mean_loss(), last_val.accuracy(), last_val_step);
+      best.store(control.run());
       if (metrics) {
-        metrics->write({{"type", "validation"},
-                        {"step", last_val_step},
-                        {"epoch", epoch},
-                        {"loss", last_val.mean_loss()},
-                        {"accuracy", last_val.accuracy()},
-                        {"correct", last_val.correct},
-                        {"rows", last_val.rows}});
+        nlohmann::json v{{"type", "validation"},
+                         {"step", last_val_step},
+                         {"epoch", epoch},
+                         {"loss", last_val.mean_loss()},
+                         {"accuracy", last_val.accuracy()},
+                         {"correct", last_val.correct},
+                         {"rows", last_val.rows}};
+        if (best.active()) v["best"] = improved;
+        metrics->write(v);
+      }
+      if (improved && best.saves_best()) control.save_best(trainer);
+      if (best.should_stop()) {
+        stop_reason = best.stop_reason();
+        if (root) {
+          std::printf("# early stop after step %" PRId64 ": %s; best %s\n", last_val_step, stop_reason.c_str(),
+                      best.best_text().c_str());
+          std::fflush(stdout);
+        }
+        control.stop_early(trainer);
+        break;
       }
     }
     if (control.after_step(trainer, comm)) break;  // agreed signal: checkpointed, stop
@@ -339,17 +395,17 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     std::string where;
     if (start > 0) where = "resumed at step " + std::to_string(start);
     if (end < cfg.steps) {
-      where += (where.empty() ? "" : "; ") + std::string("stopped at step ") + std::to_string(end) + " of " +
-               std::to_string(cfg.steps);
+      where += (where.empty() ? "" : "; ") + std::string(stop_reason.empty() ? "stopped" : "stopped early") +
+               " at step " + std::to_string(end) + " of " + std::to_string(cfg.steps);
     } else if (start > 0) {
       where += "; now at step " + std::to_string(end) + " of " + std::to_string(cfg.steps);
     }
-    std::printf("# summary: %" PRId64 " steps in %.2f s%s; loss %.6f -> %.6f\n", steps_run, total_s,
+    std::printf("# summary: %s in %.2f s%s; loss %.6f -> %.6f\n", count_text(steps_run, "step").c_str(), total_s,
                 where.empty() ? "" : (" (" + where + ")").c_str(), first_loss, last_loss);
     std::printf(
         "#   median step %.3f ms (%.0f samples/s): data %.3f, forward %.3f, backward %.3f, comm busy %.3f "
         "(exposed %.3f; queued %.3f), optimizer %.3f, loss sync %.3f ms\n",
-        m.step_ms, static_cast<double>(cfg.global_batch) / (m.step_ms * 1e-3), m.data_ms, m.forward_ms, m.backward_ms,
+        m.step_ms, static_cast<double>(cfg.global_batch * cfg.accum_steps) / (m.step_ms * 1e-3), m.data_ms, m.forward_ms, m.backward_ms,
         m.comm_busy_ms, m.comm_exposed_ms, m.comm_queued_ms, m.optimizer_ms, m.loss_sync_ms);
     // Exposed: the Data event (the step waited for its input); background: the loader's fill time,
     // per step (accum_steps batches), over the batches it filled.
@@ -357,14 +413,14 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
                 background_ms_per_step, trainer.input_note().c_str());
     if (trainer.step_graph().replays() > 0) {
       // A replay runs the collectives without the host: they have no events to count or time.
-      std::printf("#   communication: %" PRId64 " collectives, %.2f MiB per step, inside the CUDA graph (not timed "
+      std::printf("#   communication: %s, %.2f MiB per step, inside the CUDA graph (not timed "
                   "there; --cuda-graph off times each one)\n",
-                  trainer.sync().collectives_per_step(),
+                  count_text(trainer.sync().collectives_per_step(), "collective").c_str(),
                   static_cast<double>(trainer.sync().bytes_per_step()) / (1 << 20));
     } else {
       std::printf(
-          "#   communication: %" PRId64 " collectives, %.2f MiB per step; overlap %s; overhead %.1f%% of the step\n",
-          m.collectives, static_cast<double>(m.comm_bytes) / (1 << 20),
+          "#   communication: %s, %.2f MiB per step; overlap %s; overhead %.1f%% of the step\n",
+          count_text(m.collectives, "collective").c_str(), static_cast<double>(m.comm_bytes) / (1 << 20),
           single ? "n/a (1 rank: nothing to communicate)" : (overlap_text(m.overlap()) + " (1 - exposed/busy)").c_str(),
           m.step_ms > 0 ? 100.0 * m.comm_exposed_ms / m.step_ms : 0.0);
     }
@@ -386,15 +442,19 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
                   " rows)\n",
                   last_val_step, last_val.mean_loss(), last_val.accuracy(), last_val.correct, last_val.rows);
     }
+    if (best.have_best()) {
+      std::printf("#   best: %s%s\n", best.best_text().c_str(),
+                  best.saves_best() ? (", " + io::best_checkpoint_path(control.checkpoint_dir())).c_str() : "");
+    }
     const double check_ms =
         trainer.checks_done() > 0 ? trainer.check_ms_total() / static_cast<double>(trainer.checks_done()) : 0.0;
-    std::printf(
-        "#   checks: %" PRId64 " divergence checks passed (mean %.3f ms each, %.1f%% of the median step); %" PRId64
-        " steps skipped for non-finite loss/gradient\n",
-        trainer.checks_done(), check_ms, m.step_ms > 0 ? 100.0 * check_ms / m.step_ms : 0.0, trainer.skipped_steps());
+    std::printf("#   checks: %s passed (mean %.3f ms each, %.1f%% of the median step); %s skipped for non-finite "
+                "loss/gradient\n",
+                count_text(trainer.checks_done(), "divergence check").c_str(), check_ms,
+                m.step_ms > 0 ? 100.0 * check_ms / m.step_ms : 0.0, count_text(trainer.skipped_steps(), "step").c_str());
     const comm::Communicator::SyncCheckStats sc = comm.sync_check_stats();
     if (sc.checks > 0) {
-      std::printf("#   desync: %" PRId64 " sync checks passed (start-up", sc.checks);
+      std::printf("#   desync: %s passed (start-up", count_text(sc.checks, "sync check").c_str());
       if (cfg.sync_check_every > 0) std::printf(", every %" PRId64 " steps", cfg.sync_check_every);
       std::printf(")");
       if (sc.timed > 0) {
@@ -438,6 +498,12 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
     j["final_loss"] = last_loss;
     j["total_s"] = total_s;
     j["param_checksum"] = checksum;
+    if (best.have_best()) {
+      j["best"] = {{"metric", best.metric()}, {"value", best.best_value()}, {"step", best.best_step()}};
+      if (best.saves_best()) j["best"]["path"] = io::best_checkpoint_path(control.checkpoint_dir());
+    }
+    if (!stop_reason.empty()) j["early_stop"] = stop_reason;
+    j["run_id"] = control.run().run_id;
     if (last_val.rows > 0) {
       j["validation"] = {{"step", last_val_step},
                          {"loss", last_val.mean_loss()},

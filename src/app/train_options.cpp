@@ -169,7 +169,13 @@ void add_log_every_option(CLI::App* sub, TrainOptions& o) {
 
 void add_metrics_option(CLI::App* sub, TrainOptions& o) {
   sub->add_option("--metrics", o.metrics_path,
-                  "Write one JSON object per step, then a summary, to FILE.jsonl (rank 0)");
+                  "Write one JSON object per step, then a summary, to FILE.jsonl (rank 0); jobs/plot_metrics.py "
+                  "draws its curves");
+  sub->add_option("--metrics-mode", o.metrics_mode,
+                  "append: after what FILE holds, a start/resume record first (never truncates); overwrite: "
+                  "truncate FILE first")
+      ->check(CLI::IsMember({"append", "overwrite"}))
+      ->capture_default_str();
 }
 
 void add_trace_option(CLI::App* sub, TrainOptions& o) {

@@ -67,7 +67,7 @@ TrainingData::TrainingData(const DataOptions& o, const comm::MpiRuntime& mpi, co
     val_ = std::make_unique<data::SplitSource>(file, *split_, data::SplitSource::Side::Val, seed);
   }
   if (!o.val_data.empty()) {
-    val_file_ = open_data_file(mpi, o.val_data, file.classes(), "--val-data");
+    val_file_ = open_data_file(mpi, o.val_data, file.classes(), "--val-data", o.keys);
     MDDP_AGREED_USAGE_CHECK(val_file_->in_dim() == file.in_dim() && val_file_->classes() == file.classes(),
                             "--val-data " << o.val_data << " has " << val_file_->in_dim() << " features and "
                                           << val_file_->classes() << " classes, the training file "

@@ -24,6 +24,7 @@
 #include "data/epoch_sampler.hpp"
 #include "data/split_source.hpp"
 #include "data/train_val_split.hpp"
+#include "io/hdf5_data_source.hpp"
 
 namespace microddp::app {
 
@@ -35,6 +36,7 @@ struct DataOptions {
   std::int64_t eval_every = 0; // --eval-every N steps (0: each epoch's end with --epochs, else the run's end)
   CLI::Option* steps_opt = nullptr;  // --steps, to refuse it next to --epochs
   CLI::Option* shuffle_opt = nullptr;
+  io::DataKeys keys;                 // the dataset names (--inputs-key, --labels-key): --val-data's too
 };
 
 // --shuffle --epochs --val-fraction --val-data --eval-every (train only).

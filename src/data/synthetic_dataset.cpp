@@ -32,9 +32,13 @@ class SyntheticDeviceRows final : public DeviceRowGenerator {
 }  // namespace
 
 SyntheticDataset::SyntheticDataset(std::uint64_t seed, std::int64_t in_dim, std::int64_t classes)
+    : SyntheticDataset(seed, in_dim, classes, seed) {}
+
+SyntheticDataset::SyntheticDataset(std::uint64_t seed, std::int64_t in_dim, std::int64_t classes,
+                                   std::uint64_t teacher_seed)
     : seed_(seed), in_dim_(in_dim), classes_(classes), teacher_(in_dim * classes) {
   MDDP_CHECK(in_dim > 0 && classes >= 2, "dataset needs in_dim > 0 and classes >= 2");
-  kernels::portable_normal_fill(seed_, kTeacherStream, 0, teacher_.count(), teacher_.data());
+  kernels::portable_normal_fill(teacher_seed, kTeacherStream, 0, teacher_.count(), teacher_.data());
 }
 
 kernels::SyntheticSpec SyntheticDataset::spec() const {

@@ -22,6 +22,9 @@ namespace microddp::data {
 class SyntheticDataset final : public DataSource {
  public:
   SyntheticDataset(std::uint64_t seed, std::int64_t in_dim, std::int64_t classes);
+  // Features from `seed`, labels from the teacher of `teacher_seed` (make-dataset --teacher-seed):
+  // new rows of another run's task. teacher_seed == seed is the constructor above.
+  SyntheticDataset(std::uint64_t seed, std::int64_t in_dim, std::int64_t classes, std::uint64_t teacher_seed);
 
   std::int64_t in_dim() const override { return in_dim_; }
   std::int64_t classes() const override { return classes_; }

@@ -15,6 +15,7 @@
 #include "ddp/numerics.hpp"
 #include "ddp/strategy.hpp"
 #include "ddp/zero/shard_plan.hpp"
+#include "model/lr_schedule.hpp"
 #include "model/optimizer.hpp"
 #include "model/param_layout.hpp"
 
@@ -23,6 +24,9 @@ namespace microddp::ddp {
 struct TrainConfig {
   model::MlpConfig model;
   model::OptimizerConfig optimizer;
+  // --lr-schedule and its settings (model/lr_schedule.hpp): the learning rate of every step. Stored
+  // in checkpoints (format version 2); a resume may change it only when asked (--allow-changed).
+  model::LrScheduleConfig lr_schedule;
   std::int64_t steps = 300;
   std::int64_t global_batch = 256;
   std::uint64_t seed = 1;

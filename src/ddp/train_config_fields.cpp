@@ -23,7 +23,7 @@ namespace {
 // the build HERE. Give it a row in fields() below (and count it in kConfigMembers), or, if it does not
 // configure the run, say why next to `faults`.
 [[maybe_unused]] void every_member_is_named(const TrainConfig& c) {
-  [[maybe_unused]] const auto& [model, optimizer, steps, global_batch, seed, strategy, sync_options, compression,
+  [[maybe_unused]] const auto& [model, optimizer, lr_schedule, steps, global_batch, seed, strategy, sync_options, compression,
                                 accum_steps, keep_events, layer_events, check_every, sync_check_every, on_nan,
                                 clip_grad_norm, shard, prefetch, cuda_graph, precision, simulate_compute_ms,
                                 faults  // not a row: test hooks, armed per rank (core/fault_plan.hpp)
@@ -31,12 +31,13 @@ namespace {
   [[maybe_unused]] const auto& [in_dim, width, depth, classes] = c.model;
   [[maybe_unused]] const auto& [name, lr, beta1, beta2, eps, weight_decay, momentum, nesterov] = c.optimizer;
   [[maybe_unused]] const auto& [bucket_mb, first_bucket_mb] = c.sync_options;
+  [[maybe_unused]] const auto& [kind, warmup_steps, min_lr, decay_steps, milestones, gamma] = c.lr_schedule;
   [[maybe_unused]] const auto& [grad_compression, powersgd_rank, powersgd_start_step, error_feedback] = c.compression;
 }
-// Rows the structs above call for: TrainConfig's 21 members less `faults` and its 4 nested structs
-// (model, optimizer, sync_options, compression: their members are the rows), plus their 4 + 8 + 2 + 4
-// members.
-constexpr std::size_t kConfigMembers = (21 - 1 - 4) + 4 + 8 + 2 + 4;
+// Rows the structs above call for: TrainConfig's 22 members less `faults` and its 5 nested structs
+// (model, optimizer, lr_schedule, sync_options, compression: their members are the rows), plus their
+// 4 + 8 + 6 + 2 + 4 members.
+constexpr std::size_t kConfigMembers = (22 - 1 - 5) + 4 + 8 + 6 + 2 + 4;
 
 // ---- accessors ------------------------------------------------------------------------------------
 // Where a field lives: a member of TrainConfig, or a member of one of its nested structs.
@@ -112,6 +113,10 @@ ConfigValue get_precision(const TrainConfig& c) { return std::string(core::preci
 void set_precision(TrainConfig& c, const ConfigValue& v) {
   c.precision = core::parse_precision(std::get<std::string>(v));
 }
+ConfigValue get_lr_schedule(const TrainConfig& c) { return std::string(model::lr_schedule_name(c.lr_schedule.kind)); }
+void set_lr_schedule(TrainConfig& c, const ConfigValue& v) {
+  c.lr_schedule.kind = model::parse_lr_schedule(std::get<std::string>(v));
+}
 ConfigValue get_shard(const TrainConfig& c) { return std::string(zero::shard_mode_name(c.shard)); }
 void set_shard(TrainConfig& c, const ConfigValue& v) { c.shard = zero::parse_shard_mode(std::get<std::string>(v)); }
 // And the compression mode (ddp/compression/compression_config.hpp spells it).
@@ -124,6 +129,11 @@ constexpr FieldRules kRunShape{.agree = true, .stored = true, .resume = true};  
 constexpr FieldRules kRunLength{.agree = true, .stored = true, .resume = false};   // recorded; a resume may change it
 constexpr FieldRules kRanksOnly{.agree = true, .stored = false, .resume = false};  // how this run runs
 constexpr FieldRules kLocal{};
+// The learning-rate plan (model/lr_schedule.hpp): ranks agree, checkpoints store it (from format
+// version 2 on), and a resume must match it unless --allow-changed names it: it decides only the
+// rate of the steps still to come.
+constexpr FieldRules kLrPlan{.agree = true, .stored = true, .resume = true, .changeable = true};
+constexpr FieldRules kLrPlanV2{.agree = true, .stored = true, .resume = true, .changeable = true, .since_format = 2};
 // Gradient compression: the ranks must agree, and a resume must match the checkpoint's (its state's
 // meaning and shape depend on them), but the values are not root attributes: they live with the
 // compressor's state in the checkpoint's /compression group (io/checkpoint_compression.hpp), absent
@@ -138,9 +148,11 @@ using MC = model::MlpConfig;
 using OC = model::OptimizerConfig;
 using SO = GradSyncOptions;
 using GC = GradCompressionConfig;
+using LS = model::LrScheduleConfig;
 
 std::span<const ConfigField> fields() {
-  // Stored rows first, in the order of format version 1's root attributes (the digest covers it).
+  // Stored rows first, in the order of format version 1's root attributes (the digest covers it);
+  // version 2's stored rows are appended at the end (the attribute order is the table's).
   static const auto table = std::to_array<ConfigField>({
       row<Top<&TC::seed>>("seed", kRunShape),
       row<Nested<&TC::model, &MC::in_dim>>("in_dim", kRunShape),
@@ -154,7 +166,7 @@ std::span<const ConfigField> fields() {
       row<Nested<&TC::sync_options, &SO::bucket_mb>>("bucket_mb", kRunLength),
       row<Nested<&TC::sync_options, &SO::first_bucket_mb>>("first_bucket_mb", kRunLength),
       row<Nested<&TC::optimizer, &OC::name>>("optimizer", kRunShape),
-      row<Nested<&TC::optimizer, &OC::lr>>("lr", kRunShape),
+      row<Nested<&TC::optimizer, &OC::lr>>("lr", kLrPlan),
       row<Nested<&TC::optimizer, &OC::beta1>>("beta1", kRunShape),
       row<Nested<&TC::optimizer, &OC::beta2>>("beta2", kRunShape),
       row<Nested<&TC::optimizer, &OC::eps>>("eps", kRunShape),
@@ -188,6 +200,13 @@ std::span<const ConfigField> fields() {
       // How long the emulated device computes, not what (bitwise the same): agreed so that a run's
       // header, record and timings describe every rank (ddp/simulated_compute.hpp).
       row<Top<&TC::simulate_compute_ms>>("simulate_compute_ms", kRanksOnly),
+      // Format version 2's stored rows: the learning-rate schedule.
+      ConfigField{"lr_schedule", FieldType::String, kLrPlanV2, &get_lr_schedule, &set_lr_schedule},
+      row<Nested<&TC::lr_schedule, &LS::warmup_steps>>("warmup_steps", kLrPlanV2),
+      row<Nested<&TC::lr_schedule, &LS::min_lr>>("min_lr", kLrPlanV2),
+      row<Nested<&TC::lr_schedule, &LS::decay_steps>>("decay_steps", kLrPlanV2),
+      row<Nested<&TC::lr_schedule, &LS::milestones>>("lr_milestones", kLrPlanV2),
+      row<Nested<&TC::lr_schedule, &LS::gamma>>("lr_gamma", kLrPlanV2),
   });
   static_assert(std::tuple_size_v<decltype(table)> == kConfigMembers,
                 "one row per configuration member (see every_member_is_named)");

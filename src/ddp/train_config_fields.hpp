@@ -5,7 +5,11 @@
 // JSON key and the name in messages), its type, how to read and write it, and three rules:
 //   agree   ranks refuse to start when their values differ (Trainer::setup);
 //   stored  written to checkpoints as a root attribute and read back (io/checkpoint_schema);
-//   resume  a checkpoint with another value does not fit the run (io::check_compatible).
+//   resume  a checkpoint with another value does not fit the run (io::check_compatible);
+//   changeable  ... unless the resume names it in --allow-changed: a setting that changes only the
+//           steps still to come (the learning-rate plan), never what has been computed so far.
+// A stored field is a root attribute from checkpoint format version `since_format` on (older files
+// do not have it: it reads as its default).
 // Every consumer iterates the table instead of listing fields by hand: rank agreement, checkpoint
 // write, read and compatibility, the `train --metrics` summary and run-record reading
 // (perf/config_json). The only member that is not a row is TrainConfig::faults (test hooks, set per
@@ -49,6 +53,8 @@ struct FieldRules {
   bool agree = false;   // every rank must have the same value
   bool stored = false;  // a checkpoint root attribute
   bool resume = false;  // must equal the checkpoint's value to resume from it
+  bool changeable = false;  // resume: ... unless --allow-changed names it
+  std::int64_t since_format = 1;  // stored: the first checkpoint format version with the attribute
 };
 
 struct ConfigField {

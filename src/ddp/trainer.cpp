@@ -58,6 +58,7 @@ Trainer::Trainer(const TrainConfig& config, comm::Communicator& comm, kernels::O
       comm_(comm),
       ops_(ops),
       model_(config.model, data::Sampler::max_local_count(config.global_batch, comm.size()), ops, config.precision),
+      schedule_(config.optimizer.lr, config.lr_schedule),
       verdict_(comm, ops, config.accum_steps, config.on_nan),
       timing_(ops, events_, config.accum_steps),
       faults_(config_.faults, comm.rank()),
@@ -141,6 +142,10 @@ StepRecord Trainer::step() {
   if (!config_.keep_events) events_.clear();
   const std::int64_t step_begin = core::now_ns();
   const float loss_scale = 1.0f / static_cast<float>(config_.accum_steps * config_.global_batch);
+  // The step's learning rate, before the phases: a replayed step's optimizer scalars are staged
+  // in graphed_phases, an eager step's when the update begins.
+  const float lr = schedule_.lr(step);
+  update_->optimizer().set_lr(lr);
   // 1-3. Data, forward and backward per micro-step (the last backward launches the gradient sync),
   // the sync completes, and the numerics verdict is agreed: the step's one host synchronisation.
   const bool graphed = graph_->graphs_step(steps_run_);
@@ -173,7 +178,7 @@ StepRecord Trainer::step() {
   events_.record(core::EventKind::Step, step, -1, step_begin, core::now_ns());
   ++steps_done_;
   periodic_checks();
-  return StepRecord{step, verdict_.loss(), grad_norm, verdict_.nonfinite()};
+  return StepRecord{step, verdict_.loss(), grad_norm, lr, verdict_.nonfinite()};
 }
 
 void Trainer::eager_phases(std::int64_t step, float loss_scale) {

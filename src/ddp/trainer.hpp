@@ -9,6 +9,8 @@
 //   numerics verdict      loss, non-finite flags and the gradient's sum of squares all-reduced
 //                         together: the step's one host synchronisation (ddp/numerics_verdict.hpp)
 //   (--simulate-compute-ms: each layer's backward first sleeps its share, ddp/simulated_compute.hpp)
+//   learning rate         the schedule's rate of this step, handed to the optimizer before the phases
+//                         (model/lr_schedule.hpp; a skipped step advances the schedule too)
 //   optimizer update      replicated or sharded (ddp/optimizer_update.hpp), unless the verdict skips
 //   checks                fault points (ddp/step_faults.hpp), desync and divergence checks
 //                         (ddp/divergence_check.hpp) every N steps
@@ -48,6 +50,7 @@
 #include "ddp/train_state.hpp"
 #include "ddp/zero/memory_report.hpp"
 #include "kernels/ops.hpp"
+#include "model/lr_schedule.hpp"
 #include "model/mlp.hpp"
 
 namespace microddp::ddp {
@@ -56,6 +59,7 @@ struct StepRecord {
   std::int64_t step = 0;   // 0-based index of the step just taken
   double loss = 0.0;       // global mean loss of this step's global batch (before the update)
   double grad_norm = 0.0;  // L2 norm of the synchronised gradient before clipping (NaN/Inf if not finite)
+  float lr = 0.0f;         // the learning rate of this step (model/lr_schedule.hpp)
   bool skipped = false;    // non-finite loss/gradient and on_nan == skip: no update was made
 };
 
@@ -123,6 +127,8 @@ class Trainer final : public TrainState {
   std::int64_t skipped_steps() const { return verdict_.skipped_steps(); }  // updates skipped (on_nan skip)
   // The step's CUDA graph (--cuda-graph): whether it is on, and why not (ddp/step_graph.hpp).
   const StepGraph& step_graph() const { return *graph_; }
+  // The learning rate of every step (--lr-schedule); the optimizer gets lr(step) before each step.
+  const model::LrSchedule& lr_schedule() const { return schedule_; }
 
  private:
   // input_ and input_note_ for `source` (nullptr: the synthetic set).
@@ -153,6 +159,7 @@ class Trainer final : public TrainState {
   comm::Communicator& comm_;
   kernels::Ops& ops_;
   model::FullMLP model_;
+  model::LrSchedule schedule_;
   std::unique_ptr<InputPipeline> input_;
   std::string input_note_;  // make_input_pipeline's note
   bool source_released_ = false;  // release_data_source() since the last set_data_source()

@@ -41,6 +41,10 @@ std::string checkpoint_path(const std::string& dir, std::int64_t step) {
   return (dir.empty() ? std::string(".") : dir) + "/" + name;
 }
 
+std::string best_checkpoint_path(const std::string& dir) {
+  return (dir.empty() ? std::string(".") : dir) + "/best.h5";
+}
+
 std::vector<std::string> list_checkpoints(const std::string& dir) {
   std::vector<std::pair<std::int64_t, std::string>> found;
   for (const auto& n : list_dir(dir)) {
@@ -54,12 +58,16 @@ std::vector<std::string> list_checkpoints(const std::string& dir) {
 }
 
 std::vector<std::string> remove_beyond_keep(const std::string& dir, int keep, const std::string& newest,
+                                            const std::function<bool(const std::string&)>& ours,
                                             const std::function<void()>& after_first) {
   std::vector<std::string> deleted;
-  const auto all = list_checkpoints(dir);
-  for (std::size_t i = static_cast<std::size_t>(keep); i < all.size(); ++i) {
-    if (all[i] == newest) continue;
-    if (std::remove(all[i].c_str()) == 0) deleted.push_back(all[i]);
+  std::vector<std::string> mine;
+  for (auto& p : list_checkpoints(dir)) {
+    if (ours(p)) mine.push_back(std::move(p));
+  }
+  for (std::size_t i = static_cast<std::size_t>(keep); i < mine.size(); ++i) {
+    if (mine[i] == newest) continue;
+    if (std::remove(mine[i].c_str()) == 0) deleted.push_back(mine[i]);
     if (i == static_cast<std::size_t>(keep) && after_first) after_first();
   }
   return deleted;

@@ -17,14 +17,12 @@
 
 namespace microddp::io {
 
-namespace {
-void bcast_floats(MPI_Comm comm, float* p, std::int64_t n) {
+void broadcast_floats(MPI_Comm comm, float* p, std::int64_t n) {
   constexpr std::int64_t kChunk = std::int64_t{1} << 28;  // well below INT_MAX elements per call
   for (std::int64_t off = 0; off < n; off += kChunk) {
     MDDP_MPI_CHECK(MPI_Bcast(p + off, comm::to_mpi_int(std::min(kChunk, n - off)), MPI_FLOAT, 0, comm));
   }
 }
-}  // namespace
 
 CheckpointContents read_checkpoint(const std::string& path) {
   hdf5_quiet();
@@ -47,6 +45,8 @@ CheckpointContents read_checkpoint(const std::string& path) {
   c.backend = meta.backend;
   c.steps_done = meta.steps_done;
   c.data_position = meta.data_position;
+  c.run = meta.run;
+  c.identity = run_identity(meta);
 
   const auto specs = tensor_specs(c.config.model);
   const std::int64_t total = model::flat_count(model::param_layout(c.config.model));
@@ -109,31 +109,54 @@ void check_compatible(const CheckpointContents& c, const ddp::TrainConfig& cfg, 
 }
 
 ResumeResult resume(MPI_Comm comm, const std::string& spec, const std::string& dir, ddp::TrainState& trainer) {
+  return resume(comm, ResumeRequest{spec, dir, {}, ""}, trainer);
+}
+
+ResumeResult resume(MPI_Comm comm, const ResumeRequest& request, ddp::TrainState& trainer) {
   int rank = 0;
   MDDP_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  const std::string& spec = request.spec;
+  const std::string& dir = request.dir;
   const bool automatic = spec == "auto";
   ResumeResult res;
   CheckpointContents chosen;
-  std::string error;  // strict-mode failure (rank 0)
+  std::string error;  // a refusal or, for a path, an invalid file (rank 0)
   if (rank == 0) {
     const std::vector<std::string> candidates = automatic ? list_checkpoints(dir) : std::vector<std::string>{spec};
     if (automatic && candidates.empty()) res.notes.push_back("no checkpoint in " + dir + ": starting from step 0");
     for (const auto& path : candidates) {
+      CheckpointContents c;
       try {
-        CheckpointContents c = read_checkpoint(path);
-        check_compatible(c, trainer.config(), trainer.data_description());
-        chosen = std::move(c);
-        res.loaded = true;
-        break;
+        c = read_checkpoint(path);
       } catch (const core::UsageError& e) {
         if (!automatic) {
           error = e.what();
           break;
         }
         res.notes.push_back(std::string(e.what()) + " -- skipped, trying an older checkpoint");
+        continue;
       }
+      // A valid checkpoint that does not fit is another run's (or this one's with other settings):
+      // refused, never skipped, so that nothing of it is lost and the user decides.
+      std::vector<ConfigDifference> refused;
+      for (auto& d : config_differences(c.config, c.data_source, trainer.config(), trainer.data_description())) {
+        const auto& allowed = request.allow_changed;
+        if (d.changeable && std::find(allowed.begin(), allowed.end(), d.field) != allowed.end()) {
+          res.changed.push_back(std::move(d));
+        } else {
+          refused.push_back(std::move(d));
+        }
+      }
+      if (!refused.empty()) {
+        error = "checkpoint " + path + " does not fit this run: " + differences_text(refused) + request.refusal_hint;
+        res.changed.clear();
+        break;
+      }
+      chosen = std::move(c);
+      res.loaded = true;
+      break;
     }
-    if (automatic && !candidates.empty() && !res.loaded) {
+    if (automatic && !candidates.empty() && !res.loaded && error.empty()) {
       res.notes.push_back("no valid checkpoint in " + dir + ": starting from step 0");
     }
   }
@@ -152,6 +175,11 @@ ResumeResult resume(MPI_Comm comm, const std::string& spec, const std::string& d
   res.loaded = true;
   res.path = chosen.path;
   res.steps_done = hdr[1];
+  // The run record on every rank (a parallel save writes it collectively): with its identity as
+  // run_id, so that a run resumed from a format-1 file keeps that file's identity.
+  res.run = chosen.run;
+  res.run.run_id = chosen.identity;
+  broadcast_run_info(comm, res.run);
   int size = 1;
   MDDP_MPI_CHECK(MPI_Comm_size(comm, &size));
   if (rank == 0 && chosen.world_size != size) {
@@ -162,7 +190,7 @@ ResumeResult resume(MPI_Comm comm, const std::string& spec, const std::string& d
   // Into the host view (the live buffers with CpuOps, the host mirror on a GPU), uploaded below.
   const ddp::TrainState::HostState& host = trainer.host_state();
   if (rank == 0) std::memcpy(host.params, chosen.params.data(), chosen.params.size() * sizeof(float));
-  bcast_floats(comm, host.params, host.param_count);
+  broadcast_floats(comm, host.params, host.param_count);
   const auto& buffers = host.optimizer;
   for (std::size_t i = 0; i < buffers.size(); ++i) {
     if (rank == 0) {
@@ -172,7 +200,7 @@ ResumeResult resume(MPI_Comm comm, const std::string& spec, const std::string& d
       std::memcpy(buffers[i].data, chosen.optimizer_state[i].second.data(),
                   static_cast<std::size_t>(buffers[i].count) * sizeof(float));
     }
-    bcast_floats(comm, buffers[i].data, buffers[i].count);
+    broadcast_floats(comm, buffers[i].data, buffers[i].count);
   }
   trainer.state_from_host();
   const std::string note = restore_compression(comm, chosen.compression, trainer);  // collective

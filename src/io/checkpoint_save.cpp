@@ -13,6 +13,7 @@
 #include "io/atomic_file.hpp"
 #include "io/checkpoint_dir.hpp"
 #include "io/checkpoint_load.hpp"
+#include "io/checkpoint_ownership.hpp"
 #include "io/checkpoint_schema.hpp"
 #include "io/h5_util.hpp"
 #include "io/hdf5_check.hpp"
@@ -112,7 +113,8 @@ SaveResult save_checkpoint(MPI_Comm comm, const ddp::TrainState& trainer, const 
                                         << join_names(model::optimizer_state_names(cfg.optimizer)));
 
   SaveResult res;
-  res.path = checkpoint_path(opts.dir, trainer.steps_done());
+  const bool own_path = !opts.path.empty();
+  res.path = own_path ? opts.path : checkpoint_path(opts.dir, trainer.steps_done());
   const std::string tmp = temp_path(res.path);
   CheckpointMeta meta;
   meta.steps_done = trainer.steps_done();
@@ -127,6 +129,7 @@ SaveResult save_checkpoint(MPI_Comm comm, const ddp::TrainState& trainer, const 
   meta.backend = opts.backend;
   meta.data_source = trainer.data_description();
   meta.config = cfg;
+  meta.run = opts.run;
   const CompressionSnapshot compression = snapshot_compression(comm, trainer);  // collective
   std::vector<WriteItem> items;
   for (const auto& s : specs) items.push_back({"/model/" + s.rel, host.params + s.offset, s});
@@ -201,12 +204,15 @@ SaveResult save_checkpoint(MPI_Comm comm, const ddp::TrainState& trainer, const 
       if (opts.verify) (void)read_checkpoint(res.path);
       res.verify_s = sw.elapsed_s();
       // Retention: the new checkpoint is verified, so deleting beyond `keep` never removes the
-      // only valid one. Stale temporaries (killed saves) go too.
-      if (opts.keep > 0) {
+      // only valid one; only this run's count (a file that cannot be read is nobody's: kept).
+      // Stale temporaries (killed saves) go too.
+      if (opts.keep > 0 && !own_path) {
+        const std::string id = run_identity(meta);
+        auto ours = [&id](const std::string& p) { return belongs_to_run(p, id); };
         res.deleted =
-            remove_beyond_keep(opts.dir, opts.keep, res.path, [&] { kill_point(opts, "mid_retention", rank); });
+            remove_beyond_keep(opts.dir, opts.keep, res.path, ours, [&] { kill_point(opts, "mid_retention", rank); });
       }
-      remove_stale_temporaries(opts.dir);
+      if (!own_path) remove_stale_temporaries(opts.dir);
     } catch (const std::exception& e) {
       root_error = e.what();
     }

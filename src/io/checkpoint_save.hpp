@@ -7,8 +7,9 @@
 //   2. H5Fflush + H5Fclose, then rank 0 publishes it (io/atomic_file: fsync, rename to
 //      ckpt_<step>.h5, directory fsync), so the published name only ever names a complete file;
 //   3. rank 0 reads the new checkpoint back and verifies every checksum, and only then deletes
-//      checkpoints beyond the newest `keep` and stale *.tmp files (io/checkpoint_dir) — so the only
-//      valid checkpoint is never deleted.
+//      this run's checkpoints (same run_id, io/run_info.hpp) beyond its newest `keep` and stale
+//      *.tmp files (io/checkpoint_dir) — so the only valid checkpoint is never deleted, nor is
+//      another run's. A save to a path of its own (SaveOptions::path: best.h5) deletes nothing.
 // Rank 0 broadcasts the outcome: an I/O failure on it is a core::Error on every rank.
 //
 // Fault points (core/fault_plan.hpp; occurrence = SaveOptions::save_number): save_fault_points(),
@@ -24,6 +25,7 @@
 
 #include "core/fault_plan.hpp"
 #include "ddp/train_state.hpp"
+#include "io/run_info.hpp"
 
 namespace microddp::io {
 
@@ -37,6 +39,8 @@ struct SaveOptions {
   bool verify = true;                        // read back before deleting older checkpoints
   core::FaultPlan faults;                    // save fault points (test hooks); empty by default
   std::int64_t save_number = 1;              // this save's number in the process (1-based), for `faults`
+  RunInfo run;                               // recorded as the file's run record (run_id, history, best)
+  std::string path;                          // "": <dir>/ckpt_<step>.h5 with retention; else this file, no retention
 };
 
 struct SaveResult {

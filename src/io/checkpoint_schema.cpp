@@ -11,6 +11,7 @@
 #include "core/hash.hpp"
 #include "ddp/train_config_fields.hpp"
 #include "io/h5_util.hpp"
+#include "io/hdf5_check.hpp"
 #include "model/param_layout.hpp"
 
 namespace microddp::io {
@@ -29,6 +30,7 @@ struct Attr {
 };
 
 Attr attr_i64(std::string name, std::int64_t v) { return {Attr::I64, std::move(name), v, 0, 0, ""}; }
+Attr attr_f64(std::string name, double v) { return {Attr::F64, std::move(name), 0, 0, v, ""}; }
 Attr attr_str(std::string name, std::string v) { return {Attr::Str, std::move(name), 0, 0, 0, std::move(v)}; }
 
 Attr::Kind kind_of(ddp::FieldType t) {
@@ -94,7 +96,8 @@ constexpr const char* kRngDescription =
     "philox4x32-10 counter-based (core/rng.hpp): every random value is a pure function of (seed, stream, "
     "counter); the only RNG state is the seed and data_position";
 
-// The root attributes in their fixed order; the digest covers exactly this list.
+// The root attributes of format version m.format_version in their fixed order; the digest covers
+// exactly this list.
 std::vector<Attr> to_attrs(const CheckpointMeta& m) {
   std::vector<Attr> attrs = {attr_str("format", m.format),         attr_i64("format_version", m.format_version),
                              attr_i64("steps_done", m.steps_done), attr_i64("data_position", m.data_position),
@@ -102,7 +105,16 @@ std::vector<Attr> to_attrs(const CheckpointMeta& m) {
                              attr_str("backend", m.backend),       attr_str("data_source", m.data_source),
                              attr_str("rng", kRngDescription)};
   for (const auto& f : ddp::train_config_fields()) {
-    if (f.rules.stored) attrs.push_back(attr_of(f, m.config));
+    if (f.rules.stored && f.rules.since_format <= m.format_version) attrs.push_back(attr_of(f, m.config));
+  }
+  if (m.format_version >= 2) {
+    const RunInfo& r = m.run;
+    for (Attr a : {attr_str("run_id", r.run_id), attr_str("plan_history", r.plan_history),
+                   attr_str("best_metric", r.best_metric), attr_f64("best_value", r.best_value),
+                   attr_i64("best_step", r.best_step), attr_i64("evals_since_best", r.evals_since_best),
+                   attr_i64("stopped_early", r.stopped_early ? 1 : 0)}) {
+      attrs.push_back(std::move(a));
+    }
   }
   return attrs;
 }
@@ -173,10 +185,12 @@ CheckpointMeta read_root_attributes(hid_t root, const std::string& file) {
                                                     << " is '" << format << "', expected '" << kCheckpointFormat
                                                     << "' (not a microddp checkpoint)");
   const std::int64_t version = read_attr_i64(root, "format_version", where("format_version"));
-  MDDP_USAGE_CHECK(version == kCheckpointFormatVersion, "checkpoint " << file << ": format_version is " << version
-                                                                      << ", this build reads version "
-                                                                      << kCheckpointFormatVersion);
-  std::vector<Attr> attrs = to_attrs(CheckpointMeta{});  // names and kinds; values read below
+  MDDP_USAGE_CHECK(version >= kOldestCheckpointFormatVersion && version <= kCheckpointFormatVersion,
+                   "checkpoint " << file << ": format_version is " << version << ", this build reads versions "
+                                 << kOldestCheckpointFormatVersion << " to " << kCheckpointFormatVersion);
+  CheckpointMeta shape;
+  shape.format_version = version;
+  std::vector<Attr> attrs = to_attrs(shape);  // names and kinds of this version; values read below
   for (auto& a : attrs) {
     switch (a.kind) {
       case Attr::I64:
@@ -209,8 +223,17 @@ CheckpointMeta read_root_attributes(hid_t root, const std::string& file) {
   m.strategy = by["strategy"]->s;
   m.backend = by["backend"]->s;
   m.data_source = by["data_source"]->s;
+  if (version >= 2) {
+    m.run.run_id = by["run_id"]->s;
+    m.run.plan_history = by["plan_history"]->s;
+    m.run.best_metric = by["best_metric"]->s;
+    m.run.best_value = by["best_value"]->f;
+    m.run.best_step = by["best_step"]->i;
+    m.run.evals_since_best = by["evals_since_best"]->i;
+    m.run.stopped_early = by["stopped_early"]->i != 0;
+  }
   for (const auto& f : ddp::train_config_fields()) {
-    if (!f.rules.stored) continue;
+    if (!f.rules.stored || f.rules.since_format > version) continue;
     try {
       f.set(m.config, value_of(f, *by[std::string(f.name)]));
     } catch (const core::UsageError& e) {  // a stored name the field does not accept
@@ -237,18 +260,45 @@ CheckpointMeta read_root_attributes(hid_t root, const std::string& file) {
   return m;
 }
 
-std::string compatibility_problems(const ddp::TrainConfig& saved, const std::string& saved_source,
-                                   const ddp::TrainConfig& run, const std::string& run_source) {
-  std::ostringstream bad;
-  auto add = [&](std::string_view field, const std::string& have, const std::string& want) {
-    bad << (bad.tellp() > 0 ? "; " : "") << field << " = " << have << " (this run: " << want << ")";
-  };
+CheckpointMeta read_checkpoint_meta(const std::string& path) {
+  hdf5_quiet();
+  MDDP_USAGE_CHECK(H5Fis_hdf5(path.c_str()) > 0, "checkpoint " << path << ": not an HDF5 file");
+  Hid file(MDDP_HDF5_FILE_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), "checkpoint " + path,
+                                "cannot open (truncated or corrupt file?)"));
+  return read_root_attributes(file, path);
+}
+
+std::string run_identity(const CheckpointMeta& meta) {
+  if (!meta.run.run_id.empty()) return meta.run.run_id;
+  std::string text = meta.data_source;
+  for (const auto& f : ddp::train_config_fields()) {
+    if (f.rules.resume) text += ";" + std::string(f.name) + "=" + ddp::field_text(f, meta.config);
+  }
+  return "v1-" + hex64(core::fnv1a64(text.data(), text.size())).substr(2);
+}
+
+std::vector<ConfigDifference> config_differences(const ddp::TrainConfig& saved, const std::string& saved_source,
+                                                 const ddp::TrainConfig& run, const std::string& run_source) {
+  std::vector<ConfigDifference> out;
   for (const auto& f : ddp::train_config_fields()) {
     if (f.rules.resume && !ddp::field_equal(f, saved, run))
-      add(f.name, ddp::field_text(f, saved), ddp::field_text(f, run));
+      out.push_back({std::string(f.name), ddp::field_text(f, saved), ddp::field_text(f, run), f.rules.changeable});
   }
-  if (saved_source != run_source) add("data_source", saved_source, run_source);
+  if (saved_source != run_source) out.push_back({"data_source", saved_source, run_source, false});
+  return out;
+}
+
+std::string differences_text(const std::vector<ConfigDifference>& diffs) {
+  std::ostringstream bad;
+  for (const auto& d : diffs) {
+    bad << (bad.tellp() > 0 ? "; " : "") << d.field << " = " << d.saved << " (this run: " << d.run << ")";
+  }
   return bad.str();
+}
+
+std::string compatibility_problems(const ddp::TrainConfig& saved, const std::string& saved_source,
+                                   const ddp::TrainConfig& run, const std::string& run_source) {
+  return differences_text(config_differences(saved, saved_source, run, run_source));
 }
 
 std::uint64_t tensor_checksum(const float* p, std::int64_t count) {

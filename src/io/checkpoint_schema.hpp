@@ -3,14 +3,17 @@
 //
 //   /                         root attributes: format, format_version, steps_done, data_position,
 //                             world_size, strategy, backend (the save's), data_source, rng, then every
-//                             `stored` field of ddp::train_config_fields() in table order, and
-//                             meta_fnv1a64, the digest of all of them in that order
+//                             `stored` field of ddp::train_config_fields() in table order (those of
+//                             the file's version: FieldRules::since_format), from version 2 on the run
+//                             record (io/run_info.hpp: run_id, plan_history, best_*, evals_since_best,
+//                             stopped_early), and meta_fnv1a64, the digest of all of them in that order
 //   /model/layer_NN/weight    float32 (out, in) row-major      attribute fnv1a64 (of the bytes)
 //   /model/layer_NN/bias      float32 (out,)                   attribute fnv1a64
 //   /optimizer                attributes: name, step_count, state_buffers ("exp_avg,exp_avg_sq")
 //   /optimizer/<buf>/layer_NN/{weight,bias}   same shapes as the parameters, fnv1a64 each
 //
-// Everything is world-size independent (parameters and optimizer state are replicated in DDP). The
+// Versions 1 and 2 are read (a version-1 file: the newer fields at their defaults, no run record);
+// the save writes version 2. Everything is world-size independent (parameters and optimizer state are replicated in DDP). The
 // tensor layout comes from model::param_layout, so reading and inspecting need no model.
 // Readers treat the file as untrusted: every failure is core::UsageError naming the file and the
 // attribute, with the expected and the actual value.
@@ -23,10 +26,12 @@
 #include <vector>
 
 #include "ddp/train_config.hpp"
+#include "io/run_info.hpp"
 
 namespace microddp::io {
 
-inline constexpr std::int64_t kCheckpointFormatVersion = 1;
+inline constexpr std::int64_t kCheckpointFormatVersion = 2;  // what the save writes
+inline constexpr std::int64_t kOldestCheckpointFormatVersion = 1;  // the oldest the load reads
 inline constexpr const char* kCheckpointFormat = "microddp-checkpoint";
 
 // One tensor of the checkpoint: its dataset path relative to /model (or /optimizer/<buffer>),
@@ -44,6 +49,7 @@ struct CheckpointMeta {
   std::int64_t steps_done = 0, data_position = 0, world_size = 0;
   std::string strategy, backend, data_source;
   ddp::TrainConfig config;  // the `stored` fields; the others keep their defaults when read
+  RunInfo run;              // version 2 on; empty in a version-1 file
 };
 
 // Writes every root attribute and the digest.
@@ -51,8 +57,24 @@ void write_root_attributes(hid_t root, const CheckpointMeta& meta);
 // Reads and checks them: format, version, digest, plausible sizes, data_position consistent.
 CheckpointMeta read_root_attributes(hid_t root, const std::string& file);
 
-// "; "-separated "field = saved (this run: value)" for every `resume` field that differs, then the
-// data source; empty when the checkpoint fits the run.
+// Reads and checks the root attributes of checkpoint `path` only (no tensors): what rotation and the
+// directory check need. Throws core::UsageError as read_checkpoint does.
+CheckpointMeta read_checkpoint_meta(const std::string& path);
+// The identity of the run a checkpoint belongs to: its run_id, or for a version-1 file "v1-" and the
+// digest of its `resume` fields and data source (io/run_info.hpp).
+std::string run_identity(const CheckpointMeta& meta);
+
+// One `resume` field (or the data source) whose value differs between a checkpoint and a run.
+struct ConfigDifference {
+  std::string field;        // the field's name, or "data_source"
+  std::string saved, run;   // the values as field_text spells them
+  bool changeable = false;  // a --allow-changed field (FieldRules::changeable)
+};
+std::vector<ConfigDifference> config_differences(const ddp::TrainConfig& saved, const std::string& saved_source,
+                                                 const ddp::TrainConfig& run, const std::string& run_source);
+// "field = saved (this run: value)" of each, "; "-separated.
+std::string differences_text(const std::vector<ConfigDifference>& diffs);
+// differences_text of every difference: empty when the checkpoint fits the run.
 std::string compatibility_problems(const ddp::TrainConfig& saved, const std::string& saved_source,
                                    const ddp::TrainConfig& run, const std::string& run_source);
 

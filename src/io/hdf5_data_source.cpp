@@ -47,7 +47,8 @@ bool labels_fit_int64(hid_t t) {
 }
 }  // namespace
 
-Hdf5DataSource::Hdf5DataSource(const std::string& path, std::int64_t classes_if_absent) : path_(path) {
+Hdf5DataSource::Hdf5DataSource(const std::string& path, std::int64_t classes_if_absent, DataKeys keys)
+    : path_(path), keys_(std::move(keys)), inputs_name_("/" + keys_.inputs), labels_name_("/" + keys_.labels) {
   hdf5_quiet();
   MDDP_USAGE_CHECK(::access(path.c_str(), R_OK) == 0, "dataset " << path << ": " << std::strerror(errno));
   MDDP_USAGE_CHECK(H5Fis_hdf5(path.c_str()) > 0, "dataset " << path << ": not an HDF5 file (truncated or wrong file?)");
@@ -63,32 +64,38 @@ Hdf5DataSource::Hdf5DataSource(const std::string& path, std::int64_t classes_if_
                      ctx << ": format_version is " << ver << ", this build reads " << kDatasetFormatVersion);
     microddp_format_ = true;
   }
-  for (const char* d : {"/inputs", "/labels"}) {
-    MDDP_USAGE_CHECK(path_exists(file_, d), ctx << ": dataset " << d << " is missing");
+  for (const std::string& d : {inputs_name_, labels_name_}) {
+    MDDP_USAGE_CHECK(path_exists(file_, d), ctx << ": dataset " << d << " is missing"
+                                                << (keys_.is_default() ? " (other names: --inputs-key, --labels-key)" : ""));
   }
+  const std::string& xn = inputs_name_;
+  const std::string& yn = labels_name_;
   inputs_ =
-      Hid(MDDP_HDF5_FILE_CHECK(H5Dopen2(file_, "/inputs", H5P_DEFAULT), ctx + ": dataset /inputs", "cannot open"));
+      Hid(MDDP_HDF5_FILE_CHECK(H5Dopen2(file_, xn.c_str(), H5P_DEFAULT), ctx + ": dataset " + xn, "cannot open"));
   labels_ =
-      Hid(MDDP_HDF5_FILE_CHECK(H5Dopen2(file_, "/labels", H5P_DEFAULT), ctx + ": dataset /labels", "cannot open"));
+      Hid(MDDP_HDF5_FILE_CHECK(H5Dopen2(file_, yn.c_str(), H5P_DEFAULT), ctx + ": dataset " + yn, "cannot open"));
   {
     Hid t(MDDP_HDF5_CHECK(H5Dget_type(inputs_)));
     inputs_dtype_ = type_name(t);
-    MDDP_USAGE_CHECK(H5Tget_class(t) == H5T_FLOAT && (H5Tget_size(t) == 4 || H5Tget_size(t) == 8),
-                     ctx << ": dataset /inputs has dtype " << inputs_dtype_ << ", expected float32 or float64");
-    inputs_f64_ = H5Tget_size(t) == 8;
+    inputs_u8_ = H5Tget_class(t) == H5T_INTEGER && H5Tget_size(t) == 1 && H5Tget_sign(t) == H5T_SGN_NONE;
+    MDDP_USAGE_CHECK(inputs_u8_ || (H5Tget_class(t) == H5T_FLOAT && (H5Tget_size(t) == 4 || H5Tget_size(t) == 8)),
+                     ctx << ": dataset " << xn << " has dtype " << inputs_dtype_
+                         << ", expected float32, float64 or uint8 (pixels, scaled to p / 255)");
+    inputs_f64_ = !inputs_u8_ && H5Tget_size(t) == 8;
     Hid u(MDDP_HDF5_CHECK(H5Dget_type(labels_)));
     labels_dtype_ = type_name(u);
     MDDP_USAGE_CHECK(labels_fit_int64(u),
-                     ctx << ": dataset /labels has dtype " << labels_dtype_
+                     ctx << ": dataset " << yn << " has dtype " << labels_dtype_
                          << ", expected integers: int32 or int64 (any of int8..int64, uint8..uint32)");
   }
   const auto xd = dataset_dims(inputs_), yd = dataset_dims(labels_);
-  MDDP_USAGE_CHECK(xd.size() == 2 && xd[0] >= 1 && xd[1] >= 1, ctx << ": dataset /inputs has shape " << dims_string(xd)
+  MDDP_USAGE_CHECK(xd.size() == 2 && xd[0] >= 1 && xd[1] >= 1, ctx << ": dataset " << xn << " has shape "
+                                                                   << dims_string(xd)
                                                                    << ", expected (N, in_dim) with N, in_dim >= 1");
-  MDDP_USAGE_CHECK(yd.size() == 1 && yd[0] == xd[0], ctx << ": dataset /labels has shape " << dims_string(yd)
-                                                         << ", expected (" << xd[0] << ",) to match /inputs");
+  MDDP_USAGE_CHECK(yd.size() == 1 && yd[0] == xd[0], ctx << ": dataset " << yn << " has shape " << dims_string(yd)
+                                                         << ", expected (" << xd[0] << ",) to match " << xn);
   MDDP_USAGE_CHECK(xd[1] <= kMaxDim,
-                   ctx << ": dataset /inputs has " << xd[1] << " columns, more than the model's limit " << kMaxDim);
+                   ctx << ": dataset " << xn << " has " << xd[1] << " columns, more than the model's limit " << kMaxDim);
   rows_ = xd[0];
   in_dim_ = xd[1];
   if (has_attr(file_, "classes")) {
@@ -112,17 +119,17 @@ std::int64_t Hdf5DataSource::infer_classes() const {
     const std::int64_t n = std::min(kScanRows, rows_ - first);
     const RowSelection sel = select_rows(labels_, first, n, 1);
     MDDP_HDF5_FILE_CHECK(H5Dread(labels_, H5T_NATIVE_INT64, sel.mem_space, sel.file_space, H5P_DEFAULT, y.data()),
-                         "dataset " + path_ + ": /labels",
+                         "dataset " + path_ + ": " + labels_name_,
                          "cannot read rows " + std::to_string(first) + ".." + std::to_string(first + n - 1));
     for (std::int64_t i = 0; i < n; ++i) {
       const std::int64_t v = y[static_cast<std::size_t>(i)];
-      MDDP_USAGE_CHECK(v >= 0,
-                       "dataset " << path_ << ": /labels row " << first + i << " is " << v << ", labels must be >= 0");
+      MDDP_USAGE_CHECK(v >= 0, "dataset " << path_ << ": " << labels_name_ << " row " << first + i << " is " << v
+                                          << ", labels must be >= 0");
       max_label = std::max(max_label, v);
     }
   }
   MDDP_USAGE_CHECK(max_label >= 1 && max_label < kMaxClasses,
-                   "dataset " << path_ << ": /labels has maximum " << max_label
+                   "dataset " << path_ << ": " << labels_name_ << " has maximum " << max_label
                               << ", so max label + 1 = " << max_label + 1 << " classes, outside 2.." << kMaxClasses
                               << " (give --classes, or a 'classes' attribute)");
   return max_label + 1;
@@ -130,15 +137,17 @@ std::int64_t Hdf5DataSource::infer_classes() const {
 
 std::string Hdf5DataSource::describe() const {
   const auto slash = path_.find_last_of('/');
+  // Dataset names only when not the usual ones: a file read as always describes itself as always.
   return "hdf5:" + (slash == std::string::npos ? path_ : path_.substr(slash + 1)) + ":" + std::to_string(rows_) + "x" +
-         std::to_string(in_dim_);
+         std::to_string(in_dim_) + (keys_.is_default() ? "" : ":" + inputs_name_ + "," + labels_name_);
 }
 
 std::string Hdf5DataSource::summary() const {
   std::ostringstream os;
   os << path_ << ": " << rows_ << " rows x " << in_dim_ << " features (" << inputs_dtype_
-     << (inputs_f64_ ? ", converted to float32 on read" : "") << "), labels " << labels_dtype_ << ", " << classes_
-     << " classes";
+     << (inputs_f64_ ? ", converted to float32 on read" : "") << (inputs_u8_ ? ", scaled to p / 255 on read" : "")
+     << "), labels " << labels_dtype_ << ", " << classes_ << " classes";
+  if (!keys_.is_default()) os << "; datasets " << inputs_name_ << ", " << labels_name_;
   switch (classes_from_) {
     case ClassesFrom::Attribute:
       os << " (attribute 'classes')";
@@ -157,36 +166,44 @@ void Hdf5DataSource::read_rows(std::int64_t row, std::int64_t count, float* x, s
   const RowSelection xs = select_rows(inputs_, row, count, in_dim_);
   const RowSelection ys = select_rows(labels_, row, count, 1);
   const auto n = static_cast<std::size_t>(count * in_dim_);
+  const std::string xwhere = "dataset " + path_ + ": " + inputs_name_;
   if (inputs_f64_) {
     if (x64_.size() < n) x64_.resize(n);
     MDDP_HDF5_FILE_CHECK(H5Dread(inputs_, H5T_NATIVE_DOUBLE, xs.mem_space, xs.file_space, H5P_DEFAULT, x64_.data()),
-                         "dataset " + path_ + ": /inputs", rows_text);
+                         xwhere, rows_text);
+  } else if (inputs_u8_) {
+    if (x8_.size() < n) x8_.resize(n);
+    MDDP_HDF5_FILE_CHECK(H5Dread(inputs_, H5T_NATIVE_UCHAR, xs.mem_space, xs.file_space, H5P_DEFAULT, x8_.data()),
+                         xwhere, rows_text);
+    // One correctly rounded float32 division per pixel, as the IDX import (io/idx_import.hpp).
+    for (std::size_t i = 0; i < n; ++i) x[i] = static_cast<float>(x8_[i]) / 255.0f;
   } else {
-    MDDP_HDF5_FILE_CHECK(H5Dread(inputs_, H5T_NATIVE_FLOAT, xs.mem_space, xs.file_space, H5P_DEFAULT, x),
-                         "dataset " + path_ + ": /inputs", rows_text);
+    MDDP_HDF5_FILE_CHECK(H5Dread(inputs_, H5T_NATIVE_FLOAT, xs.mem_space, xs.file_space, H5P_DEFAULT, x), xwhere,
+                         rows_text);
   }
   if (y64_.size() < static_cast<std::size_t>(count)) y64_.resize(static_cast<std::size_t>(count));
   MDDP_HDF5_FILE_CHECK(H5Dread(labels_, H5T_NATIVE_INT64, ys.mem_space, ys.file_space, H5P_DEFAULT, y64_.data()),
-                       "dataset " + path_ + ": /labels", rows_text);
+                       "dataset " + path_ + ": " + labels_name_, rows_text);
   rows_read_ += count;
   for (std::int64_t r = 0; r < count; ++r) {
     const std::int64_t label = y64_[static_cast<std::size_t>(r)];
-    MDDP_USAGE_CHECK(label >= 0 && label < classes_, "dataset " << path_ << ": /labels row " << row + r << " is "
-                                                                << label << ", outside [0, " << classes_ << ")");
+    MDDP_USAGE_CHECK(label >= 0 && label < classes_, "dataset " << path_ << ": " << labels_name_ << " row " << row + r
+                                                                << " is " << label << ", outside [0, " << classes_
+                                                                << ")");
     y[r] = static_cast<std::int32_t>(label);  // < classes <= 2^24
     for (std::int64_t j = 0; j < in_dim_; ++j) {
       const std::int64_t i = r * in_dim_ + j;
       if (inputs_f64_) {
         const double v = x64_[static_cast<std::size_t>(i)];
-        MDDP_USAGE_CHECK(std::isfinite(v), "dataset " << path_ << ": /inputs row " << row + r << " column " << j
-                                                      << " is " << v << " (NaN/Inf features are rejected)");
+        MDDP_USAGE_CHECK(std::isfinite(v), xwhere << " row " << row + r << " column " << j << " is " << v
+                                                  << " (NaN/Inf features are rejected)");
         MDDP_USAGE_CHECK(std::abs(v) <= static_cast<double>(FLT_MAX),
-                         "dataset " << path_ << ": /inputs row " << row + r << " column " << j << " is " << v
-                                    << ", outside the float32 range the model computes in");
+                         xwhere << " row " << row + r << " column " << j << " is " << v
+                                << ", outside the float32 range the model computes in");
         x[i] = static_cast<float>(v);  // round to nearest, as numpy's astype(float32)
       } else {
-        MDDP_USAGE_CHECK(std::isfinite(x[i]), "dataset " << path_ << ": /inputs row " << row + r << " column " << j
-                                                         << " is " << x[i] << " (NaN/Inf features are rejected)");
+        MDDP_USAGE_CHECK(std::isfinite(x[i]), xwhere << " row " << row + r << " column " << j << " is " << x[i]
+                                                     << " (NaN/Inf features are rejected)");
       }
     }
   }

@@ -2,7 +2,8 @@
 //
 // What a data file must hold (docs/checkpoint_format.md, "HDF5 data sets"):
 //   /inputs   (N, in_dim) float32, or float64 (converted to float32 on read: the model computes in
-//             float32; a finite double beyond float32's range is an error, not an Inf)
+//             float32; a finite double beyond float32's range is an error, not an Inf), or uint8
+//             (pixels: each p becomes p / 255.0f on read, as make-dataset --from-idx scales them)
 //   /labels   (N,) integers of any type that fits int64 exactly (int8..int64, uint8..uint32),
 //             each in [0, classes)
 //   attributes, all optional: format (a fixed- or variable-length string; when present it must be
@@ -11,6 +12,7 @@
 // float64 and int64, no attributes) and what `make-dataset` writes (float32, int32, every attribute,
 // io/hdf5_dataset.hpp). The number of classes is the `classes` attribute when there is one, else
 // the caller's (--classes, or rank 0's inference passed on), else max label + 1 over all of /labels.
+// Other dataset names than /inputs and /labels are given as DataKeys (train --inputs-key/--labels-key).
 //
 // Hdf5DataSource is a data::DataSource: sample index i maps to row i mod N (epochs wrap), and each
 // fill() reads ONLY the requested rows with hyperslab selections (one or two contiguous slices), so
@@ -46,13 +48,19 @@
 
 namespace microddp::io {
 
+// The names of the two datasets (without the leading '/').
+struct DataKeys {
+  std::string inputs = "inputs", labels = "labels";
+  bool is_default() const { return inputs == "inputs" && labels == "labels"; }
+};
+
 class Hdf5DataSource final : public data::DataSource {
  public:
   // Opens PATH read-only and validates its metadata (format if present, shapes, dtypes).
   // classes_if_absent: the number of classes when the file has no `classes` attribute; 0 = infer
   // it here (max label + 1: reads all of /labels). Throws core::UsageError naming the file, the
   // dataset or attribute, what was expected and what was found.
-  explicit Hdf5DataSource(const std::string& path, std::int64_t classes_if_absent = 0);
+  explicit Hdf5DataSource(const std::string& path, std::int64_t classes_if_absent = 0, DataKeys keys = {});
 
   std::int64_t in_dim() const override { return in_dim_; }
   std::int64_t classes() const override { return classes_; }
@@ -71,7 +79,7 @@ class Hdf5DataSource final : public data::DataSource {
   enum class ClassesFrom { Attribute, Caller, MaxLabel };
   ClassesFrom classes_from() const { return classes_from_; }
   bool microddp_format() const { return microddp_format_; }          // has format = "microddp-dataset"
-  const std::string& inputs_dtype() const { return inputs_dtype_; }  // "float32" | "float64"
+  const std::string& inputs_dtype() const { return inputs_dtype_; }  // "float32" | "float64" | "uint8"
   const std::string& labels_dtype() const { return labels_dtype_; }  // "int32", "int64", ...
   // What the file is, in one line for a run's header: "FILE: 500 rows x 12 features (float64,
   // converted to float32), labels int64, 3 classes = max label + 1 (no 'classes' attribute)".
@@ -93,8 +101,12 @@ class Hdf5DataSource final : public data::DataSource {
   ClassesFrom classes_from_ = ClassesFrom::Attribute;
   bool microddp_format_ = false;
   bool inputs_f64_ = false;
+  bool inputs_u8_ = false;
+  DataKeys keys_;
+  std::string inputs_name_, labels_name_;  // "/inputs", "/labels" (or the keys given)
   std::string inputs_dtype_, labels_dtype_;
   mutable std::vector<double> x64_;        // float64 rows before conversion (grown once)
+  mutable std::vector<std::uint8_t> x8_;   // uint8 rows before scaling (grown once)
   mutable std::vector<std::int64_t> y64_;  // labels before the range check (grown once)
   mutable std::int64_t rows_read_ = 0;
   std::int64_t resident_limit_bytes_ = kResidentLimitBytes;

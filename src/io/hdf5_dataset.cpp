@@ -25,7 +25,8 @@ double write_synthetic_dataset(MPI_Comm comm, const MakeDatasetOptions& o) {
   int rank = 0, size = 1;
   MDDP_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   MDDP_MPI_CHECK(MPI_Comm_size(comm, &size));
-  const data::SyntheticDataset gen(o.seed, o.in_dim, o.classes);
+  const std::uint64_t teacher = o.teacher_seed.value_or(o.seed);
+  const data::SyntheticDataset gen(o.seed, o.in_dim, o.classes, teacher);
   const std::string tmp = temp_path(o.path);
   {
     Hid fapl(MDDP_HDF5_CHECK(H5Pcreate(H5P_FILE_ACCESS)));
@@ -37,6 +38,7 @@ double write_synthetic_dataset(MPI_Comm comm, const MakeDatasetOptions& o) {
     write_attr(file, "in_dim", o.in_dim);
     write_attr(file, "classes", o.classes);
     write_attr_u64(file, "seed", o.seed);
+    write_attr_u64(file, "teacher_seed", teacher);
     write_attr(file, "generator",
                std::string("microddp synthetic teacher set (data/synthetic_dataset.hpp), samples 0..N-1"));
     const hsize_t xd[2] = {static_cast<hsize_t>(o.samples), static_cast<hsize_t>(o.in_dim)};

@@ -4,12 +4,13 @@
 // File layout (format "microddp-dataset", version 1):
 //   /inputs   float32 (N, in_dim), row-major: sample i is row i
 //   /labels   int32   (N,), each in [0, classes)
-//   /         attributes: format, format_version, samples, in_dim, classes, seed, generator
+//   /         attributes: format, format_version, samples, in_dim, classes, seed, teacher_seed, generator
 #pragma once
 
 #include <mpi.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace microddp::io {
@@ -23,6 +24,9 @@ struct MakeDatasetOptions {
   std::int64_t in_dim = 0;
   std::int64_t classes = 0;
   std::uint64_t seed = 1;
+  // The teacher's seed (make-dataset --teacher-seed): with another `seed`, new rows labelled by the
+  // same teacher as the set of teacher_seed (held-out rows for train --val-data). Unset: `seed`.
+  std::optional<std::uint64_t> teacher_seed;
 };
 
 // Collective over `comm`: rank r generates rows [N r/n, N (r+1)/n) of the synthetic set (samples

@@ -29,11 +29,13 @@ Adam::Adam(const OptimizerConfig& config, std::int64_t n, kernels::Ops& ops, boo
       m_(ops, n),
       v_(ops, n),
       staged_(ops, 1),
-      device_params_(ops, 1) {}
+      device_params_(ops, 1) {
+  lr_ = config.lr;
+}
 
 kernels::AdamParams Adam::params_for_step(std::int64_t t) const {
   kernels::AdamParams a;
-  a.lr = config_.lr;
+  a.lr = lr_;
   a.beta1 = config_.beta1;
   a.beta2 = config_.beta2;
   a.eps = config_.eps;
@@ -71,11 +73,13 @@ Sgd::Sgd(const OptimizerConfig& config, std::int64_t n, kernels::Ops& ops)
       ops_(ops),
       momentum_(ops, config.momentum != 0.0f ? n : 0),
       staged_(ops, 1),
-      device_params_(ops, 1) {}
+      device_params_(ops, 1) {
+  lr_ = config.lr;
+}
 
 kernels::SgdParams Sgd::params() const {
   kernels::SgdParams s;
-  s.lr = config_.lr;
+  s.lr = lr_;
   s.momentum = config_.momentum;
   s.weight_decay = config_.weight_decay;
   s.nesterov = config_.nesterov;

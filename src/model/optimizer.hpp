@@ -57,6 +57,12 @@ class Optimizer {
   // Bytes read+written by one step (for the GB/s report).
   virtual double bytes_per_step() const = 0;
 
+  // The learning rate of the next step (begin_step(), or the next stage_gated_step()); the
+  // configuration's until set. A schedule (model/lr_schedule.hpp) sets it before every step: the
+  // step's scalars carry it to the device, so a replayed CUDA graph reads it too.
+  void set_lr(float lr) { lr_ = lr; }
+  float lr() const { return lr_; }
+
   // ---- a step decided on the device (the optimizer inside the step's CUDA graph, ddp/step_graph.hpp) ----
   // A replayed step runs its optimizer before the host knows whether the step is skipped, so the
   // step's scalars (Adam's bias corrections of step t) travel through device memory:
@@ -84,6 +90,7 @@ class Optimizer {
     return bf16_copy_ != nullptr ? bf16_copy_ + state_offset : nullptr;
   }
   std::int64_t steps_ = 0;
+  float lr_ = 0.0f;  // set from the configuration by the derived constructor
   std::uint16_t* bf16_copy_ = nullptr;
 };
 
@@ -144,7 +151,7 @@ class Sgd final : public Optimizer {
   std::int64_t n_;
   kernels::Ops& ops_;
   kernels::OpsBuffer<float> momentum_;
-  kernels::OpsHostBuffer<kernels::SgdParams> staged_;  // as Adam's (constant today: ready for a schedule)
+  kernels::OpsHostBuffer<kernels::SgdParams> staged_;  // as Adam's: the learning rate of each step
   kernels::OpsBuffer<kernels::SgdParams> device_params_;
 };
 

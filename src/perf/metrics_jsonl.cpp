@@ -27,8 +27,8 @@ nlohmann::json to_json(const StepStats& s) {
                         {"compress_ms", s.compress_ms}};
 }
 
-MetricsWriter::MetricsWriter(const std::string& path) : path_(path) {
-  file_ = std::fopen(path.c_str(), "w");
+MetricsWriter::MetricsWriter(const std::string& path, bool append) : path_(path) {
+  file_ = std::fopen(path.c_str(), append ? "a" : "w");
   MDDP_USAGE_CHECK(file_ != nullptr, "cannot open metrics file '" << path << "': " << std::strerror(errno));
 }
 
@@ -48,7 +48,8 @@ std::string iso8601_utc(std::chrono::system_clock::time_point t) {
 }
 
 void MetricsWriter::write_step(const StepStats& s, double loss, double samples_per_s,
-                               std::chrono::system_clock::time_point ended, std::int64_t epoch) {
+                               std::chrono::system_clock::time_point ended, std::int64_t epoch, double lr,
+                               double grad_norm) {
   nlohmann::json j = to_json(s);
   j["type"] = "step";
   j["step"] = s.step + 1;  // as train prints it
@@ -56,13 +57,16 @@ void MetricsWriter::write_step(const StepStats& s, double loss, double samples_p
   j["samples_per_s"] = samples_per_s;
   j["loss"] = loss;
   if (epoch > 0) j["epoch"] = epoch;
+  j["lr"] = lr;
+  j["grad_norm"] = grad_norm;  // nlohmann writes a non-finite double as null
   write(j);
 }
 
-void MetricsWriter::write(const nlohmann::json& object) {
+void MetricsWriter::write(const nlohmann::json& object) { write_raw(object.dump() + "\n"); }
+
+void MetricsWriter::write_raw(const std::string& text) {
   if (!file_) return;
-  const std::string line = object.dump() + "\n";
-  MDDP_CHECK(std::fwrite(line.data(), 1, line.size(), file_) == line.size(), "write to '" << path_ << "' failed");
+  MDDP_CHECK(std::fwrite(text.data(), 1, text.size(), file_) == text.size(), "write to '" << path_ << "' failed");
   std::fflush(file_);
 }
 

@@ -7,8 +7,11 @@
 //   (step_stats.hpp defines the times: comm_total_ms is launch -> completion summed, queueing
 //   included; overlap is 1 - exposed / busy.) "step" is numbered as train prints it (1 = the first
 //   step; a resumed run continues the count); "timestamp" is when the step ended (UTC, ms);
-//   "samples_per_s" is the step's global samples (all micro-batches) over its time.
+//   "samples_per_s" is the step's global samples (all micro-batches) over its time; "lr" the step's
+//   learning rate; "grad_norm" the global gradient's L2 norm before clipping (non-finite: null).
 //   {"type":"summary", "config":{...}, "median":{...}, "mean":{...}, "final_loss":.., ...}
+// A file may hold several runs one after the other (train --metrics-mode append, app/metrics_log.hpp):
+// each begins with a {"type":"start"} or {"type":"resume"} record.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -28,7 +31,9 @@ std::string iso8601_utc(std::chrono::system_clock::time_point t);
 class MetricsWriter {
  public:
   MetricsWriter() = default;
-  explicit MetricsWriter(const std::string& path);  // throws UsageError if it cannot be opened
+  // Truncates the file, or with `append` writes after what it holds; throws UsageError if it cannot
+  // be opened.
+  explicit MetricsWriter(const std::string& path, bool append = false);
   ~MetricsWriter();
   MetricsWriter(const MetricsWriter&) = delete;
   MetricsWriter& operator=(const MetricsWriter&) = delete;
@@ -36,9 +41,11 @@ class MetricsWriter {
   bool enabled() const { return file_ != nullptr; }
   // s.step is the trainer's (0-based) step; the line carries s.step + 1. epoch: the 1-based epoch
   // of a run that reads its data in epochs (train --data), written as "epoch"; 0 = none (no field).
+  // lr: the step's learning rate; grad_norm: the synchronised gradient's L2 norm before clipping.
   void write_step(const StepStats& s, double loss, double samples_per_s, std::chrono::system_clock::time_point ended,
-                  std::int64_t epoch = 0);
+                  std::int64_t epoch, double lr, double grad_norm);
   void write(const nlohmann::json& object);  // one line
+  void write_raw(const std::string& text);   // as it is (a newline to end a line a killed run left)
 
  private:
   std::FILE* file_ = nullptr;

@@ -237,6 +237,11 @@ RunRecord run_record_from_metrics(const std::string& path) {
     }
     try {
       const std::string type = j.is_object() ? j.value("type", "") : "";
+      // A file may hold several runs (train --metrics appends): the last one counts.
+      if (type == "start") {
+        steps.clear();
+        have_summary = false;
+      }
       if (type == "step") steps.push_back(stats_from_json(j));
       if (type == "summary") {
         const ddp::TrainConfig cfg = config_from_json(j.at("config"), r, "'" + path + "'");

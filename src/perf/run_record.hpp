@@ -71,7 +71,8 @@ nlohmann::json to_json(const RunRecord& r);
 nlohmann::json config_json(const RunRecord& r);
 RunRecord run_record_from_json(const nlohmann::json& j);
 RunRecord load_run_record(const std::string& path);
-// `train --metrics` JSONL: the step lines become one StrategyRun (first step skipped as warm-up).
+// `train --metrics` JSONL: the step lines become one StrategyRun (first step skipped as warm-up); of a
+// file that holds several runs (train appends), the last one (after its "start" record).
 RunRecord run_record_from_metrics(const std::string& path);
 
 }  // namespace microddp::perf

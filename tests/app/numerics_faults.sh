@@ -48,7 +48,7 @@ for r in skip_input skip_grad clean; do
   [ "$(exits $r)" = "0 0 0 " ] || fail "$r: rank exit codes '$(exits $r)', want '0 0 0 '"
 done
 for r in skip_input skip_grad; do
-  grep -q "1 steps skipped" "$dir/$r.out" || fail "$r: summary does not report 1 skipped step"
+  grep -q "1 step skipped" "$dir/$r.out" || fail "$r: summary does not report 1 skipped step"
   grep -q "non-finite values at step 3.*update skipped" "$dir/$r.err" || fail "$r: no skip warning"
 done
 grep -q "gradient non-finite on rank(s) 1;" "$dir/skip_grad.err" || fail "skip_grad: warning does not name rank 1 alone"

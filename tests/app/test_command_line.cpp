@@ -184,6 +184,19 @@ TEST(CommandLine, BadValuesSayWhatIsWrong) {
   EXPECT_NE(parse({"train", "--width", "0x10"}).out.chosen, nullptr);  // CLI11 reads hexadecimal too
 }
 
+// An option given twice: the last value wins (job scripts append the user's EXTRA_ARGS to their own
+// defaults; today's CLI11 default said "--steps: At Most 1 required but received 2").
+TEST(CommandLine, TheLastOfARepeatedOptionWins) {
+  const Parsed p = parse({"train", "--steps", "5", "--lr", "0.001", "--steps", "6", "--lr", "0.01", "--tf32", "--tf32"});
+  ASSERT_NE(p.out.chosen, nullptr) << p.out.error;
+  CLI::App* train = p.cl->app.get_subcommand("train");
+  EXPECT_EQ(train->get_option("--steps")->as<std::int64_t>(), 6);
+  EXPECT_EQ(train->get_option("--lr")->as<double>(), 0.01);
+  // Options of several values keep theirs: the two files of --from-idx.
+  const Parsed idx = parse({"make-dataset", "--from-idx", "a", "b", "--from-idx", "c", "d", "out.h5"});
+  EXPECT_EQ(idx.out.exit_code, 2);
+}
+
 TEST(CommandLine, UnknownOptionsSuggestTheNearest) {
   expect_error({"train", "--widht", "3"}, {"unknown option '--widht' for 'train' (did you mean --width?)"});
   expect_error({"train", "--widht=3"}, {"unknown option '--widht' for 'train' (did you mean --width?)"});

@@ -4,7 +4,8 @@
 # does (padding apart); one rank reports overlap n/a, two a percentage; --metrics numbers steps as
 # the console does, each with a timestamp and samples/s; --trace-steps keeps only its steps;
 # --prefetch 0 trains the same bits as the default --prefetch 2, and the summary splits the data time;
-# --precision bf16 on the CPU runs the bf16 reference.
+# --precision bf16 on the CPU runs the bf16 reference; with --accum-steps the summary's samples/s
+# counts every micro-batch; a count of one reads in the singular.
 # (A signal stop's summary: tests/io/signal_requeue.sh.)
 # Usage: train_reporting.sh <path-to-microddp> <mpiexec> [mpiexec preflags...]
 set -u
@@ -100,6 +101,25 @@ if python3 -c 'import sys; b=[float(x) for x in sys.argv[1].split()]; f=[float(x
 else
   fail "bf16 vs fp32 losses: '$lb' vs '$lf'"
 fi
+
+# Gradient accumulation: a step holds accum x global-batch samples, in the progress lines and in the
+# summary (whose samples/s is those samples over the median step time), and counts read in the
+# singular where there is one.
+"$bin" "${t[@]}" --steps 6 --accum-steps 4 >"$tmp/accum.txt" 2>&1 || fail "--accum-steps 4: $(tail -3 "$tmp/accum.txt")"
+if python3 - "$tmp/accum.txt" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+m = re.search(r"median step ([0-9.]+) ms \(([0-9]+) samples/s\)", text)
+ms, rate = float(m.group(1)), float(m.group(2))
+# Global batch 16, 4 micro-batches: 64 samples per step. The printed median is rounded to 3 decimals.
+lo, hi = 64 / ((ms + 0.0005) * 1e-3), 64 / (max(ms - 0.0005, 1e-9) * 1e-3)
+assert lo - 1 <= rate <= hi + 1, (rate, lo, hi)
+PY
+then ok "--accum-steps 4: the summary's samples/s counts all 4 micro-batches"
+else fail "--accum-steps 4: $(grep 'median step' "$tmp/accum.txt")"; fi
+grep -q "^#   communication: 1 collective, " "$tmp/accum.txt" && grep -q "^#   checks: 1 divergence check passed" "$tmp/accum.txt" &&
+  ! grep -Eq "(^|[^0-9])1 (collectives|divergence checks|sync checks|steps)" "$tmp/accum.txt" \
+  && ok "singular counts: '1 collective', '1 divergence check'" || fail "plurals: $(grep -E ' 1 [a-z]' "$tmp/accum.txt")"
 
 [ "$failures" -eq 0 ] && echo "train reporting: OK"
 [ "$failures" -eq 0 ]

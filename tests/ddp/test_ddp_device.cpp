@@ -18,6 +18,8 @@
 //   * A step replayed as a CUDA graph (--cuda-graph) trains the same bits as the eager step, for
 //     every strategy, SGD and Adam with clipping, synthetic and file data; the emulated device
 //     counts one graph launch per step and the GEMMs gone from the host.
+//   * A learning-rate schedule (warmup + cosine, step) gives every step the closed form's rate on the
+//     device as on the CPU, and a replayed CUDA graph follows it bit for bit.
 // The same program also runs with CpuOps standing in for the GPU (MICRODDP_TEST_DEVICE_STANDIN=cpu,
 // ctest ddp_device_standin, label ddp): it checks the tests themselves (tolerances, the resume
 // protocol, the skip verdicts) on every machine, so that only the CUDA implementations are left
@@ -477,6 +479,67 @@ TEST_P(DeviceTraining, GraphedStepIsBitwiseTheEagerStep) {
     ASSERT_EQ(graphed.state.state.size(), eager.state.state.size());
     for (std::size_t b = 0; b < eager.state.state.size(); ++b)
       EXPECT_EQ(graphed.state.state[b], eager.state.state[b]) << what << ": optimizer state " << b;
+  }
+}
+
+// --lr-schedule on the device (model/lr_schedule.hpp): the rate of every step is the closed form's,
+// reaches the device through the optimizer's staged per-step scalars, and so also a step replayed
+// from a CUDA graph (captured once, while the rate changes every step): the graphed run is the eager
+// run bit for bit, and both follow the CPU run as MatchesCpuTraining's do. Warmup then cosine decay
+// with Adam (the rate in the bias-corrected update) and a step schedule with momentum SGD.
+TEST_P(DeviceTraining, ScheduledLearningRateOnTheDeviceAndInTheGraph) {
+  const int gpu = gpu_for(GetParam());
+  if (gpu < 0) GTEST_SKIP() << "no GPU for backend " << GetParam() << " on every rank of this node";
+  const bool can_graph = !cpu_standin() && is_stream_backend(GetParam());
+  for (const bool cosine : {true, false}) {
+    TrainConfig cfg = gpu_config();
+    cfg.steps = 10;
+    if (cosine) {
+      cfg.optimizer.name = "adam";
+      cfg.optimizer.lr = 0.01f;
+      cfg.lr_schedule.kind = model::LrScheduleKind::Cosine;
+      cfg.lr_schedule.warmup_steps = 3;
+      cfg.lr_schedule.min_lr = 0.001f;
+      cfg.lr_schedule.decay_steps = 9;  // the last step runs at min_lr
+    } else {
+      cfg.lr_schedule.kind = model::LrScheduleKind::Step;
+      cfg.lr_schedule.milestones = "4,7";
+      cfg.lr_schedule.gamma = 0.3f;
+    }
+    const std::string what = cosine ? "warmup+cosine adam" : "step sgd";
+    const model::LrSchedule want(cfg.optimizer.lr, cfg.lr_schedule);
+    cfg.cuda_graph = CudaGraphMode::Off;
+    const auto [cpu_run, eager] = cpu_and_device_runs(cfg, GetParam(), gpu);
+    ASSERT_EQ(eager.records.size(), cpu_run.records.size());
+    for (std::size_t i = 0; i < eager.records.size(); ++i) {
+      EXPECT_EQ(eager.records[i].lr, want.lr(static_cast<std::int64_t>(i))) << what << " step " << i;
+      EXPECT_EQ(cpu_run.records[i].lr, want.lr(static_cast<std::int64_t>(i))) << what << " step " << i;
+      EXPECT_NEAR(eager.records[i].loss, cpu_run.records[i].loss, 1e-5 * cpu_run.records[i].loss) << what << " step " << i;
+    }
+    EXPECT_LE(max_abs_diff(eager.params, cpu_run.params), 1e-5 * std::max(1.0, max_abs(cpu_run.params))) << what;
+    // The schedule mattered: the same run at the constant base rate ends elsewhere.
+    TrainConfig constant = cfg;
+    constant.lr_schedule = model::LrScheduleConfig{};
+    {
+      auto cpu = kernels::make_cpu_ops(1);
+      auto comm = comm::make_communicator("mpi", microddp::testing::runtime());
+      const RunState c = train(constant, *comm, *cpu);
+      EXPECT_GT(max_abs_diff(c.params, cpu_run.params), 1e-4) << what << ": the schedule changed nothing";
+    }
+    if (!can_graph) continue;
+    cfg.cuda_graph = CudaGraphMode::On;
+    auto ops = device_ops(gpu);
+    auto comm = make_comm(GetParam());
+    const RunState graphed = train(cfg, *comm, *ops);
+    ASSERT_EQ(graphed.records.size(), eager.records.size());
+    for (std::size_t i = 0; i < eager.records.size(); ++i) {
+      EXPECT_EQ(graphed.records[i].lr, eager.records[i].lr) << what << " step " << i;
+      EXPECT_EQ(graphed.records[i].loss, eager.records[i].loss) << what << " step " << i;
+    }
+    EXPECT_EQ(std::memcmp(graphed.params.data(), eager.params.data(), eager.params.size() * sizeof(float)), 0)
+        << what << ": the graphed run's parameters differ from the eager run's";
+    for (std::size_t b = 0; b < eager.state.size(); ++b)
+      EXPECT_EQ(graphed.state[b], eager.state[b]) << what << ": optimizer state " << b;
   }
 }
 

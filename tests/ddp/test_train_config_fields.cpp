@@ -56,9 +56,9 @@ TEST(ConfigFields, EveryRowOwnsItsMember) {
     }
   }
   EXPECT_EQ(find_config_field("no_such_field"), nullptr);
-  // One row per member of TrainConfig (less faults and the 4 nested structs), MlpConfig (4),
-  // OptimizerConfig (8), GradSyncOptions (2), GradCompressionConfig (4).
-  EXPECT_EQ(train_config_fields().size(), (21u - 1 - 4) + 4 + 8 + 2 + 4);
+  // One row per member of TrainConfig (less faults and the 5 nested structs), MlpConfig (4),
+  // OptimizerConfig (8), LrScheduleConfig (6), GradSyncOptions (2), GradCompressionConfig (4).
+  EXPECT_EQ(train_config_fields().size(), (22u - 1 - 5) + 4 + 8 + 6 + 2 + 4);
 }
 
 TEST(ConfigFields, RulesOfTheOptimizerSettings) {
@@ -70,6 +70,17 @@ TEST(ConfigFields, RulesOfTheOptimizerSettings) {
   // The run may go on longer and with other buckets or another strategy after a resume.
   for (const char* name : {"steps", "bucket_mb", "first_bucket_mb", "strategy"}) {
     EXPECT_FALSE(find_config_field(name)->rules.resume) << name;
+  }
+  // The learning-rate plan: agreed, stored (the schedule from format version 2 on), matched on
+  // resume unless --allow-changed names it; nothing else is changeable.
+  for (const auto& f : train_config_fields()) {
+    const bool plan = f.name == "lr" || f.name == "lr_schedule" || f.name == "warmup_steps" || f.name == "min_lr" ||
+                      f.name == "decay_steps" || f.name == "lr_milestones" || f.name == "lr_gamma";
+    EXPECT_EQ(f.rules.changeable, plan) << f.name;
+    if (plan) {
+      EXPECT_TRUE(f.rules.agree && f.rules.stored && f.rules.resume) << f.name;
+      EXPECT_EQ(f.rules.since_format, f.name == "lr" ? 1 : 2) << f.name;
+    }
   }
 }
 
@@ -96,6 +107,14 @@ TEST(ConfigAgreement, EveryAgreedFieldIsComparedAtStartUp) {
   const auto& rt = microddp::testing::runtime();
   auto comm = comm::make_communicator("mpi", rt);
   auto ops = kernels::make_cpu_ops(1);
+  // A step schedule: then each schedule field changed alone is still a valid schedule (the odd rank
+  // must get as far as the comparison), and the kind changes to constant.
+  auto small_config = [] {
+    TrainConfig c = ddp::small_config();
+    c.lr_schedule.kind = model::LrScheduleKind::Step;
+    c.lr_schedule.milestones = "5";
+    return c;
+  };
   {
     Trainer same(small_config(), *comm, *ops);
     EXPECT_NO_THROW(same.setup());
@@ -119,7 +138,7 @@ TEST(ConfigAgreement, EveryAgreedFieldIsComparedAtStartUp) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 31);  // every row but the local ones: keep_events, layer_events, prefetch
+  EXPECT_EQ(checked, 37);  // every row but the local ones: keep_events, layer_events, prefetch
 }
 
 }  // namespace

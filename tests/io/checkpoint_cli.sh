@@ -54,7 +54,7 @@ check_case "$new"                        halve FILE
 check_case "/optimizer/exp_avg/layer_00/bias is missing" "$mutate" delete FILE /optimizer/exp_avg/layer_00/bias
 check_case "has shape (2, 2), expected (16, 16)" "$mutate" reshape FILE /model/layer_01/weight
 check_case "has dtype int32, expected float32"   "$mutate" retype FILE /model/layer_00/bias
-check_case "format_version is 2"         "$mutate" setint FILE / format_version 2
+check_case "format_version is 3"         "$mutate" setint FILE / format_version 3
 check_case "attribute digest mismatch"   "$mutate" setint FILE / steps_done 3
 
 # A checkpoint of another model: refused by path (naming the field), skipped by auto.

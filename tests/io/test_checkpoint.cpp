@@ -19,6 +19,13 @@
 //   CompatibilityRefusesEveryResumeField: a run differing in any one `resume` field (nesterov,
 //     beta1, beta2 and eps included) is refused naming that field and both values; one differing
 //     only in other fields (steps, buckets, strategy, checks) fits.
+//   AutoRefusesACheckpointThatDoesNotFit: `auto` refuses (agreed UsageError naming the field) a
+//     valid checkpoint of other settings instead of skipping it and starting over; --allow-changed
+//     lets the learning-rate plan change and reports what changed; a seed never may.
+//   RotationDeletesOnlyThisRunsCheckpoints: --keep counts and deletes the checkpoints of the saving
+//     run's identity only; another run's in the same directory stay, and best.h5 is never rotated.
+//   FormatVersion1StillReads: a version-1 file's attributes read back, the version-2 fields at
+//     their defaults, and its run identity is its settings' digest.
 #include <gtest/gtest.h>
 #include <hdf5.h>
 #include <mpi.h>
@@ -36,6 +43,7 @@
 #include "ddp/grad_sync.hpp"
 #include "ddp/trainer.hpp"
 #include "io/checkpoint.hpp"
+#include "io/checkpoint_ownership.hpp"
 #include "ddp/train_config_fields.hpp"
 #include "kernels/ops.hpp"
 #include "support/config_field_values.hpp"
@@ -341,7 +349,9 @@ TEST(Checkpoint, EveryStoredFieldRoundTrips) {
     f.set(cfg, microddp::testing::another_value(f, cfg));
     ++stored;
   }
-  EXPECT_EQ(stored, 18);  // format version 1's configuration attributes, seed .. nesterov
+  // Format version 1's 18 configuration attributes (seed .. nesterov) and version 2's 6 of the
+  // learning-rate schedule (lr_schedule .. lr_gamma).
+  EXPECT_EQ(stored, 24);
   const CheckpointContents c = saved_after_two_steps(cfg, "fields");
   for (const auto& f : ddp::train_config_fields()) {
     if (!f.rules.stored) continue;
@@ -380,6 +390,115 @@ TEST(Checkpoint, CompatibilityRefusesEveryResumeField) {
   } catch (const core::UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("nesterov = false (this run: true)"), std::string::npos) << e.what();
   }
+}
+
+// Trains `cfg` for 2 steps and saves into `dir` (run identity `run_id`) with retention `keep`.
+void save_run(MPI_Comm world, ddp::TrainConfig cfg, const std::string& dir, const std::string& run_id, int keep,
+              std::int64_t steps, const std::string& path = "") {
+  comm::Communicator comm(std::make_unique<comm::MpiBackend>(world));
+  comm.attach_sync_comm(world);
+  auto ops = kernels::make_cpu_ops(1);
+  cfg.steps = steps;
+  ddp::Trainer t(cfg, comm, *ops);
+  t.setup();
+  while (t.steps_done() < steps) t.step();
+  SaveOptions o;
+  o.dir = dir;
+  o.backend = "mpi";
+  o.keep = keep;
+  o.run.run_id = run_id;
+  o.path = path;
+  save_checkpoint(world, t, o);
+}
+
+TEST(Checkpoint, AutoRefusesACheckpointThatDoesNotFit) {
+  const MPI_Comm world = MPI_COMM_WORLD;
+  const std::string dir = shared_tmpdir(world, "refuse");
+  const ddp::TrainConfig cfg = small_config("naive");
+  save_run(world, cfg, dir, "run-a", 3, 2);
+  comm::Communicator comm(std::make_unique<comm::MpiBackend>(world));
+  comm.attach_sync_comm(world);
+  auto ops = kernels::make_cpu_ops(1);
+  ddp::TrainConfig other_lr = cfg;
+  other_lr.optimizer.lr = 0.002f;
+  {
+    ddp::Trainer t(other_lr, comm, *ops);
+    t.setup();
+    try {
+      (void)resume(world, "auto", dir, t);
+      ADD_FAILURE() << "auto resumed (or skipped) a checkpoint of another learning rate";
+    } catch (const core::UsageError& e) {
+      EXPECT_TRUE(e.agreed());
+      EXPECT_NE(std::string(e.what()).find("lr = 0.001 (this run: 0.002)"), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(std::filesystem::exists(checkpoint_path(dir, 2))) << "the refused checkpoint must stay";
+    // Allowed: loaded, the change reported, the run's identity kept.
+    const ResumeResult r = resume(world, ResumeRequest{"auto", dir, {"lr"}, ""}, t);
+    EXPECT_TRUE(r.loaded);
+    EXPECT_EQ(r.run.run_id, "run-a");
+    int rank = 0;
+    MPI_Comm_rank(world, &rank);
+    if (rank == 0) {
+      ASSERT_EQ(r.changed.size(), 1u);
+      EXPECT_EQ(r.changed[0].field, "lr");
+      EXPECT_EQ(r.changed[0].saved, "0.001");
+      EXPECT_EQ(r.changed[0].run, "0.002");
+    }
+  }
+  ddp::TrainConfig other_seed = cfg;
+  other_seed.seed = 6;
+  ddp::Trainer t(other_seed, comm, *ops);
+  t.setup();
+  EXPECT_THROW((void)resume(world, ResumeRequest{"auto", dir, {"lr", "seed"}, ""}, t), core::UsageError)
+      << "a seed is no learning-rate plan: never allowed to change";
+  remove_dir(world, dir);
+}
+
+TEST(Checkpoint, RotationDeletesOnlyThisRunsCheckpoints) {
+  const MPI_Comm world = MPI_COMM_WORLD;
+  const std::string dir = shared_tmpdir(world, "rotate");
+  const ddp::TrainConfig cfg = small_config("naive");
+  save_run(world, cfg, dir, "run-a", 0, 1);
+  save_run(world, cfg, dir, "run-a", 0, 2);
+  save_run(world, cfg, dir, "run-b", 1, 3, best_checkpoint_path(dir));  // best.h5: no retention
+  for (std::int64_t s : {3, 4, 5}) save_run(world, cfg, dir, "run-b", 1, s);
+  MPI_Barrier(world);
+  EXPECT_TRUE(std::filesystem::exists(checkpoint_path(dir, 1))) << "another run's checkpoint was deleted";
+  EXPECT_TRUE(std::filesystem::exists(checkpoint_path(dir, 2))) << "another run's checkpoint was deleted";
+  EXPECT_FALSE(std::filesystem::exists(checkpoint_path(dir, 3)));
+  EXPECT_FALSE(std::filesystem::exists(checkpoint_path(dir, 4)));
+  EXPECT_TRUE(std::filesystem::exists(checkpoint_path(dir, 5)));
+  EXPECT_TRUE(std::filesystem::exists(best_checkpoint_path(dir)));
+  EXPECT_EQ(read_checkpoint(best_checkpoint_path(dir)).run.run_id, "run-b");
+  EXPECT_EQ(other_runs_checkpoints(dir, "run-b"), (std::vector<std::string>{checkpoint_path(dir, 2), checkpoint_path(dir, 1)}));
+  remove_dir(world, dir);
+}
+
+TEST(Checkpoint, FormatVersion1StillReads) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank != 0) return;
+  const std::string path = std::filesystem::temp_directory_path() / ("mddp_v1_" + std::to_string(::getpid()) + ".h5");
+  CheckpointMeta v1;
+  v1.format_version = 1;
+  v1.steps_done = 2;
+  v1.config = small_config("naive");
+  v1.config.lr_schedule.kind = model::LrScheduleKind::Cosine;  // not a version-1 attribute: not written
+  v1.data_position = 2 * v1.config.global_batch;
+  v1.data_source = "synthetic";
+  v1.run.run_id = "not written either";
+  {
+    const hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    write_root_attributes(f, v1);
+    H5Fclose(f);
+  }
+  const CheckpointMeta back = read_checkpoint_meta(path);
+  EXPECT_EQ(back.format_version, 1);
+  EXPECT_EQ(back.config.seed, v1.config.seed);
+  EXPECT_EQ(back.config.lr_schedule.kind, model::LrScheduleKind::Constant);
+  EXPECT_TRUE(back.run.run_id.empty());
+  EXPECT_EQ(run_identity(back).rfind("v1-", 0), 0u) << run_identity(back);
+  std::filesystem::remove(path);
 }
 
 // Needs 4 ranks: checkpoint at np 4, resume at np 2 and np 3 (sub-communicators).

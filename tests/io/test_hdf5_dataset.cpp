@@ -60,7 +60,7 @@ constexpr std::uint64_t kSeed = 9;
 
 std::string make(const char* name) {
   const std::string p = shared_path(name);
-  write_synthetic_dataset(MPI_COMM_WORLD, {p, kRows, kDim, kClasses, kSeed});
+  write_synthetic_dataset(MPI_COMM_WORLD, {p, kRows, kDim, kClasses, kSeed, {}});
   return p;
 }
 

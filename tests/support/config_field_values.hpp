@@ -36,6 +36,8 @@ inline ddp::ConfigValue another_value(const ddp::ConfigField& f, const ddp::Trai
       if (f.name == "shard") return std::string(s == "optimizer" ? "gradients" : "optimizer");
       if (f.name == "cuda_graph") return std::string(s == "off" ? "on" : "off");
       if (f.name == "precision") return std::string(s == "bf16" ? "fp32" : "bf16");
+      if (f.name == "lr_schedule") return std::string(s == "step" ? "constant" : "step");
+      if (f.name == "lr_milestones") return s.empty() ? std::string("5") : s + ",1000000";
       if (f.name == "grad_compression") {
         const bool powersgd = ddp::parse_compression_mode(s) == ddp::CompressionMode::PowerSgd;
         return std::string(
