@@ -21,29 +21,32 @@
 #   the emulated-GPU graphed step (--device cuda --comm nccl --cuda-graph on, each strategy), when
 #   both cuda-emu binaries are given (OLD_EMU_BIN and NEW_EMU_BIN; skipped otherwise, and said so).
 #
-# Usage: tests/app/compare_builds.sh [-j N] [--keep DIR] OLD_BIN NEW_BIN
+# Usage: tests/app/compare_builds.sh [-j N] [--keep DIR] [--only REGEX] OLD_BIN NEW_BIN
 #   e.g. (reference build of main, then the branch):
 #     git worktree add /tmp/ref main && (cd /tmp/ref && BUILD_DIR=build ./setup.sh build)
 #     tests/app/compare_builds.sh /tmp/ref/build/src/app/microddp build/src/app/microddp
 #   OLD_EMU_BIN=/tmp/ref/build-cuda-emu/src/app/microddp NEW_EMU_BIN=build-cuda-emu/src/app/microddp \
 #     tests/app/compare_builds.sh ...   (adds the emulated-GPU runs)
 # Exit 0: every run identical; 1: some differ (each named, with a diff of what differs); 2: usage.
-# -j N: runs in parallel (default 2). --keep DIR: keep every run's files there. MPIEXEC (environment)
+# -j N: runs in parallel (default 2). --keep DIR: keep every run's files there. --only REGEX: only
+# the runs whose line ("KIND np=N FLAGS", as printed) matches (grep -E), e.g. --only 'shard|resume'. MPIEXEC (environment)
 # replaces the launcher (default: mpirun --oversubscribe --bind-to none --mca mpi_yield_when_idle 1).
 set -euo pipefail
 
 jobs=2
 keep=""
+only=""
 while [ $# -gt 0 ]; do
   case "$1" in
     -j) jobs="$2"; shift 2 ;;
     --keep) keep="$2"; shift 2 ;;
+    --only) only="$2"; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     -*) echo "compare_builds.sh: unknown option $1" >&2; exit 2 ;;
     *) break ;;
   esac
 done
-[ $# -eq 2 ] || { echo "usage: compare_builds.sh [-j N] [--keep DIR] OLD_BIN NEW_BIN" >&2; exit 2; }
+[ $# -eq 2 ] || { echo "usage: compare_builds.sh [-j N] [--keep DIR] [--only REGEX] OLD_BIN NEW_BIN" >&2; exit 2; }
 old_bin=$(realpath "$1")
 new_bin=$(realpath "$2")
 for b in "$old_bin" "$new_bin"; do
@@ -74,7 +77,7 @@ mapfile -t backends < <("$old_bin" train --help 2>&1 | sed -nE 's/.*this build: 
 [ ${#backends[@]} -gt 0 ] || { echo "compare_builds.sh: no backends in '$old_bin train --help'" >&2; exit 2; }
 
 # One run: "KIND|NP|FLAGS". KIND: train (CPU), emu (emulated GPU), resume (train twice: FLAGS
-# with --steps 4, then with --steps 6 --resume latest), bench (bench ddp).
+# with --steps 4, then with --steps 6 --resume auto), bench (bench ddp).
 runs=()
 add() { runs+=("$1|$2|$3"); }
 tiny="--width 16 --depth 3 --global-batch 25 --log-every 1 --threads 1 --bucket-mb 0.001"
@@ -104,6 +107,16 @@ if [ "$emu" = 1 ]; then
     add emu 2 "--width 16 --depth 3 --global-batch 24 --steps 5 --log-every 1 --bucket-mb 0.001 --strategy $s --comm nccl --cuda-graph on"
   done
   add emu 2 "--width 16 --depth 3 --global-batch 24 --steps 5 --log-every 1 --strategy bucketed --comm nccl --cuda-graph on --shard optimizer"
+fi
+
+if [ -n "$only" ]; then
+  kept=()
+  for r in "${runs[@]}"; do
+    IFS='|' read -r kind np flags <<< "$r"
+    if grep -qE -- "$only" <<< "$kind np=$np $flags"; then kept+=("$r"); fi
+  done
+  runs=("${kept[@]}")
+  [ ${#runs[@]} -gt 0 ] || { echo "compare_builds.sh: no run matches --only '$only'" >&2; exit 2; }
 fi
 
 if [ -n "$keep" ]; then
@@ -164,7 +177,7 @@ run_one() {
     resume)
       { MICRODDP_DEVICE=cpu timeout 300 "${mpiexec[@]}" -np "$np" "$bin" train $flags --steps 4 \
           --checkpoint-dir "$d/ckpt" --checkpoint-every 2 &&
-        MICRODDP_DEVICE=cpu timeout 300 "${mpiexec[@]}" -np "$np" "$bin" train $flags --steps 6 --resume latest \
+        MICRODDP_DEVICE=cpu timeout 300 "${mpiexec[@]}" -np "$np" "$bin" train $flags --steps 6 --resume auto \
           --metrics "$d/metrics.jsonl" --checkpoint-dir "$d/ckpt" --checkpoint-every 2; } > "$d/out" 2> "$d/err" ||
         rc=$? ;;
     bench)
