@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cmath>
@@ -87,7 +88,7 @@ class EvaluateCommand final : public Command {
     sub->add_flag("--json", json_, "Print the result as JSON instead of text");
     sub->add_option("--batch", block_,
                     "Rows per forward pass (a block; ranks take whole blocks, so the result does not depend on "
-                    "the number of ranks)")
+                    "the number of ranks); at most the file's rows are held at once")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20))
         ->capture_default_str();
     sub->add_option("--dump-logits", dump_, "Write every row's logits to this text file (one row per line)");
@@ -146,6 +147,9 @@ int EvaluateCommand::run(const comm::MpiRuntime& mpi) {
   agree_on_usage_error(mpi, "evaluate: opening --data", error,
                        "--data " + data_ + " could not be opened on another rank");
 
+  // A block never holds more rows than the file: the buffers (activations, staging) are sized by
+  // min(--batch, rows), and the blocks, hence every row's logits, are the same as with --batch.
+  block_ = std::min(block_, source->rows());
   model::FullMLP net(m.config, block_, *compute.ops);
   net.param_buffer().from_host(m.params.data(), 0, net.flat_count());
   ddp::Evaluator evaluator(net, *compute.ops, block_);
