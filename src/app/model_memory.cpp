@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "core/error.hpp"
 #include "model/optimizer.hpp"
 #include "model/param_layout.hpp"
 
@@ -39,19 +40,28 @@ ModelMemory estimate_model_memory(const ddp::TrainConfig& cfg, int ranks) {
   return m;
 }
 
-std::string model_memory_refusal(const ddp::TrainConfig& cfg, int ranks, const core::MemoryBudget& budget) {
+std::string model_memory_refusal(const ddp::TrainConfig& cfg, int ranks, const core::MemoryBudget& budget,
+                                 int replicas) {
   const ModelMemory m = estimate_model_memory(cfg, ranks);
-  if (!budget.bytes || m.total() <= static_cast<double>(*budget.bytes)) return {};
+  if (!budget.bytes || replicas * m.total() <= static_cast<double>(*budget.bytes)) return {};
   using core::format_bytes;
   std::ostringstream os;
   const model::MlpConfig& c = cfg.model;
   os << "the model " << c.in_dim << "-" << c.width << "x" << c.depth << "-" << c.classes << " needs at least "
-     << format_bytes(m.total()) << " of memory per rank (parameters " << format_bytes(m.parameters) << ", gradients "
+     << format_bytes(replicas * m.total()) << " of memory "
+     << (replicas > 1 ? "for its " + std::to_string(replicas) + " replicas, each" : std::string("per rank"))
+     << " (parameters " << format_bytes(m.parameters) << ", gradients "
      << format_bytes(m.gradients) << ", optimizer state " << format_bytes(m.optimizer_state) << ", activations of "
      << m.rows << " rows " << format_bytes(m.activations) << "), but a rank can have "
      << format_bytes(static_cast<double>(*budget.bytes)) << " (" << budget.limited_by
      << "): make --width, --depth or the batch per rank smaller, or use more ranks with --shard";
   return os.str();
+}
+
+void require_model_memory(const ddp::TrainConfig& cfg, int ranks, int replicas) {
+  const std::string refusal =
+      model_memory_refusal(cfg, ranks, core::memory_budget(core::host_memory(), 1), replicas);
+  MDDP_USAGE_CHECK(refusal.empty(), refusal);
 }
 
 }  // namespace microddp::app

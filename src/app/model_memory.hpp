@@ -32,6 +32,12 @@ double activation_bytes(const model::MlpConfig& c, std::int64_t rows);
 ModelMemory estimate_model_memory(const ddp::TrainConfig& cfg, int ranks);
 
 // "" when the estimate fits `budget` (or no limit is known); else the sentence of the refusal.
-std::string model_memory_refusal(const ddp::TrainConfig& cfg, int ranks, const core::MemoryBudget& budget);
+// `replicas`: models this process holds (manual holds its two replicas, each a rank of `ranks`).
+std::string model_memory_refusal(const ddp::TrainConfig& cfg, int ranks, const core::MemoryBudget& budget,
+                                 int replicas = 1);
+
+// The single-process commands (baseline, manual): a core::UsageError with the refusal, against this
+// process's own limits.
+void require_model_memory(const ddp::TrainConfig& cfg, int ranks, int replicas);
 
 }  // namespace microddp::app

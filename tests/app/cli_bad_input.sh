@@ -240,6 +240,9 @@ fi
 # both numbers; a synthetic set larger than the disk before it is written (in blocks of <= 64 MiB).
 check "needs at least"                "$bin" "${t[@]}" --width 100000
 check "but a rank can have"           "$mpiexec" -np 2 "${mpi_flags[@]}" "$bin" "${t[@]}" --width 100000
+check "needs at least"                "$bin" baseline --steps 1 --width 100000
+check "for its 2 replicas"            "$bin" manual --steps 1 --width 100000
+check "needs at least"                "$bin" bench ddp --width 100000
 check "but a rank can have"           bash -c "ulimit -v 4000000; exec \"\$0\" \"\$@\"" "$bin" "${t[@]}" \
                                         --width 4096 --depth 64
 check "would take 8.00 EiB"           "$bin" make-dataset "$d/s.h5" --in-dim 16777216 --samples 1099511627776

@@ -48,6 +48,7 @@ TEST(ModelMemory, RefusalNamesBothSizes) {
   for (const char* part : {"100000-100000x4-10", "needs at least", "but a rank can have 16.0 GiB", "MemAvailable"}) {
     EXPECT_NE(m.find(part), std::string::npos) << part << " in " << m;
   }
+  EXPECT_NE(model_memory_refusal(c, 2, budget, 2).find("for its 2 replicas"), std::string::npos);
   EXPECT_EQ(model_memory_refusal(config(64, 2), 1, budget), "");
   EXPECT_EQ(model_memory_refusal(c, 1, core::MemoryBudget{}), "");  // no limit known: never refuses
 }
