@@ -50,8 +50,12 @@ void check_labels(const IdxReader& r) {
   std::ostringstream os;
   os << r.path() << ": wrong magic " << idx_magic_text(r.magic()) << " for an IDX labels file: expected "
      << idx_magic_text(kLabelsMagic) << " (unsigned bytes, one dimension: the count)";
-  if (r.type_code() == kIdxUnsignedByte && r.dims().size() >= 2) {
-    os << "; this is an images file: are IMAGES and LABELS swapped?";
+  if (r.type_code() == kIdxUnsignedByte && r.dims().size() >= 3) {
+    os << "; this is an images file (count x rows x columns): are IMAGES and LABELS swapped?";
+  } else if (r.type_code() == kIdxUnsignedByte && r.dims().size() == 2) {
+    // Two dimensions can be anything (several labels per item, flattened images): say what it is.
+    os << "; this file holds unsigned bytes in 2 dimensions (" << dims_text(r.dims(), 0, " x ")
+       << "), not one label per item";
   } else {
     os << "; this file holds " << idx_type_name(r.type_code()) << " items in " << r.dims().size() << " dimension(s)";
   }

@@ -91,9 +91,13 @@ expect2() {  # expect2 "<message>" <np> <microddp args...>
   else fail "want exit 2 and '$want' once, got $rc: $(head -3 <<<"$o")"; fi
 }
 run 1 make-dataset "$tmp/wide.h5" --samples 20 --in-dim 13 --classes 3 >/dev/null
-expect2 "has 13 features and 3 classes, but the model of $ck takes 12 features" 3 \
+expect2 "wide.h5 has 13 features, but the model of $ck takes 12 features" 3 \
   evaluate --checkpoint "$ck" --data "$tmp/wide.h5"
+# The file's class count is said as the file states it (its 'classes' attribute), never the model's.
+run 1 make-dataset "$tmp/four.h5" --samples 20 --in-dim 12 --classes 4 >/dev/null
+expect2 "four.h5 has 4 classes (its 'classes' attribute), but the model of $ck has 3 classes" 2 \
+  evaluate --checkpoint "$ck" --data "$tmp/four.h5"
 expect2 "$tmp/test.h5" 2 evaluate --checkpoint "$tmp/test.h5" --data "$tmp/test.h5"
 expect2 "$tmp/none.h5: No such file or directory" 2 evaluate --checkpoint "$tmp/none.h5" --data "$tmp/test.h5"
-expect2 "$tmp/no/dir/m.h5.tmp: cannot create file" 2 export "$ck" "$tmp/no/dir/m.h5"
+expect2 "export's output $tmp/no/dir/m.h5: its directory $tmp/no/dir cannot be used" 2 export "$ck" "$tmp/no/dir/m.h5"
 cli_finish
