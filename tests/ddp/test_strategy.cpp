@@ -9,6 +9,8 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "ddp/compression/compression_config.hpp"
+#include "ddp/zero/shard_plan.hpp"
 #include "model/param_layout.hpp"
 #include "ddp/strategy.hpp"
 
@@ -48,6 +50,20 @@ TEST(Strategy, OnlyOverlapAndBucketedAreAsync) {
   EXPECT_FALSE(is_async(Strategy::Flat));
   EXPECT_TRUE(is_async(Strategy::Overlap));
   EXPECT_TRUE(is_async(Strategy::Bucketed));
+}
+
+// Whether a CUDA graph can replay a step is asked of each part's row (ddp/step_graph.hpp): the
+// production strategies can be replayed, a row that does not say so cannot (a lab runs host code),
+// nor can a compressed or a sharded step.
+TEST(Strategy, GraphEligibilityIsEachRowsAnswer) {
+  for (const Strategy s : kStrategies) EXPECT_TRUE(strategy_row(s).graph_obstacle.empty()) << strategy_name(s);
+  EXPECT_FALSE(StrategyRow{}.graph_obstacle.empty());  // a row must say that a replay can run it
+  for (const CompressionModeRow& row : compression_modes()) {
+    EXPECT_EQ(row.graph_obstacle.empty(), row.mode == CompressionMode::None) << row.name;
+  }
+  EXPECT_TRUE(zero::shard_graph_obstacle(zero::ShardMode::None).empty());
+  EXPECT_FALSE(zero::shard_graph_obstacle(zero::ShardMode::Optimizer).empty());
+  EXPECT_FALSE(zero::shard_graph_obstacle(zero::ShardMode::Gradients).empty());
 }
 
 // A small layout: 3 parameters, the second ending off the 256-byte alignment.

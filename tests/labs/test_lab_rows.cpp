@@ -35,6 +35,7 @@ TEST(LabRows, StrategiesAreTheirProductionStrategyWithTheStudentsPart) {
   for (const ddp::Strategy s : {lab.naive_dp, lab.overlap, lab.bucketed}) {
     EXPECT_EQ(ddp::parse_strategy(ddp::strategy_name(s)), s);
     EXPECT_NE(ddp::strategy_row(s).make, nullptr);  // the student's part
+    EXPECT_FALSE(ddp::strategy_row(s).graph_obstacle.empty());  // the student's host code runs every step
     EXPECT_NE(ddp::strategy_description(s).find("lab 0"), std::string_view::npos) << ddp::strategy_name(s);
     EXPECT_EQ(ddp::strategy_row(s).no_shard, "a course lab, docs/labs");
     EXPECT_EQ(ddp::strategy_row(s).make_update, nullptr) << ddp::strategy_name(s);
