@@ -9,8 +9,9 @@
 #   ckpts    every checkpoint the run wrote, as `microddp inspect` lists its datasets (path, shape,
 #            checksum of the bytes): parameters, optimizer state, compression state, data order.
 # A refactoring that claims "no change of behaviour" must leave all of it identical; one differing
-# bit in a gradient, a bucket boundary or a checkpoint dataset shows. The set (about 60 runs, 3 to
-# 6 minutes on 2 busy cores, most of it process start-up):
+# bit in a gradient, a bucket boundary or a checkpoint dataset shows. The set (55 runs without the
+# emulated GPU; 14 minutes with -j 2 on 2 cores that other builds kept at a load of ~16, most of it
+# process start-up; --only picks a subset):
 #   the default run (default model, strategy and backend at np 2, 6 steps);
 #   every strategy x backend at np 3 (uneven batch split);
 #   --shard optimizer|gradients with every strategy at np 3, and with accumulation;
