@@ -304,7 +304,7 @@ perf::RunRecord AnalyzeCommand::fresh_run(TrainingSession& session, const comm::
     ddp::Trainer& trainer = *current;
     perf::StrategyRun run;
     run.strategy = s;
-    run.bucket_mb = ddp::modelled_as(s) == ddp::Strategy::Bucketed ? cfg.sync_options.bucket_mb : 0.0;
+    run.bucket_mb = ddp::strategy_row(s).reads_bucket_caps ? cfg.sync_options.bucket_mb : 0.0;
     perf::LayerTimesMean layers;
     perf::PeerArrival arrival;
     for (std::int64_t i = 0; i < warmup_ + opts_.config.steps; ++i) {

@@ -163,7 +163,7 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
       for (const ddp::Strategy s : strategies_) {
         // Rows that do not shard (the labs) run unsharded only.
         if (shard != ddp::zero::ShardMode::None && !ddp::strategy_row(s).no_shard.empty()) continue;
-        if (ddp::modelled_as(s) == ddp::Strategy::Bucketed) {  // bucketed and lab-bucketed: the sweep
+        if (ddp::strategy_row(s).reads_bucket_caps) {  // bucketed and lab-bucketed: the sweep
           for (double mb : bucket_mbs_) {
             char label[64];
             std::snprintf(label, sizeof label, "%s %gMiB", std::string(ddp::strategy_name(s)).c_str(), mb);

@@ -1,6 +1,7 @@
 // bucket_planner.cpp — greedy contiguous bucket planning (see bucket_planner.hpp).
 #include "ddp/bucket_planner.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.hpp"
@@ -60,6 +61,18 @@ std::vector<Bucket> plan_per_parameter(const std::vector<model::ParamInfo>& para
   plan.reserve(params.size());
   for (const auto& p : params) plan.push_back(Bucket{p.index, p.index, p.index + 1, p.offset, p.count});
   return plan;
+}
+
+std::vector<Bucket> plan_one_bucket(const std::vector<model::ParamInfo>& params, std::int64_t flat_count) {
+  check_contiguous(params);
+  const std::int64_t end = params.empty() ? 0 : params.back().offset + params.back().count;
+  MDDP_CHECK(flat_count >= end, "flat buffer of " << flat_count << " elements for parameters ending at " << end);
+  return {Bucket{0, 0, static_cast<int>(params.size()), 0, flat_count}};
+}
+
+BucketCaps bucket_caps(const GradSyncOptions& options) {
+  MDDP_USAGE_CHECK(options.bucket_mb > 0, "--bucket-mb must be > 0, got " << options.bucket_mb);
+  return {std::max<std::int64_t>(1, mib_to_bytes(options.bucket_mb)), mib_to_bytes(options.first_bucket_mb)};
 }
 
 std::int64_t mib_to_bytes(double mib) {

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "ddp/grad_sync_options.hpp"
 #include "model/mlp.hpp"
 
 namespace microddp::ddp {
@@ -43,7 +44,18 @@ std::vector<Bucket> plan_buckets(const std::vector<model::ParamInfo>& params, st
 // One bucket per parameter (the `overlap` strategy's plan).
 std::vector<Bucket> plan_per_parameter(const std::vector<model::ParamInfo>& params);
 
+// One bucket holding every parameter: the whole flat buffer [0, flat_count), its trailing padding
+// included (flat_count >= the end of the last parameter).
+std::vector<Bucket> plan_one_bucket(const std::vector<model::ParamInfo>& params, std::int64_t flat_count);
+
 // MiB (as given on the command line) -> bytes, rounded to the nearest byte.
 std::int64_t mib_to_bytes(double mib);
+
+// The caps plan_buckets takes, in bytes: --bucket-mb (at least one byte) and --first-bucket-mb
+// (0: the same as the cap). A non-positive --bucket-mb is a UsageError.
+struct BucketCaps {
+  std::int64_t cap_bytes = 0, first_cap_bytes = 0;
+};
+BucketCaps bucket_caps(const GradSyncOptions& options);
 
 }  // namespace microddp::ddp

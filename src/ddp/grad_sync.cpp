@@ -5,14 +5,9 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "ddp/bucket_planner.hpp"
+#include "ddp/planned_sync.hpp"
 
 namespace microddp::ddp {
-
-BucketCaps bucket_caps(const GradSyncOptions& options) {
-  MDDP_USAGE_CHECK(options.bucket_mb > 0, "--bucket-mb must be > 0, got " << options.bucket_mb);
-  return {std::max<std::int64_t>(1, mib_to_bytes(options.bucket_mb)), mib_to_bytes(options.first_bucket_mb)};
-}
 
 GradSync::GradSync(comm::Communicator& comm, const std::vector<model::ParamInfo>& params, core::TensorView grads,
                    core::EventLog& events)
@@ -142,7 +137,10 @@ std::unique_ptr<GradSync> make_grad_sync(Strategy strategy, comm::Communicator& 
 std::unique_ptr<GradSync> make_grad_sync(Strategy strategy, comm::Communicator& comm,
                                          const std::vector<model::ParamInfo>& params, core::TensorView grads,
                                          core::EventLog& events, const GradSyncOptions& options) {
-  return strategy_row(strategy).make(strategy, comm, params, grads, events, options);
+  const StrategyRow& row = strategy_row(strategy);
+  if (row.make != nullptr) return row.make(strategy, comm, params, grads, events, options);
+  return std::make_unique<PlannedSync>(strategy, row.plan(params, grads.count, options), row.launch, comm, params,
+                                       grads, events);
 }
 
 }  // namespace microddp::ddp

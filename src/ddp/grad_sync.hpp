@@ -35,7 +35,7 @@
 namespace microddp::ddp {
 
 // One collective of a strategy's step: gradient slice [offset, offset + count) holding parameters
-// [first_param, end_param). naive: one per parameter; flat: one for all; overlap/bucketed: per bucket.
+// [first_param, end_param): a bucket of its plan (naive, overlap: one per parameter; flat: one for all).
 struct SyncUnit {
   std::int64_t offset = 0, count = 0;
   int first_param = 0, end_param = 0;
@@ -128,17 +128,11 @@ class GradSync {
   std::vector<Deferred> deferred_;  // capacity reserved at construction (no allocation per step)
 };
 
-// Builds the strategy's synchroniser with its row's maker (strategy.hpp); a non-positive bucket cap
-// for `bucketed` is a UsageError.
+// Builds the strategy's synchroniser (strategy.hpp): a PlannedSync running its row's plan with its
+// launch rule, or its row's own maker; a non-positive bucket cap for `bucketed` is a UsageError.
 std::unique_ptr<GradSync> make_grad_sync(Strategy strategy, comm::Communicator& comm,
                                          const std::vector<model::ParamInfo>& params, core::TensorView grads,
                                          core::EventLog& events, const GradSyncOptions& options = {});
-// The caps `bucketed` plans with, in bytes: --bucket-mb (at least one byte) and --first-bucket-mb
-// (0: the same as the cap). A non-positive --bucket-mb is a UsageError.
-struct BucketCaps {
-  std::int64_t cap_bytes = 0, first_cap_bytes = 0;
-};
-BucketCaps bucket_caps(const GradSyncOptions& options);
 // The same with gradient compression (`ops`: the gradients' device; `seed`: PowerSGD's initial Q).
 std::unique_ptr<GradSync> make_grad_sync(Strategy strategy, comm::Communicator& comm,
                                          const std::vector<model::ParamInfo>& params, core::TensorView grads,

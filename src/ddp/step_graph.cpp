@@ -4,7 +4,9 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "ddp/compression/compression_config.hpp"
 #include "ddp/strategy.hpp"
+#include "ddp/zero/shard_plan.hpp"
 
 namespace microddp::ddp {
 
@@ -35,10 +37,12 @@ std::string graph_obstacle(const TrainConfig& config, const kernels::Ops& ops, c
   if (const std::string why = comm.capture_obstacle(); !why.empty())
     return "--comm " + std::string(comm.name()) + ": " + why;
   const StrategyRow& row = strategy_row(config.strategy);
-  if (!row.graphable) return "--strategy " + std::string(row.name) + " runs host code in every step";
+  if (!row.graph_obstacle.empty()) return "--strategy " + std::string(row.name) + " " + std::string(row.graph_obstacle);
   if (config.accum_steps > 1) return "--accum-steps > 1 (a batch is loaded between micro-steps)";
-  if (config.compression.mode != CompressionMode::None) return "--grad-compression (its second phase is host-driven)";
-  if (config.shard != zero::ShardMode::None) return "--shard (the next forward waits for parameter gathers)";
+  if (const std::string_view why = compression_mode_row(config.compression.mode).graph_obstacle; !why.empty())
+    return "--grad-compression (" + std::string(why) + ")";
+  if (const std::string_view why = zero::shard_graph_obstacle(config.shard); !why.empty())
+    return "--shard (" + std::string(why) + ")";
   if (config.layer_events) return "per-layer events (--trace, --layer-events: host clocks between layers)";
   if (!config.faults.empty() || comm.has_fault_points()) return "fault injection is armed (it counts host calls)";
   if (comm.debug_sync()) return "--debug-sync (an MPI exchange before every collective)";

@@ -27,13 +27,16 @@
 // The trainer sums them up in a key; when a later change would make the host decide differently (the
 // weights changed from the host, so the copy is stale), the graph is captured again before the next
 // replay. Memory a captured collective used stays allocated for the replays (nccl_backend.hpp).
-// Eligibility (graph_obstacle): a GPU (Ops::supports_graphs), a stream-ordered communicator (nccl,
-// nccl-ring: host-driven backends wait on the host inside the step) whose library can be captured
-// (NCCL 2.9.6 or later: Communicator::capture_obstacle), a production strategy (a lab
-// row runs its student's host code), one micro-step per step, no gradient compression (its second
-// phase is host-driven), no --shard (parameter gathers are waited by the next forward), no per-layer
-// events (host clocks between layers), no --debug-sync (an MPI exchange before each collective) and
-// no armed fault points (they count host calls). What a replay does not do: record the per-collective
+// Eligibility (graph_obstacle) is asked of each part the run is made of, each answering for itself:
+// the compute (Ops::supports_graphs: a GPU), the communicator (stream-ordered, nccl and nccl-ring:
+// host-driven backends wait on the host inside the step; and a library that can be captured, NCCL
+// 2.9.6 or later: Communicator::capture_obstacle), the strategy's row (StrategyRow::graph_obstacle:
+// a lab row runs its student's host code), the compression mode's row
+// (CompressionModeRow::graph_obstacle: a compressor's second phase is host-driven) and the shard mode
+// (zero::shard_graph_obstacle: parameter gathers are waited by the next forward); then the run's own
+// settings: one micro-step per step, no per-layer events (host clocks between layers), no
+// --debug-sync (an MPI exchange before each collective) and no armed fault points (they count host
+// calls). A new strategy or mode says in its row whether a replay can run it. What a replay does not do: record the per-collective
 // events (launch and completion of each all-reduce): the step, forward and backward times stay
 // (their device marks are part of the graph), the breakdown's communication columns read 0; use
 // --cuda-graph off to time the collectives.

@@ -1,61 +1,60 @@
-// strategy.cpp — the strategy table: the production rows, the rows registered at start-up, and the
-// names, descriptions and parser read from them.
+// strategy.cpp — the strategy table: the production plans and rows, the rows registered at start-up,
+// and the names, descriptions, plans and parser read from them.
 #include "ddp/strategy.hpp"
 
 #include <deque>
 
 #include "core/error.hpp"
-#include "ddp/bucket_planner.hpp"
-#include "ddp/bucketed_sync.hpp"
-#include "ddp/flat_sync.hpp"
-#include "ddp/grad_sync.hpp"
-#include "ddp/naive_sync.hpp"
 
 namespace microddp::ddp {
 
-namespace {
-
 using Params = std::vector<model::ParamInfo>;
 
-std::unique_ptr<GradSync> make_naive(Strategy, comm::Communicator& comm, const Params& params, core::TensorView grads,
-                                     core::EventLog& events, const GradSyncOptions&) {
-  return std::make_unique<NaiveSync>(comm, params, grads, events);
+std::vector<Bucket> per_parameter_buckets(const Params& params, std::int64_t, const GradSyncOptions&) {
+  return plan_per_parameter(params);
 }
-std::unique_ptr<GradSync> make_flat(Strategy, comm::Communicator& comm, const Params& params, core::TensorView grads,
-                                    core::EventLog& events, const GradSyncOptions&) {
-  return std::make_unique<FlatSync>(comm, params, grads, events);
+std::vector<Bucket> one_bucket(const Params& params, std::int64_t flat_count, const GradSyncOptions&) {
+  return plan_one_bucket(params, flat_count);
 }
-// Overlap is the bucketed machinery with one bucket per parameter.
-std::unique_ptr<GradSync> make_overlap(Strategy self, comm::Communicator& comm, const Params& params,
-                                       core::TensorView grads, core::EventLog& events, const GradSyncOptions&) {
-  return std::make_unique<BucketedSync>(self, plan_per_parameter(params), comm, params, grads, events);
-}
-std::unique_ptr<GradSync> make_bucketed(Strategy self, comm::Communicator& comm, const Params& params,
-                                        core::TensorView grads, core::EventLog& events,
-                                        const GradSyncOptions& options) {
+std::vector<Bucket> capped_buckets(const Params& params, std::int64_t, const GradSyncOptions& options) {
   const BucketCaps caps = bucket_caps(options);
-  return std::make_unique<BucketedSync>(self, plan_buckets(params, caps.cap_bytes, caps.first_cap_bytes), comm, params,
-                                        grads, events);
+  return plan_buckets(params, caps.cap_bytes, caps.first_cap_bytes);
 }
+
+namespace {
 
 // The production rows, at the indices of their constants (strategy.hpp).
 const StrategyRow kProductionRows[] = {
-    {"naive", "one blocking all-reduce per parameter after backward", false, Strategy::Naive, &make_naive, {}, {},
-     nullptr, true},
-    {"flat", "one blocking all-reduce of all gradients after backward", false, Strategy::Flat, &make_flat, {}, {},
-     nullptr, true},
-    {"overlap", "one async all-reduce per parameter, launched during backward", true, Strategy::Overlap, &make_overlap,
-     {}, {}, nullptr, true},
-    {"bucketed", "one async all-reduce per bucket (--bucket-mb), launched during backward", true, Strategy::Bucketed,
-     &make_bucketed, {}, {}, nullptr, true},
+    {.name = "naive",
+     .description = "one blocking all-reduce per parameter after backward",
+     .plan = &per_parameter_buckets,
+     .launch = Launch::AfterBackward,
+     .graph_obstacle = {}},
+    {.name = "flat",
+     .description = "one blocking all-reduce of all gradients after backward",
+     .plan = &one_bucket,
+     .launch = Launch::AfterBackward,
+     .graph_obstacle = {}},
+    {.name = "overlap",
+     .description = "one async all-reduce per parameter, launched during backward",
+     .plan = &per_parameter_buckets,
+     .launch = Launch::DuringBackward,
+     .graph_obstacle = {}},
+    {.name = "bucketed",
+     .description = "one async all-reduce per bucket (--bucket-mb), launched during backward",
+     .plan = &capped_buckets,
+     .launch = Launch::DuringBackward,
+     .reads_bucket_caps = true,
+     .graph_obstacle = {}},
 };
 
 // A deque: registering a row never moves the others (strategy_row hands out references).
 std::deque<StrategyRow>& table() {
   static std::deque<StrategyRow> rows = [] {
     std::deque<StrategyRow> r(std::begin(kProductionRows), std::end(kProductionRows));
+    const std::string_view at_their_index[] = {"naive", "flat", "overlap", "bucketed"};  // strategy.hpp's constants
     for (std::size_t i = 0; i < r.size(); ++i) {
-      MDDP_CHECK(r[i].modelled_as.index() == i, "production strategy row " << r[i].name << " is not at its index");
+      MDDP_CHECK(r[i].name == at_their_index[i], "production strategy row " << r[i].name << " is not at its index");
     }
     return r;
   }();
@@ -67,9 +66,7 @@ std::deque<StrategyRow>& table() {
 Strategy register_strategy(const StrategyRow& row) {
   auto& rows = table();
   for (const StrategyRow& r : rows) MDDP_CHECK(r.name != row.name, "strategy '" << row.name << "' registered twice");
-  MDDP_CHECK(row.make != nullptr, "strategy '" << row.name << "' has no maker");
-  MDDP_CHECK(row.modelled_as.index() < std::size(kProductionRows),
-             "strategy '" << row.name << "' must be modelled as a production strategy");
+  MDDP_CHECK(row.plan != nullptr, "strategy '" << row.name << "' has no bucket plan");
   rows.push_back(row);
   return Strategy(rows.size() - 1);
 }
@@ -88,8 +85,12 @@ std::vector<Strategy> all_strategies() {
 
 std::string_view strategy_name(Strategy s) { return strategy_row(s).name; }
 std::string_view strategy_description(Strategy s) { return strategy_row(s).description; }
-bool is_async(Strategy s) { return strategy_row(s).async; }
-Strategy modelled_as(Strategy s) { return strategy_row(s).modelled_as; }
+bool is_async(Strategy s) { return strategy_row(s).launch == Launch::DuringBackward; }
+
+std::vector<Bucket> strategy_plan(Strategy s, const Params& params, std::int64_t flat_count,
+                                  const GradSyncOptions& options) {
+  return strategy_row(s).plan(params, flat_count, options);
+}
 
 Strategy parse_strategy(std::string_view name, std::string_view what) {
   for (const Strategy s : all_strategies()) {

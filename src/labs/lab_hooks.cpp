@@ -203,7 +203,7 @@ void LabOverlapSync::finish() {
   hooks_->backward_end();
   recorder_.set_phase(HookPhase::Outside);
   recorder_.check_complete();
-  // Compression's second phase and decode, in parameter order (as BucketedSync does).
+  // Compression's second phase and decode, in parameter order (as PlannedSync does).
   for (std::size_t u = 0; u < params_.size(); ++u) complete_unit(static_cast<int>(u));
   const std::int64_t wait_end = core::now_ns();
   events_.record(core::EventKind::CommWait, step_, -1, wait_begin, wait_end);

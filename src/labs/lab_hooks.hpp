@@ -4,7 +4,7 @@
 //
 // LabOverlapSync is the production `overlap` strategy with its hook side replaced: one all-reduce
 // per parameter, launched through HookRecorder::all_reduce_async, which issues exactly what
-// BucketedSync with plan_per_parameter issues (GradSync::launch_unit, asynchronous), so a correct
+// PlannedSync with plan_per_parameter issues (GradSync::launch_unit, asynchronous), so a correct
 // lab trains bitwise identically to `overlap`.
 //
 // Enforced in every run, as a UsageError naming the lab (every rank runs the same code, so every

@@ -1,5 +1,5 @@
 // lab_planner.hpp — the seam of lab 06 (docs/labs/06-bucketing): `--strategy lab-bucketed` is the
-// production `bucketed` strategy (ddp/bucketed_sync.hpp) driven by the plan of the student's
+// production `bucketed` strategy (ddp/planned_sync.hpp) driven by the plan of the student's
 // labs::plan_buckets instead of ddp::plan_buckets.
 //
 // The student's plan is checked for STRUCTURE before anything runs on it (buckets in order, each

@@ -1,7 +1,7 @@
 // lab_strategies.cpp — the lab strategies' rows of the strategy table (see lab_strategies.hpp).
 #include "labs/lab_strategies.hpp"
 
-#include "ddp/bucketed_sync.hpp"
+#include "ddp/planned_sync.hpp"
 #include "labs/lab_hooks.hpp"
 #include "labs/lab_planner.hpp"
 #include "labs/lab_sync.hpp"
@@ -30,8 +30,8 @@ std::unique_ptr<ddp::GradSync> make_bucketed(ddp::Strategy self, comm::Communica
                                              core::TensorView grads, core::EventLog& events,
                                              const ddp::GradSyncOptions& options) {
   const ddp::BucketCaps caps = ddp::bucket_caps(options);
-  return std::make_unique<ddp::BucketedSync>(self, lab_plan_buckets(params, caps.cap_bytes, caps.first_cap_bytes), comm,
-                                             params, grads, events);
+  return std::make_unique<ddp::PlannedSync>(self, lab_plan_buckets(params, caps.cap_bytes, caps.first_cap_bytes),
+                                            ddp::Launch::DuringBackward, comm, params, grads, events);
 }
 
 // Lab 09: the student's ZeRO-1 — the sync reduce-scatters, the update steps the shard and gathers.
@@ -49,22 +49,42 @@ constexpr std::string_view kNoShard = "a course lab, docs/labs";
 
 }  // namespace
 
+// Each row's plan is the production plan its collectives follow (ZeRO, the step model and the
+// analysis read it); its maker runs the student's code.
 const LabStrategies& lab_strategies() {
   static const LabStrategies rows{
-      ddp::register_strategy({"lab", "YOUR naive data parallelism, lab 04 (docs/labs/04-naive-dp)", false,
-                              ddp::Strategy::Naive, &make_naive_dp, kNoShard,
+      ddp::register_strategy({.name = "lab",
+                              .description = "YOUR naive data parallelism, lab 04 (docs/labs/04-naive-dp)",
+                              .plan = &ddp::per_parameter_buckets,
+                              .launch = ddp::Launch::AfterBackward,
+                              .no_shard = kNoShard,
                               // It hands the student plain fp32 all-reduces: encode/decode would bypass their code.
-                              "lab 04"}),
-      ddp::register_strategy({"lab-overlap", "overlap with YOUR hooks, lab 05 (docs/labs/05-hooks-overlap)", true,
-                              ddp::Strategy::Overlap, &make_overlap, kNoShard}),
-      ddp::register_strategy({"lab-bucketed", "bucketed with YOUR bucket planner, lab 06 (docs/labs/06-bucketing)",
-                              true, ddp::Strategy::Bucketed, &make_bucketed, kNoShard}),
-      ddp::register_strategy({"lab-zero1", "YOUR ZeRO stage 1, lab 09 (docs/labs/09-zero1)", false, ddp::Strategy::Flat,
-                              &make_zero1,
+                              .no_compression = "lab 04",
+                              .make = &make_naive_dp}),
+      ddp::register_strategy({.name = "lab-overlap",
+                              .description = "overlap with YOUR hooks, lab 05 (docs/labs/05-hooks-overlap)",
+                              .plan = &ddp::per_parameter_buckets,
+                              .launch = ddp::Launch::DuringBackward,
+                              .no_shard = kNoShard,
+                              .make = &make_overlap}),
+      ddp::register_strategy({.name = "lab-bucketed",
+                              .description = "bucketed with YOUR bucket planner, lab 06 (docs/labs/06-bucketing)",
+                              .plan = &ddp::capped_buckets,
+                              .launch = ddp::Launch::DuringBackward,
+                              .reads_bucket_caps = true,
+                              .no_shard = kNoShard,
+                              .make = &make_bucketed}),
+      ddp::register_strategy({.name = "lab-zero1",
+                              .description = "YOUR ZeRO stage 1, lab 09 (docs/labs/09-zero1)",
+                              // Reduce-scatter + all-gather of the whole buffer: one all-reduce's bytes.
+                              .plan = &ddp::one_bucket,
+                              .launch = ddp::Launch::AfterBackward,
                               // It is sharded already, by the student's code and its own update.
-                              "a course lab that shards the optimizer state itself, docs/labs",
+                              .no_shard = "a course lab that shards the optimizer state itself, docs/labs",
                               // It hands the student plain fp32 collectives.
-                              "lab 09", &make_zero1_update}),
+                              .no_compression = "lab 09",
+                              .make = &make_zero1,
+                              .make_update = &make_zero1_update}),
   };
   return rows;
 }

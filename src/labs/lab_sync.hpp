@@ -2,8 +2,8 @@
 // docs/labs/04-naive-dp) runs inside the real trainer: `--strategy lab` in train, bench ddp and
 // every other command that takes --strategy.
 //
-// LabSync is a GradSync strategy like NaiveSync: backward reports each gradient ready, and after
-// backward finish() calls the student's naive_data_parallel_sync (lab_api.hpp) with a
+// LabSync is a GradSync strategy like naive (a PlannedSync launched after backward): backward
+// reports each gradient ready, and after backward finish() calls the student's naive_data_parallel_sync (lab_api.hpp) with a
 // GradSyncContext over the flat gradient buffer. Each all_reduce_sum the student makes is one
 // blocking fp32 sum all-reduce on the program's communicator, recorded in the event log like
 // naive's (Collective and CollectiveExec; CommWait for the whole finish), so the step table,

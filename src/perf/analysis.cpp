@@ -285,9 +285,9 @@ Analysis analyze(const RunRecord& rec, const CommModel& model, const AnalyzeOpti
     worst_err = std::max(worst_err, std::abs(err));
     r.error_pct = 100.0 * err;
     out.strategies.push_back(r);
-    if (ddp::modelled_as(run.strategy) == ddp::Strategy::Bucketed ||
-        (ddp::modelled_as(reference->strategy) != ddp::Strategy::Bucketed &&
-         ddp::modelled_as(run.strategy) == ddp::Strategy::Overlap)) {
+    // The reference run: the last one with capped buckets, else the last one launched during backward.
+    if (ddp::strategy_row(run.strategy).reads_bucket_caps ||
+        (!ddp::strategy_row(reference->strategy).reads_bucket_caps && ddp::is_async(run.strategy))) {
       reference = &run;
     }
   }

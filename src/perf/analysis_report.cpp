@@ -18,7 +18,7 @@ using core::kMiB;
 // "bucketed 25 MiB" (the cap matters for bucketed only) or the strategy's name.
 std::string scaling_label(const ScalingResult& s) {
   std::string label(ddp::strategy_name(s.strategy));
-  if (ddp::modelled_as(s.strategy) != ddp::Strategy::Bucketed) return label;
+  if (!ddp::strategy_row(s.strategy).reads_bucket_caps) return label;
   char mib[32];
   std::snprintf(mib, sizeof mib, "%g", s.bucket_mb);
   return label + " " + mib + " MiB";

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/units.hpp"
 #include "ddp/bucket_planner.hpp"
 
 namespace microddp::perf {
@@ -104,30 +105,23 @@ StepPrediction predict_step(const StepProfile& prof, ddp::Strategy strategy, con
                                   return fp32_allreduce.streamed(bytes * prof.wire_ratio, before * prof.wire_ratio);
                                 }};
   StepPrediction r;
-  // A strategy issues the collectives of the production strategy it is modelled as (its row).
-  const ddp::Strategy as = ddp::modelled_as(strategy);
-  if (as == ddp::Strategy::Naive) {
-    // One after the other: one busy period (a shaped link streams them as one transfer).
-    for (double before = 0; const auto& p : prof.params) {
-      const double bytes = bytes_of(p.count);
+  // The strategy's bucket plan (its row; the caps go in as MiB, exactly: a power-of-two division).
+  const ddp::StrategyRow& row = ddp::strategy_row(strategy);
+  const ddp::GradSyncOptions caps{bucket_cap_bytes / core::kMiB, first_bucket_cap_bytes / core::kMiB};
+  const std::vector<ddp::Bucket> plan = ddp::strategy_plan(strategy, prof.params, model::flat_count(prof.params), caps);
+  if (row.launch == ddp::Launch::AfterBackward) {
+    // One after the other, after backward: one busy period (a shaped link streams them as one transfer).
+    for (double before = 0; const auto& b : plan) {
+      const double bytes = bytes_of(b.count);
       r.comm_total_s += before > 0 ? allreduce.streamed(bytes, before) : allreduce(bytes);
       before += bytes;
     }
-    r.collectives = static_cast<std::int64_t>(prof.params.size());
+    r.collectives = static_cast<std::int64_t>(plan.size());
     r.exposed_comm_s = prof.peer_lag_s + r.comm_total_s;
-  } else if (as == ddp::Strategy::Flat) {
-    // The whole flat buffer, alignment padding included (model/param_layout.hpp).
-    r.comm_total_s = allreduce(bytes_of(model::flat_count(prof.params)));
-    r.exposed_comm_s = prof.peer_lag_s + r.comm_total_s;
-    r.collectives = 1;
-  } else if (as == ddp::Strategy::Overlap) {
-    r = simulate_async(prof, ddp::plan_per_parameter(prof.params), allreduce);
-  } else if (as == ddp::Strategy::Bucketed) {
-    const auto cap = static_cast<std::int64_t>(std::llround(bucket_cap_bytes));
-    const auto first = static_cast<std::int64_t>(std::llround(first_bucket_cap_bytes));
-    r = simulate_async(prof, ddp::plan_buckets(prof.params, std::max<std::int64_t>(cap, 1), first), allreduce);
-    r.bucket_bytes = bucket_cap_bytes;
+  } else {
+    r = simulate_async(prof, plan, allreduce);
   }
+  if (row.reads_bucket_caps) r.bucket_bytes = bucket_cap_bytes;
   r.strategy = strategy;
   r.step_s = prof.data_s + prof.forward_s + prof.backward_s + r.exposed_comm_s + prof.loss_sync_s + prof.optimizer_s +
              prof.other_s + prof.compress_s;

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "ddp/bucket_planner.hpp"
-#include "ddp/bucketed_sync.hpp"
+#include "ddp/planned_sync.hpp"
 #include "grader_training.hpp"
 #include "labs/lab_api.hpp"
 #include "labs/lab_planner.hpp"
@@ -323,7 +323,7 @@ Run train(ddp::Strategy strategy, const ddp::GradSyncOptions& options, comm::Com
   c.sync_options = options;
   Run r;
   r.run = labs::grading::train(c, comm, [&](const ddp::Trainer& t, std::int64_t) {
-    r.buckets = dynamic_cast<const ddp::BucketedSync&>(t.sync()).buckets();
+    r.buckets = dynamic_cast<const ddp::PlannedSync&>(t.sync()).buckets();
   });
   return r;
 }

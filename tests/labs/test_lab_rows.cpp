@@ -34,27 +34,30 @@ TEST(LabRows, StrategiesAreTheirProductionStrategyWithTheStudentsPart) {
   const LabStrategies& lab = lab_strategies();
   for (const ddp::Strategy s : {lab.naive_dp, lab.overlap, lab.bucketed}) {
     EXPECT_EQ(ddp::parse_strategy(ddp::strategy_name(s)), s);
-    EXPECT_NE(ddp::modelled_as(s), s);
-    EXPECT_EQ(ddp::modelled_as(ddp::modelled_as(s)), ddp::modelled_as(s));  // a production strategy
+    EXPECT_NE(ddp::strategy_row(s).make, nullptr);  // the student's part
+    EXPECT_FALSE(ddp::strategy_row(s).graph_obstacle.empty());  // the student's host code runs every step
     EXPECT_NE(ddp::strategy_description(s).find("lab 0"), std::string_view::npos) << ddp::strategy_name(s);
     EXPECT_EQ(ddp::strategy_row(s).no_shard, "a course lab, docs/labs");
     EXPECT_EQ(ddp::strategy_row(s).make_update, nullptr) << ddp::strategy_name(s);
   }
   EXPECT_EQ(ddp::strategy_name(lab.naive_dp), "lab");
-  EXPECT_EQ(ddp::modelled_as(lab.naive_dp), ddp::Strategy::Naive);
+  // Each row's plan is its production strategy's (ZeRO, the step model and analyze read it).
+  EXPECT_EQ(ddp::strategy_row(lab.naive_dp).plan, ddp::strategy_row(ddp::Strategy::Naive).plan);
   EXPECT_FALSE(ddp::is_async(lab.naive_dp));
   EXPECT_EQ(ddp::strategy_row(lab.naive_dp).no_compression, "lab 04");
-  EXPECT_EQ(ddp::modelled_as(lab.overlap), ddp::Strategy::Overlap);
+  EXPECT_EQ(ddp::strategy_row(lab.overlap).plan, ddp::strategy_row(ddp::Strategy::Overlap).plan);
   EXPECT_TRUE(ddp::is_async(lab.overlap));
   EXPECT_TRUE(ddp::strategy_row(lab.overlap).no_compression.empty());
-  EXPECT_EQ(ddp::modelled_as(lab.bucketed), ddp::Strategy::Bucketed);
+  EXPECT_EQ(ddp::strategy_row(lab.bucketed).plan, ddp::strategy_row(ddp::Strategy::Bucketed).plan);
+  EXPECT_TRUE(ddp::strategy_row(lab.bucketed).reads_bucket_caps);
   EXPECT_TRUE(ddp::is_async(lab.bucketed));
 }
 
 TEST(LabRows, Zero1IsFlatWithTheStudentsShardedUpdate) {
   const LabStrategies& lab = lab_strategies();
   EXPECT_EQ(ddp::parse_strategy("lab-zero1"), lab.zero1);
-  EXPECT_EQ(ddp::modelled_as(lab.zero1), ddp::Strategy::Flat);  // reduce-scatter + all-gather = one all-reduce
+  // Reduce-scatter + all-gather of the whole buffer = one all-reduce's bytes: flat's plan.
+  EXPECT_EQ(ddp::strategy_row(lab.zero1).plan, ddp::strategy_row(ddp::Strategy::Flat).plan);
   EXPECT_FALSE(ddp::is_async(lab.zero1));
   EXPECT_NE(ddp::strategy_description(lab.zero1).find("lab 09"), std::string_view::npos);
   EXPECT_NE(ddp::strategy_row(lab.zero1).no_shard.find("shards the optimizer state itself"), std::string_view::npos);

@@ -31,7 +31,7 @@ std::unique_ptr<GradCompressor> make_powersgd(const GradCompressionConfig& confi
 
 using M = CompressionMode;
 constexpr CompressionModeRow kModes[] = {
-    {M::None, "none", "fp32", false, false, nullptr},
+    {M::None, "none", "fp32", false, false, nullptr, /*graph_obstacle=*/{}},
     {M::Fp16, "fp16", "", true, false, &make_fp16},
     {M::Bf16, "bf16", "16-bit, fp32 accumulation", true, false, &make_bf16},
     {M::PowerSgd, "powersgd", "low rank", true, true, &make_powersgd},

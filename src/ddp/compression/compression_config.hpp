@@ -13,7 +13,8 @@
 // A mode is a CompressionMode everywhere inside the program (parsed once, at the command line or
 // when a checkpoint or run record is read); its name appears only at the edges. Every fact about a
 // mode is its row of compression_modes() (compression_config.cpp): name, help, whether it is lossy,
-// whether it reads the PowerSGD settings, and the maker of its compressor. Adding a mode: an
+// whether it reads the PowerSGD settings, the maker of its compressor, and whether a CUDA graph can
+// replay it. Adding a mode: an
 // enumerator, one row, and its compressor's file(s) (docs/design.md, "Adding a compression mode").
 // Further rows are added at start-up by register_compression_mode (the course's labs, src/labs,
 // register theirs from app/main.cpp, as they do strategies: ddp/strategy.hpp); they take the next
@@ -60,6 +61,9 @@ struct CompressionModeRow {
   bool lossy = false;                  // the gradient is approximated: error feedback applies
   bool powersgd_settings = false;      // reads --powersgd-rank and --powersgd-start-step
   GradCompressorMaker make = nullptr;  // nullptr: no compressor, the plain fp32 all-reduce
+  // Why a step that carries it cannot be captured into a CUDA graph (ddp/step_graph.hpp), in a few
+  // words; empty: it can. A compressor's finish() runs host code after the first collective.
+  std::string_view graph_obstacle = "its second phase is host-driven";
 };
 
 // Every mode, in the order help text lists them (row i is mode i): production, then registered.

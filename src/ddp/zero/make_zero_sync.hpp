@@ -1,7 +1,6 @@
 // make_zero_sync.hpp — the shard plan of a strategy, and the ZeroSync for it.
 //
-// Shards follow the strategy's buckets: bucketed uses the bucket planner's caps, overlap and naive
-// one bucket per parameter, flat one bucket over the whole buffer (shard_plan.hpp).
+// Shards follow the buckets of the strategy's plan (its row, ddp/strategy.hpp; shard_plan.hpp).
 #pragma once
 
 #include <memory>
@@ -12,8 +11,6 @@
 
 namespace microddp::ddp::zero {
 
-std::vector<Bucket> buckets_for_strategy(Strategy strategy, const GradSyncOptions& options,
-                                         const std::vector<model::ParamInfo>& params);
 ShardPlan plan_for_strategy(Strategy strategy, const GradSyncOptions& options,
                             const std::vector<model::ParamInfo>& params, std::int64_t flat_count, int world, int rank);
 

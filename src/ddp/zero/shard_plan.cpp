@@ -25,6 +25,10 @@ ShardMode parse_shard_mode(std::string_view name) {
   return ShardMode::None;
 }
 
+std::string_view shard_graph_obstacle(ShardMode m) {
+  return m == ShardMode::None ? std::string_view{} : "the next forward waits for parameter gathers";
+}
+
 ShardPlan plan_shards(const std::vector<model::ParamInfo>& params, std::int64_t flat_count,
                       const std::vector<Bucket>& buckets, int world, int rank) {
   MDDP_CHECK(world >= 1 && rank >= 0 && rank < world, "bad world size " << world << " / rank " << rank);

@@ -38,6 +38,8 @@ enum class ShardMode : std::uint8_t { None, Optimizer, Gradients };
 std::string_view shard_mode_name(ShardMode m);
 // "none" | "optimizer" | "gradients"; throws core::UsageError otherwise.
 ShardMode parse_shard_mode(std::string_view name);
+// Why a sharded step cannot be captured into a CUDA graph (ddp/step_graph.hpp); empty: it can.
+std::string_view shard_graph_obstacle(ShardMode m);
 
 struct ShardBucket {
   Bucket bucket;            // the planner's bucket (parameters, unwidened slice)

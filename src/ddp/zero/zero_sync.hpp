@@ -2,7 +2,7 @@
 //
 // Per step, on top of the bucket plan (shard_plan.hpp says how shards sit in buckets):
 //   backward     each bucket, the moment its last gradient is ready (strictly in bucket order, like
-//                BucketedSync), launches an async REDUCE-SCATTER of its world*chunk elements and, if
+//                PlannedSync), launches an async REDUCE-SCATTER of its world*chunk elements and, if
 //                the bucket has a tail, an async all-reduce of the tail;
 //   finish()     waits for them: rank r now holds the summed gradient of its chunks (and every tail);
 //   update       the trainer steps the optimizer over segments() only (this rank's chunks + tails)
