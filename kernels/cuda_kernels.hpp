@@ -62,7 +62,7 @@ std::size_t sum_squares_workspace_bytes();
 void sum_squares(const float* x, std::int64_t n, double* partials, double* out, cudaStream_t stream);
 
 // Fused optimizer passes (one read and one write of each state array); p_bf16, when not null, gets
-// the updated weights rounded to bf16 in the same pass (Ops::adam_step).
+// the updated weights rounded to bf16 in the same pass (OptimizerKernels::adam_step).
 void adam_step(const AdamParams& params, float* p, const float* g, float* m, float* v, std::int64_t n,
                std::uint16_t* p_bf16, cudaStream_t stream);
 // momentum_buf may be null when params.momentum == 0.
@@ -71,10 +71,10 @@ void sgd_step(const SgdParams& params, float* p, const float* g, float* momentum
 
 // x(n) *= alpha.
 void scale(float* x, float alpha, std::int64_t n, cudaStream_t stream);
-// The update decided on the device (Ops::update_gate ... sgd_step_gated; elementwise.hpp): the gate
+// The update decided on the device (OptimizerKernels::update_gate ... sgd_step_gated; elementwise.hpp): the gate
 // from the all-reduced numerics (one thread), then the same passes as scale / adam_step / sgd_step
 // whose every thread reads the gate (and the optimizer's parameters) from device memory.
-void update_gate(const double* numerics, double max_norm, UpdateGate* gate, cudaStream_t stream);
+void update_gate(const StepNumerics* numerics, double max_norm, UpdateGate* gate, cudaStream_t stream);
 void scale_gated(float* x, const UpdateGate* gate, std::int64_t n, cudaStream_t stream);
 void adam_step_gated(const AdamParams* params, const UpdateGate* gate, float* p, const float* g, float* m, float* v,
                      std::int64_t n, std::uint16_t* p_bf16, cudaStream_t stream);
@@ -99,8 +99,9 @@ void copy(float* dst, const float* src, std::int64_t n, cudaStream_t stream);
 // For a GPU ring all-reduce.
 void reduce(float* dst, const float* a, const float* b, std::int64_t n, core::ReduceOp op, cudaStream_t stream);
 
-// out[0..2] = step_numerics(losses[0..k), *grad_sumsq) of elementwise.hpp, on the device (one thread).
-void step_numerics(const float* losses, std::int64_t k, const double* grad_sumsq, double* out, cudaStream_t stream);
+// *out = step_numerics(losses[0..k), *grad_sumsq) of elementwise.hpp, on the device (one thread).
+void step_numerics(const float* losses, std::int64_t k, const double* grad_sumsq, StepVerdict* out,
+                   cudaStream_t stream);
 
 // The synthetic data set's rows x(count, in_dim) and y(count) of samples [first, first + count)
 // (synthetic_data.hpp; spec.teacher is device memory): the same bits as synthetic_rows_host. Two

@@ -28,21 +28,40 @@ MDDP_HD_INLINE T reduce_pair(core::ReduceOp op, T a, T b) {
 }
 
 // ---- the numerics verdict of a training step -------------------------------------------------
+// A step's verdict: three doubles that one all-reduce (sum) agrees on. One rank's: the loss share of
+// its micro-steps, and 1 or 0 for "the loss is not finite", "the gradient is not finite"; summed over
+// ranks, the global loss and the number of ranks that saw each (DESIGN: the verdict rides in the loss
+// all-reduce; counts are small integers, exact in double).
+struct StepVerdict {
+  double loss = 0.0;
+  double loss_nonfinite = 0.0;
+  double grad_nonfinite = 0.0;
+};
+// The step's numerics in device memory (ddp/numerics_verdict.hpp): the verdict all-reduced, the
+// synchronised gradient's sum of squares (global), and this rank's own verdict.
+struct StepNumerics {
+  StepVerdict agreed;  // all-reduced (the collective's 3 doubles: agreed_doubles())
+  double grad_sum_squares = 0.0;
+  StepVerdict own;
+};
+static_assert(sizeof(StepVerdict) == 3 * sizeof(double), "StepVerdict is all-reduced as 3 contiguous doubles");
+// The all-reduced doubles of *n (agreed.loss, agreed.loss_nonfinite, agreed.grad_nonfinite).
+MDDP_HD_INLINE double* agreed_doubles(StepNumerics* n) { return &n->agreed.loss; }
+
 // From a step's K micro-step losses (floats, this rank's share) and the sum of squares of the
-// synchronised gradient: out[0] = the local loss, summed in double in micro-step order; out[1] = 1
-// if it is not finite, else 0; out[2] = 1 if the gradient sum of squares is not finite, else 0.
-// Summed over ranks (one all-reduce), out[1] and out[2] count the ranks that saw a non-finite loss
-// or gradient (DESIGN: the verdict rides in the loss all-reduce). One thread computes it (GPU) or
-// the host (CPU), so both give the same bits.
+// synchronised gradient: out->loss = the local loss, summed in double in micro-step order;
+// out->loss_nonfinite = 1 if it is not finite, else 0; out->grad_nonfinite = 1 if the gradient sum of
+// squares is not finite, else 0. One thread computes it (GPU) or the host (CPU), so both give the
+// same bits.
 // Finite test without <cmath>'s host/device overload questions: x - x is 0 exactly for finite x and
 // NaN for NaN and +-Inf (IEEE arithmetic; we never compile with fast-math).
 MDDP_HD_INLINE bool is_finite(double x) { return x - x == 0.0; }
-MDDP_HD_INLINE void step_numerics(const float* losses, std::int64_t k, const double* grad_sumsq, double* out) {
+MDDP_HD_INLINE void step_numerics(const float* losses, std::int64_t k, const double* grad_sumsq, StepVerdict* out) {
   double loss = 0.0;
   for (std::int64_t i = 0; i < k; ++i) loss += static_cast<double>(losses[i]);
-  out[0] = loss;
-  out[1] = is_finite(loss) ? 0.0 : 1.0;
-  out[2] = is_finite(*grad_sumsq) ? 0.0 : 1.0;
+  out->loss = loss;
+  out->loss_nonfinite = is_finite(loss) ? 0.0 : 1.0;
+  out->grad_nonfinite = is_finite(*grad_sumsq) ? 0.0 : 1.0;
 }
 
 // ---- activations ----------------------------------------------------------------------------
@@ -109,13 +128,12 @@ struct UpdateGate {
   float clip = 1.0f;      // the gradient is multiplied by clip before the update when clip < 1
   std::int32_t skip = 0;  // 1: no update at all (parameters and optimizer state stay as they were)
 };
-// From the step's numerics after their all-reduce (numerics_verdict.hpp: [0] loss, [1] ranks with a
-// non-finite loss, [2] ranks with a non-finite gradient, [3] the global gradient's sum of squares);
-// max_norm <= 0: no clipping.
-MDDP_HD_INLINE UpdateGate update_gate(const double* numerics, double max_norm) {
+// From the step's numerics after their all-reduce (the agreed verdict and the global gradient's sum
+// of squares); max_norm <= 0: no clipping.
+MDDP_HD_INLINE UpdateGate update_gate(const StepNumerics& numerics, double max_norm) {
   UpdateGate gate;
-  gate.skip = numerics[1] != 0.0 || numerics[2] != 0.0 ? 1 : 0;
-  if (max_norm > 0.0) gate.clip = static_cast<float>(clip_factor(sqrt(numerics[3]), max_norm));
+  gate.skip = numerics.agreed.loss_nonfinite != 0.0 || numerics.agreed.grad_nonfinite != 0.0 ? 1 : 0;
+  if (max_norm > 0.0) gate.clip = static_cast<float>(clip_factor(sqrt(numerics.grad_sum_squares), max_norm));
   return gate;
 }
 

@@ -11,6 +11,7 @@
 #include "core/aligned_alloc.hpp"
 #include "core/error.hpp"
 #include "core/timer.hpp"
+#include "kernels/optimizer_kernels.hpp"
 
 namespace microddp::kernels {
 
@@ -29,25 +30,7 @@ void Ops::upload_async(int slot, void* dst, const void* src, std::size_t bytes) 
   if (bytes > 0) std::memcpy(dst, src, bytes);
 }
 
-// The CPU reads the gate and the scalars at once (its "device" memory is the host's) and runs the
-// eager calls, so the gated step is the eager step by construction.
-void Ops::update_gate(const double* numerics, double max_norm, UpdateGate* gate) {
-  *gate = kernels::update_gate(numerics, max_norm);
-}
-
-void Ops::scale_gated(float* x, const UpdateGate* gate, std::int64_t n) {
-  if (gate->skip == 0 && gate->clip < 1.0f) scale(x, gate->clip, n);
-}
-
-void Ops::adam_step_gated(const AdamParams* params, const UpdateGate* gate, float* p, const float* g, float* m,
-                          float* v, std::int64_t n, std::uint16_t* p_bf16) {
-  if (gate->skip == 0) adam_step(*params, p, g, m, v, n, p_bf16);
-}
-
-void Ops::sgd_step_gated(const SgdParams* params, const UpdateGate* gate, float* p, const float* g,
-                         float* momentum_buf, std::int64_t n, std::uint16_t* p_bf16) {
-  if (gate->skip == 0) sgd_step(*params, p, g, momentum_buf, n, p_bf16);
-}
+std::unique_ptr<OptimizerKernels> Ops::make_optimizer_kernels() { return make_cpu_optimizer_kernels(*this); }
 
 std::uint32_t Ops::mark() {
   const std::uint32_t id = next_mark_++ % kMarkSlots;

@@ -1,4 +1,5 @@
-// ops.hpp — the compute interface of microddp: everything the model and optimizers run.
+// ops.hpp — the compute interface of microddp: everything the model runs (the optimizers' own
+// kernels are behind kernels/optimizer_kernels.hpp).
 // Contract:
 //   * Matrices are row-major; shapes are given at each method. Pointers live on device().
 //   * Backward ops ACCUMULATE into gradient buffers (gemm with beta = 1, bias_grad +=), so that
@@ -16,17 +17,27 @@
 #include <memory>
 #include <string>
 
+#include "core/device_stream.hpp"
 #include "core/dtype.hpp"
 #include "kernels/elementwise.hpp"
 
 namespace microddp::kernels {
 
-struct SyntheticSpec;  // kernels/synthetic_data.hpp
+struct SyntheticSpec;     // kernels/synthetic_data.hpp
+class OptimizerKernels;  // kernels/optimizer_kernels.hpp
 
 class Ops {
  public:
   virtual ~Ops() = default;
   virtual core::Device device() const = 0;
+  // The optimizers' kernels on this device, queued in order with these calls (an optimizer owns them:
+  // kernels/optimizer_kernels.hpp; this Ops must outlive them). CpuOps: the host loops; CudaOps: the
+  // CUDA kernels on its stream.
+  virtual std::unique_ptr<OptimizerKernels> make_optimizer_kernels();
+  // Whether every call has finished when it returns (the CPU runs each at once), or only after a later
+  // synchronize() (a GPU queues them): whether a host buffer a call read is free again at once, and
+  // whether a mark()'s time is known at once. The one place that ties this to the device.
+  bool completes_on_return() const { return device() == core::Device::Host; }
   virtual std::string description() const = 0;  // e.g. "cpu (OpenBLAS 0.3.21, 1 thread)"
 
   // C(m, n) = alpha * op(A) * op(B) + beta * C, row-major.
@@ -85,16 +96,6 @@ class Ops {
   // Numerically stable (max subtracted). A label outside [0, classes) is an error.
   virtual void softmax_xent(const float* logits, const std::int32_t* labels, std::int64_t rows, std::int64_t classes,
                             float scale, float* dlogits, float* loss_out) = 0;
-
-  // One fused pass of Adam/AdamW over n elements: p, m, v updated in place from g. When p_bf16 is not
-  // null, p_bf16(n) = the updated p rounded to bf16 (elementwise.hpp's float_to_bf16_bits) in the same
-  // pass: --precision bf16's copy of the weights for the GEMMs, made where the weights are written
-  // instead of by a rounding pass of its own (which would read all of p again).
-  virtual void adam_step(const AdamParams& params, float* p, const float* g, float* m, float* v, std::int64_t n,
-                         std::uint16_t* p_bf16) = 0;
-  // One fused pass of SGD(+momentum); momentum_buf may be null when params.momentum == 0; p_bf16 as above.
-  virtual void sgd_step(const SgdParams& params, float* p, const float* g, float* momentum_buf, std::int64_t n,
-                        std::uint16_t* p_bf16) = 0;
 
   // x(n) *= alpha.
   virtual void scale(float* x, float alpha, std::int64_t n) = 0;
@@ -155,28 +156,11 @@ class Ops {
   virtual void copy_to_host_async(void* dst, const void* src, std::size_t bytes) { copy_to_host(dst, src, bytes); }
   // *out (device() memory) = sum_squares(x, n), queued.
   virtual void sum_squares_to(const float* x, std::int64_t n, double* out) { *out = sum_squares(x, n); }
-  // out[0..2] (device() memory) = step_numerics(losses[0..k), *grad_sumsq) of elementwise.hpp,
-  // queued; all pointers device() memory.
-  virtual void step_numerics(const float* losses, std::int64_t k, const double* grad_sumsq, double* out) {
+  // *out (device() memory) = step_numerics(losses[0..k), *grad_sumsq) of elementwise.hpp, queued;
+  // all pointers device() memory.
+  virtual void step_numerics(const float* losses, std::int64_t k, const double* grad_sumsq, StepVerdict* out) {
     kernels::step_numerics(losses, k, grad_sumsq, out);
   }
-  // ---- an optimizer step decided on the device (the optimizer inside the step's CUDA graph) ----
-  // A replayed step cannot wait for the host's verdict before its optimizer, so these read their
-  // decisions and scalars from device() memory when they run (values of replay time, not capture
-  // time); each gives the bits of its eager counterpart (elementwise.hpp, "an update decided on the
-  // device"). All pointers device() memory; queued like the calls above.
-  //   update_gate      *gate = update_gate(numerics, max_norm): skip, and the clip factor
-  //   scale_gated      x *= gate->clip, unless gate->skip or gate->clip >= 1 (then nothing)
-  //   adam_step_gated  adam_step(*params, ...) unless gate->skip; sgd_step_gated likewise, whose
-  //                    momentum_buf must be given exactly when params->momentum != 0 (CudaOps picks
-  //                    its kernel by the buffer: the host cannot read *params)
-  virtual void update_gate(const double* numerics, double max_norm, UpdateGate* gate);
-  virtual void scale_gated(float* x, const UpdateGate* gate, std::int64_t n);
-  virtual void adam_step_gated(const AdamParams* params, const UpdateGate* gate, float* p, const float* g, float* m,
-                               float* v, std::int64_t n, std::uint16_t* p_bf16);
-  virtual void sgd_step_gated(const SgdParams* params, const UpdateGate* gate, float* p, const float* g,
-                              float* momentum_buf, std::int64_t n, std::uint16_t* p_bf16);
-
   // Device-side time stamps for phase timing without waiting: mark() queues a stamp and returns its
   // id; mark_ns(id) is when the device reached it, on the host clock (core::now_ns), valid once a
   // synchronize() issued after the mark has returned. The CPU stamps at the call. Ids are reused
@@ -205,15 +189,15 @@ class Ops {
   virtual void range_pop() {}
 
   // The stream the ops are queued on, for callers that must order other work after them (e.g. an
-  // NCCL all-reduce of the gradients): a cudaStream_t for CudaOps, nullptr for CpuOps.
-  virtual void* native_stream() const { return nullptr; }
+  // NCCL all-reduce of the gradients): CudaOps's stream; the null stream for CpuOps.
+  virtual core::DeviceStream stream() const { return {}; }
 
   // ---- CUDA graphs: record a sequence of calls once, replay it with one launch (docs/gpu.md) ----
   // Every call of a GPU step is a kernel launch from the host (a few microseconds each); a CUDA graph
   // replays all of them as one. supports_graphs() says whether this implementation can: the CPU runs
   // every call at once and cannot (the capture calls below throw core::Error there; abort_capture and
   // destroy_graph do nothing).
-  //   begin_capture()   the calls queued on the compute stream (native_stream(), also work ordered after
+  //   begin_capture()   the calls queued on the compute stream (stream(), also work ordered after
   //                     it, e.g. NCCL joined through events) are recorded from now on, not run;
   //   end_capture()     stops recording and returns the instantiated graph; throws core::Error (with
   //                     CUDA's reason) if CUDA refused something during the capture, which then is over;

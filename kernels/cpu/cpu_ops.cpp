@@ -178,35 +178,6 @@ class CpuOps final : public Ops {
     *loss_out = static_cast<float>(static_cast<double>(scale) * loss);
   }
 
-  void adam_step(const AdamParams& params, float* __restrict p, const float* __restrict g, float* __restrict m,
-                 float* __restrict v, std::int64_t n, std::uint16_t* __restrict p_bf16) override {
-    MDDP_CHECK(n >= 0, "adam_step: negative count " << n);
-    const AdamParams a = params;  // local copy: the compiler can keep it in registers (no aliasing)
-    for (std::int64_t i = 0; i < n; ++i) adam_update(a, p[i], g[i], m[i], v[i]);
-    round_to_bf16(p, p_bf16, n);
-  }
-
-  void sgd_step(const SgdParams& params, float* __restrict p, const float* __restrict g, float* __restrict momentum_buf,
-                std::int64_t n, std::uint16_t* __restrict p_bf16) override {
-    MDDP_CHECK(n >= 0, "sgd_step: negative count " << n);
-    const SgdParams s = params;
-    if (s.momentum != 0.0f) {
-      MDDP_CHECK(momentum_buf != nullptr || n == 0, "sgd_step: momentum " << s.momentum << " needs a momentum buffer");
-      for (std::int64_t i = 0; i < n; ++i) sgd_update(s, p[i], g[i], momentum_buf[i]);
-    } else {
-      float unused = 0.0f;  // sgd_update does not touch buf when momentum == 0
-      for (std::int64_t i = 0; i < n; ++i) sgd_update(s, p[i], g[i], unused);
-    }
-    round_to_bf16(p, p_bf16, n);
-  }
-
-  // The optimizers' bf16 copy of the weights (p_bf16 may be null: none). A loop of its own on the CPU
-  // (the reference: same bits as the GPU's fused store), so the update loops above stay vectorised.
-  static void round_to_bf16(const float* __restrict p, std::uint16_t* __restrict p_bf16, std::int64_t n) {
-    if (p_bf16 == nullptr) return;
-    for (std::int64_t i = 0; i < n; ++i) p_bf16[i] = float_to_bf16_bits(p[i]);
-  }
-
   void scale(float* x, float alpha, std::int64_t n) override {
     MDDP_CHECK(n >= 0, "scale: negative count " << n);
     for (std::int64_t i = 0; i < n; ++i) x[i] *= alpha;

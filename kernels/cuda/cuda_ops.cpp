@@ -3,14 +3,14 @@
 // cuBLASLt's heuristic once per problem (outside captures; the answer is cached) and runs the
 // unfused calls where cuBLASLt has no algorithm: the same results, never an error.
 // Contract (see ops.hpp): row-major; backward ops accumulate; every call is queued on the
-// object's own non-blocking stream (native_stream()) and returns at once; synchronize() waits for the
+// object's own non-blocking stream (stream()) and returns at once; synchronize() waits for the
 // stream and reports device-flagged errors (a softmax_xent label out of range). sum_squares and the
 // host copies wait for the stream (they return a value or finished bytes); copy_to_host also reports
 // the device-flagged errors, as synchronize() does. All scratch memory (cuBLAS workspace,
 // softmax_xent and sum_squares scratch) and the pinned host mirrors are allocated in the
 // constructor; only allocate_bytes allocates afterwards (cudaMalloc, zeroed on our stream). The
 // stream is non-blocking (it does not wait for the legacy default stream): memory filled by other
-// streams or by cudaMemcpy/cudaMemset must be synchronised (or enqueued on native_stream()) before
+// streams or by cudaMemcpy/cudaMemset must be synchronised (or enqueued on stream()) before
 // these ops use it. The queued calls of a step (ops.hpp: pinned staging, async copies, sum_squares_to,
 // step_numerics, mark) never wait; marks are timing events resolved on the host clock by a
 // DeviceClock that synchronize() re-anchors. CUDA graphs (ops.hpp): the compute stream is captured in
@@ -39,6 +39,7 @@
 #include "kernels/cuda/device_clock.hpp"
 #include "kernels/cuda_kernels.hpp"
 #include "kernels/ops.hpp"
+#include "kernels/optimizer_kernels.hpp"
 
 namespace microddp::kernels {
 
@@ -108,7 +109,8 @@ class CudaOps final : public Ops {
 
   core::Device device() const override { return core::Device::Cuda; }
   std::string description() const override { return description_; }
-  void* native_stream() const override { return stream_; }
+  core::DeviceStream stream() const override { return core::DeviceStream(stream_); }
+  std::unique_ptr<OptimizerKernels> make_optimizer_kernels() override { return make_cuda_optimizer_kernels(stream()); }
   // NVTX v3 (header-only; it loads the profiler's injection library only when a tool such as nsys
   // is attached, otherwise each call is a check of a null function pointer).
   void range_push(const char* name) override { nvtxRangePushA(name); }
@@ -220,28 +222,7 @@ class CudaOps final : public Ops {
                     float scale, float* dlogits, float* loss_out) override {
     gpu::softmax_xent(logits, labels, rows, classes, scale, dlogits, loss_out, xent_ws_, stream_);
   }
-  void adam_step(const AdamParams& params, float* p, const float* g, float* m, float* v, std::int64_t n,
-                 std::uint16_t* p_bf16) override {
-    gpu::adam_step(params, p, g, m, v, n, p_bf16, stream_);
-  }
-  void sgd_step(const SgdParams& params, float* p, const float* g, float* momentum_buf, std::int64_t n,
-                std::uint16_t* p_bf16) override {
-    gpu::sgd_step(params, p, g, momentum_buf, n, p_bf16, stream_);
-  }
   void scale(float* x, float alpha, std::int64_t n) override { gpu::scale(x, alpha, n, stream_); }
-  void update_gate(const double* numerics, double max_norm, UpdateGate* gate) override {
-    gpu::update_gate(numerics, max_norm, gate, stream_);
-  }
-  void scale_gated(float* x, const UpdateGate* gate, std::int64_t n) override { gpu::scale_gated(x, gate, n, stream_); }
-  void adam_step_gated(const AdamParams* params, const UpdateGate* gate, float* p, const float* g, float* m, float* v,
-                       std::int64_t n, std::uint16_t* p_bf16) override {
-    gpu::adam_step_gated(params, gate, p, g, m, v, n, p_bf16, stream_);
-  }
-  // The momentum kernel is chosen by the buffer: the host cannot read params->momentum (device memory).
-  void sgd_step_gated(const SgdParams* params, const UpdateGate* gate, float* p, const float* g, float* momentum_buf,
-                      std::int64_t n, std::uint16_t* p_bf16) override {
-    gpu::sgd_step_gated(params, momentum_buf != nullptr, gate, p, g, momentum_buf, n, p_bf16, stream_);
-  }
   void axpy(float alpha, const float* x, float* y, std::int64_t n) override { gpu::axpy(alpha, x, y, n, stream_); }
   void encode_wire16(Wire16 f, const float* src, std::uint16_t* dst, float* residual, std::int64_t n) override {
     gpu::encode_wire16(f, src, dst, residual, n, stream_);
@@ -372,7 +353,7 @@ class CudaOps final : public Ops {
   void sum_squares_to(const float* x, std::int64_t n, double* out) override {
     gpu::sum_squares(x, n, sumsq_partials_, out, stream_);
   }
-  void step_numerics(const float* losses, std::int64_t k, const double* grad_sumsq, double* out) override {
+  void step_numerics(const float* losses, std::int64_t k, const double* grad_sumsq, StepVerdict* out) override {
     gpu::step_numerics(losses, k, grad_sumsq, out, stream_);
   }
   std::uint32_t mark() override {

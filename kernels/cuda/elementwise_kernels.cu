@@ -74,7 +74,7 @@ void scale(float* x, float alpha, std::int64_t n, cudaStream_t stream) {
   MDDP_CUDA_CHECK_LAUNCH();
 }
 
-void update_gate(const double* numerics, double max_norm, UpdateGate* gate, cudaStream_t stream) {
+void update_gate(const StepNumerics* numerics, double max_norm, UpdateGate* gate, cudaStream_t stream) {
   MDDP_CHECK(numerics != nullptr && gate != nullptr, "update_gate: a null pointer");
   MDDP_LAUNCH(update_gate_kernel, 1, 1, 0, stream)(numerics, max_norm, gate);
   MDDP_CUDA_CHECK_LAUNCH();
@@ -187,7 +187,8 @@ void f32_to_bf16(std::uint16_t* dst, const float* src, std::int64_t n, cudaStrea
   MDDP_CUDA_CHECK_LAUNCH();
 }
 
-void step_numerics(const float* losses, std::int64_t k, const double* grad_sumsq, double* out, cudaStream_t stream) {
+void step_numerics(const float* losses, std::int64_t k, const double* grad_sumsq, StepVerdict* out,
+                   cudaStream_t stream) {
   MDDP_CHECK(k >= 1 && losses != nullptr && grad_sumsq != nullptr && out != nullptr,
              "step_numerics: " << k << " losses, or a null pointer");
   MDDP_LAUNCH(step_numerics_kernel, 1, 1, 0, stream)(losses, k, grad_sumsq, out);

@@ -81,8 +81,9 @@ __global__ void scale_kernel(float* __restrict__ x, float alpha, std::int64_t n)
 
 // ---- the update decided on the device (elementwise.hpp): every thread reads the gate; a skipped
 // step returns before touching memory, so the buffers keep their bits exactly.
-__global__ void update_gate_kernel(const double* __restrict__ numerics, double max_norm, UpdateGate* __restrict__ gate) {
-  *gate = kernels::update_gate(numerics, max_norm);
+__global__ void update_gate_kernel(const StepNumerics* __restrict__ numerics, double max_norm,
+                                   UpdateGate* __restrict__ gate) {
+  *gate = kernels::update_gate(*numerics, max_norm);
 }
 
 __global__ void scale_gated_kernel(float* __restrict__ x, const UpdateGate* __restrict__ gate, std::int64_t n) {
@@ -152,7 +153,7 @@ __global__ void bf16_to_f32_kernel(float* __restrict__ dst, const std::uint16_t*
 // One thread: a handful of scalars, in the order the host would add them (elementwise.hpp).
 // Qualified: inside namespace gpu, the unqualified name would find the launcher gpu::step_numerics.
 __global__ void step_numerics_kernel(const float* __restrict__ losses, std::int64_t k,
-                                     const double* __restrict__ grad_sumsq, double* __restrict__ out) {
+                                     const double* __restrict__ grad_sumsq, StepVerdict* __restrict__ out) {
   kernels::step_numerics(losses, k, grad_sumsq, out);
 }
 

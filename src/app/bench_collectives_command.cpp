@@ -466,7 +466,7 @@ int BenchCollectivesCommand::run(const comm::MpiRuntime& mpi) {
     gpu_ = std::move(gpu.ops);
     dev_send_ = kernels::OpsBuffer<double>(*gpu_, cap);
     dev_recv_ = kernels::OpsBuffer<double>(*gpu_, cap);
-    for (auto& c : comms) c->set_compute_stream(gpu_->native_stream());
+    for (auto& c : comms) c->set_compute_stream(gpu_->stream());
   }
   const int rank = mpi.rank();
   if (rank == 0) {

@@ -80,7 +80,7 @@ class BenchComputeCommand final : public Command {
     precision_option_ = sub->add_option("--precision", precision_,
                     "GEMM arithmetic, as train --precision: fp32, tf32 (--device cuda only), bf16 (the GEMM floor "
                     "then times bf16-operand GEMMs: cublasGemmEx on a GPU, the decoding reference on the CPU)")
-        ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
+        ->check(CLI::IsMember(core::kPrecisionNames.names()))
         ->capture_default_str();
     sub->add_flag("--tf32", tf32_, "Same as --precision tf32 (--device cuda)");
   }

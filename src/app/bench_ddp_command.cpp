@@ -44,6 +44,7 @@
 #include "core/precision.hpp"
 #include "ddp/strategy.hpp"
 #include "ddp/trainer.hpp"
+#include "ddp/zero/shard_plan.hpp"
 #include "ddp/zero/zero_sync.hpp"
 #include "perf/median.hpp"
 #include "perf/step_stats.hpp"
@@ -78,7 +79,7 @@ class BenchDdpCommand final : public Command {
     sub->add_option("--shard", shards_,
                     "Shard modes to compare (none, optimizer, gradients; docs/zero.md), each with every strategy")
         ->delimiter(',')
-        ->check(CLI::IsMember({"none", "optimizer", "gradients"}))
+        ->check(CLI::IsMember(ddp::zero::kShardModeNames.names()))
         ->capture_default_str();
     sub->get_option("--steps")->description("Timed steps per variant per round");
     add_strategy_list_option(sub, "--strategies", strategies_, "Strategies to compare");

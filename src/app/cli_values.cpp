@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/precision.hpp"
 
 namespace microddp::app {
 
@@ -240,7 +241,7 @@ void add_compute_options(CLI::App* sub, ComputeOptions& o, const std::string& wh
       ->capture_default_str();
   o.precision_option =
       sub->add_option("--precision", o.precision, "GEMM arithmetic, as train --precision: fp32, tf32 (GPU), bf16")
-          ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
+          ->check(CLI::IsMember(core::kPrecisionNames.names()))
           ->capture_default_str();
   sub->add_flag("--tf32", o.tf32, "Same as --precision tf32");
 }

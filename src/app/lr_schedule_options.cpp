@@ -3,6 +3,7 @@
 
 #include "app/cli_values.hpp"
 #include "core/error.hpp"
+#include "model/lr_schedule.hpp"
 
 namespace microddp::app {
 
@@ -11,7 +12,7 @@ void add_lr_schedule_options(CLI::App* sub, LrScheduleOptions& o, model::LrSched
                   "Learning rate per step: constant (--lr), cosine or linear (from --lr down to --min-lr at "
                   "--decay-steps), step (--lr times --lr-gamma at each of --lr-milestones); any of them after "
                   "--warmup-steps of linear warmup")
-      ->check(CLI::IsMember({"constant", "cosine", "linear", "step"}))
+      ->check(CLI::IsMember(model::kLrScheduleNames.names()))
       ->capture_default_str();
   sub->add_option("--warmup-steps", c.warmup_steps, "Steps of linear warmup: step s < W gets --lr (s+1)/W")
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40))

@@ -11,8 +11,10 @@
 #include "comm/factory.hpp"
 #include "core/error.hpp"
 #include "ddp/compression/compression_config.hpp"
+#include "ddp/numerics.hpp"
 #include "ddp/prefetching_input.hpp"
 #include "ddp/simulated_compute.hpp"
+#include "ddp/zero/shard_plan.hpp"
 
 namespace microddp::app {
 
@@ -96,7 +98,7 @@ void add_shard_option(CLI::App* sub, TrainOptions& o) {
   sub->add_option("--shard", o.shard,
                   "Shard across ranks: none (plain DDP), optimizer (ZeRO-1: Adam state), gradients (ZeRO-2: also "
                   "the reduced gradient); reduce-scatter + all-gather instead of all-reduce")
-      ->check(CLI::IsMember({"none", "optimizer", "gradients"}))
+      ->check(CLI::IsMember(ddp::zero::kShardModeNames.names()))
       ->capture_default_str();
 }
 
@@ -146,7 +148,7 @@ void add_reliability_options(CLI::App* sub, TrainOptions& o) {
       ->check(CLI::Range(std::int64_t{0}, kMaxSteps))
       ->capture_default_str();
   sub->add_option("--on-nan", o.on_nan, "Non-finite loss or gradient on any rank: abort the run, or skip the update")
-      ->check(CLI::IsMember({"abort", "skip"}))
+      ->check(CLI::IsMember(ddp::kNanPolicyNames.names()))
       ->capture_default_str();
   sub->add_option("--clip-grad-norm", c.clip_grad_norm,
                   "Scale the global gradient to at most this L2 norm before the optimizer step (0 = off)")

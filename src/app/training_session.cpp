@@ -25,7 +25,7 @@ TrainingSession::TrainingSession(const comm::MpiRuntime& mpi, const TrainOptions
     ops_ = kernels::make_cpu_ops(threads_);
   }
   comm_ = comm::make_communicator(backend_, mpi, settings.config, settings.faults);
-  comm_->set_compute_stream(ops_->native_stream());  // NCCL orders gradient collectives after backward
+  comm_->set_compute_stream(ops_->stream());  // NCCL orders gradient collectives after backward
   comm_->set_comm_timeout(o.comm_timeout_s);
   comm_->set_debug_sync(o.debug_sync);  // collective: ranks must agree
 }

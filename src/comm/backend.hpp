@@ -30,6 +30,7 @@
 
 #include "comm/types.hpp"
 #include "comm/work.hpp"
+#include "core/device_stream.hpp"
 
 namespace microddp::comm {
 
@@ -80,17 +81,17 @@ class StreamBackend : public Backend {
   }
   // How long a wait lets one collective run before the backend gives up on it (<= 0: forever).
   virtual void set_timeout(double seconds) = 0;
-  // Later collectives are ordered after the work queued so far on `stream` (a cudaStream_t).
-  virtual void set_compute_stream(void* stream) = 0;
+  // Later collectives are ordered after the work queued so far on `stream` (a CUDA stream).
+  virtual void set_compute_stream(core::DeviceStream stream) = 0;
   // The compute stream waits, on the device, for `work` and every collective before it.
   virtual void order_compute_after(const Work& work) = 0;
-  // The host waits until `stream` (a cudaStream_t of this rank's GPU) has run everything queued on it
+  // The host waits until `stream` (a CUDA stream of this rank's GPU) has run everything queued on it
   // so far, watching this backend's collectives meanwhile: the stream may wait for them (after
   // order_compute_after, or in a CUDA graph that replays captured ones), and a collective whose peer
   // died or hangs never completes on a GPU, so the host must not block in cudaStreamSynchronize.
   // Polls with the asynchronous error and the timeout; a failure aborts the communicator (which
   // releases the kernels waiting for peers) and throws core::Error.
-  virtual void wait_for_stream(void* stream) = 0;
+  virtual void wait_for_stream(core::DeviceStream stream) = 0;
   // Why this backend's collectives cannot be captured into a CUDA graph ("" when they can).
   virtual std::string capture_obstacle() const { return {}; }
 };

@@ -65,10 +65,10 @@ Communicator::Communicator(std::unique_ptr<StreamBackend> backend, const core::F
 Communicator::~Communicator() = default;
 
 void Communicator::set_comm_timeout(double seconds) { dispatcher_->set_comm_timeout(seconds); }
-void Communicator::set_compute_stream(void* stream) { dispatcher_->set_compute_stream(stream); }
+void Communicator::set_compute_stream(core::DeviceStream stream) { dispatcher_->set_compute_stream(stream); }
 bool Communicator::completes_in_stream_order() const { return dispatcher_->completes_in_stream_order(); }
 void Communicator::order_compute_after(const Work& work) { dispatcher_->order_compute_after(work); }
-void Communicator::wait_for_stream(void* stream) { dispatcher_->wait_for_stream(stream); }
+void Communicator::wait_for_stream(core::DeviceStream stream) { dispatcher_->wait_for_stream(stream); }
 std::string Communicator::capture_obstacle() const { return dispatcher_->capture_obstacle(); }
 
 void Communicator::attach_sync_comm(MPI_Comm parent) {

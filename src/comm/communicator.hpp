@@ -91,12 +91,12 @@ class Communicator final {
   // backend enforces it while waiting on its stream and fails the collective instead.
   void set_comm_timeout(double seconds);
 
-  // Orders later collectives after the work queued so far on `stream` (a cudaStream_t of this rank's
-  // GPU, e.g. kernels::Ops::native_stream()) without blocking the host: backends that run on CUDA
+  // Orders later collectives after the work queued so far on `stream` (a CUDA stream of this rank's
+  // GPU, e.g. kernels::Ops::stream()) without blocking the host: backends that run on CUDA
   // streams (NCCL) must know the compute stream or they could read gradients not yet written. Host
   // backends ignore it: they wait for the whole device before touching device buffers
   // (device_staging.hpp).
-  void set_compute_stream(void* stream);
+  void set_compute_stream(core::DeviceStream stream);
 
   // Stream-ordered completion (NCCL on device buffers): instead of the host waiting for a
   // collective, the compute stream can be made to wait for it on the device, so a GPU training step
@@ -113,7 +113,7 @@ class Communicator final {
   // failure aborts the communicator (which releases the stream) and throws core::Error; call it
   // before any host synchronisation of such a stream. Host backends: returns at once (their
   // collectives complete on the host; the caller's own synchronisation waits for the stream).
-  void wait_for_stream(void* stream);
+  void wait_for_stream(core::DeviceStream stream);
   // Why this backend's collectives cannot be captured into a CUDA graph, beyond completing on the
   // host (e.g. an NCCL too old to be captured); "" when nothing stands in the way.
   std::string capture_obstacle() const;

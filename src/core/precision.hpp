@@ -12,12 +12,16 @@
 
 #include <string_view>
 
+#include "core/enum_names.hpp"
+
 namespace microddp::core {
 
 enum class Precision { Fp32, Tf32, Bf16 };
+inline constexpr auto kPrecisionNames =
+    enum_names<Precision>({{Precision::Fp32, "fp32"}, {Precision::Tf32, "tf32"}, {Precision::Bf16, "bf16"}});
 
-std::string_view precision_name(Precision p);
+inline std::string_view precision_name(Precision p) { return kPrecisionNames.name(p); }
 // "fp32" | "tf32" | "bf16"; anything else is a core::UsageError naming the choices.
-Precision parse_precision(std::string_view name);
+inline Precision parse_precision(std::string_view name) { return kPrecisionNames.parse(name, "--precision"); }
 
 }  // namespace microddp::core

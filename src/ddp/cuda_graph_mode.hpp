@@ -4,6 +4,8 @@
 
 #include <string_view>
 
+#include "core/enum_names.hpp"
+
 namespace microddp::ddp {
 
 enum class CudaGraphMode {
@@ -12,8 +14,13 @@ enum class CudaGraphMode {
   Off,   // the eager step: every call launched from the host (per-collective timing needs it)
 };
 
-std::string_view cuda_graph_mode_name(CudaGraphMode m);
+inline constexpr auto kCudaGraphModeNames = core::enum_names<CudaGraphMode>(
+    {{CudaGraphMode::Auto, "auto"}, {CudaGraphMode::On, "on"}, {CudaGraphMode::Off, "off"}});
+
+inline std::string_view cuda_graph_mode_name(CudaGraphMode m) { return kCudaGraphModeNames.name(m); }
 // "auto" | "on" | "off"; anything else is a core::UsageError.
-CudaGraphMode parse_cuda_graph_mode(std::string_view name);
+inline CudaGraphMode parse_cuda_graph_mode(std::string_view name) {
+  return kCudaGraphModeNames.parse(name, "--cuda-graph");
+}
 
 }  // namespace microddp::ddp

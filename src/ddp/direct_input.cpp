@@ -10,17 +10,18 @@ namespace microddp::ddp {
 DirectInput::DirectInput(kernels::Ops& ops, const model::MlpConfig& model, std::uint64_t seed,
                          std::int64_t global_batch, int rank, int world, float* model_input)
     : ops_(ops),
-      on_host_(ops.device() == core::Device::Host),
       rows_(model, seed, global_batch, rank, world),
       row_scratch_(static_cast<std::size_t>(rows_.sampler().local_count()), 0),
-      model_input_(model_input),
-      labels_(ops, data::Sampler::max_local_count(global_batch, world)) {
-  if (!on_host_) {
-    const std::int64_t rows = data::Sampler::max_local_count(global_batch, world);
-    host_input_ = kernels::OpsHostBuffer<float>(ops, rows * model.in_dim);
-    device_labels_ = kernels::OpsBuffer<std::int32_t>(ops, rows);
-    generator_ = rows_.synthetic().make_device_generator(ops_);
-  }
+      input_(ops, model_input, data::Sampler::max_local_count(global_batch, world) * model.in_dim,
+             kernels::Staging::Pinned),
+      labels_(kernels::HostMirror<std::int32_t>::allocate(ops, data::Sampler::max_local_count(global_batch, world),
+                                                          kernels::Staging::Pinned)),
+      generator_(generator_for(rows_.synthetic())) {}
+
+std::unique_ptr<data::DeviceRowGenerator> DirectInput::generator_for(const data::DataSource& source) {
+  // Made on the device, the rows skip the host fill and the upload; on the CPU the fill already
+  // writes the model's input (the view is the buffer), so there is nothing to save.
+  return input_.is_copy() ? source.make_device_generator(ops_) : nullptr;
 }
 
 void DirectInput::load(std::int64_t batch, bool nan_input) {
@@ -29,27 +30,23 @@ void DirectInput::load(std::int64_t batch, bool nan_input) {
   if (generator_ != nullptr && !rows_.in_epochs()) {
     // Made on the device, on the compute stream: no host fill, no upload (the synthetic set's rows,
     // bit for bit those of fill(); tests/data/test_synthetic_device.cpp).
-    generator_->fill(sampler.first_sample(batch), rows, model_input_, device_labels_.data());
+    generator_->fill(sampler.first_sample(batch), rows, input_.device(), labels_.device());
     if (nan_input) {
       const float nan = std::numeric_limits<float>::quiet_NaN();
-      ops_.copy_from_host(model_input_, &nan, sizeof(float));  // a fault point: a synchronous copy is fine
+      ops_.copy_from_host(input_.device(), &nan, sizeof(float));  // a fault point: a synchronous copy is fine
     }
     return;
   }
-  float* x = on_host_ ? model_input_ : host_input_.data();
-  rows_.fill(batch, x, labels_.data(), row_scratch_.data());
+  float* x = input_.host();
+  rows_.fill(batch, x, labels_.host(), row_scratch_.data());
   if (nan_input) poison_first_input(x);
-  if (!on_host_) {
-    const std::int64_t in_dim = rows_.source().in_dim();
-    ops_.copy_from_host_async(model_input_, x, static_cast<std::size_t>(rows * in_dim) * sizeof(float));
-    ops_.copy_from_host_async(device_labels_.data(), labels_.data(),
-                              static_cast<std::size_t>(rows) * sizeof(std::int32_t));
-  }
+  input_.from_host_async(rows * rows_.source().in_dim());  // nothing to do on the CPU
+  labels_.from_host_async(rows);
 }
 
 void DirectInput::set_source(const data::DataSource& source) {
   rows_.set_source(source);
-  generator_ = on_host_ ? nullptr : source.make_device_generator(ops_);
+  generator_ = generator_for(source);
 }
 
 void DirectInput::set_epochs(const data::EpochSampler& epochs, std::int64_t accum_steps) {

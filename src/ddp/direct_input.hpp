@@ -19,8 +19,8 @@
 
 #include "ddp/batch_rows.hpp"
 #include "ddp/input_pipeline.hpp"
+#include "kernels/host_mirror.hpp"
 #include "kernels/ops.hpp"
-#include "kernels/ops_buffer.hpp"
 #include "model/param_layout.hpp"
 
 namespace microddp::ddp {
@@ -32,7 +32,7 @@ class DirectInput final : public InputPipeline {
               int world, float* model_input);
 
   void load(std::int64_t batch, bool nan_input) override;
-  const std::int32_t* labels() const override { return on_host_ ? labels_.data() : device_labels_.data(); }
+  const std::int32_t* labels() const override { return labels_.device(); }
   const data::Sampler& sampler() const override { return rows_.sampler(); }
   void set_source(const data::DataSource& source) override;
   const data::DataSource& source() const override { return rows_.source(); }
@@ -40,14 +40,16 @@ class DirectInput final : public InputPipeline {
   std::string describe() const override { return rows_.describe(); }
 
  private:
+  // A device generator where the rows would otherwise be uploaded (a GPU), else nullptr.
+  std::unique_ptr<data::DeviceRowGenerator> generator_for(const data::DataSource& source);
+
   kernels::Ops& ops_;
-  bool on_host_;  // ops_.device() == Host: no staging
   BatchRows rows_;
   std::vector<std::int64_t> row_scratch_;  // this rank's source rows of the batch (epochs only)
-  float* model_input_;
-  kernels::OpsHostBuffer<std::int32_t> labels_;     // host staging (pinned on a GPU): the data source fills it
-  kernels::OpsHostBuffer<float> host_input_;        // GPU only: the batch is filled here, then uploaded
-  kernels::OpsBuffer<std::int32_t> device_labels_;  // GPU only: labels_ uploaded
+  // The model's input and the labels, and their host views (pinned staging on a GPU, uploaded after
+  // each fill; the buffers themselves on the CPU): the data source fills the views.
+  kernels::HostMirror<float> input_;
+  kernels::HostMirror<std::int32_t> labels_;
   // GPU only, when the source can make its rows on the device (the synthetic set): the batch is
   // written there directly, without staging or upload (data_source.hpp).
   std::unique_ptr<data::DeviceRowGenerator> generator_;

@@ -12,14 +12,18 @@
 #include <cstdint>
 #include <string_view>
 
+#include "core/enum_names.hpp"
+
 namespace microddp::ddp {
 
 // What the trainer does when the loss or the synchronised gradient of a step is not finite on any
 // rank (the verdict is all-reduced, so every rank applies the policy at the same step).
 enum class NanPolicy { Abort, Skip };
-std::string_view nan_policy_name(NanPolicy p);
+inline constexpr auto kNanPolicyNames =
+    core::enum_names<NanPolicy>({{NanPolicy::Abort, "abort"}, {NanPolicy::Skip, "skip"}});
+inline std::string_view nan_policy_name(NanPolicy p) { return kNanPolicyNames.name(p); }
 // "abort" | "skip"; throws core::UsageError otherwise.
-NanPolicy parse_nan_policy(std::string_view name);
+inline NanPolicy parse_nan_policy(std::string_view name) { return kNanPolicyNames.parse(name, "--on-nan"); }
 
 // sum_i (double)g[i]^2, accumulated in double over 8 fixed lanes (vectorisable, deterministic).
 double grad_sum_squares(const float* g, std::int64_t n);

@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "ddp/stream_order.hpp"
 
 namespace microddp::ddp {
 
@@ -15,31 +16,29 @@ NumericsVerdict::NumericsVerdict(comm::Communicator& comm, kernels::Ops& ops, st
       ops_(ops),
       policy_(policy),
       micro_losses_(ops, micro_steps),
-      numerics_(ops, 7),
-      host_numerics_(ops, 7),
+      numerics_(ops, 1),
+      host_numerics_(ops, 1),
       nonfinite_all_(2 * static_cast<std::size_t>(comm.size())) {}
 
 void NumericsVerdict::queue_reduce(std::int64_t micro_steps) {
-  double* num = numerics_.data();
-  ops_.step_numerics(micro_losses_.data(), micro_steps, num + 3, num);      // all-reduced below
-  ops_.step_numerics(micro_losses_.data(), micro_steps, num + 3, num + 4);  // this rank's own
-  const core::TensorView verdict = core::TensorView::of(num, 3, ops_.device());
-  if (comm_.completes_in_stream_order() && ops_.device() != core::Device::Host) {
+  kernels::StepNumerics* num = numerics_.data();
+  ops_.step_numerics(micro_losses_.data(), micro_steps, &num->grad_sum_squares, &num->agreed);  // all-reduced below
+  ops_.step_numerics(micro_losses_.data(), micro_steps, &num->grad_sum_squares, &num->own);
+  const core::TensorView verdict = core::TensorView::of(kernels::agreed_doubles(num), 3, ops_.device());
+  if (completes_in_stream_order(comm_, ops_.device())) {
     pending_ = comm_.all_reduce(verdict, comm::ReduceOp::Sum, comm::Mode::Async);
     comm_.order_compute_after(pending_);
   } else {
     comm_.all_reduce(verdict, comm::ReduceOp::Sum);
   }
-  ops_.copy_to_host_async(host_numerics_.data(), num, 7 * sizeof(double));
+  ops_.copy_to_host_async(host_numerics_.data(), num, sizeof(kernels::StepNumerics));
 }
 
 void NumericsVerdict::wait_reduce() {
   // On a stream-ordered communicator the compute stream waits for the step's collectives (or replays
-  // them in the step's graph): the host watches them while it waits (their asynchronous error, the
-  // --comm-timeout), since a collective whose peer died or hangs never completes on a GPU. Then the
-  // synchronisation below finds the stream idle.
-  if (comm_.completes_in_stream_order() && ops_.device() != core::Device::Host)
-    comm_.wait_for_stream(ops_.native_stream());
+  // them in the step's graph): the host watches them while it waits, then the synchronisation below
+  // finds the stream idle.
+  watch_collectives_until_stream_idle(comm_, ops_);
   ops_.synchronize();  // the step's one host synchronisation (reports device-flagged bad labels)
   const comm::Work w = std::exchange(pending_, comm::Work());
   w.wait();  // complete already: surfaces a communicator error
@@ -48,7 +47,8 @@ void NumericsVerdict::wait_reduce() {
 void NumericsVerdict::enforce(std::int64_t step, std::string_view gradient_hint) {
   // Rare path (allocates): name the ranks that saw a non-finite loss / gradient. Every rank comes
   // here at the same step (the verdict was all-reduced) and gathers the same flags.
-  std::int64_t mine[2] = {host_numerics_[5] != 0.0 ? 1 : 0, host_numerics_[6] != 0.0 ? 1 : 0};
+  const kernels::StepVerdict& own = host_numerics_[0].own;
+  std::int64_t mine[2] = {own.loss_nonfinite != 0.0 ? 1 : 0, own.grad_nonfinite != 0.0 ? 1 : 0};
   comm_.all_gather(core::TensorView::of(mine, 2), core::TensorView::of(nonfinite_all_.data(), 2 * comm_.size()));
   std::ostringstream loss_ranks, grad_ranks;
   int nl = 0, ng = 0;

@@ -4,9 +4,9 @@
 //
 // Per step: each micro-step's backward writes its loss share to micro_loss(k); the optimizer update
 // writes the synchronised gradient's sum of squares to sum_squares(); reduce() then computes, on the
-// device, [loss, loss non-finite, gradient non-finite] twice (one copy for the all-reduce, one
-// this rank's own), all-reduces the first copy (sum: the global loss and the number of ranks that
-// saw each problem), brings everything to pinned host memory with one asynchronous copy and waits
+// device, the step's verdict (kernels::StepVerdict: loss, loss non-finite, gradient non-finite) twice
+// (one copy for the all-reduce, one this rank's own), all-reduces the first copy (sum: the global
+// loss and the number of ranks that saw each problem), brings everything to pinned host memory with one asynchronous copy and waits
 // once: the step's one host synchronisation on a GPU. On a stream-ordered communicator (NCCL) the
 // all-reduce is queued on the device and the compute stream waits for it, not the host; the host's
 // wait for the stream then polls through the communicator (Communicator::wait_for_stream: a hung or
@@ -37,7 +37,7 @@ class NumericsVerdict {
 
   // Device float where micro-step k's loss share goes; device double for the gradient's sum of squares.
   float* micro_loss(std::int64_t k) { return micro_losses_.data() + k; }
-  double* sum_squares() { return numerics_.data() + 3; }
+  double* sum_squares() { return &numerics_.data()->grad_sum_squares; }
   // The verdict of the step's `micro_steps` micro-steps (collective; the step's host synchronisation).
   void reduce(std::int64_t micro_steps) {
     queue_reduce(micro_steps);
@@ -51,12 +51,14 @@ class NumericsVerdict {
   void wait_reduce();
 
   // The last reduce()'s result, the same on every rank.
-  double loss() const { return host_numerics_[0]; }  // global mean loss of the step's global batch
-  bool nonfinite() const { return host_numerics_[1] != 0.0 || host_numerics_[2] != 0.0; }
-  double grad_norm() const { return std::sqrt(host_numerics_[3]); }  // of the synchronised gradient
-  // The same numbers on the device, valid in stream order after queue_reduce() ([0..2] all-reduced,
-  // [3] the sum of squares): what a step replayed from a CUDA graph decides its update from.
-  const double* device_numerics() const { return numerics_.data(); }
+  double loss() const { return host_numerics_[0].agreed.loss; }  // global mean loss of the step's global batch
+  bool nonfinite() const {
+    return host_numerics_[0].agreed.loss_nonfinite != 0.0 || host_numerics_[0].agreed.grad_nonfinite != 0.0;
+  }
+  double grad_norm() const { return std::sqrt(host_numerics_[0].grad_sum_squares); }  // of the synchronised gradient
+  // The same numbers on the device, valid in stream order after queue_reduce(): what a step replayed
+  // from a CUDA graph decides its update from.
+  const kernels::StepNumerics* device_numerics() const { return numerics_.data(); }
 
   // A non-finite step (every rank calls it at the same step, 0-based `step`): names the ranks that
   // saw a non-finite loss / gradient; abort: throws core::AgreedError; skip: warns on rank 0 and
@@ -69,13 +71,12 @@ class NumericsVerdict {
   comm::Communicator& comm_;
   kernels::Ops& ops_;
   NanPolicy policy_;
-  // Device memory: each micro-step's loss share, and the step's numerics: [0..2] all-reduced (sum)
-  // once per step = [loss, ranks with a non-finite loss, ranks with a non-finite synchronised
-  // gradient] (counts are small integers, exact in double); [3] the gradient's sum of squares;
-  // [4..6] this rank's own [loss, loss bad, gradient bad]. host_numerics_ is its pinned host copy.
+  // Device memory: each micro-step's loss share, and the step's numerics (one kernels::StepNumerics:
+  // the verdict all-reduced once per step, the gradient's sum of squares, this rank's own verdict).
+  // host_numerics_ is its pinned host copy.
   kernels::OpsBuffer<float> micro_losses_;
-  kernels::OpsBuffer<double> numerics_;
-  kernels::OpsHostBuffer<double> host_numerics_;
+  kernels::OpsBuffer<kernels::StepNumerics> numerics_;
+  kernels::OpsHostBuffer<kernels::StepNumerics> host_numerics_;
   comm::Work pending_;  // the stream-ordered all-reduce queued by queue_reduce(), waited by wait_reduce()
   core::HostBuffer<std::int64_t> nonfinite_all_;  // (ranks, 2) local flags, gathered only on a non-finite step
   std::int64_t skipped_steps_ = 0;

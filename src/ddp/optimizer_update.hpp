@@ -31,11 +31,27 @@
 #include "core/host_buffer.hpp"
 #include "ddp/train_state.hpp"
 #include "ddp/zero/memory_report.hpp"
+#include "kernels/host_mirror.hpp"
 #include "kernels/ops.hpp"
 #include "model/mlp.hpp"
 #include "model/optimizer.hpp"
 
 namespace microddp::ddp {
+
+// The update decided on the device, in place of OptimizerUpdate::apply() in a step replayed from a
+// CUDA graph (Optimizer's gated step says why): stage_gated() before each replay; apply_gated()
+// queues the gate from the verdict's all-reduced device numerics (NumericsVerdict::device_numerics),
+// the clip scale when max_norm > 0, and the gated optimizer step (recorded once into the graph);
+// commit_gated() after the verdict of a step not skipped.
+class GatedUpdate {
+ public:
+  virtual void stage_gated() = 0;
+  virtual void apply_gated(const kernels::StepNumerics* numerics, double max_norm) = 0;
+  virtual void commit_gated() = 0;
+
+ protected:
+  ~GatedUpdate() = default;  // owned as the OptimizerUpdate it is part of
+};
 
 class OptimizerUpdate {
  public:
@@ -59,14 +75,9 @@ class OptimizerUpdate {
   virtual void end_step() {}
 
   // ---- the update decided on the device (the optimizer inside the step's CUDA graph) ----
-  // In place of apply() in a replayed step (Optimizer's gated step says why): stage_gated() before
-  // each replay; apply_gated() queues the gate from the verdict's all-reduced device numerics
-  // (NumericsVerdict::device_numerics), the clip scale when max_norm > 0, and the gated optimizer
-  // step (recorded once into the graph); commit_gated() after the verdict of a step not skipped.
-  // Only the replicated update has it (graph_obstacle refuses --shard); the others throw core::Error.
-  virtual void stage_gated();
-  virtual void apply_gated(const double* numerics, double max_norm);
-  virtual void commit_gated();
+  // The update's GatedUpdate, or nullptr when it has none: only the replicated update has one
+  // (graph_obstacle refuses --shard).
+  virtual GatedUpdate* gated() { return nullptr; }
 
   // ---- parameters in flight (sharded) ----
   // Whether the forward must call await_layer() before each layer.
@@ -94,19 +105,18 @@ class OptimizerUpdate {
  protected:
   OptimizerUpdate(model::FullMLP& model, kernels::Ops& ops, std::unique_ptr<model::Optimizer> optimizer);
   // A sharded update's host view: the parameters and a full-size (flat_count) copy of each optimizer
-  // state buffer in state_mirror_, laid out into `full` on first use (state_to_host() fills it).
+  // state buffer in full_state_, laid out into `full` on first use (state_to_host() fills it).
   const HostState& full_size_host_state(HostState& full) const;
 
   model::FullMLP& model_;
   kernels::Ops& ops_;
   std::unique_ptr<model::Optimizer> optimizer_;
   std::vector<model::Optimizer::StateBuffer> device_state_;  // the optimizer's buffers (device memory)
-  bool on_host_;                                             // ops_.device() == Host: no mirrors
-  // The parameters' host view: the live buffer with CpuOps, params_mirror_ on a GPU.
-  float* host_params_ = nullptr;
-  core::HostBuffer<float> params_mirror_;
-  // Host staging of optimizer state (GPU mirrors, the sharded full state), counted in add_memory().
-  mutable core::HostBuffer<float> state_mirror_;
+  // The parameters' host view: the live buffer with CpuOps, a copy on a GPU.
+  mutable kernels::HostMirror<float> params_;
+  // The sharded update's full-size optimizer state on the host (full_size_host_state), counted in
+  // add_memory().
+  mutable core::HostBuffer<float> full_state_;
 };
 
 }  // namespace microddp::ddp

@@ -29,7 +29,6 @@ constexpr int kLoaderNice = 10;
 PrefetchingInput::PrefetchingInput(kernels::Ops& ops, const model::MlpConfig& model, std::uint64_t seed,
                                    std::int64_t global_batch, int rank, int world, float* model_input, int depth)
     : ops_(ops),
-      on_host_(ops.device() == core::Device::Host),
       depth_(depth),
       rows_(model, seed, global_batch, rank, world),
       row_scratch_(static_cast<std::size_t>(rows_.sampler().local_count()), 0),
@@ -108,7 +107,7 @@ void PrefetchingInput::load(std::int64_t batch, bool nan_input) {
                     static_cast<std::size_t>(rows) * sizeof(std::int32_t));
   ops_.wait_for_upload(kInputEvent);
   ops_.wait_for_upload(kLabelEvent);
-  if (on_host_) {
+  if (ops_.completes_on_return()) {
     prefetcher_->release(batch);  // copied already
   } else {
     held_ = batch;

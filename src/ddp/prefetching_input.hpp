@@ -70,7 +70,6 @@ class PrefetchingInput final : public InputPipeline {
   void stop();                                   // the loader stopped, no slot in use
 
   kernels::Ops& ops_;
-  bool on_host_;
   int depth_;
   BatchRows rows_;
   std::vector<std::int64_t> row_scratch_;                     // the loader's: source rows of an epoch's batch

@@ -10,16 +10,12 @@ ReplicatedUpdate::ReplicatedUpdate(model::FullMLP& model, kernels::Ops& ops, con
   // bf16: the optimizer writes the GEMMs' copy of the weights as it updates them (one pass, not two).
   optimizer_->set_bf16_copy(model_.bf16_param_copy());
   const std::int64_t n = model_.flat_count();
-  host_.params = host_params_;
+  host_.params = params_.host();
   host_.param_count = n;
-  if (on_host_) {
-    host_.optimizer = device_state_;  // CpuOps: the live buffers are host memory
-    return;
-  }
-  state_mirror_.resize(n * static_cast<std::int64_t>(device_state_.size()));
-  for (std::size_t i = 0; i < device_state_.size(); ++i) {
-    host_.optimizer.push_back(
-        {device_state_[i].name, state_mirror_.data() + n * static_cast<std::int64_t>(i), device_state_[i].count});
+  state_.reserve(device_state_.size());  // no reallocation: host_ keeps pointers into the mirrors
+  for (const model::Optimizer::StateBuffer& b : device_state_) {
+    state_.emplace_back(ops, b.data, b.count);
+    host_.optimizer.push_back({b.name, state_.back().host(), b.count});
   }
 }
 
@@ -39,30 +35,28 @@ void ReplicatedUpdate::apply(double clip) {
   model_.bf16_params_written();  // after param_data(): the copy is the new weights' rounding
 }
 
-void ReplicatedUpdate::apply_gated(const double* numerics, double max_norm) {
+void ReplicatedUpdate::apply_gated(const kernels::StepNumerics* numerics, double max_norm) {
   // apply()'s decisions, made on the device from the same numbers: the same bits as apply(clip).
-  ops_.update_gate(numerics, max_norm, gate_.data());
-  if (max_norm > 0.0) ops_.scale_gated(model_.grad_data(), gate_.data(), model_.flat_count());
+  optimizer_->kernels().update_gate(numerics, max_norm, gate_.data());
+  if (max_norm > 0.0) optimizer_->kernels().scale_gated(model_.grad_data(), gate_.data(), model_.flat_count());
   optimizer_->queue_gated_step(model_.param_data(), model_.grad_data(), gate_.data());
   model_.bf16_params_written();  // a skipped step leaves weights and copy as they were: still current
 }
 
 void ReplicatedUpdate::state_to_host() const {
   params_to_host();
-  for (std::size_t i = 0; !on_host_ && i < device_state_.size(); ++i) {
-    ops_.copy_to_host(host_.optimizer[i].data, device_state_[i].data,
-                      static_cast<std::size_t>(device_state_[i].count) * sizeof(float));
-  }
+  for (const kernels::HostMirror<float>& m : state_) m.to_host();
 }
 
 void ReplicatedUpdate::state_from_host() {
   model_.params_changed();  // the CPU's view is the live buffer, written through a pointer taken earlier
-  if (on_host_) return;     // the view is the live buffers
-  model_.param_buffer().from_host(host_.params, 0, model_.flat_count());
-  for (std::size_t i = 0; i < device_state_.size(); ++i) {
-    ops_.copy_from_host(device_state_[i].data, host_.optimizer[i].data,
-                        static_cast<std::size_t>(device_state_[i].count) * sizeof(float));
-  }
+  params_.from_host();
+  for (kernels::HostMirror<float>& m : state_) m.from_host();
+}
+
+void ReplicatedUpdate::add_memory(zero::MemoryReport& m) const {
+  OptimizerUpdate::add_memory(m);
+  for (const kernels::HostMirror<float>& s : state_) m.host_staging += s.staging_bytes();
 }
 
 }  // namespace microddp::ddp

@@ -10,25 +10,6 @@
 
 namespace microddp::ddp {
 
-std::string_view cuda_graph_mode_name(CudaGraphMode m) {
-  switch (m) {
-    case CudaGraphMode::Auto:
-      return "auto";
-    case CudaGraphMode::On:
-      return "on";
-    case CudaGraphMode::Off:
-      return "off";
-  }
-  return "?";
-}
-
-CudaGraphMode parse_cuda_graph_mode(std::string_view name) {
-  if (name == "auto") return CudaGraphMode::Auto;
-  if (name == "on") return CudaGraphMode::On;
-  if (name == "off") return CudaGraphMode::Off;
-  throw core::UsageError("--cuda-graph must be auto, on or off, got '" + std::string(name) + "'");
-}
-
 std::string graph_obstacle(const TrainConfig& config, const kernels::Ops& ops, const comm::Communicator& comm) {
   if (!ops.supports_graphs()) return "the CPU runs every call at once: graphs need --device cuda";
   if (!comm.completes_in_stream_order())

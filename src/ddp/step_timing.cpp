@@ -4,12 +4,12 @@
 namespace microddp::ddp {
 
 StepTiming::StepTiming(kernels::Ops& ops, core::EventLog& events, std::int64_t micro_steps)
-    : ops_(ops), events_(events), on_host_(ops.device() == core::Device::Host) {
+    : ops_(ops), events_(events), marks_known_at_once_(ops.completes_on_return()) {
   marks_.resize(static_cast<std::size_t>(micro_steps));
 }
 
 bool StepTiming::timed(std::int64_t k) const {
-  return on_host_ || k < kTimedMicroSteps || k + 1 == static_cast<std::int64_t>(marks_.size());
+  return marks_known_at_once_ || k < kTimedMicroSteps || k + 1 == static_cast<std::int64_t>(marks_.size());
 }
 
 void StepTiming::forward_begin(std::int64_t k) {
@@ -20,7 +20,7 @@ void StepTiming::forward_end(std::int64_t step, std::int64_t k, const Waits& wai
   if (!timed(k)) return;
   MicroMarks& m = marks_[static_cast<std::size_t>(k)];
   m.forward_end = ops_.mark();
-  if (!on_host_) return;  // recorded by record_resolved()
+  if (!marks_known_at_once_) return;  // recorded by record_resolved()
   const std::int64_t end_ns = ops_.mark_ns(m.forward_end);
   std::int64_t at = ops_.mark_ns(m.forward_begin);
   for (const auto& [wb, we] : waits) {
@@ -39,7 +39,7 @@ void StepTiming::backward_end(std::int64_t step, std::int64_t k) {
   if (!timed(k)) return;
   MicroMarks& m = marks_[static_cast<std::size_t>(k)];
   m.backward_end = ops_.mark();
-  if (on_host_) {
+  if (marks_known_at_once_) {
     events_.record(core::EventKind::Backward, step, -1, ops_.mark_ns(m.backward_begin), ops_.mark_ns(m.backward_end));
   }
 }
@@ -48,7 +48,7 @@ void StepTiming::optimizer_begin() { optimizer_marks_[0] = ops_.mark(); }
 
 void StepTiming::optimizer_end(std::int64_t step) {
   optimizer_marks_[1] = ops_.mark();
-  if (on_host_) {
+  if (marks_known_at_once_) {
     events_.record(core::EventKind::Optimizer, step, -1, ops_.mark_ns(optimizer_marks_[0]),
                    ops_.mark_ns(optimizer_marks_[1]));
   } else {
@@ -57,7 +57,7 @@ void StepTiming::optimizer_end(std::int64_t step) {
 }
 
 void StepTiming::record_resolved(std::int64_t step) {
-  if (on_host_) return;
+  if (marks_known_at_once_) return;
   const auto micro_steps = static_cast<std::int64_t>(marks_.size());
   for (std::int64_t k = 0; k < micro_steps; ++k) {
     if (!timed(k)) continue;

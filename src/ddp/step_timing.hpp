@@ -62,7 +62,7 @@ class StepTiming {
   };
   kernels::Ops& ops_;
   core::EventLog& events_;
-  bool on_host_;
+  bool marks_known_at_once_;  // Ops::completes_on_return(): the CPU's marks are host times
   std::vector<MicroMarks> marks_;  // one per micro-step, sized once
   std::uint32_t optimizer_marks_[2] = {0, 0};
   bool optimizer_pending_ = false;  // GPU: the last optimizer's marks await the next synchronisation

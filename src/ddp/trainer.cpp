@@ -66,7 +66,7 @@ Trainer::Trainer(const TrainConfig& config, comm::Communicator& comm, kernels::O
   choose_input(nullptr);
   // Stream-ordered backends (NCCL) order gradient collectives after the backward kernels queued on
   // this stream; host backends ignore it.
-  comm.set_compute_stream(ops.native_stream());
+  comm.set_compute_stream(ops.stream());
   const std::size_t per_step = events_per_step(model_, config.layer_events, config.accum_steps);
   events_.reserve(config.keep_events ? per_step * static_cast<std::size_t>(config.steps + 1) : per_step);
   SyncAndUpdate parts = make_sync_and_update(config_, comm_, model_, ops_, events_);
@@ -164,7 +164,7 @@ StepRecord Trainer::step() {
   const double grad_norm = verdict_.grad_norm();
   if (!verdict_.nonfinite()) {
     if (graphed) {
-      update_->commit_gated();
+      gated_update().commit_gated();
     } else {
       update(grad_norm);
     }
@@ -211,7 +211,7 @@ void Trainer::graphed_phases(std::int64_t step, float loss_scale) {
   // One micro-step (graph_obstacle). The batch is uploaded outside the graph, which reads the model's
   // input buffer (its address is fixed) after the upload, in stream order.
   load_batch(step, 0);
-  update_->stage_gated();  // this step's optimizer scalars (Adam's step count), read by the replay
+  gated_update().stage_gated();  // this step's optimizer scalars (Adam's step count), read by the replay
   if (graph_->stale(capture_key())) graph_->discard();  // e.g. weights changed from the host: capture anew
   if (!graph_->captured()) {
     // The capture runs phases 1-4's host code once and records their calls instead of running them;
@@ -226,7 +226,7 @@ void Trainer::graphed_phases(std::int64_t step, float loss_scale) {
       {
         OpsRange r(ops_, "optimizer");
         timing_.graph_optimizer_begin();
-        update_->apply_gated(verdict_.device_numerics(), config_.clip_grad_norm);
+        gated_update().apply_gated(verdict_.device_numerics(), config_.clip_grad_norm);
         timing_.graph_optimizer_end();
       }
       graph_->end();
@@ -284,6 +284,12 @@ void Trainer::forward_backward(std::int64_t step, std::int64_t k, float loss_sca
                          bwd_hook_, /*accumulate=*/k > 0);
     timing_.backward_end(step, k);
   }
+}
+
+GatedUpdate& Trainer::gated_update() {
+  GatedUpdate* g = update_->gated();
+  MDDP_CHECK(g != nullptr, "a graphed step needs an optimizer update decided on the device (the replicated one)");
+  return *g;
 }
 
 void Trainer::update(double grad_norm) {

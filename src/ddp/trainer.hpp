@@ -139,6 +139,8 @@ class Trainer final : public TrainState {
     forward_backward(step, k, loss_scale);
   }
   void load_batch(std::int64_t step, std::int64_t k);
+  // The update's GatedUpdate (a graphed step; graph_obstacle made sure there is one).
+  GatedUpdate& gated_update();
   // The host's decisions a CUDA graph's capture bakes in (StepGraph::stale compares them).
   std::uint64_t capture_key() const;
   void forward_backward(std::int64_t step, std::int64_t k, float loss_scale);

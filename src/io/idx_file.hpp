@@ -47,7 +47,6 @@ class IdxReader {
   const std::vector<std::int64_t>& dims() const { return dims_; }
   std::int64_t count() const { return dims_[0]; }  // items: the first dimension
   std::int64_t item_bytes() const { return item_bytes_; }
-  std::int64_t items_read() const { return items_read_; }
 
   // Reads the next n items (n * item_bytes() bytes) into out. Throws core::UsageError when the file
   // ends first ("truncated: ... expected E bytes of items after the header, it ends after F") or

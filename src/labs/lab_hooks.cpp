@@ -53,7 +53,7 @@ void HookRecorder::begin_step(std::int64_t step) {
   launches_.clear();
   std::fill(ready_.begin(), ready_.end(), 0);
   std::fill(launched_.begin(), launched_.end(), 0);
-  stale_waits_ = repeated_waits_ = 0;
+  stale_waits_ = 0;
 }
 
 LabWork HookRecorder::all_reduce_async(const ReadyGrad& grad) {
@@ -88,9 +88,7 @@ void HookRecorder::wait_for(std::int64_t id) {
   }
   MDDP_CHECK(id < first_id_ + static_cast<std::int64_t>(launches_.size()), "LabWork " << id << " was never issued");
   LaunchRecord& r = launches_[static_cast<std::size_t>(id - first_id_)];
-  if (r.waited) {
-    ++repeated_waits_;
-  } else {
+  if (!r.waited) {  // a repeated wait keeps the first wait's record
     r.waited = true;
     r.wait_phase = phase_;
     r.wait_hook_grad = hook_grad_;

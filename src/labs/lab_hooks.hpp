@@ -70,10 +70,6 @@ class HookRecorder final : public OverlapComm {
   // ---- for the grader ----
   std::int64_t step() const { return step_; }
   const std::vector<LaunchRecord>& launches() const { return launches_; }  // this step's, in launch order
-  // Waits for a Work of an earlier step in this step (a list of Works that is never cleared).
-  std::int64_t stale_waits() const { return stale_waits_; }
-  // Waits for the same Work more than once in this step.
-  std::int64_t repeated_waits() const { return repeated_waits_; }
   // "" when this step's communication overlapped backward as the overlap strategy does: every
   // gradient launched from its own hook, no wait inside any hook or in backward_begin; otherwise the
   // first departure, explained.
@@ -95,7 +91,7 @@ class HookRecorder final : public OverlapComm {
   std::vector<char> ready_, launched_;  // per gradient, this step
   std::vector<LaunchRecord> launches_;  // this step's; capacity: one per gradient
   std::int64_t first_id_ = 0;           // id of launches_[0] (ids count every launch of the run)
-  std::int64_t stale_waits_ = 0, repeated_waits_ = 0;
+  std::int64_t stale_waits_ = 0;  // waits for a Work of an earlier step, this step (overlap_violation)
 };
 
 // `--strategy lab-overlap`: the trainer's GradSync around the student's hooks.

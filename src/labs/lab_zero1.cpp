@@ -184,9 +184,9 @@ LabZero1Update::LabZero1Update(model::FullMLP& model, kernels::Ops& ops, const m
     : OptimizerUpdate(model, ops, model::make_optimizer(config, sync.context().shard().state_count(), ops)),
       comm_(comm),
       sync_(sync) {
-  MDDP_CHECK(on_host_, "lab 09 runs on the host");
+  MDDP_CHECK(ops.device() == core::Device::Host, "lab 09 runs on the host");
   sync_.attach(model_.param_data(), *optimizer_);
-  params_only_.params = host_params_;
+  params_only_.params = params_.host();
   params_only_.param_count = model_.flat_count();
 }
 

@@ -93,7 +93,7 @@ class LabZero1Update final : public ddp::OptimizerUpdate {
   comm::Communicator& comm_;
   LabZero1Sync& sync_;
   HostState params_only_;   // the divergence check's view
-  mutable HostState full_;  // host_state(): params + full-size optimizer state (state_mirror_)
+  mutable HostState full_;  // host_state(): params + full-size optimizer state (full_state_)
 };
 
 // A shard in words ("chunk [b, e) and tail [b, e)"), and shard equality: for the program's messages

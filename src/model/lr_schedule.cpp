@@ -10,29 +10,6 @@
 
 namespace microddp::model {
 
-std::string_view lr_schedule_name(LrScheduleKind k) {
-  switch (k) {
-    case LrScheduleKind::Constant:
-      return "constant";
-    case LrScheduleKind::Cosine:
-      return "cosine";
-    case LrScheduleKind::Linear:
-      return "linear";
-    case LrScheduleKind::Step:
-      return "step";
-  }
-  return "constant";  // not reached
-}
-
-LrScheduleKind parse_lr_schedule(std::string_view name) {
-  for (LrScheduleKind k : {LrScheduleKind::Constant, LrScheduleKind::Cosine, LrScheduleKind::Linear,
-                           LrScheduleKind::Step}) {
-    if (name == lr_schedule_name(k)) return k;
-  }
-  MDDP_USAGE_CHECK(false, "--lr-schedule must be constant, cosine, linear or step, got '" << name << "'");
-  return LrScheduleKind::Constant;  // not reached
-}
-
 std::vector<std::int64_t> parse_milestones(const std::string& text, std::string_view option) {
   std::vector<std::int64_t> out;
   std::size_t i = 0;

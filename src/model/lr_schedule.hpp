@@ -23,12 +23,17 @@
 #include <string_view>
 #include <vector>
 
+#include "core/enum_names.hpp"
+
 namespace microddp::model {
 
 enum class LrScheduleKind { Constant, Cosine, Linear, Step };
-std::string_view lr_schedule_name(LrScheduleKind k);
+inline constexpr auto kLrScheduleNames =
+    core::enum_names<LrScheduleKind>({{LrScheduleKind::Constant, "constant"}, {LrScheduleKind::Cosine, "cosine"},
+                                      {LrScheduleKind::Linear, "linear"}, {LrScheduleKind::Step, "step"}});
+inline std::string_view lr_schedule_name(LrScheduleKind k) { return kLrScheduleNames.name(k); }
 // "constant" | "cosine" | "linear" | "step"; throws core::UsageError otherwise.
-LrScheduleKind parse_lr_schedule(std::string_view name);
+inline LrScheduleKind parse_lr_schedule(std::string_view name) { return kLrScheduleNames.parse(name, "--lr-schedule"); }
 
 struct LrScheduleConfig {
   LrScheduleKind kind = LrScheduleKind::Constant;

@@ -100,7 +100,7 @@ class FullMLP {
   const kernels::OpsBuffer<float>& grad_buffer() const { return grads_; }
 
   // --precision bf16: the rounded copy of the flat parameters the GEMMs read (nullptr otherwise). An
-  // optimizer that writes it while it updates the weights (Ops::adam_step's p_bf16) calls
+  // optimizer that writes it while it updates the weights (OptimizerKernels::adam_step's p_bf16) calls
   // bf16_params_written() after queuing that update: the next forward then skips its own rounding
   // pass. The promise lasts until that forward (later micro-steps round again) or until a mutable
   // accessor above hands out the weights, whichever comes first.
@@ -121,7 +121,6 @@ class FullMLP {
   // (accumulate == false): accumulating would need the memory the placement exists to save. Setting
   // nullptr again re-allocates a zeroed flat gradient buffer. The placement must outlive its use.
   void set_grad_placement(GradPlacement* placement);
-  GradPlacement* grad_placement() const { return placement_; }
 
   // The model's input buffer (max_rows, in_dim) on device(): on the CPU data loaders write here to
   // skip a copy; on a GPU the trainer uploads into it.

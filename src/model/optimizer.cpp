@@ -22,7 +22,8 @@ std::vector<std::string> optimizer_state_names(const OptimizerConfig& config) {
 }
 
 Adam::Adam(const OptimizerConfig& config, std::int64_t n, kernels::Ops& ops, bool decoupled)
-    : config_(config),
+    : Optimizer(ops),
+      config_(config),
       n_(n),
       ops_(ops),
       decoupled_(decoupled),
@@ -56,19 +57,20 @@ void Adam::stage_gated_step() { staged_[0] = params_for_step(steps_ + 1); }
 
 void Adam::queue_gated_step(float* params, const float* grads, const kernels::UpdateGate* gate) {
   ops_.copy_from_host_async(device_params_.data(), staged_.data(), sizeof(kernels::AdamParams));
-  ops_.adam_step_gated(device_params_.data(), gate, params, grads, m_.data(), v_.data(), n_, bf16_copy_at(0));
+  kernels_->adam_step_gated(device_params_.data(), gate, params, grads, m_.data(), v_.data(), n_, bf16_copy_at(0));
 }
 
 void Adam::update_range(float* params, const float* grads, std::int64_t state_offset, std::int64_t count) {
   MDDP_CHECK(state_offset >= 0 && count >= 0 && state_offset + count <= n_,
              "Adam update of state [" << state_offset << ", " << state_offset + count << ") outside " << n_);
   if (count == 0) return;
-  ops_.adam_step(step_params_, params, grads, m_.data() + state_offset, v_.data() + state_offset, count,
+  kernels_->adam_step(step_params_, params, grads, m_.data() + state_offset, v_.data() + state_offset, count,
                  bf16_copy_at(state_offset));
 }
 
 Sgd::Sgd(const OptimizerConfig& config, std::int64_t n, kernels::Ops& ops)
-    : config_(config),
+    : Optimizer(ops),
+      config_(config),
       n_(n),
       ops_(ops),
       momentum_(ops, config.momentum != 0.0f ? n : 0),
@@ -90,7 +92,7 @@ void Sgd::update_range(float* params, const float* grads, std::int64_t state_off
   MDDP_CHECK(state_offset >= 0 && count >= 0 && state_offset + count <= n_,
              "SGD update of state [" << state_offset << ", " << state_offset + count << ") outside " << n_);
   if (count == 0) return;
-  ops_.sgd_step(this->params(), params, grads, config_.momentum != 0.0f ? momentum_.data() + state_offset : nullptr,
+  kernels_->sgd_step(this->params(), params, grads, config_.momentum != 0.0f ? momentum_.data() + state_offset : nullptr,
                 count, bf16_copy_at(state_offset));
 }
 
@@ -98,7 +100,7 @@ void Sgd::stage_gated_step() { staged_[0] = params(); }
 
 void Sgd::queue_gated_step(float* params, const float* grads, const kernels::UpdateGate* gate) {
   ops_.copy_from_host_async(device_params_.data(), staged_.data(), sizeof(kernels::SgdParams));
-  ops_.sgd_step_gated(device_params_.data(), gate, params, grads, config_.momentum != 0.0f ? momentum_.data() : nullptr,
+  kernels_->sgd_step_gated(device_params_.data(), gate, params, grads, config_.momentum != 0.0f ? momentum_.data() : nullptr,
                       n_, bf16_copy_at(0));
 }
 

@@ -1,7 +1,7 @@
 // optimizer.hpp — optimizers over the flat parameter/gradient buffers.
-// Contract: step() is one fused pass over all n parameters (kernels::Ops::adam_step/sgd_step),
-// allocates nothing, and is deterministic. State (moments, step count) is sized at construction
-// and exposed for checkpoints.
+// Contract: step() is one fused pass over all n parameters (the optimizer's own kernels,
+// kernels/optimizer_kernels.hpp), allocates nothing, and is deterministic. State (moments, step
+// count) is sized at construction and exposed for checkpoints.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +12,7 @@
 
 #include "kernels/ops.hpp"
 #include "kernels/ops_buffer.hpp"
+#include "kernels/optimizer_kernels.hpp"
 
 namespace microddp::model {
 
@@ -69,7 +70,7 @@ class Optimizer {
   //   stage_gated_step()   the host writes the scalars of step steps_taken() + 1 to host staging
   //                        memory, before each replay (the replay's copy reads them then);
   //   queue_gated_step()   queues the copy of the staged scalars to the device and the update of all
-  //                        state_count() elements, gated by *gate (Ops::update_gate): recorded once
+  //                        state_count() elements, gated by *gate (OptimizerKernels::update_gate): recorded once
   //                        into the graph, replayed every step;
   //   commit_gated_step()  after the verdict, for a step that was not skipped: the step count
   //                        advances exactly as step() advances it (begin_step(), nothing queued).
@@ -79,12 +80,17 @@ class Optimizer {
   void commit_gated_step() { begin_step(); }
 
   // --precision bf16: where every later update (step, update_range from state offset 0, the gated
-  // step) also writes the updated weights rounded to bf16, in its own pass over them (Ops::adam_step's
+  // step) also writes the updated weights rounded to bf16, in its own pass over them (OptimizerKernels::adam_step's
   // p_bf16): element i of the copy belongs to parameter element i, so only an optimizer whose state
   // covers the whole flat buffer (not a ZeRO shard) may be given one. nullptr: none (the default).
   void set_bf16_copy(std::uint16_t* p_bf16) { bf16_copy_ = p_bf16; }
 
+  // The kernels this optimizer runs, queued in order with the Ops it was made with (an update decided
+  // on the device also takes its gate and clip scale from here: ddp/replicated_update.hpp).
+  kernels::OptimizerKernels& kernels() { return *kernels_; }
+
  protected:
+  explicit Optimizer(kernels::Ops& ops) : kernels_(kernels::make_optimizer_kernels(ops)) {}
   // The copy's elements for state elements [state_offset, ...), or nullptr.
   std::uint16_t* bf16_copy_at(std::int64_t state_offset) const {
     return bf16_copy_ != nullptr ? bf16_copy_ + state_offset : nullptr;
@@ -92,6 +98,7 @@ class Optimizer {
   std::int64_t steps_ = 0;
   float lr_ = 0.0f;  // set from the configuration by the derived constructor
   std::uint16_t* bf16_copy_ = nullptr;
+  std::unique_ptr<kernels::OptimizerKernels> kernels_;
 };
 
 // state_count: elements of each state buffer (the flat parameter count; a shard's with ZeRO).

@@ -100,9 +100,9 @@ class FakeStreamBackend final : public StreamBackend, private WorkSource {
     completed_ = launched_;
   }
   void set_timeout(double seconds) override { j_.add("timeout " + std::to_string(static_cast<int>(seconds))); }
-  void set_compute_stream(void* stream) override { j_.add(stream == nullptr ? "stream null" : "stream set"); }
+  void set_compute_stream(core::DeviceStream stream) override { j_.add(stream.is_null() ? "stream null" : "stream set"); }
   void order_compute_after(const Work& work) override { j_.add("order after " + std::to_string(work.seq())); }
-  void wait_for_stream(void* stream) override { j_.add(stream == nullptr ? "wait stream null" : "wait stream set"); }
+  void wait_for_stream(core::DeviceStream stream) override { j_.add(stream.is_null() ? "wait stream null" : "wait stream set"); }
   std::string capture_obstacle() const override { return "fake obstacle"; }
 
  private:
@@ -144,8 +144,8 @@ TEST(Communicator, HostBackendRunsAsyncWorkOnTheCommunicationThread) {
   Communicator c(std::make_unique<FakeHostBackend>(j, 1, std::chrono::microseconds(0)));
   EXPECT_FALSE(c.completes_in_stream_order());
   EXPECT_THROW(c.order_compute_after(Work()), core::Error);
-  c.set_compute_stream(nullptr);  // ignored by host backends
-  c.wait_for_stream(nullptr);     // nothing of theirs on a stream: returns at once
+  c.set_compute_stream(core::DeviceStream());  // ignored by host backends
+  c.wait_for_stream(core::DeviceStream());    // nothing of theirs on a stream: returns at once
   EXPECT_EQ(c.capture_obstacle(), "");
   Work w = c.barrier(Mode::Async);
   w.wait();
@@ -163,10 +163,10 @@ TEST(Communicator, StreamBackendLaunchesOnTheCallersThreadAndOwnsStreamOrder) {
   Communicator c(std::make_unique<FakeStreamBackend>(j));
   EXPECT_TRUE(c.completes_in_stream_order());
   int stream_stand_in = 0;
-  c.set_compute_stream(&stream_stand_in);
+  c.set_compute_stream(core::DeviceStream(&stream_stand_in));
   Work w = c.barrier(Mode::Async);
   c.order_compute_after(w);
-  c.wait_for_stream(&stream_stand_in);  // the backend watches its collectives while the host waits
+  c.wait_for_stream(core::DeviceStream(&stream_stand_in));  // the backend watches its collectives while the host waits
   EXPECT_EQ(c.capture_obstacle(), "fake obstacle");
   c.set_comm_timeout(7);  // waits for launched work first, then hands the limit to the backend
   ASSERT_EQ(j.threads.size(), 1u);

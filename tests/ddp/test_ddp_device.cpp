@@ -90,7 +90,7 @@ RunState snapshot(Trainer& t, std::vector<StepRecord> records) {
 }
 
 RunState train(const TrainConfig& cfg, comm::Communicator& comm, kernels::Ops& ops) {
-  comm.set_compute_stream(ops.native_stream());
+  comm.set_compute_stream(ops.stream());
   Trainer t(cfg, comm, ops);
   t.setup();
   std::vector<StepRecord> recs;
@@ -286,7 +286,7 @@ TEST_P(DeviceTraining, ResumeFromHostStateIsBitwise) {
   cfg.optimizer.lr = 1e-2f;
   auto ops = device_ops(gpu);
   auto comm = make_comm(GetParam());
-  comm->set_compute_stream(ops->native_stream());
+  comm->set_compute_stream(ops->stream());
   const std::int64_t stop_at = 5;
   RunState saved, straight;
   std::int64_t optimizer_steps = 0;
@@ -417,7 +417,7 @@ TEST_P(DeviceTraining, GraphedStepIsBitwiseTheEagerStep) {
     cfg.cuda_graph = mode;
     auto ops = device_ops(gpu);
     auto comm = make_comm(GetParam());
-    comm->set_compute_stream(ops->native_stream());
+    comm->set_compute_stream(ops->stream());
     Trainer t(cfg, *comm, *ops);
     DataSourceLease lease;
     if (from_source) lease = t.set_data_source(source);
@@ -570,7 +570,7 @@ TEST_P(DeviceTraining, GraphedStepSkipsANonFiniteStepOnTheDevice) {
     c.cuda_graph = mode;
     auto ops = device_ops(gpu);
     auto comm = make_comm(GetParam());
-    comm->set_compute_stream(ops->native_stream());
+    comm->set_compute_stream(ops->stream());
     Trainer t(c, *comm, *ops);
     DataSourceLease lease = t.set_data_source(poisoned);
     t.setup();

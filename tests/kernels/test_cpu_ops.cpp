@@ -24,6 +24,7 @@
 #include "kernel_test_util.hpp"
 #include "kernels/host_reduce.hpp"
 #include "kernels/ops.hpp"
+#include "kernels/optimizer_kernels.hpp"
 #include "kernels/ops_buffer.hpp"
 
 namespace microddp::kernels {
@@ -44,7 +45,7 @@ TEST(CpuOps, DescribesItself) {
   const std::string d = ops->description();
   EXPECT_NE(d.find("OpenBLAS"), std::string::npos) << d;
   EXPECT_NE(d.find("1 thread"), std::string::npos) << d;
-  EXPECT_EQ(ops->native_stream(), nullptr);
+  EXPECT_TRUE(ops->stream().is_null());
   EXPECT_THROW(make_cpu_ops(0), core::Error);
 }
 
@@ -534,6 +535,7 @@ TEST(CpuOps, SoftmaxXentGradientMatchesFiniteDifferences) {
 // ---- optimizer passes (formulas are checked by hand in test_optimizer_math.cpp) -----------------
 TEST(CpuOps, OptimizerPassesApplyTheSharedFormulaToEveryElement) {
   auto ops = cpu();
+  auto opt_kernels = make_optimizer_kernels(*ops);
   const std::int64_t n = 23;
   const auto g = random_normal(n, 1000);
   AdamParams a;
@@ -545,7 +547,7 @@ TEST(CpuOps, OptimizerPassesApplyTheSharedFormulaToEveryElement) {
   std::vector<float> p = random_normal(n, 1001), m = random_normal(n, 1002), v(static_cast<std::size_t>(n), 0.5f);
   std::vector<float> pe = p, me = m, ve = v;
   std::vector<std::uint16_t> pb(static_cast<std::size_t>(n), 0xFFFF);  // the bf16 copy of the new weights
-  ops->adam_step(a, p.data(), g.data(), m.data(), v.data(), n, pb.data());
+  opt_kernels->adam_step(a, p.data(), g.data(), m.data(), v.data(), n, pb.data());
   for (std::int64_t i = 0; i < n; ++i) {
     adam_update(a, pe[i], g[i], me[i], ve[i]);
     ASSERT_EQ(pb[i], float_to_bf16_bits(pe[i])) << i;
@@ -559,7 +561,7 @@ TEST(CpuOps, OptimizerPassesApplyTheSharedFormulaToEveryElement) {
   s.momentum = 0.9f;
   s.nesterov = true;
   std::vector<float> buf(static_cast<std::size_t>(n), 0.25f), bufe = buf;
-  ops->sgd_step(s, p.data(), g.data(), buf.data(), n, pb.data());
+  opt_kernels->sgd_step(s, p.data(), g.data(), buf.data(), n, pb.data());
   for (std::int64_t i = 0; i < n; ++i) {
     sgd_update(s, pe[i], g[i], bufe[i]);
     ASSERT_EQ(pb[i], float_to_bf16_bits(pe[i])) << i;
@@ -569,9 +571,9 @@ TEST(CpuOps, OptimizerPassesApplyTheSharedFormulaToEveryElement) {
   // Momentum 0 needs no buffer; momentum != 0 without one is an error.
   s.momentum = 0.0f;
   s.nesterov = false;
-  ops->sgd_step(s, p.data(), g.data(), nullptr, n, nullptr);
+  opt_kernels->sgd_step(s, p.data(), g.data(), nullptr, n, nullptr);
   s.momentum = 0.5f;
-  EXPECT_THROW(ops->sgd_step(s, p.data(), g.data(), nullptr, n, nullptr), core::Error);
+  EXPECT_THROW(opt_kernels->sgd_step(s, p.data(), g.data(), nullptr, n, nullptr), core::Error);
 }
 
 // ---- memory: allocate_bytes / free_bytes / host copies / OpsBuffer --------------------------------

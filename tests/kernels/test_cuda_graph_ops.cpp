@@ -22,6 +22,7 @@
 #include "kernels/elementwise.hpp"
 #include "kernels/ops.hpp"
 #include "kernels/ops_buffer.hpp"
+#include "kernels/optimizer_kernels.hpp"
 
 #if defined(MICRODDP_TEST_CUDA_EMU)
 #include "cuda_emu/counters.h"  // what the emulated device counted (tests only)
@@ -51,8 +52,9 @@ struct Model {
         dy1(o, kB * kH),
         loss(o, 1),
         gnorm2(o, 1),
-        numerics(o, 3),
-        host_loss(o, 1) {
+        numerics(o, 1),
+        host_loss(o, 1),
+        opt(make_optimizer_kernels(o)) {
     x.from_host(x0.data(), 0, kB * kIn);
     labels.from_host(labels0.data(), 0, kB);
     params.from_host(p0.data(), 0, kParams);  // m, v, grads: zero-filled by allocate_bytes
@@ -83,7 +85,7 @@ struct Model {
     ops.bias_grad(db1(), dy1.data(), kB, kH);
     ops.sum_squares_to(grads.data(), kParams, gnorm2.data());
     ops.step_numerics(loss.data(), 1, gnorm2.data(), numerics.data());
-    ops.adam_step(adam, params.data(), grads.data(), m.data(), v.data(), kParams, nullptr);
+    opt->adam_step(adam, params.data(), grads.data(), m.data(), v.data(), kParams, nullptr);
     ops.copy_to_host_async(&host_loss[0], loss.data(), sizeof(float));
     return ops.mark();
   }
@@ -98,8 +100,10 @@ struct Model {
   OpsBuffer<float> x;
   OpsBuffer<std::int32_t> labels;
   OpsBuffer<float> params, grads, m, v, y1, logits, dlogits, dy1, loss;
-  OpsBuffer<double> gnorm2, numerics;
+  OpsBuffer<double> gnorm2;
+  OpsBuffer<StepVerdict> numerics;
   OpsHostBuffer<float> host_loss;
+  std::unique_ptr<OptimizerKernels> opt;
 };
 
 AdamParams adam_params() {
@@ -206,10 +210,10 @@ TEST_F(CudaGraphOps, ACapturedStepReplaysBitwiseLikeEagerStepsWithOneLaunchEach)
   EXPECT_TRUE(same_bits(graphed.download(graphed.m), eager.download(eager.m)));
   EXPECT_TRUE(same_bits(graphed.download(graphed.v), eager.download(eager.v)));
   EXPECT_TRUE(same_bits(graphed.download(graphed.grads), eager.download(eager.grads)));
-  std::vector<double> got(3), want(3);
-  graphed.numerics.to_host(got.data(), 0, 3);
-  eager.numerics.to_host(want.data(), 0, 3);
-  EXPECT_EQ(std::memcmp(got.data(), want.data(), sizeof(double) * 3), 0);
+  StepVerdict got, want;
+  graphed.numerics.to_host(&got, 0, 1);
+  eager.numerics.to_host(&want, 0, 1);
+  EXPECT_EQ(std::memcmp(&got, &want, sizeof(StepVerdict)), 0);
   gpu_->destroy_graph(graph);
   EXPECT_THROW(gpu_->launch_graph(graph), core::Error) << "destroyed";
   gpu_->destroy_graph(graph);  // twice, or an unknown id: nothing
@@ -225,8 +229,8 @@ TEST_F(CudaGraphOps, AGatedOptimizerReadsItsScalarsAndVerdictAtReplayTime) {
   constexpr double kMaxNorm = 2.0;
   struct Buffers {
     Buffers(Ops& o, const std::vector<float>& p0)
-        : p(o, kN), g(o, kN), g0(o, kN), m(o, kN), v(o, kN), numerics(o, 4), adam(o, 1), gate(o, 1),
-          staged_numerics(o, 4), staged_adam(o, 1) {
+        : p(o, kN), g(o, kN), g0(o, kN), m(o, kN), v(o, kN), numerics(o, 1), adam(o, 1), gate(o, 1),
+          staged_numerics(o, 1), staged_adam(o, 1), opt(make_optimizer_kernels(o)) {
       p.from_host(p0.data(), 0, kN);
     }
     std::vector<float> download_p() const {
@@ -235,11 +239,12 @@ TEST_F(CudaGraphOps, AGatedOptimizerReadsItsScalarsAndVerdictAtReplayTime) {
       return h;
     }
     OpsBuffer<float> p, g, g0, m, v;
-    OpsBuffer<double> numerics;
+    OpsBuffer<StepNumerics> numerics;
     OpsBuffer<AdamParams> adam;
     OpsBuffer<UpdateGate> gate;
-    OpsHostBuffer<double> staged_numerics;
+    OpsHostBuffer<StepNumerics> staged_numerics;
     OpsHostBuffer<AdamParams> staged_adam;
+    std::unique_ptr<OptimizerKernels> opt;
   };
   const std::vector<float> p0 = test::random_normal(kN, 61010, 0.5f);
   Buffers eager(*gpu_, p0), graphed(*gpu_, p0);
@@ -251,13 +256,13 @@ TEST_F(CudaGraphOps, AGatedOptimizerReadsItsScalarsAndVerdictAtReplayTime) {
   };
   gpu_->synchronize();
   gpu_->begin_capture();
-  gpu_->copy_from_host_async(graphed.numerics.data(), &graphed.staged_numerics[0], 4 * sizeof(double));
+  gpu_->copy_from_host_async(graphed.numerics.data(), &graphed.staged_numerics[0], sizeof(StepNumerics));
   gpu_->copy_from_host_async(graphed.adam.data(), &graphed.staged_adam[0], sizeof(AdamParams));
   gpu_->copy(graphed.g.data(), graphed.g0.data(), kN);
-  gpu_->update_gate(graphed.numerics.data(), kMaxNorm, graphed.gate.data());
-  gpu_->scale_gated(graphed.g.data(), graphed.gate.data(), kN);
-  gpu_->adam_step_gated(graphed.adam.data(), graphed.gate.data(), graphed.p.data(), graphed.g.data(),
-                        graphed.m.data(), graphed.v.data(), kN, nullptr);
+  graphed.opt->update_gate(graphed.numerics.data(), kMaxNorm, graphed.gate.data());
+  graphed.opt->scale_gated(graphed.g.data(), graphed.gate.data(), kN);
+  graphed.opt->adam_step_gated(graphed.adam.data(), graphed.gate.data(), graphed.p.data(), graphed.g.data(),
+                               graphed.m.data(), graphed.v.data(), kN, nullptr);
   const Ops::GraphId graph = gpu_->end_capture();
   int t = 0;  // the optimizer's step count
   for (int s = 0; s < 6; ++s) {
@@ -270,13 +275,11 @@ TEST_F(CudaGraphOps, AGatedOptimizerReadsItsScalarsAndVerdictAtReplayTime) {
     if (!skip) {
       const double clip = clip_factor(std::sqrt(sumsq), kMaxNorm);
       if (clip < 1.0) gpu_->scale(eager.g.data(), static_cast<float>(clip), kN);
-      gpu_->adam_step(adam_at(t + 1), eager.p.data(), eager.g.data(), eager.m.data(), eager.v.data(), kN, nullptr);
+      eager.opt->adam_step(adam_at(t + 1), eager.p.data(), eager.g.data(), eager.m.data(), eager.v.data(), kN, nullptr);
     }
     graphed.staged_adam[0] = adam_at(t + 1);
-    graphed.staged_numerics[0] = 1.0;
-    graphed.staged_numerics[1] = 0.0;
-    graphed.staged_numerics[2] = skip ? 1.0 : 0.0;
-    graphed.staged_numerics[3] = sumsq;
+    graphed.staged_numerics[0].agreed = {1.0, 0.0, skip ? 1.0 : 0.0};
+    graphed.staged_numerics[0].grad_sum_squares = sumsq;
     gpu_->launch_graph(graph);
     gpu_->synchronize();
     if (!skip) ++t;

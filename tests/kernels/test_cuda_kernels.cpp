@@ -29,6 +29,7 @@
 #include "kernels/host_reduce.hpp"
 #include "kernels/launch_geometry.hpp"
 #include "kernels/ops.hpp"
+#include "kernels/optimizer_kernels.hpp"
 #include "kernels/ops_buffer.hpp"
 #include "kernels/synthetic_data.hpp"
 
@@ -87,12 +88,14 @@ class CudaKernels : public ::testing::Test {
  protected:
   std::unique_ptr<Ops> gpu_ = make_cuda_ops(0, false);
   std::unique_ptr<Ops> cpu_ = make_cpu_ops(1);
+  std::unique_ptr<OptimizerKernels> gpu_opt_ = make_optimizer_kernels(*gpu_);
+  std::unique_ptr<OptimizerKernels> cpu_opt_ = make_optimizer_kernels(*cpu_);
 };
 
 TEST_F(CudaKernels, DescribesItself) {
   EXPECT_EQ(gpu_->device(), core::Device::Cuda);
   EXPECT_NE(gpu_->description().find("cuda:0"), std::string::npos) << gpu_->description();
-  EXPECT_NE(gpu_->native_stream(), nullptr);
+  EXPECT_FALSE(gpu_->stream().is_null());
   EXPECT_THROW(make_cuda_ops(cuda_device_count(), false), core::Error);
   EXPECT_THROW(cuda_device_description(-1), core::Error);
 }
@@ -580,12 +583,12 @@ TEST_F(CudaKernels, AdamAndSgdMatchCpu) {
     a.bias_correction1 = 0.271f;
     a.bias_correction2 = 0.002997001f;
     std::vector<float> p = p0, m = m0, v = v0;
-    cpu_->adam_step(a, p.data(), g.data(), m.data(), v.data(), n, nullptr);
+    cpu_opt_->adam_step(a, p.data(), g.data(), m.data(), v.data(), n, nullptr);
     DeviceArray<float> dp(p0), dg(g), dm(m0), dv(v0);
     // The bf16 copy of the updated weights (--precision bf16), made in the same pass: exactly the
     // rounding of the GPU's own result.
     DeviceArray<std::uint16_t> dpb(std::vector<std::uint16_t>(static_cast<std::size_t>(n), 0xFFFF));
-    gpu_->adam_step(a, dp.get(), dg.get(), dm.get(), dv.get(), n, dpb.get());
+    gpu_opt_->adam_step(a, dp.get(), dg.get(), dm.get(), dv.get(), n, dpb.get());
     const auto pg = dp.download(), mg = dm.download(), vg = dv.download();
     const auto pbg = dpb.download();
     for (std::int64_t i = 0; i < n; ++i) {
@@ -605,10 +608,10 @@ TEST_F(CudaKernels, AdamAndSgdMatchCpu) {
     s.momentum = variant == 0 ? 0.0f : 0.9f;
     s.nesterov = variant == 2;
     std::vector<float> p = p0, buf = m0;
-    cpu_->sgd_step(s, p.data(), g.data(), variant == 0 ? nullptr : buf.data(), n, nullptr);
+    cpu_opt_->sgd_step(s, p.data(), g.data(), variant == 0 ? nullptr : buf.data(), n, nullptr);
     DeviceArray<float> dp(p0), dg(g), dbuf(m0);
     DeviceArray<std::uint16_t> dpb(std::vector<std::uint16_t>(static_cast<std::size_t>(n), 0xFFFF));
-    gpu_->sgd_step(s, dp.get(), dg.get(), variant == 0 ? nullptr : dbuf.get(), n, dpb.get());
+    gpu_opt_->sgd_step(s, dp.get(), dg.get(), variant == 0 ? nullptr : dbuf.get(), n, dpb.get());
     const auto pg = dp.download(), bg = dbuf.download();
     const auto pbg = dpb.download();
     for (std::int64_t i = 0; i < n; ++i) {

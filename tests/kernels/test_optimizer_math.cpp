@@ -10,6 +10,7 @@
 
 #include "kernels/elementwise.hpp"
 #include "kernels/ops.hpp"
+#include "kernels/optimizer_kernels.hpp"
 
 namespace microddp::kernels {
 namespace {
@@ -108,9 +109,10 @@ TEST(OptimizerMath, AdamWithL2) {
 }
 
 TEST(OptimizerMath, AdamFusedPassMatchesHandValues) {
-  // The same Adam case through CpuOps::adam_step on 3 elements (one with g = 0 stays put: m = v = 0,
-  // update 0/(0 + eps) = 0).
+  // The same Adam case through the CPU optimizer kernels' adam_step on 3 elements (one with g = 0
+  // stays put: m = v = 0, update 0/(0 + eps) = 0).
   auto ops = make_cpu_ops(1);
+  auto opt_kernels = make_optimizer_kernels(*ops);
   AdamParams a;
   a.lr = 0.1f;
   std::vector<float> p = {1.0f, 1.0f, -2.0f}, m(3, 0.0f), v(3, 0.0f);
@@ -120,7 +122,7 @@ TEST(OptimizerMath, AdamFusedPassMatchesHandValues) {
     a.bias_correction2 = kBc2[t];
     // Element 1 gets -g: by symmetry its p moves by the same amount the other way: 2 - p_elem0.
     const std::vector<float> g = {kGrads[t], -kGrads[t], 0.0f};
-    ops->adam_step(a, p.data(), g.data(), m.data(), v.data(), 3, nullptr);
+    opt_kernels->adam_step(a, p.data(), g.data(), m.data(), v.data(), 3, nullptr);
     EXPECT_NEAR(p[0], want_p[t], 1e-6) << "step " << t + 1;
     EXPECT_NEAR(p[1], 2.0 - want_p[t], 1e-6) << "step " << t + 1;
     EXPECT_EQ(p[2], -2.0f) << "step " << t + 1;

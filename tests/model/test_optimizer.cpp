@@ -88,7 +88,9 @@ TEST(Optimizer, GatedStepIsTheEagerStepAndSkipsOnTheGate) {
         sumsq += static_cast<double>(grad[i]) * grad[i];
       }
       const bool skip = s == 3;  // the verdict saw a non-finite gradient on some rank
-      const double numerics[4] = {0.5, 0.0, skip ? 1.0 : 0.0, sumsq};
+      kernels::StepNumerics numerics;
+      numerics.agreed = {0.5, 0.0, skip ? 1.0 : 0.0};
+      numerics.grad_sum_squares = sumsq;
       // Eager: the trainer's host decisions.
       std::vector<float> ge = grad;
       if (!skip) {
@@ -100,9 +102,9 @@ TEST(Optimizer, GatedStepIsTheEagerStepAndSkipsOnTheGate) {
       std::vector<float> gg = grad;
       kernels::UpdateGate gate;
       gated->stage_gated_step();
-      ops->update_gate(numerics, kMaxNorm, &gate);
+      gated->kernels().update_gate(&numerics, kMaxNorm, &gate);
       EXPECT_EQ(gate.skip, skip ? 1 : 0);
-      ops->scale_gated(gg.data(), &gate, kN);
+      gated->kernels().scale_gated(gg.data(), &gate, kN);
       gated->queue_gated_step(pg.data(), gg.data(), &gate);
       if (!skip) gated->commit_gated_step();
       EXPECT_EQ(gated->steps_taken(), eager->steps_taken()) << name << " step " << s;
@@ -119,10 +121,10 @@ TEST(Optimizer, GatedStepIsTheEagerStepAndSkipsOnTheGate) {
 }
 
 TEST(Optimizer, UpdateGateIsTheHostsClipFactorAndNanPolicy) {
-  const double grad_bad[4] = {1.0, 0.0, 2.0, 4.0}, loss_bad[4] = {1.0, 1.0, 0.0, 4.0};
+  const kernels::StepNumerics grad_bad{{1.0, 0.0, 2.0}, 4.0, {}}, loss_bad{{1.0, 1.0, 0.0}, 4.0, {}};
   EXPECT_EQ(kernels::update_gate(grad_bad, 0.0).skip, 1);
   EXPECT_EQ(kernels::update_gate(loss_bad, 0.0).skip, 1);
-  const double ok[4] = {1.0, 0.0, 0.0, 4.0};  // norm 2
+  const kernels::StepNumerics ok{{1.0, 0.0, 0.0}, 4.0, {}};  // norm 2
   EXPECT_EQ(kernels::update_gate(ok, 0.0).skip, 0);
   EXPECT_EQ(kernels::update_gate(ok, 0.0).clip, 1.0f) << "max_norm 0: no clipping";
   EXPECT_EQ(kernels::update_gate(ok, 5.0).clip, 1.0f);

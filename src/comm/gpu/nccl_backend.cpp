@@ -322,11 +322,11 @@ bool NcclBackend::poll_until_done(const cudaEvent_t* events, std::size_t count, 
   }
 }
 
-void NcclBackend::wait_for_stream(void* stream) {
+void NcclBackend::wait_for_stream(core::DeviceStream stream) {
   State& s = *s_;
   if (s.failed) throw core::Error(std::string(name()) + ": communicator unusable after an earlier failure: " + s.error);
   DeviceGuard guard(s.device);
-  MDDP_CUDA_CHECK(cudaEventRecord(s.idle[1], static_cast<cudaStream_t>(stream)));
+  MDDP_CUDA_CHECK(cudaEventRecord(s.idle[1], static_cast<cudaStream_t>(stream.native())));
   std::string why;
   // No timeout: wait as long as it takes (-1), still watching the asynchronous error.
   if (poll_until_done(&s.idle[1], 1, s.timeout_s > 0.0 ? s.timeout_s : -1.0, why)) return;
@@ -344,8 +344,7 @@ void NcclBackend::wait_for_stream(void* stream) {
 void NcclBackend::set_teardown_grace(double seconds) { s_->teardown_grace_s = seconds > 0.0 ? seconds : 0.0; }
 
 int NcclBackend::device() const { return s_->device; }
-void NcclBackend::set_compute_stream(void* stream) { s_->compute = static_cast<cudaStream_t>(stream); }
-void* NcclBackend::comm_stream() const { return s_->stream; }
+void NcclBackend::set_compute_stream(core::DeviceStream stream) { s_->compute = static_cast<cudaStream_t>(stream.native()); }
 ncclComm_t NcclBackend::nccl_comm() const { return s_->comm; }
 cudaStream_t NcclBackend::comm_stream_handle() const { return s_->stream; }
 void* NcclBackend::device_scratch(std::int64_t bytes) { return s_->scratch.ensure(bytes, s_->stream, s_->capturing); }

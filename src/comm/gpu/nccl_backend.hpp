@@ -84,16 +84,15 @@ class NcclBackend : public StreamBackend, private WorkSource {
   // How long a teardown without a timeout waits for pending collectives (default kNcclTeardownGraceS).
   void set_teardown_grace(double seconds);
   // Later collectives are ordered after the work queued so far on `stream` (a cudaStream_t of this
-  // rank's GPU, e.g. Ops::native_stream(); nullptr = the legacy default stream).
-  void set_compute_stream(void* stream) override;
+  // rank's GPU, e.g. Ops::stream(); the null stream = the legacy default stream).
+  void set_compute_stream(core::DeviceStream stream) override;
   void order_compute_after(const Work& work) override;
-  void wait_for_stream(void* stream) override;
+  void wait_for_stream(core::DeviceStream stream) override;
   // NCCL before 2.9.6 cannot be captured (nccl_setup.hpp's nccl_capture_obstacle).
   std::string capture_obstacle() const override;
 
   int device() const;
   // The communication stream (e.g. for a compute stream to wait on, or for profiling).
-  void* comm_stream() const;
   // NCCL's version code (e.g. 22809 for 2.28.9) and the GPU in words, for run headers.
   static int nccl_version();
   std::string description() const;

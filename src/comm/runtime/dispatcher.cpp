@@ -69,10 +69,10 @@ class EngineDispatcher final : public Dispatcher {
   }
 
   // Host backends wait for the whole device before touching device buffers (device_staging.hpp).
-  void set_compute_stream(void* /*stream*/) override {}
+  void set_compute_stream(core::DeviceStream /*stream*/) override {}
   bool completes_in_stream_order() const override { return false; }
   // Nothing of a host backend's runs on a stream: the caller's own synchronisation waits for it.
-  void wait_for_stream(void* /*stream*/) override {}
+  void wait_for_stream(core::DeviceStream /*stream*/) override {}
   std::string capture_obstacle() const override { return {}; }
   void order_compute_after(const Work& /*work*/) override {
     MDDP_CHECK(false, backend_.name() << ": order_compute_after() on a backend whose collectives do not complete in "
@@ -107,10 +107,10 @@ class DirectDispatcher final : public Dispatcher {
   void begin_exchange(std::uint64_t /*after_seq*/, const char* /*label*/) override {}
   void end_exchange() override {}
 
-  void set_compute_stream(void* stream) override { backend_.set_compute_stream(stream); }
+  void set_compute_stream(core::DeviceStream stream) override { backend_.set_compute_stream(stream); }
   bool completes_in_stream_order() const override { return true; }
   void order_compute_after(const Work& work) override { backend_.order_compute_after(work); }
-  void wait_for_stream(void* stream) override { backend_.wait_for_stream(stream); }
+  void wait_for_stream(core::DeviceStream stream) override { backend_.wait_for_stream(stream); }
   std::string capture_obstacle() const override { return backend_.capture_obstacle(); }
 
  private:

@@ -48,10 +48,10 @@ class Dispatcher {
   virtual void end_exchange() = 0;
 
   // Stream ordering (communicator.hpp documents them); the engine's backends see no streams.
-  virtual void set_compute_stream(void* stream) = 0;
+  virtual void set_compute_stream(core::DeviceStream stream) = 0;
   virtual bool completes_in_stream_order() const = 0;
   virtual void order_compute_after(const Work& work) = 0;
-  virtual void wait_for_stream(void* stream) = 0;
+  virtual void wait_for_stream(core::DeviceStream stream) = 0;
   virtual std::string capture_obstacle() const = 0;
 };
 

@@ -56,7 +56,7 @@ MPI_Op mpi_op(core::ReduceOp op) {
   return MPI_OP_NULL;
 }
 
-MpiRuntime::MpiRuntime(int* argc, char*** argv, double timeout_s) : timeout_s_(timeout_s) {
+MpiRuntime::MpiRuntime(int* argc, char*** argv, double timeout_s) {
   if (timeout_s > 0.0) {
     watchdog_ = std::make_unique<CollectiveWatchdog>(timeout_s, [this, timeout_s](const CollectiveCall&,
                                                                                   const char* label, double waited) {

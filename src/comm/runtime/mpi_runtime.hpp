@@ -62,13 +62,11 @@ class MpiRuntime {
     const MpiRuntime& mpi_;
   };
   [[nodiscard]] Section watch(const char* label) const { return Section(*this, label); }
-  double section_timeout_s() const { return timeout_s_; }
 
  private:
   int rank_ = -1, size_ = 1, local_rank_ = 0, local_size_ = 1;  // rank -1: not known yet (start-up)
   std::string hostname_;
   std::atomic<int> reported_rank_{-1};  // rank_ for the watchdog thread, once known
-  double timeout_s_ = 0;
   std::unique_ptr<CollectiveWatchdog> watchdog_;
   mutable int section_depth_ = 0;
 };

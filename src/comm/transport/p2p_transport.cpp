@@ -107,7 +107,6 @@ char* P2pTransport::scratch(std::int64_t bytes) {
     scratch_.clear();
     scratch_.shrink_to_fit();  // free first: never hold old and new at once
     scratch_.resize(static_cast<std::size_t>(bytes));
-    ++scratch_growths_;
   }
   return scratch_.data();
 }

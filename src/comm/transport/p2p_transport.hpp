@@ -61,8 +61,6 @@ class P2pTransport {
   void recv(void* buf, std::int64_t bytes, int peer);
 
   char* scratch(std::int64_t bytes);
-  std::int64_t scratch_bytes() const { return static_cast<std::int64_t>(scratch_.size()); }
-  std::int64_t scratch_growths() const { return scratch_growths_; }
 
   // Reusable request storage (capacity kept across collectives):
   //   pool(i, n): fixed slots, resized to at least n entries, all MPI_REQUEST_NULL (i < kPools);
@@ -80,7 +78,6 @@ class P2pTransport {
   int tag_ = 0;
   std::int64_t max_message_bytes_;
   std::vector<char> scratch_;
-  std::int64_t scratch_growths_ = 0;
   std::vector<MPI_Request> pools_[kPools];
   std::vector<MPI_Request> lists_[kLists];
   std::vector<MPI_Request> internal_;  // sendrecv/send/recv

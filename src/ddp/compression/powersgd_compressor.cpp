@@ -20,8 +20,7 @@ PowerSgdCompressor::PowerSgdCompressor(comm::Communicator& comm, kernels::Ops& o
                                        const GradCompressionConfig& config, std::uint64_t seed, double min_rate)
     : GradCompressor(comm, ops, params, grads, config),
       seed_(seed),
-      min_rate_(min_rate),
-      on_host_(grads.device == core::Device::Host) {
+      min_rate_(min_rate) {
   MDDP_CHECK(grads.dtype == core::DType::F32, "powersgd: gradients must be fp32");
 }
 
@@ -50,7 +49,6 @@ int PowerSgdCompressor::add_unit(std::int64_t offset, std::int64_t count, int fi
   }
   u.p_count = p_total_ - u.p_begin;
   u.q_count = q_total_ - u.q_begin;
-  p_max_unit_ = std::max(p_max_unit_, u.p_count);
   units_.push_back(std::move(u));
   return static_cast<int>(units_.size()) - 1;
 }
@@ -90,11 +88,9 @@ void PowerSgdCompressor::ensure_buffers() {
     }
   }
   q_.from_host(init.data(), 0, q_total_);
-  if (!on_host_) {
-    host_p_.resize(std::max<std::int64_t>(p_max_unit_, 1));
-    host_q_.resize(std::max<std::int64_t>(q_total_, 1));
-    if (config_.error_feedback) host_error_.resize(grads_.count);
-  }
+  host_p_ = kernels::HostMirror<float>(ops_, p_pack_.data(), p_total_);
+  host_q_ = kernels::HostMirror<float>(ops_, q_.data(), q_total_);
+  if (config_.error_feedback) host_error_ = kernels::HostMirror<float>(ops_, error_.data(), grads_.count);
 }
 
 void PowerSgdCompressor::begin_step(std::int64_t step) {
@@ -142,10 +138,9 @@ void PowerSgdCompressor::finish(int unit) {
   }
   // Orthonormalise every P of the unit on the host (a GPU copies the region down and back).
   const std::int64_t p_mat = u.matrices.back().p_offset + u.matrices.back().rows * u.matrices.back().rank - u.p_begin;
-  float* hp = on_host_ ? p_pack_.data() + u.p_begin : host_p_.data();
-  if (!on_host_) p_pack_.to_host(hp, u.p_begin, p_mat);
-  for (const Matrix& m : u.matrices) orthonormalize_columns(hp + (m.p_offset - u.p_begin), m.rows, m.rank);
-  if (!on_host_) p_pack_.from_host(hp, u.p_begin, p_mat);
+  host_p_.to_host(u.p_begin, p_mat);
+  for (const Matrix& m : u.matrices) orthonormalize_columns(host_p_.host() + m.p_offset, m.rows, m.rank);
+  host_p_.from_host(u.p_begin, p_mat);
   for (const Matrix& m : u.matrices) {
     const float* pm = p_pack_.data() + m.p_offset;
     float* qm = q_.data() + m.q_offset;
@@ -179,25 +174,22 @@ std::int64_t PowerSgdCompressor::unit_wire_bytes(int unit) const {
 std::vector<CompressorState> PowerSgdCompressor::state() {
   ensure_buffers();
   std::vector<CompressorState> s;
-  s.push_back({"powersgd_q", on_host_ ? q_.data() : host_q_.data(), q_total_, false});
-  if (config_.error_feedback)
-    s.push_back({"error_feedback", on_host_ ? error_.data() : host_error_.data(), grads_.count, true});
+  s.push_back({"powersgd_q", host_q_.host(), q_total_, false});
+  if (config_.error_feedback) s.push_back({"error_feedback", host_error_.host(), grads_.count, true});
   return s;
 }
 
 void PowerSgdCompressor::state_to_host() {
   ensure_buffers();
-  if (on_host_) return;
   ops_.synchronize();
-  q_.to_host(host_q_.data(), 0, q_total_);
-  if (config_.error_feedback) error_.to_host(host_error_.data(), 0, grads_.count);
+  host_q_.to_host();
+  host_error_.to_host();  // empty without error feedback
 }
 
 void PowerSgdCompressor::state_from_host() {
   ensure_buffers();
-  if (on_host_) return;
-  q_.from_host(host_q_.data(), 0, q_total_);
-  if (config_.error_feedback) error_.from_host(host_error_.data(), 0, grads_.count);
+  host_q_.from_host();
+  host_error_.from_host();
 }
 
 }  // namespace microddp::ddp

@@ -24,6 +24,7 @@
 
 #include "core/host_buffer.hpp"
 #include "ddp/compression/grad_compressor.hpp"
+#include "kernels/host_mirror.hpp"
 #include "kernels/ops_buffer.hpp"
 
 namespace microddp::ddp {
@@ -81,15 +82,14 @@ class PowerSgdCompressor final : public GradCompressor {
 
   std::uint64_t seed_;
   double min_rate_;
-  bool on_host_;
   std::vector<Unit> units_;
-  std::int64_t p_total_ = 0, q_total_ = 0, p_max_unit_ = 0;
+  std::int64_t p_total_ = 0, q_total_ = 0;
   bool buffers_ready_ = false;
   kernels::OpsBuffer<float> p_pack_;             // P's and uncompressed tensors, per unit contiguous
   kernels::OpsBuffer<float> q_;                  // Q's (state), per unit contiguous
   kernels::OpsBuffer<float> error_;              // error feedback (state), the flat gradient layout
-  core::HostBuffer<float> host_p_;               // GPU: one unit's P region, orthonormalised on the host
-  core::HostBuffer<float> host_q_, host_error_;  // checkpoint mirrors (GPU); aliases on the CPU
+  kernels::HostMirror<float> host_p_;               // P's orthonormalised on the host, a unit at a time
+  kernels::HostMirror<float> host_q_, host_error_;  // host views of the state (checkpoints)
 };
 
 }  // namespace microddp::ddp

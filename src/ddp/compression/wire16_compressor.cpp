@@ -12,12 +12,11 @@ Wire16Compressor::Wire16Compressor(comm::Communicator& comm, kernels::Ops& ops,
     : GradCompressor(comm, ops, params, grads, config),
       format_(format),
       wire_dtype_(format == kernels::Wire16::F16 ? core::DType::F16 : core::DType::BF16),
-      on_host_(grads.device == core::Device::Host),
       wire_(ops, grads.count) {
   MDDP_CHECK(grads.dtype == core::DType::F32, "16-bit compression: gradients must be fp32");
   if (config.error_feedback) {
     error_ = kernels::OpsBuffer<float>(ops, grads.count);  // zero-filled
-    if (!on_host_) host_error_.resize(static_cast<std::size_t>(grads.count));
+    host_error_ = kernels::HostMirror<float>(ops, error_.data(), grads.count);
   }
 }
 
@@ -61,18 +60,12 @@ std::int64_t Wire16Compressor::unit_wire_bytes(int unit) const {
 
 std::vector<CompressorState> Wire16Compressor::state() {
   if (!config_.error_feedback) return {};
-  return {{"error_feedback", on_host_ ? error_.data() : host_error_.data(), grads_.count, true}};
+  return {{"error_feedback", host_error_.host(), grads_.count, true}};
 }
 
-void Wire16Compressor::state_to_host() {
-  if (on_host_ || !config_.error_feedback) return;
-  error_.to_host(host_error_.data(), 0, grads_.count);
-}
+void Wire16Compressor::state_to_host() { host_error_.to_host(); }  // nothing without error feedback
 
-void Wire16Compressor::state_from_host() {
-  if (on_host_ || !config_.error_feedback) return;
-  error_.from_host(host_error_.data(), 0, grads_.count);
-}
+void Wire16Compressor::state_from_host() { host_error_.from_host(); }
 
 std::string_view Wire16Compressor::nonfinite_hint() const {
   // The fp16 wire format's range safety (see the header): no clipping, no silent saturation; an

@@ -16,6 +16,7 @@
 #pragma once
 
 #include "ddp/compression/grad_compressor.hpp"
+#include "kernels/host_mirror.hpp"
 #include "kernels/ops_buffer.hpp"
 
 namespace microddp::ddp {
@@ -45,11 +46,10 @@ class Wire16Compressor final : public GradCompressor {
 
   kernels::Wire16 format_;
   core::DType wire_dtype_;
-  bool on_host_;
   std::vector<Unit> units_;
   kernels::OpsBuffer<std::uint16_t> wire_;  // the flat gradient layout in 16 bits
   kernels::OpsBuffer<float> error_;         // error feedback (state), the flat gradient layout
-  std::vector<float> host_error_;           // checkpoint mirror (GPU)
+  kernels::HostMirror<float> host_error_;   // its host view (checkpoints)
 };
 
 }  // namespace microddp::ddp

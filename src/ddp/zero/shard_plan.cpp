@@ -5,26 +5,6 @@
 
 namespace microddp::ddp::zero {
 
-std::string_view shard_mode_name(ShardMode m) {
-  switch (m) {
-    case ShardMode::None:
-      return "none";
-    case ShardMode::Optimizer:
-      return "optimizer";
-    case ShardMode::Gradients:
-      return "gradients";
-  }
-  return "?";
-}
-
-ShardMode parse_shard_mode(std::string_view name) {
-  if (name == "none") return ShardMode::None;
-  if (name == "optimizer") return ShardMode::Optimizer;
-  if (name == "gradients") return ShardMode::Gradients;
-  MDDP_USAGE_CHECK(false, "unknown --shard '" << name << "' (choose none, optimizer or gradients)");
-  return ShardMode::None;
-}
-
 std::string_view shard_graph_obstacle(ShardMode m) {
   return m == ShardMode::None ? std::string_view{} : "the next forward waits for parameter gathers";
 }

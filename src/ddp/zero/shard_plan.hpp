@@ -28,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/enum_names.hpp"
 #include "ddp/bucket_planner.hpp"
 #include "model/param_layout.hpp"
 
@@ -35,9 +36,11 @@ namespace microddp::ddp::zero {
 
 // --shard: none (plain DDP), optimizer (ZeRO-1), gradients (ZeRO-2).
 enum class ShardMode : std::uint8_t { None, Optimizer, Gradients };
-std::string_view shard_mode_name(ShardMode m);
+inline constexpr auto kShardModeNames = core::enum_names<ShardMode>(
+    {{ShardMode::None, "none"}, {ShardMode::Optimizer, "optimizer"}, {ShardMode::Gradients, "gradients"}});
+inline std::string_view shard_mode_name(ShardMode m) { return kShardModeNames.name(m); }
 // "none" | "optimizer" | "gradients"; throws core::UsageError otherwise.
-ShardMode parse_shard_mode(std::string_view name);
+inline ShardMode parse_shard_mode(std::string_view name) { return kShardModeNames.parse(name, "--shard"); }
 // Why a sharded step cannot be captured into a CUDA graph (ddp/step_graph.hpp); empty: it can.
 std::string_view shard_graph_obstacle(ShardMode m);
 

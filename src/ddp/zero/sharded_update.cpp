@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/error.hpp"
+#include "ddp/stream_order.hpp"
 #include "ddp/zero/make_zero_sync.hpp"
 
 namespace microddp::ddp::zero {
@@ -13,15 +14,14 @@ ShardedUpdate::ShardedUpdate(model::FullMLP& model, kernels::Ops& ops, const mod
     : OptimizerUpdate(model, ops, model::make_optimizer(config, sync.plan().state_count(), ops)),
       comm_(comm),
       sync_(sync) {
-  params_only_.params = host_params_;
+  params_only_.params = params_.host();
   params_only_.param_count = model_.flat_count();
 }
 
 void ShardedUpdate::grad_sum_squares_to(double* out) {
   // sum_squares waits for the compute stream, which a stream-ordered communicator made wait for the
   // reduce-scatters: watch them while waiting (a hung peer must end in --comm-timeout, not a hang).
-  if (comm_.completes_in_stream_order() && ops_.device() != core::Device::Host)
-    comm_.wait_for_stream(ops_.native_stream());
+  watch_collectives_until_stream_idle(comm_, ops_);
   double mine = 0.0;  // fixed segment order: deterministic
   for (const ShardSegment& seg : sync_.segments()) {
     if (seg.in_norm) mine += ops_.sum_squares(seg.grad, seg.count);
@@ -84,7 +84,8 @@ void ShardedUpdate::state_to_host() const {
 }
 
 void ShardedUpdate::state_from_host() {
-  if (!on_host_) model_.param_buffer().from_host(host_params_, 0, model_.flat_count());
+  model_.params_changed();  // the CPU's view is the live buffer, written through a pointer taken earlier
+  params_.from_host();
   // This rank's chunks and the tails, taken from the full host state.
   const HostState& view = host_state();
   const ShardPlan& plan = sync_.plan();

@@ -59,7 +59,7 @@ class ShardedUpdate final : public OptimizerUpdate {
   comm::Communicator& comm_;
   ZeroSync& sync_;
   HostState params_only_;   // the divergence check's view
-  mutable HostState full_;  // host_state(): params + full-size optimizer state (state_mirror_)
+  mutable HostState full_;  // host_state(): params + full-size optimizer state (full_state_)
 };
 
 // The ZeroSync and ShardedUpdate of a sharded configuration (config.shard != None), the sync ready

@@ -162,7 +162,7 @@ TEST_F(Nccl, DeviceAsyncAllReduceOrderedAfterComputeStream) {
   cudaStream_t compute = nullptr;
   MDDP_CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
   // NCCL: ordered by an event; mpi, hier: device staging waits for the whole GPU (device_staging.hpp).
-  comm_->set_compute_stream(compute);  // a no-op on the host backends
+  comm_->set_compute_stream(core::DeviceStream(compute));  // a no-op on the host backends
   for (std::int64_t count :
        {std::int64_t{0}, std::int64_t{1}, std::int64_t{7}, std::int64_t{65537}, std::int64_t{1000003}}) {
     for (bool in_place : {false, true}) {
@@ -192,7 +192,7 @@ TEST_F(Nccl, DeviceAsyncAllReduceOrderedAfterComputeStream) {
     }
   }
   comm_->synchronize();
-  comm_->set_compute_stream(nullptr);
+  comm_->set_compute_stream(core::DeviceStream());
   MDDP_CUDA_CHECK(cudaStreamDestroy(compute));
 }
 
@@ -278,7 +278,7 @@ TEST_F(Nccl, StreamWaitOnAHungPeerEndsInTheTimeoutWithAnAbort) {
     doomed->set_comm_timeout(kTimeoutS);
     cudaStream_t compute = nullptr;
     MDDP_CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
-    doomed->set_compute_stream(compute);
+    doomed->set_compute_stream(core::DeviceStream(compute));
     DeviceArray<float> buf(1000);
     doomed->all_reduce(buf.view(), ReduceOp::Sum);  // with every rank: sizes nccl-ring's scratch before a capture
     if (comm_->rank() == 0) {
@@ -296,7 +296,7 @@ TEST_F(Nccl, StreamWaitOnAHungPeerEndsInTheTimeoutWithAnAbort) {
       }
       const std::int64_t start = core::now_ns();
       try {
-        doomed->wait_for_stream(compute);
+        doomed->wait_for_stream(core::DeviceStream(compute));
         ADD_FAILURE() << "the wait returned although no peer joined";
       } catch (const core::Error& e) {
         EXPECT_NE(std::string(e.what()).find("--comm-timeout"), std::string::npos) << e.what();
@@ -326,7 +326,7 @@ TEST_F(Nccl, GraphReplaysKeepTheirScratchWhenALargerCollectiveFollows) {
   cudaStream_t compute = nullptr;
   MDDP_CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
   DeviceArray<std::int32_t> small(kSmall), large(kLarge);
-  comm_->set_compute_stream(compute);
+  comm_->set_compute_stream(core::DeviceStream(compute));
   auto fill = [&](DeviceArray<std::int32_t>& a, std::int64_t count, int round) {
     std::vector<std::int32_t> host(static_cast<std::size_t>(count));
     for (std::int64_t i = 0; i < count; ++i)
@@ -359,12 +359,12 @@ TEST_F(Nccl, GraphReplaysKeepTheirScratchWhenALargerCollectiveFollows) {
     }
     fill(small, kSmall, round);
     MDDP_CUDA_CHECK(cudaGraphLaunch(exec, compute));
-    comm_->wait_for_stream(compute);
+    comm_->wait_for_stream(core::DeviceStream(compute));
     expect_sum(small, kSmall, round);
   }
   MDDP_CUDA_CHECK(cudaGraphExecDestroy(exec));
   comm_->synchronize();
-  comm_->set_compute_stream(nullptr);
+  comm_->set_compute_stream(core::DeviceStream());
   MDDP_CUDA_CHECK(cudaStreamDestroy(compute));
 }
 
