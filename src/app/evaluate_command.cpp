@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "app/agreed_usage_error.hpp"
+#include "run/agreed_usage_error.hpp"
 #include "app/command.hpp"
 #include "app/compute_device.hpp"
 #include "comm/transport/mpi_check.hpp"
@@ -28,7 +28,7 @@
 #include "core/timer.hpp"
 #include "ddp/evaluator.hpp"
 #include "io/checkpoint_load.hpp"
-#include "io/hdf5_data_source.hpp"
+#include "io/data_format.hpp"
 #include "model/mlp.hpp"
 
 namespace microddp::app {
@@ -48,7 +48,7 @@ struct LoadedModel {
 LoadedModel load_model(const comm::MpiRuntime& mpi, comm::Communicator& comm, const std::string& path) {
   LoadedModel m;
   std::int64_t head[5] = {0, 0, 0, 0, 0};
-  run_on_rank0(mpi, "evaluate: rank 0 reads the checkpoint", [&] {
+  run::run_on_rank0(mpi, "evaluate: rank 0 reads the checkpoint", [&] {
     io::CheckpointContents c = io::read_checkpoint(path);
     m.config = c.config.model;
     m.steps_done = c.steps_done;
@@ -132,10 +132,10 @@ int EvaluateCommand::run(const comm::MpiRuntime& mpi) {
 
   // Every rank opens the file; the model says how many classes (a file's `classes` attribute must
   // agree with it).
-  std::unique_ptr<io::Hdf5DataSource> source;
+  std::unique_ptr<data::DataSource> source;
   std::string error;
   try {
-    source = std::make_unique<io::Hdf5DataSource>(data_, m.config.classes, keys_);
+    source = io::open_data_file(data_, m.config.classes, keys_).source;
     MDDP_USAGE_CHECK(source->in_dim() == m.config.in_dim && source->classes() == m.config.classes,
                      data_ << " has " << source->in_dim() << " features and " << source->classes()
                            << " classes, but the model of " << ckpt_ << " takes " << m.config.in_dim
@@ -143,7 +143,7 @@ int EvaluateCommand::run(const comm::MpiRuntime& mpi) {
   } catch (const core::UsageError& e) {
     error = e.what();
   }
-  agree_on_usage_error(mpi, "evaluate: opening --data", error,
+  run::agree_on_usage_error(mpi, "evaluate: opening --data", error,
                        "--data " + data_ + " could not be opened on another rank");
 
   model::FullMLP net(m.config, block_, *compute.ops);
