@@ -119,6 +119,8 @@ void TrainingRun::add_reporters(const std::string& best_note) {
   if (!o_.metrics_path.empty()) {
     reporters_.push_back(std::make_unique<MetricsReport>(*facts_, o_.metrics_path, o_.metrics_mode));
   }
+  for (auto& r : extra_) reporters_.push_back(std::move(r));
+  extra_.clear();
   for (auto& r : reporters_) r->on_start();
 }
 

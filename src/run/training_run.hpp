@@ -65,6 +65,8 @@ class TrainingRun {
 
   // Collective: the whole run, from `config` (--data may set its shape, --epochs its steps).
   int run(const ddp::TrainConfig& config, const StartTrainer& start_trainer);
+  // One more reporter, called after the run's own (console, trace, metrics); before run().
+  void add_reporter(std::unique_ptr<RunReporter> reporter) { extra_.push_back(std::move(reporter)); }
 
  private:
   void open_data();
@@ -93,6 +95,7 @@ class TrainingRun {
   std::optional<BestModel> best_;
   std::optional<RunFacts> facts_;
   std::vector<std::unique_ptr<RunReporter>> reporters_;
+  std::vector<std::unique_ptr<RunReporter>> extra_;  // add_reporter's, moved to the end of reporters_
   std::int64_t start_ = 0;  // steps done before this run
   std::vector<perf::StepStats> all_stats_;
   RunOutcome outcome_;
