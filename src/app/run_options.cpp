@@ -20,6 +20,11 @@ void add_run_control_options(CLI::App* sub, run::RunControlOptions& o) {
       ->capture_default_str();
   sub->add_option("--labels-key", o.keys.labels, "The dataset of the labels in --data and --val-data")
       ->capture_default_str();
+  sub->add_option("--data-memory-mb", o.data_memory_mb,
+                  "--data and --val-data files whose rows (as float32, labels int32) fit in this many MiB are read "
+                  "into memory once; larger ones are streamed from disk, rows as they are needed (0 = always stream)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 30))
+      ->capture_default_str();
   sub->add_option("--checkpoint-every", o.checkpoint_every,
                   "Save a checkpoint every N steps and at the end (0 = only on SIGTERM/SIGUSR1)")
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40))

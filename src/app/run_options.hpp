@@ -13,7 +13,7 @@
 
 namespace microddp::app {
 
-// --data --inputs-key --labels-key --checkpoint-every --checkpoint-dir --keep --resume --overwrite
+// --data --inputs-key --labels-key --data-memory-mb --checkpoint-every --checkpoint-dir --keep --resume --overwrite
 // --allow-changed --init-from --checkpoint-writer
 void add_run_control_options(CLI::App* sub, run::RunControlOptions& o);
 void validate_run_control_options(const run::RunControlOptions& o);

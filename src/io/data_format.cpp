@@ -14,8 +14,10 @@ bool is_hdf5(const std::string& path) {
   return H5Fis_hdf5(path.c_str()) > 0;
 }
 
-OpenedData open_hdf5(const std::string& path, std::int64_t classes_if_absent, const DataKeys& keys) {
+OpenedData open_hdf5(const std::string& path, std::int64_t classes_if_absent, const DataKeys& keys,
+                     std::int64_t resident_limit_bytes) {
   auto source = std::make_unique<Hdf5DataSource>(path, classes_if_absent, keys);
+  source->set_resident_limit_bytes(resident_limit_bytes);
   std::string summary = source->summary();
   return {std::move(source), std::move(summary)};
 }
@@ -40,8 +42,9 @@ const DataFormatRow& data_format_of(const std::string& path) {
   return data_formats().front();
 }
 
-OpenedData open_data_file(const std::string& path, std::int64_t classes_if_absent, const DataKeys& keys) {
-  return data_format_of(path).open(path, classes_if_absent, keys);
+OpenedData open_data_file(const std::string& path, std::int64_t classes_if_absent, const DataKeys& keys,
+                          std::int64_t resident_limit_bytes) {
+  return data_format_of(path).open(path, classes_if_absent, keys, resident_limit_bytes);
 }
 
 }  // namespace microddp::io

@@ -35,9 +35,12 @@ struct DataFormatRow {
   std::string_view what;  // for messages: "HDF5 data set (microddp make-dataset, h5py)"
   // From the file's content (its magic bytes), not its name.
   bool (*recognise)(const std::string& path);
-  // classes_if_absent: the classes when the file does not say (0: infer them from the labels).
-  // Throws core::UsageError naming the file and what is wrong.
-  OpenedData (*open)(const std::string& path, std::int64_t classes_if_absent, const DataKeys& keys);
+  // classes_if_absent: the classes when the file does not say (0: infer them from the labels);
+  // resident_limit_bytes: rows up to this size (float32 features, int32 labels) may be read once and
+  // kept in memory, larger files are read as the rows are needed (a reader that always streams
+  // ignores it). Throws core::UsageError naming the file and what is wrong.
+  OpenedData (*open)(const std::string& path, std::int64_t classes_if_absent, const DataKeys& keys,
+                     std::int64_t resident_limit_bytes);
   // The whole file read once (inspect); throws core::UsageError on the first bad row.
   DatasetReport (*check)(const std::string& path);
 };
@@ -46,6 +49,7 @@ const std::vector<DataFormatRow>& data_formats();
 // The row whose recognise() says yes, else the first row.
 const DataFormatRow& data_format_of(const std::string& path);
 // data_format_of(path).open(...)
-OpenedData open_data_file(const std::string& path, std::int64_t classes_if_absent, const DataKeys& keys = {});
+OpenedData open_data_file(const std::string& path, std::int64_t classes_if_absent, const DataKeys& keys = {},
+                          std::int64_t resident_limit_bytes = Hdf5DataSource::kResidentLimitBytes);
 
 }  // namespace microddp::io

@@ -50,7 +50,8 @@ RunControl::RunControl(const RunControlOptions& o, const comm::MpiRuntime& mpi, 
 RunControl::~RunControl() { restore_handlers(); }
 
 io::OpenedData open_data_file(const comm::MpiRuntime& mpi, const std::string& path, std::int64_t classes_option,
-                              const std::string& option, const io::DataKeys& keys) {
+                              const std::string& option, const io::DataKeys& keys,
+                              std::int64_t resident_limit_bytes) {
   // Rank 0 opens the file first: when neither the file nor --classes says how many classes there
   // are, it reads all of /labels once (max label + 1) and the others take its answer, instead of
   // every rank reading the whole dataset. Its verdict is broadcast, so a bad file is one message
@@ -60,7 +61,7 @@ io::OpenedData open_data_file(const comm::MpiRuntime& mpi, const std::string& pa
   std::int64_t classes = classes_option;
   if (mpi.rank() == 0) {
     try {
-      data = io::open_data_file(path, classes_option, keys);
+      data = io::open_data_file(path, classes_option, keys, resident_limit_bytes);
       classes = data.source->classes();
     } catch (const core::UsageError& e) {
       error = e.what();
@@ -79,7 +80,7 @@ io::OpenedData open_data_file(const comm::MpiRuntime& mpi, const std::string& pa
   }
   if (mpi.rank() != 0) {
     try {
-      data = io::open_data_file(path, classes, keys);
+      data = io::open_data_file(path, classes, keys, resident_limit_bytes);
     } catch (const core::UsageError& e) {
       error = e.what();
     }
@@ -90,7 +91,7 @@ io::OpenedData open_data_file(const comm::MpiRuntime& mpi, const std::string& pa
 
 const data::DataSource* RunControl::open_data_source(std::int64_t classes_option) {
   if (o_.data_path.empty()) return nullptr;
-  data_ = open_data_file(mpi_, o_.data_path, classes_option, "--data", o_.keys);
+  data_ = open_data_file(mpi_, o_.data_path, classes_option, "--data", o_.keys, o_.data_memory_mb << 20);
   return data_.source.get();
 }
 

@@ -63,6 +63,7 @@ void TrainingRun::open_data() {
   if (!o_.in_dim_given) config_.model.in_dim = source_->in_dim();
   if (!o_.classes_given) config_.model.classes = source_->classes();
   o_.data.keys = o_.control.keys;
+  o_.data.resident_limit_bytes = o_.control.data_memory_mb << 20;
   data_.emplace(o_.data, mpi_, *source_, config_.seed, config_.global_batch, config_.accum_steps);
 }
 
@@ -141,6 +142,11 @@ void TrainingRun::train() {
     const StepReport report{s, rec, st, events, samples_per_s, epoch, wall_.elapsed_s()};
     for (auto& r : reporters_) r->on_step(report);
     if (validation_ && data_->eval_due(rec.step + 1, config_.steps) && evaluate(rec.step + 1, epoch)) break;
+    if (!config_.faults.empty() && config_.faults.fires(kTruncateDataPoint, mpi_.rank(), rec.step + 1) != nullptr) {
+      truncate_to_half(o_.control.data_path);  // test hook (training_data.hpp)
+    }
+    // A data file that changed under the run stops it (exit 2) before the next epoch reads it.
+    if (data_ && data_->step_ends_epoch(rec.step + 1)) data_->check_files_unchanged(mpi_);
     if (control_->after_step(trainer, comm_)) break;  // agreed signal: checkpointed, stop
   }
 }
