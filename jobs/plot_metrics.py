@@ -10,7 +10,7 @@ validation loss, validation accuracy (the best evaluation marked when the run ke
 learning rate, gradient norm (before clipping), step time. With --compare, every run is one line in
 each panel. --data-out writes the series the figure was drawn from (tests check those, not pixels).
 
-Reading a metrics file (app/metrics_log.hpp has the format): a file may hold several runs one after
+Reading a metrics file (run/metrics_log.hpp has the format): a file may hold several runs one after
 the other; a {"type":"start"} record begins a run, and this script draws the last run of each file.
 A {"type":"resume","step":S} record continues the run after checkpoint step S: the step and
 validation records before it with a step > S were computed again after it, so they are dropped

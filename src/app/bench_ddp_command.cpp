@@ -37,7 +37,7 @@
 #include "app/cli_values.hpp"
 #include "app/command.hpp"
 #include "app/compute_device.hpp"
-#include "app/trace_output.hpp"
+#include "run/trace_output.hpp"
 #include "app/train_options.hpp"
 #include "app/training_session.hpp"
 #include "core/error.hpp"
@@ -258,7 +258,7 @@ int BenchDdpCommand::run(const comm::MpiRuntime& mpi) {
         std::string tag = v.label;
         std::replace(tag.begin(), tag.end(), ' ', '_');
         path = (dot == std::string::npos ? path : path.substr(0, dot)) + "." + tag + ".json";
-        write_trace(path, comm, v.trace_events, trainer.sync(), trainer.model().params(),
+        run::write_trace(path, comm, v.trace_events, trainer.sync(), trainer.model().params(),
                     {{"command", "bench ddp"}, {"variant", v.label}});
         if (root) std::printf("# trace of %s's last step: %s\n", v.label.c_str(), path.c_str());
       }

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "app/agreed_usage_error.hpp"
+#include "run/agreed_usage_error.hpp"
 #include "comm/factory.hpp"
 #include "core/error.hpp"
 
@@ -97,7 +97,7 @@ ComputeChoice choose_compute(const std::string& device, const std::string& comm,
   } catch (const core::UsageError& e) {
     error = e.what();
   }
-  agree_on_usage_error(mpi, "the --device agreement", error,
+  run::agree_on_usage_error(mpi, "the --device agreement", error,
                        "--device " + device + ": another rank cannot use its device");
 #if MICRODDP_HAVE_CUDA
   // Ranks that compute on one shared GPU (two ranks on a one-GPU workstation: the README's first

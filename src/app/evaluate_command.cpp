@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "app/agreed_usage_error.hpp"
+#include "run/agreed_usage_error.hpp"
 #include "app/command.hpp"
 #include "app/compute_device.hpp"
 #include "comm/transport/mpi_check.hpp"
@@ -30,7 +30,7 @@
 #include "core/timer.hpp"
 #include "ddp/evaluator.hpp"
 #include "io/checkpoint_load.hpp"
-#include "io/hdf5_data_source.hpp"
+#include "io/data_format.hpp"
 #include "io/output_file.hpp"
 #include "model/mlp.hpp"
 
@@ -51,7 +51,7 @@ struct LoadedModel {
 LoadedModel load_model(const comm::MpiRuntime& mpi, comm::Communicator& comm, const std::string& path) {
   LoadedModel m;
   std::int64_t head[5] = {0, 0, 0, 0, 0};
-  run_on_rank0(mpi, "evaluate: rank 0 reads the checkpoint", [&] {
+  run::run_on_rank0(mpi, "evaluate: rank 0 reads the checkpoint", [&] {
     io::CheckpointContents c = io::read_checkpoint(path);
     m.config = c.config.model;
     m.steps_done = c.steps_done;
@@ -75,12 +75,13 @@ LoadedModel load_model(const comm::MpiRuntime& mpi, comm::Communicator& comm, co
 
 // "" when the file fits the model; else what differs. The file's class count is stated only when
 // the file states it (its 'classes' attribute): without one the source took the model's.
-std::string data_mismatch(const io::Hdf5DataSource& source, const model::MlpConfig& m, const std::string& ckpt) {
+std::string data_mismatch(const data::DataSource& source, const std::string& path, const model::MlpConfig& m,
+                          const std::string& ckpt) {
   const bool features = source.in_dim() != m.in_dim;
   const bool classes = source.classes() != m.classes;
   if (!features && !classes) return {};
   std::ostringstream os;
-  os << source.path() << " has ";
+  os << path << " has ";
   if (features) os << source.in_dim() << " features" << (classes ? " and " : "");
   if (classes) os << source.classes() << " classes (its 'classes' attribute)";
   os << ", but the model of " << ckpt << " ";
@@ -157,15 +158,15 @@ int EvaluateCommand::run(const comm::MpiRuntime& mpi) {
 
   // Every rank opens the file; the model says how many classes (a file's `classes` attribute must
   // agree with it).
-  std::unique_ptr<io::Hdf5DataSource> source;
+  std::unique_ptr<data::DataSource> source;
   std::string error;
   try {
-    source = std::make_unique<io::Hdf5DataSource>(data_, m.config.classes, keys_);
-    error = data_mismatch(*source, m.config, ckpt_);
+    source = io::open_data_file(data_, m.config.classes, keys_).source;
+    error = data_mismatch(*source, data_, m.config, ckpt_);
   } catch (const core::UsageError& e) {
     error = e.what();
   }
-  agree_on_usage_error(mpi, "evaluate: opening --data", error,
+  run::agree_on_usage_error(mpi, "evaluate: opening --data", error,
                        "--data " + data_ + " could not be opened on another rank");
 
   // A block never holds more rows than the file: the buffers (activations, staging) are sized by
@@ -283,7 +284,7 @@ void EvaluateCommand::dump_logits(const comm::MpiRuntime& mpi, const std::vector
       MPI_Gatherv(mine.data(), count, MPI_FLOAT, all.data(), counts.data(), offsets.data(), MPI_FLOAT, 0, mpi.world()));
   // Rank 0 writes DUMP.tmp and renames it (io/output_file.hpp): a full disk or any other write
   // error leaves no partial file and no temporary, and is one message and exit 2 on every rank.
-  run_on_rank0(mpi, "evaluate --dump-logits (rank 0 writes)", [&] {
+  run::run_on_rank0(mpi, "evaluate --dump-logits (rank 0 writes)", [&] {
     io::OutputFile out(dump_, dump_rules());
     std::FILE* f = std::fopen(out.temp().c_str(), "w");
     MDDP_USAGE_CHECK(f != nullptr, "--dump-logits " << dump_ << ": cannot write " << out.temp() << ": "

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string>
 
-#include "app/agreed_usage_error.hpp"
+#include "run/agreed_usage_error.hpp"
 #include "app/command.hpp"
 #include "core/error.hpp"
 #include "io/checkpoint_load.hpp"
@@ -34,7 +34,7 @@ class ExportCommand final : public Command {
     io::check_output_path(out_, {"export's output", {ckpt_}});
   }
   int run(const comm::MpiRuntime& mpi) override {
-    run_on_rank0(mpi, "export: rank 0 reads the checkpoint and writes the model", [&] {
+    run::run_on_rank0(mpi, "export: rank 0 reads the checkpoint and writes the model", [&] {
       const io::CheckpointContents c = io::read_checkpoint(ckpt_);
       const model::MlpConfig& m = c.config.model;
       io::write_model_export(out_, m, c.params, {ckpt_, c.steps_done}, {"export's output", {ckpt_}});

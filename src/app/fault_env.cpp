@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "app/training_data.hpp"
+#include "run/training_data.hpp"
 #include "comm/communicator.hpp"
 #include "core/error.hpp"
 #include "ddp/step_faults.hpp"
@@ -99,7 +99,7 @@ core::FaultPlan fault_plan_from_env(const EnvLookup& env) {
   if (truncate.rank >= 0) {
     MDDP_USAGE_CHECK(truncate.what.empty(), "MICRODDP_FAULT_TRUNCATE_DATA='" << env("MICRODDP_FAULT_TRUNCATE_DATA")
                                                                             << "' must be RANK:STEP");
-    plan.arm({std::string(kTruncateDataPoint), truncate.rank, truncate.step, ""});
+    plan.arm({std::string(run::kTruncateDataPoint), truncate.rank, truncate.step, ""});
   }
 
   // The communicator's points: occurrence = the collective's sequence number on that rank.

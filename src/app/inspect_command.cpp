@@ -10,7 +10,7 @@
 #include "io/checkpoint.hpp"
 #include "io/h5_util.hpp"
 #include "io/hdf5_check.hpp"
-#include "io/hdf5_data_source.hpp"
+#include "io/data_format.hpp"
 #include "io/hdf5_dataset.hpp"
 #include "model/lr_schedule.hpp"
 #include "model/param_layout.hpp"
@@ -38,7 +38,7 @@ int inspect(const std::string& path) {
   const std::string fmt = file_format(path);
   try {
     if (fmt == io::kDatasetFormat || fmt == "data") {
-      const auto r = io::scan_dataset(path);
+      const auto r = io::data_format_of(path).check(path);
       if (r.microddp_format) {
         std::printf("# %s: microddp dataset v%" PRId64 "\n", path.c_str(), io::kDatasetFormatVersion);
       } else {

@@ -49,14 +49,4 @@ void validate_lr_schedule_options(const LrScheduleOptions& o, model::LrScheduleC
   }
 }
 
-void resolve_lr_schedule(model::LrScheduleConfig& c, float base_lr, std::int64_t run_steps) {
-  const bool decays = c.kind == model::LrScheduleKind::Cosine || c.kind == model::LrScheduleKind::Linear;
-  if (decays && c.decay_steps == 0) c.decay_steps = run_steps;
-  try {
-    (void)model::LrSchedule(base_lr, c);
-  } catch (const core::UsageError& e) {
-    core::throw_usage_error(e.what(), /*agreed=*/true);
-  }
-}
-
 }  // namespace microddp::app

@@ -3,7 +3,7 @@
 // --decay-steps (cosine, linear), --lr-milestones, --lr-gamma (step).
 //
 // validate_lr_schedule_options() refuses a setting the chosen schedule does not use (exit 2);
-// resolve_lr_schedule() then gives --decay-steps its default, the run's total steps (with --epochs:
+// the run (run/training_run.cpp, resolve_lr_schedule) then gives --decay-steps its default, the run's total steps (with --epochs:
 // epochs x steps per epoch), once the steps are known. The resolved value is what checkpoints store,
 // so a resume with another --steps and no --decay-steps is refused unless --allow-changed says so:
 // it would change the decay of the steps to come.
@@ -25,9 +25,5 @@ struct LrScheduleOptions {
 
 void add_lr_schedule_options(CLI::App* sub, LrScheduleOptions& o, model::LrScheduleConfig& c);
 void validate_lr_schedule_options(const LrScheduleOptions& o, model::LrScheduleConfig& c);
-// cosine, linear: --decay-steps not given -> the run's steps; then the combination is checked
-// (model::LrSchedule's rules). Every rank reaches the same verdict from the same options and file
-// sizes, so a bad one is an agreed core::UsageError (exit 2 on every rank, no abort).
-void resolve_lr_schedule(model::LrScheduleConfig& c, float base_lr, std::int64_t run_steps);
 
 }  // namespace microddp::app

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "app/agreed_usage_error.hpp"
+#include "run/agreed_usage_error.hpp"
 #include "app/command.hpp"
 #include "core/error.hpp"
 #include "io/hdf5_dataset.hpp"
@@ -134,7 +134,7 @@ class MakeDatasetCommand final : public Command {
   // every rank (an I/O failure on rank 0 aborts the job as any other error does).
   int run_import(const comm::MpiRuntime& mpi) {
     const io::IdxImportOptions io{idx_[0], idx_[1], o_.path, classes_->count() > 0 ? o_.classes : 10};
-    run_on_rank0(mpi, "make-dataset --from-idx (rank 0 imports)", [&] {
+    run::run_on_rank0(mpi, "make-dataset --from-idx (rank 0 imports)", [&] {
       const io::IdxImportResult r = io::import_idx(io);
       std::printf("# wrote %s: /inputs (%" PRId64 ", %" PRId64 ") float32 = pixel / 255, /labels (%" PRId64
                   ",) int32, %" PRId64 " classes, in %.3f s\n#   from %s (%s images%s) and %s%s\n",
@@ -157,7 +157,7 @@ class MakeDatasetCommand final : public Command {
       npy_opts_.npz_path = npz_;
     }
     npy_opts_.classes = classes_->count() > 0 ? o_.classes : 0;
-    run_on_rank0(mpi, "make-dataset --from-npy/--from-npz (rank 0 imports)", [&] {
+    run::run_on_rank0(mpi, "make-dataset --from-npy/--from-npz (rank 0 imports)", [&] {
       const io::NpyImportResult r = io::import_npy(npy_opts_);
       std::printf("# wrote %s: /inputs (%" PRId64 ", %" PRId64 ") float32 (rows %s; %s), /labels (%" PRId64
                   ",) int32, %" PRId64 " classes, in %.3f s\n#   from %s (%s) and %s (%s)\n#   label counts:",
@@ -171,7 +171,7 @@ class MakeDatasetCommand final : public Command {
   }
   int run_split(const comm::MpiRuntime& mpi) {
     const io::SplitOptions so{files_[0], files_[1], files_[2], val_fraction_value_, o_.seed};
-    run_on_rank0(mpi, "make-dataset --split (rank 0 writes)", [&] {
+    run::run_on_rank0(mpi, "make-dataset --split (rank 0 writes)", [&] {
       const io::SplitResult r = io::write_split(so);
       std::printf("# wrote %s (%" PRId64 " rows) and %s (%" PRId64 " rows held out): the split train "
                   "--val-fraction %g --seed %" PRIu64 " makes of %s's %" PRId64 " rows, in %.3f s\n",

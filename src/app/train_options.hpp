@@ -37,7 +37,7 @@ struct TrainOptions {
   int threads = 0;                                     // 0: automatic (cores on this node / ranks on this node)
   std::int64_t log_every = 0;                          // 0: automatic (about 10 lines per run)
   std::string metrics_path;                            // --metrics FILE.jsonl
-  std::string metrics_mode = "append";                 // --metrics-mode append|overwrite (app/metrics_log.hpp)
+  std::string metrics_mode = "append";                 // --metrics-mode append|overwrite (run/metrics_log.hpp)
   double comm_timeout_s = comm::kDefaultCommTimeoutS;  // --comm-timeout: abort when one collective (or an
                                                        // MPI section, mpi_runtime.hpp) exceeds it (0: off)
   std::string trace_path;             // --trace FILE.json: Chrome/Perfetto trace of all ranks (written by rank 0)

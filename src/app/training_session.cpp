@@ -1,7 +1,7 @@
 // training_session.cpp — ops, communicator and trainer wired once (see training_session.hpp).
 #include "app/training_session.hpp"
 
-#include "app/agreed_usage_error.hpp"
+#include "run/agreed_usage_error.hpp"
 #include "app/command.hpp"
 #include "app/compute_device.hpp"
 #include "app/model_memory.hpp"
@@ -35,7 +35,7 @@ void TrainingSession::check_memory(const ddp::TrainConfig& config) const {
   if (ops_->device() == core::Device::Host) {
     refusal = model_memory_refusal(config, mpi_.size(), core::memory_budget(core::host_memory(), mpi_.local_size()));
   }
-  agree_on_usage_error(mpi_, "the model's memory against each rank's limit", refusal,
+  run::agree_on_usage_error(mpi_, "the model's memory against each rank's limit", refusal,
                        "the model does not fit the memory of another rank (see its message)");
 }
 

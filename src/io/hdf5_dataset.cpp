@@ -23,6 +23,19 @@ constexpr std::int64_t kBlockBytes = std::int64_t{64} << 20;
 std::int64_t block_rows(std::int64_t in_dim) {
   return std::clamp<std::int64_t>(kBlockBytes / (in_dim * static_cast<std::int64_t>(sizeof(float))), 1, kBlockRows);
 }
+// The root attributes of a synthetic data set: what `inspect` and the reader read back.
+void write_synthetic_attributes(hid_t file, const MakeDatasetOptions& o, std::uint64_t teacher) {
+  write_attr(file, "format", std::string(kDatasetFormat));
+  write_attr(file, "format_version", kDatasetFormatVersion);
+  write_attr(file, "samples", o.samples);
+  write_attr(file, "in_dim", o.in_dim);
+  write_attr(file, "classes", o.classes);
+  write_attr_u64(file, "seed", o.seed);
+  write_attr_u64(file, "teacher_seed", teacher);
+  write_attr(file, "generator",
+             std::string("microddp synthetic teacher set (data/synthetic_dataset.hpp), samples 0..N-1"));
+}
+
 }  // namespace
 
 double write_synthetic_dataset(MPI_Comm comm, const MakeDatasetOptions& o) {
@@ -41,15 +54,7 @@ double write_synthetic_dataset(MPI_Comm comm, const MakeDatasetOptions& o) {
     Hid fapl(MDDP_HDF5_CHECK(H5Pcreate(H5P_FILE_ACCESS)));
     MDDP_HDF5_CHECK(H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL));
     Hid file(MDDP_HDF5_FILE_CHECK(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl), tmp, "cannot create file"));
-    write_attr(file, "format", std::string(kDatasetFormat));
-    write_attr(file, "format_version", kDatasetFormatVersion);
-    write_attr(file, "samples", o.samples);
-    write_attr(file, "in_dim", o.in_dim);
-    write_attr(file, "classes", o.classes);
-    write_attr_u64(file, "seed", o.seed);
-    write_attr_u64(file, "teacher_seed", teacher);
-    write_attr(file, "generator",
-               std::string("microddp synthetic teacher set (data/synthetic_dataset.hpp), samples 0..N-1"));
+    write_synthetic_attributes(file, o, teacher);
     const hsize_t xd[2] = {static_cast<hsize_t>(o.samples), static_cast<hsize_t>(o.in_dim)};
     const hsize_t yd[1] = {static_cast<hsize_t>(o.samples)};
     Hid xs(MDDP_HDF5_CHECK(H5Screate_simple(2, xd, nullptr)));

@@ -10,7 +10,7 @@
 //   "samples_per_s" is the step's global samples (all micro-batches) over its time; "lr" the step's
 //   learning rate; "grad_norm" the global gradient's L2 norm before clipping (non-finite: null).
 //   {"type":"summary", "config":{...}, "median":{...}, "mean":{...}, "final_loss":.., ...}
-// A file may hold several runs one after the other (train --metrics-mode append, app/metrics_log.hpp):
+// A file may hold several runs one after the other (train --metrics-mode append, run/metrics_log.hpp):
 // each begins with a {"type":"start"} or {"type":"resume"} record.
 #pragma once
 

@@ -9,7 +9,7 @@
 #include <map>
 #include <string>
 
-#include "app/trace_output.hpp"
+#include "run/trace_output.hpp"
 #include "comm/factory.hpp"
 #include "ddp/trainer.hpp"
 #include "kernels/ops.hpp"
@@ -38,7 +38,7 @@ TEST_P(Trace, MergedTraceIsValidAndShowsOverlap) {
   for (std::int64_t s = 0; s < cfg.steps; ++s) t.step();
   const std::string path =
       ::testing::TempDir() + "microddp_trace_" + strategy + "_np" + std::to_string(rt.size()) + ".json";
-  app::write_trace(path, *comm, t.events().events(), t.sync(), t.model().params());
+  run::write_trace(path, *comm, t.events().events(), t.sync(), t.model().params());
   if (rt.rank() != 0) return;
 
   std::ifstream f(path);

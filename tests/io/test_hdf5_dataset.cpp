@@ -41,6 +41,7 @@
 #include "data/train_val_split.hpp"
 #include "ddp/direct_input.hpp"
 #include "ddp/trainer.hpp"
+#include "io/data_format.hpp"
 #include "io/hdf5_data_source.hpp"
 #include "io/h5_util.hpp"
 #include "io/hdf5_dataset.hpp"
@@ -285,6 +286,55 @@ void poke(const std::string& p, const char* dset, hsize_t row, hsize_t col, T va
   H5Sclose(fs);
   H5Dclose(d);
   H5Fclose(f);
+}
+
+// The format table (io/data_format.hpp): an HDF5 data set is recognised and opened through it as the
+// reader opens it (same rows, description and header line, without a cast to the reader's type),
+// `check` is inspect's scan, and a file no row recognises goes to the first row, whose reader names
+// what is wrong.
+TEST(Hdf5Dataset, FormatTableOpensDescribesAndChecks) {
+  const std::string p = make("table");
+  ASSERT_FALSE(data_formats().empty());
+  for (const DataFormatRow& row : data_formats()) {
+    EXPECT_FALSE(row.name.empty());
+    EXPECT_NE(row.recognise, nullptr);
+    EXPECT_NE(row.open, nullptr);
+    EXPECT_NE(row.check, nullptr);
+  }
+  const DataFormatRow& row = data_format_of(p);
+  EXPECT_EQ(row.name, "hdf5");
+  EXPECT_TRUE(row.recognise(p));
+  const OpenedData opened = open_data_file(p, 0);
+  const Hdf5DataSource direct(p);
+  ASSERT_NE(opened.source, nullptr);
+  EXPECT_EQ(opened.source->rows(), kRows);
+  EXPECT_EQ(opened.source->in_dim(), kDim);
+  EXPECT_EQ(opened.source->classes(), kClasses);
+  EXPECT_EQ(opened.source->describe(), direct.describe());
+  EXPECT_EQ(opened.summary, direct.summary());
+  const DatasetReport r = row.check(p);
+  EXPECT_EQ(r.samples, kRows);
+  EXPECT_EQ(r.in_dim, kDim);
+
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const std::string text = p + "." + std::to_string(rank) + ".txt";
+  {
+    std::FILE* f = std::fopen(text.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("not a data set\n", f);
+    std::fclose(f);
+  }
+  EXPECT_FALSE(row.recognise(text));
+  EXPECT_EQ(&data_format_of(text), &data_formats().front());
+  try {
+    (void)open_data_file(text, 0);
+    ADD_FAILURE() << "a text file opened as data";
+  } catch (const core::UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+  }
+  std::remove(text.c_str());
+  cleanup(p);
 }
 
 TEST(Hdf5Dataset, BadFilesAreRejected) {

@@ -3,12 +3,12 @@
 
 1. The layers of src/ (and kernels/): a file includes its own folder and the layers below it, never
    one above. Order, lowest first: core, kernels, comm, data, model, ddp, {io, perf} (siblings:
-   neither includes the other), labs, app.
+   neither includes the other), {labs, run} (siblings), app.
 2. The rooms of src/comm/: a file includes its own room and the rooms listed before it (transport,
    runtime, algorithms, gpu, backends); the vocabulary headers at comm/ top level include only
    core/ and each other; the composition at comm/ top level (communicator, factory, references)
    may include every room.
-3. Only the app and the trainer's own parts include ddp/trainer.hpp.
+3. Only the app, the run library (src/run/) and the trainer's own parts include ddp/trainer.hpp.
 4. No production enum, table or hook names a lab: nothing outside src/labs/ and src/app/ includes
    labs/ or spells a lab strategy or backend name ("lab-..." strings, Strategy::Lab...).
 Exit 0 when the tree follows them; otherwise every violation, one per line, and exit 1.
@@ -19,7 +19,7 @@ import sys
 
 ROOT = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parents[2])
 LAYER_RANK = {"core": 0, "kernels": 1, "comm": 2, "data": 3, "model": 4, "ddp": 5, "io": 6, "perf": 6,
-              "labs": 7, "app": 8}
+              "labs": 7, "run": 7, "app": 8}
 COMM_ROOMS = ["transport", "runtime", "algorithms", "gpu", "backends"]
 COMM_VOCABULARY = {"types.hpp", "work.hpp", "backend.hpp", "backend_description.hpp", "comm_config.hpp"}
 # The trainer's own parts: the files of ddp/ that make up the training step (ddp/trainer*.{hpp,cpp}).
@@ -79,8 +79,8 @@ def main():
                 src_room, inc_room = comm_room(rel), comm_room_of_include(inc)
                 if not comm_allowed(src_room, inc_room):
                     errors.append(f"{rel}: includes {inc}: comm room {src_room} may not include room {inc_room}")
-            if inc == "ddp/trainer.hpp" and layer != "app" and not TRAINER_PARTS.match(rel):
-                errors.append(f"{rel}: includes ddp/trainer.hpp (only the app and the trainer's parts may)")
+            if inc == "ddp/trainer.hpp" and layer not in ("app", "run") and not TRAINER_PARTS.match(rel):
+                errors.append(f"{rel}: includes ddp/trainer.hpp (only the app, the run library and the trainer's parts may)")
         if layer not in ("labs", "app"):
             for m in LAB_NAME.finditer(text):
                 line = text.count("\n", 0, m.start()) + 1

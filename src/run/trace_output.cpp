@@ -1,12 +1,12 @@
 // trace_output.cpp — gather, label and write the trace.
-#include "app/trace_output.hpp"
+#include "run/trace_output.hpp"
 
 #include <algorithm>
 #include <charconv>
 
 #include "perf/chrome_trace.hpp"
 
-namespace microddp::app {
+namespace microddp::run {
 
 void write_trace(const std::string& path, comm::Communicator& comm, const std::vector<core::Event>& events,
                  const ddp::GradSync& sync, const std::vector<model::ParamInfo>& params,
@@ -79,4 +79,4 @@ void TraceWindow::add(std::int64_t step, const std::vector<core::Event>& step_ev
   }
 }
 
-}  // namespace microddp::app
+}  // namespace microddp::run

@@ -14,14 +14,13 @@
 // decisions: the validation counts it observes are all-reduced (same bits on every rank).
 #pragma once
 
-#include <CLI/CLI.hpp>
 
 #include <cstdint>
 #include <string>
 
 #include "io/run_info.hpp"
 
-namespace microddp::app {
+namespace microddp::run {
 
 struct BestModelOptions {
   std::string save_best;          // "" | val_loss | val_accuracy
@@ -29,10 +28,6 @@ struct BestModelOptions {
   double min_delta = 0.0;
 };
 
-// --save-best --early-stop-patience --early-stop-min-delta
-void add_best_model_options(CLI::App* sub, BestModelOptions& o);
-// Needs a validation set (has_validation); --early-stop-min-delta needs --early-stop-patience.
-void validate_best_model_options(const BestModelOptions& o, bool has_validation);
 
 class BestModel {
  public:
@@ -71,4 +66,4 @@ class BestModel {
   std::int64_t evals_since_best_ = 0;
 };
 
-}  // namespace microddp::app
+}  // namespace microddp::run

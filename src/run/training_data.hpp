@@ -6,13 +6,12 @@
 // Contract: everything here is a pure function of (options, file sizes, seed, global batch,
 // accumulation), never of the rank or the world size, so every rank builds the same epochs and
 // the same split and a run resumes on any number of ranks. Bad combinations are core::UsageError
-// before MPI starts (validate_data_options) or agreed ones after it (every rank reaches the same
+// before MPI starts (app/run_options.hpp: validate_data_options) or agreed ones after it (every rank reaches the same
 // verdict from the same file sizes): exit 2 on every rank.
 // Without --data nothing here applies: the synthetic set stays an endless stream indexed by global
 // sample number, exactly as before epochs existed.
 #pragma once
 
-#include <CLI/CLI.hpp>
 
 #include <cstdint>
 #include <memory>
@@ -27,7 +26,7 @@
 #include "data/train_val_split.hpp"
 #include "io/hdf5_data_source.hpp"
 
-namespace microddp::app {
+namespace microddp::run {
 
 // The data's test hook (core/fault_plan.hpp; armed by MICRODDP_FAULT_TRUNCATE_DATA=RANK:STEP,
 // app/fault_env.hpp): after step STEP (1-based), rank RANK truncates the --data file to half its
@@ -42,17 +41,9 @@ struct DataOptions {
   double val_fraction = 0.0;   // --val-fraction F: hold out round(F N) rows of --data
   std::string val_data;        // --val-data FILE.h5
   std::int64_t eval_every = 0; // --eval-every N steps (0: each epoch's end with --epochs, else the run's end)
-  CLI::Option* steps_opt = nullptr;  // --steps, to refuse it next to --epochs
-  CLI::Option* shuffle_opt = nullptr;
   io::DataKeys keys;                 // the dataset names (--inputs-key, --labels-key): --val-data's too
   std::int64_t resident_limit_bytes = io::Hdf5DataSource::kResidentLimitBytes;  // --data-memory-mb, --val-data's too
 };
-
-// --shuffle --epochs --val-fraction --val-data --eval-every (train only).
-void add_data_options(CLI::App* sub, DataOptions& o);
-// Combinations, before MPI starts: the options need --data, --epochs excludes --steps, one
-// validation set at most, --eval-every needs one.
-void validate_data_options(const DataOptions& o, const std::string& data_path);
 
 class TrainingData {
  public:
@@ -94,4 +85,4 @@ class TrainingData {
   std::optional<data::EpochSampler> epochs_;  // always set by the constructor
 };
 
-}  // namespace microddp::app
+}  // namespace microddp::run

@@ -1,10 +1,10 @@
 // metrics_log.cpp — the start/resume record and the count of superseded steps.
-#include "app/metrics_log.hpp"
+#include "run/metrics_log.hpp"
 
 #include <chrono>
 #include <fstream>
 
-namespace microddp::app {
+namespace microddp::run {
 
 std::int64_t count_step_records_after(const std::string& path, std::int64_t after) {
   std::ifstream in(path);
@@ -48,4 +48,4 @@ std::unique_ptr<perf::MetricsWriter> open_metrics_log(const std::string& path, c
   return w;
 }
 
-}  // namespace microddp::app
+}  // namespace microddp::run

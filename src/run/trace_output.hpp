@@ -16,7 +16,7 @@
 #include "ddp/grad_sync.hpp"
 #include "nlohmann/json.hpp"
 
-namespace microddp::app {
+namespace microddp::run {
 
 void write_trace(const std::string& path, comm::Communicator& comm, const std::vector<core::Event>& events,
                  const ddp::GradSync& sync, const std::vector<model::ParamInfo>& params,
@@ -51,4 +51,4 @@ class TraceWindow {
   std::uint64_t dropped_ = 0;
 };
 
-}  // namespace microddp::app
+}  // namespace microddp::run

@@ -8,7 +8,7 @@
 
 #include "comm/runtime/mpi_runtime.hpp"
 
-namespace microddp::app {
+namespace microddp::run {
 
 // Collective over the world, inside the runtime's watchdog section `section` (a string literal).
 // `error`: this rank's failure message ("" = it succeeded). Returns when no rank failed. Otherwise
@@ -22,4 +22,4 @@ void agree_on_usage_error(const comm::MpiRuntime& mpi, const char* section, cons
 // UsageError with rank 0's message (exit 2 everywhere); any other error ends the job as usual.
 void run_on_rank0(const comm::MpiRuntime& mpi, const char* section, const std::function<void()>& work);
 
-}  // namespace microddp::app
+}  // namespace microddp::run

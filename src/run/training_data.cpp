@@ -1,5 +1,5 @@
 // training_data.cpp — the training rows, their epochs and the validation set of `train --data`.
-#include "app/training_data.hpp"
+#include "run/training_data.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,47 +10,11 @@
 #include <cstdio>
 #include <cstring>
 
-#include "app/agreed_usage_error.hpp"
-#include "app/run_control.hpp"
+#include "run/agreed_usage_error.hpp"
+#include "run/run_control.hpp"
 #include "core/error.hpp"
 
-namespace microddp::app {
-
-void add_data_options(CLI::App* sub, DataOptions& o) {
-  o.shuffle_opt = sub->add_option("--shuffle", o.shuffle,
-                                  "With --data: on = a new seeded order of the training rows every epoch, off = file "
-                                  "order (both drop each epoch's partial last batch)")
-                      ->check(CLI::IsMember({"on", "off"}))
-                      ->capture_default_str();
-  sub->add_option("--epochs", o.epochs,
-                  "With --data: train E epochs (E x steps per epoch) instead of --steps (not both)")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30));
-  sub->add_option("--val-fraction", o.val_fraction,
-                  "With --data: hold out this fraction of its rows (seeded, the same at any world size) as the "
-                  "validation set")
-      ->check(CLI::Range(0.0, 1.0));
-  sub->add_option("--val-data", o.val_data, "With --data: the validation set is this HDF5 file");
-  sub->add_option("--eval-every", o.eval_every,
-                  "Evaluate the validation set every N steps and at the end (default: at each epoch's end with "
-                  "--epochs, else only at the end)")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
-}
-
-void validate_data_options(const DataOptions& o, const std::string& data_path) {
-  const bool epochs = o.epochs > 0, val = o.val_fraction > 0.0 || !o.val_data.empty();
-  if (data_path.empty()) {
-    MDDP_USAGE_CHECK(!epochs && !val && o.eval_every == 0 && (o.shuffle_opt == nullptr || o.shuffle_opt->count() == 0),
-                     "--shuffle, --epochs, --val-fraction, --val-data and --eval-every need --data FILE.h5 (the "
-                     "synthetic set is an endless stream: it has no epochs and no held-out rows)");
-  }
-  MDDP_USAGE_CHECK(!(epochs && o.steps_opt != nullptr && o.steps_opt->count() > 0),
-                   "give --epochs or --steps, not both (--epochs E runs E x steps per epoch steps)");
-  MDDP_USAGE_CHECK(!(o.val_fraction > 0.0 && !o.val_data.empty()),
-                   "give --val-fraction or --val-data, not both: one validation set");
-  MDDP_USAGE_CHECK(std::isfinite(o.val_fraction) && o.val_fraction >= 0.0 && o.val_fraction < 1.0,
-                   "--val-fraction must lie in [0, 1), got " << o.val_fraction);
-  MDDP_USAGE_CHECK(o.eval_every == 0 || val, "--eval-every needs a validation set (--val-fraction or --val-data)");
-}
+namespace microddp::run {
 
 namespace {
 // A check every rank makes on the same values: its failure is one message and exit 2 everywhere.
@@ -73,7 +37,8 @@ TrainingData::TrainingData(const DataOptions& o, const comm::MpiRuntime& mpi, co
     val_ = std::make_unique<data::SplitSource>(file, *split_, data::SplitSource::Side::Val, seed);
   }
   if (!o.val_data.empty()) {
-    val_file_ = open_data_file(mpi, o.val_data, file.classes(), "--val-data", o.keys, o.resident_limit_bytes);
+    val_file_ =
+        open_data_file(mpi, o.val_data, file.classes(), "--val-data", o.keys, o.resident_limit_bytes).source;
     MDDP_AGREED_USAGE_CHECK(val_file_->in_dim() == file.in_dim() && val_file_->classes() == file.classes(),
                             "--val-data " << o.val_data << " has " << val_file_->in_dim() << " features and "
                                           << val_file_->classes() << " classes, the training file "
@@ -154,4 +119,4 @@ std::string TrainingData::val_line() const {
   return text;
 }
 
-}  // namespace microddp::app
+}  // namespace microddp::run

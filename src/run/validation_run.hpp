@@ -18,7 +18,7 @@
 #include "kernels/ops.hpp"
 #include "model/mlp.hpp"
 
-namespace microddp::app {
+namespace microddp::run {
 
 class ValidationRun {
  public:
@@ -36,4 +36,4 @@ class ValidationRun {
   ddp::Evaluator evaluator_;
 };
 
-}  // namespace microddp::app
+}  // namespace microddp::run

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-namespace microddp::app {
+namespace microddp::run {
 
 // The field names the list allows (steps/epochs add none). Throws core::UsageError.
 std::vector<std::string> parse_allow_changed(const std::string& list);
 
-}  // namespace microddp::app
+}  // namespace microddp::run

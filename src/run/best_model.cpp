@@ -1,35 +1,12 @@
 // best_model.cpp — the improvement rule and the patience count.
-#include "app/best_model.hpp"
+#include "run/best_model.hpp"
 
 #include <cmath>
 #include <cstdio>
 
-#include "app/cli_values.hpp"
 #include "core/error.hpp"
 
-namespace microddp::app {
-
-void add_best_model_options(CLI::App* sub, BestModelOptions& o) {
-  sub->add_option("--save-best", o.save_best,
-                  "Keep the model of the best validation so far as best.h5 in --checkpoint-dir (a checkpoint, never "
-                  "rotated away): val_loss (lowest) or val_accuracy (highest)")
-      ->check(CLI::IsMember({"val_loss", "val_accuracy"}));
-  sub->add_option("--early-stop-patience", o.patience,
-                  "Stop (exit 0) after K evaluations without improvement of the --save-best metric (val_loss "
-                  "without --save-best)")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
-  sub->add_option("--early-stop-min-delta", o.min_delta,
-                  "An improvement must beat the best by more than this (default 0: any improvement)")
-      ->check(finite_range(0.0, 1e30))
-      ->capture_default_str();
-}
-
-void validate_best_model_options(const BestModelOptions& o, bool has_validation) {
-  MDDP_USAGE_CHECK(has_validation || (o.save_best.empty() && o.patience == 0),
-                   (o.save_best.empty() ? "--early-stop-patience" : "--save-best")
-                       << " needs a validation set: --val-fraction F or --val-data FILE (with --data)");
-  MDDP_USAGE_CHECK(o.min_delta == 0.0 || o.patience > 0, "--early-stop-min-delta needs --early-stop-patience");
-}
+namespace microddp::run {
 
 BestModel::BestModel(const BestModelOptions& o)
     : metric_(!o.save_best.empty() ? o.save_best : (o.patience > 0 ? "val_loss" : "")),
@@ -103,4 +80,4 @@ std::string BestModel::stop_reason() const {
   return b;
 }
 
-}  // namespace microddp::app
+}  // namespace microddp::run

@@ -1,12 +1,12 @@
 // allow_changed.cpp — the names of --allow-changed, checked against the field table.
-#include "app/allow_changed.hpp"
+#include "run/allow_changed.hpp"
 
 #include <algorithm>
 
 #include "core/error.hpp"
 #include "ddp/train_config_fields.hpp"
 
-namespace microddp::app {
+namespace microddp::run {
 
 namespace {
 // The changeable fields, as the help and the messages list them.
@@ -53,4 +53,4 @@ std::vector<std::string> parse_allow_changed(const std::string& list) {
   return out;
 }
 
-}  // namespace microddp::app
+}  // namespace microddp::run

@@ -6,10 +6,10 @@
 #include <cstdint>
 #include <string>
 
-namespace microddp::app {
+namespace microddp::run {
 
 inline std::string count_text(std::int64_t n, const std::string& noun) {
   return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
 }
 
-}  // namespace microddp::app
+}  // namespace microddp::run

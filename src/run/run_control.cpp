@@ -1,5 +1,5 @@
 // run_control.cpp — checkpoint/resume/signal/data plumbing of `microddp train`.
-#include "app/run_control.hpp"
+#include "run/run_control.hpp"
 
 #include <sys/stat.h>
 
@@ -9,16 +9,16 @@
 #include <cstdio>
 #include <cstring>
 
-#include "app/agreed_usage_error.hpp"
-#include "app/allow_changed.hpp"
+#include "run/agreed_usage_error.hpp"
+#include "run/allow_changed.hpp"
 #include "comm/transport/mpi_check.hpp"
 #include "core/error.hpp"
 #include "io/checkpoint.hpp"
 #include "io/checkpoint_ownership.hpp"
-#include "io/hdf5_data_source.hpp"
+#include "io/data_format.hpp"
 #include "io/model_weights.hpp"
 
-namespace microddp::app {
+namespace microddp::run {
 
 namespace {
 
@@ -42,74 +42,6 @@ void restore_handlers() {
 
 }  // namespace
 
-void add_run_control_options(CLI::App* sub, RunControlOptions& o) {
-  sub->add_option("--data", o.data_path,
-                  "Train from an HDF5 data set (microddp make-dataset) instead of the synthetic one");
-  sub->add_option("--inputs-key", o.keys.inputs, "The dataset of the inputs in --data and --val-data")
-      ->capture_default_str();
-  sub->add_option("--labels-key", o.keys.labels, "The dataset of the labels in --data and --val-data")
-      ->capture_default_str();
-  sub->add_option("--data-memory-mb", o.data_memory_mb,
-                  "--data and --val-data files whose rows (as float32, labels int32) fit in this many MiB are read "
-                  "into memory once; larger ones are streamed from disk, rows as they are needed (0 = always stream)")
-      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 30))
-      ->capture_default_str();
-  sub->add_option("--checkpoint-every", o.checkpoint_every,
-                  "Save a checkpoint every N steps and at the end (0 = only on SIGTERM/SIGUSR1)")
-      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40))
-      ->capture_default_str();
-  sub->add_option("--checkpoint-dir", o.checkpoint_dir, "Directory of the checkpoints (shared by all ranks)")
-      ->capture_default_str();
-  sub->add_option("--keep", o.keep, "Keep the newest K checkpoints (0 = all); the newest valid one is never deleted")
-      ->check(CLI::Range(0, 1 << 20))
-      ->capture_default_str();
-  sub->add_option("--resume", o.resume,
-                  "auto (the newest valid checkpoint in --checkpoint-dir; one that does not fit this run is refused, "
-                  "none at all: start fresh), never (default: start fresh), or a checkpoint FILE");
-  sub->add_flag("--overwrite", o.overwrite,
-                "Start over in a --checkpoint-dir that holds another run's checkpoints: delete them (and its best.h5) "
-                "first (with --resume never)");
-  sub->add_option("--allow-changed", o.allow_changed,
-                  "Resume with these settings changed (only the learning-rate plan: lr, lr-schedule, warmup-steps, "
-                  "min-lr, decay-steps, lr-milestones, lr-gamma; steps/epochs are always free): e.g. lr,lr-schedule");
-  sub->add_option("--init-from", o.init_from,
-                  "Start a new run from the weights of a checkpoint or an exported model (fresh optimizer state, "
-                  "this run's settings; the shapes must match). Ignored when --resume auto finds this run's checkpoint");
-  sub->add_option(
-         "--checkpoint-writer", o.writer,
-         "rank0 (faster on one node, measured) | parallel (all ranks write disjoint slices with collective MPI-IO)")
-      ->check(CLI::IsMember({"parallel", "rank0"}))
-      ->capture_default_str();
-}
-
-void validate_run_control_options(const RunControlOptions& o) {
-  MDDP_USAGE_CHECK(!o.checkpoint_dir.empty(), "--checkpoint-dir must not be empty");
-  const bool fresh = o.resume.empty() || o.resume == "never";
-  MDDP_USAGE_CHECK(!o.overwrite || fresh, "--overwrite starts the run over: give it with --resume never, not --resume "
-                                              << o.resume << " (which continues a run)");
-  MDDP_USAGE_CHECK(o.allow_changed.empty() || !fresh,
-                   "--allow-changed applies to a resume: give it with --resume auto or --resume FILE");
-  (void)parse_allow_changed(o.allow_changed.empty() ? "steps" : o.allow_changed);  // the names, before MPI
-  MDDP_USAGE_CHECK(o.init_from.empty() || fresh || o.resume == "auto",
-                   "--init-from starts a new run: not with --resume " << o.resume << " (give one of the two)");
-  if (!o.init_from.empty()) {
-    struct stat st {};
-    MDDP_USAGE_CHECK(::stat(o.init_from.c_str(), &st) == 0 && S_ISREG(st.st_mode),
-                     "--init-from " << o.init_from << ": no such file (a checkpoint or a `microddp export` model)");
-  }
-  if (!fresh && o.resume != "auto") {
-    struct stat st {};
-    MDDP_USAGE_CHECK(
-        ::stat(o.resume.c_str(), &st) == 0 && S_ISREG(st.st_mode),
-        "--resume " << o.resume
-                    << ": no such checkpoint file (use --resume auto to pick the newest in --checkpoint-dir)");
-  }
-  if (!o.data_path.empty()) {
-    struct stat st {};
-    MDDP_USAGE_CHECK(::stat(o.data_path.c_str(), &st) == 0, "--data " << o.data_path << ": " << std::strerror(errno));
-  }
-}
-
 RunControl::RunControl(const RunControlOptions& o, const comm::MpiRuntime& mpi, std::string backend)
     : o_(o), mpi_(mpi), backend_(std::move(backend)) {
   install_handlers();
@@ -117,22 +49,20 @@ RunControl::RunControl(const RunControlOptions& o, const comm::MpiRuntime& mpi, 
 
 RunControl::~RunControl() { restore_handlers(); }
 
-std::unique_ptr<data::DataSource> open_data_file(const comm::MpiRuntime& mpi, const std::string& path,
-                                                 std::int64_t classes_option, const std::string& option,
-                                                 const io::DataKeys& keys, std::int64_t resident_limit_bytes) {
+io::OpenedData open_data_file(const comm::MpiRuntime& mpi, const std::string& path, std::int64_t classes_option,
+                              const std::string& option, const io::DataKeys& keys,
+                              std::int64_t resident_limit_bytes) {
   // Rank 0 opens the file first: when neither the file nor --classes says how many classes there
   // are, it reads all of /labels once (max label + 1) and the others take its answer, instead of
   // every rank reading the whole dataset. Its verdict is broadcast, so a bad file is one message
   // and exit 2 on every rank.
-  std::unique_ptr<data::DataSource> data;
+  io::OpenedData data;
   std::string error;
   std::int64_t classes = classes_option;
   if (mpi.rank() == 0) {
     try {
-      auto source = std::make_unique<io::Hdf5DataSource>(path, classes_option, keys);
-      source->set_resident_limit_bytes(resident_limit_bytes);
-      classes = source->classes();
-      data = std::move(source);
+      data = io::open_data_file(path, classes_option, keys, resident_limit_bytes);
+      classes = data.source->classes();
     } catch (const core::UsageError& e) {
       error = e.what();
     }
@@ -150,9 +80,7 @@ std::unique_ptr<data::DataSource> open_data_file(const comm::MpiRuntime& mpi, co
   }
   if (mpi.rank() != 0) {
     try {
-      auto source = std::make_unique<io::Hdf5DataSource>(path, classes, keys);
-      source->set_resident_limit_bytes(resident_limit_bytes);
-      data = std::move(source);
+      data = io::open_data_file(path, classes, keys, resident_limit_bytes);
     } catch (const core::UsageError& e) {
       error = e.what();
     }
@@ -164,11 +92,11 @@ std::unique_ptr<data::DataSource> open_data_file(const comm::MpiRuntime& mpi, co
 const data::DataSource* RunControl::open_data_source(std::int64_t classes_option) {
   if (o_.data_path.empty()) return nullptr;
   data_ = open_data_file(mpi_, o_.data_path, classes_option, "--data", o_.keys, o_.data_memory_mb << 20);
-  return data_.get();
+  return data_.source.get();
 }
 
 std::string RunControl::data_summary() const {
-  return data_ ? static_cast<const io::Hdf5DataSource*>(data_.get())->summary() : std::string();
+  return data_.summary;
 }
 
 void RunControl::note(const std::string& line) const {
@@ -320,4 +248,4 @@ bool RunControl::after_step(ddp::Trainer& trainer, comm::Communicator& comm) {
   return true;
 }
 
-}  // namespace microddp::app
+}  // namespace microddp::run

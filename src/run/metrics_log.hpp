@@ -23,7 +23,7 @@
 #include "io/run_info.hpp"
 #include "perf/metrics_jsonl.hpp"
 
-namespace microddp::app {
+namespace microddp::run {
 
 // Rank 0 calls it. resumed: the run continues after checkpoint step `start`.
 std::unique_ptr<perf::MetricsWriter> open_metrics_log(const std::string& path, const std::string& mode,
@@ -33,4 +33,4 @@ std::unique_ptr<perf::MetricsWriter> open_metrics_log(const std::string& path, c
 // "start" record.
 std::int64_t count_step_records_after(const std::string& path, std::int64_t after);
 
-}  // namespace microddp::app
+}  // namespace microddp::run

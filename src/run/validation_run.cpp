@@ -1,9 +1,9 @@
 // validation_run.cpp — parameters from the trainer's host view, then ddp::evaluate.
-#include "app/validation_run.hpp"
+#include "run/validation_run.hpp"
 
 #include <algorithm>
 
-namespace microddp::app {
+namespace microddp::run {
 
 ValidationRun::ValidationRun(const model::MlpConfig& config, kernels::Ops& ops, const data::DataSource& source)
     : source_(source),
@@ -16,4 +16,4 @@ ddp::EvalCounts ValidationRun::run(comm::Communicator& comm, ddp::Trainer& train
   return ddp::evaluate(comm, evaluator_, source_, source_.rows());
 }
 
-}  // namespace microddp::app
+}  // namespace microddp::run

@@ -21,7 +21,6 @@
 // only some of them (or reached them at different steps).
 #pragma once
 
-#include <CLI/CLI.hpp>
 
 #include <cstdint>
 #include <memory>
@@ -31,11 +30,11 @@
 #include "core/fault_plan.hpp"
 #include "data/data_source.hpp"
 #include "io/checkpoint_save.hpp"
-#include "io/hdf5_data_source.hpp"
+#include "io/data_format.hpp"
 #include "ddp/trainer.hpp"
 #include "io/run_info.hpp"
 
-namespace microddp::app {
+namespace microddp::run {
 
 inline constexpr int kExitRequeue = 75;  // EX_TEMPFAIL (sysexits.h)
 
@@ -45,7 +44,7 @@ struct RunControlOptions {
   int keep = 3;
   std::string resume;            // "" or "never", "auto", or a path
   bool overwrite = false;        // --overwrite: delete another run's checkpoints in --checkpoint-dir
-  std::string allow_changed;     // --allow-changed LIST (app/allow_changed.hpp)
+  std::string allow_changed;     // --allow-changed LIST (run/allow_changed.hpp)
   std::string init_from;         // --init-from FILE: a fresh run starts from these weights
   std::string writer = "rank0";  // rank0 | parallel: measured choice, docs/checkpoint_format.md
   std::string data_path;         // --data FILE.h5
@@ -54,17 +53,13 @@ struct RunControlOptions {
   core::FaultPlan faults;        // the save's fault points (test hooks, app/fault_env.hpp)
 };
 
-void add_run_control_options(CLI::App* sub, RunControlOptions& o);
-
-// Collective: opens the HDF5 data file `path` on every rank, rank 0 first (it infers the classes
+// Collective: opens the data file `path` (io/data_format.hpp) on every rank, rank 0 first (it infers the classes
 // when neither the file nor classes_option says, and the others take its answer); a bad file is
 // one agreed core::UsageError naming `option` on every rank (exit 2).
 // resident_limit_bytes: up to this size its rows are read once into memory, else streamed
-// (io::Hdf5DataSource::set_resident_limit_bytes).
-std::unique_ptr<data::DataSource> open_data_file(const comm::MpiRuntime& mpi, const std::string& path,
-                                                 std::int64_t classes_option, const std::string& option,
-                                                 const io::DataKeys& keys, std::int64_t resident_limit_bytes);
-void validate_run_control_options(const RunControlOptions& o);
+// (io::DataFormatRow::open).
+io::OpenedData open_data_file(const comm::MpiRuntime& mpi, const std::string& path, std::int64_t classes_option,
+                              const std::string& option, const io::DataKeys& keys, std::int64_t resident_limit_bytes);
 
 class RunControl {
  public:
@@ -106,7 +101,7 @@ class RunControl {
   RunControlOptions o_;
   const comm::MpiRuntime& mpi_;
   std::string backend_;
-  std::unique_ptr<data::DataSource> data_;  // an io::Hdf5DataSource when --data was given
+  io::OpenedData data_;  // --data, in the format the file has (io/data_format.hpp)
   std::int64_t last_saved_step_ = -1;
   std::int64_t saves_ = 0;  // saves started by this process (the save fault points count them)
   bool stopped_by_signal_ = false;
@@ -114,4 +109,4 @@ class RunControl {
   io::RunInfo run_;
 };
 
-}  // namespace microddp::app
+}  // namespace microddp::run

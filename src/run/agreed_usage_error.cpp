@@ -1,12 +1,12 @@
 // agreed_usage_error.cpp — two small all-reduces: did any rank fail, did every rank fail.
-#include "app/agreed_usage_error.hpp"
+#include "run/agreed_usage_error.hpp"
 
 #include <cstdint>
 
 #include "comm/transport/mpi_check.hpp"
 #include "core/error.hpp"
 
-namespace microddp::app {
+namespace microddp::run {
 
 void agree_on_usage_error(const comm::MpiRuntime& mpi, const char* section, const std::string& error,
                           const std::string& elsewhere) {
@@ -39,4 +39,4 @@ void run_on_rank0(const comm::MpiRuntime& mpi, const char* section, const std::f
   core::throw_usage_error(error, /*agreed=*/true);
 }
 
-}  // namespace microddp::app
+}  // namespace microddp::run
