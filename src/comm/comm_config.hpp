@@ -53,9 +53,13 @@ inline constexpr std::int64_t kDefaultP2pMaxMessageBytes = std::int64_t{1} << 30
 // 64 KiB (19.5 vs 24.1 us).
 inline constexpr std::int64_t kDefaultAutoRdMaxBytes = std::int64_t{16} << 10;
 
-// `auto` above kDefaultAutoRdMaxBytes: the link of the α-β-γ model it chooses by, fitted on this
-// machine (docs/allreduce.md, "How `auto` chooses").
-inline constexpr LinkCosts kDefaultAutoLink{5.0e-6, 0.25e-9, 0.10e-9};
+// `auto` above kDefaultAutoRdMaxBytes: the link of the α-β-γ model it chooses by, from this machine
+// measured idle (docs/allreduce.md, "How `auto` chooses"): α = 5 µs, the fitted latency of small
+// all-reduces (docs/performance.md); β = 0.3 ns/B, the ring's 16 MiB all-reduce at np=2 (3.27 GB/s
+// busbw, docs/allreduce.md "Segment size"), an effective β that includes the reduction. So γ = 0: for
+// ring, Rabenseifner and the double tree the γ term is exactly half the β term (collective_costs.cpp),
+// so γ could only rescale β, never change which one is cheapest.
+inline constexpr LinkCosts kDefaultAutoLink{5.0e-6, 0.3e-9, 0.0};
 
 // The hand-rolled broadcast's switch from the binomial tree to the pipelined chain
 // (docs/sync_primitives.md, "Broadcast").
