@@ -31,9 +31,10 @@
 # Output: the launcher's output, and lines starting with "# elastic:"; exactly one per restart:
 #   # elastic: restart 1/3: attempt 1 failed (exit 1): rank 2 (mddp-h2) exited on signal 9;
 #     lost host(s): mddp-h2; resuming from ckpt_0000000040.h5 on 1 host(s) mddp-h1: world size 4 -> 2
-# Exit codes: 0 training finished; 75 train stopped on SIGTERM/SIGUSR1 after writing a checkpoint
-#   (requeue, as train itself); 2 bad usage (ours, or train's: a restart would not help); 1 restarts
-#   exhausted, fewer than --min-hosts hosts left, or stopped by a signal.
+# Exit codes: 0 training finished; 75 train stopped after writing a checkpoint: on SIGTERM/SIGUSR1
+#   to its ranks, or SIGTERM/SIGINT/SIGHUP to this script (passed on as SIGUSR1), requeue as train
+#   itself; 2 bad usage (ours, or train's: a restart would not help); 1 restarts exhausted, fewer
+#   than --min-hosts hosts left, or stopped by a signal without a checkpoint (exit other than 75).
 set -euo pipefail
 args=("$@")
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -181,8 +182,18 @@ cleanup() {
   exit "$rc"
 }
 trap cleanup EXIT
-# A signal to us (scancel, Ctrl-C) goes to the launcher, and ends the run: no restart.
-on_signal() { stop_signal=$1; [ -z "$launcher_pid" ] || kill "-$1" "$launcher_pid" 2>/dev/null || true; }
+# A signal to us (scancel, Ctrl-C) ends the run, no restart. The launcher gets SIGUSR1, which
+# mpirun and srun pass on to every rank without ending the job: the ranks agree on a step, write
+# a checkpoint and exit 75, and the launcher returns that 75. (mpirun given SIGTERM or SIGINT
+# itself ends the job and returns 1 whatever the ranks did: docs/reliability.md, "Stopping a run".)
+# A second signal ends the launcher at once with the signal itself.
+on_signal() {
+  if [ -z "$stop_signal" ]; then
+    stop_signal=$1; [ -z "$launcher_pid" ] || kill -USR1 "$launcher_pid" 2>/dev/null || true
+  else
+    [ -z "$launcher_pid" ] || kill "-$1" "$launcher_pid" 2>/dev/null || true
+  fi
+}
 trap 'on_signal TERM' TERM; trap 'on_signal INT' INT; trap 'on_signal HUP' HUP
 
 # run_attempt N: one launch on the current hosts; output to the console and $tmp/attempt_N.log.
@@ -252,7 +263,13 @@ while :; do
   started=$SECONDS
   rc=0; run_attempt "$attempt" || rc=$?
   took=$((SECONDS - started))
-  if [ -n "$stop_signal" ]; then say "stopped by SIG$stop_signal during attempt $attempt (exit $rc): not restarting"; exit 1; fi
+  if [ -n "$stop_signal" ]; then
+    # What came back decides: 75 = the ranks wrote a checkpoint (requeue and rerun to continue).
+    if [ "$rc" = 75 ]; then
+      say "stopped by SIG$stop_signal during attempt $attempt: the ranks wrote a checkpoint and exited 75: rerun to continue"; exit 75
+    fi
+    say "stopped by SIG$stop_signal during attempt $attempt (exit $rc): not restarting"; exit 1
+  fi
   case "$rc" in
     0) say "training finished after $restarts restart(s) (final world size $(world_size))"; exit 0 ;;
     75) say "train stopped on a signal after writing a checkpoint (exit 75): requeue and rerun to continue"; exit 75 ;;

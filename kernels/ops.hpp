@@ -247,8 +247,15 @@ class Ops {
   std::uint32_t next_mark_ = 0;
 };
 
-// The CPU implementation; blas_threads sets OpenBLAS's thread count (process-wide setting).
-std::unique_ptr<Ops> make_cpu_ops(int blas_threads);
+// How the CPU GEMM uses its threads. FixedTiles (the default): C in tiles fixed by the shape, each
+// a single-threaded sgemm, the tiles shared among the threads, so the bits do not depend on the
+// thread count (kernels/cpu/tiled_gemm.hpp). OpenBlasThreads: one sgemm with OpenBLAS's own threads,
+// whose bits do depend on it; `bench compute` times it beside the default.
+enum class CpuGemm { FixedTiles, OpenBlasThreads };
+
+// The CPU implementation with blas_threads threads for its GEMMs. OpenBLAS's thread count is a
+// process-wide setting: FixedTiles sets it to 1, OpenBlasThreads to blas_threads around each GEMM.
+std::unique_ptr<Ops> make_cpu_ops(int blas_threads, CpuGemm gemm = CpuGemm::FixedTiles);
 
 // The CUDA implementation on GPU `device` (cuBLAS + custom kernels, its own non-blocking stream);
 // tf32 lets cuBLAS use TF32 tensor cores for GEMM (about 10-bit mantissa products, see cuda_ops.cpp).

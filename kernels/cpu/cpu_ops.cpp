@@ -21,6 +21,7 @@
 #include "core/aligned_alloc.hpp"
 #include "core/error.hpp"
 #include "kernels/cpu/f16_arrays.hpp"
+#include "kernels/cpu/tiled_gemm.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/host_reduce.hpp"
 #include "kernels/ops.hpp"
@@ -50,17 +51,18 @@ int blas_int(std::int64_t v, const char* what) {
 
 class CpuOps final : public Ops {
  public:
-  explicit CpuOps(int blas_threads) {
+  CpuOps(int blas_threads, CpuGemm gemm_mode)
+      : gemm_mode_(gemm_mode), threads_(blas_threads), pool_(gemm_mode == CpuGemm::FixedTiles ? blas_threads : 1) {
     MDDP_CHECK(blas_threads >= 1, "blas_threads must be >= 1, got " << blas_threads);
-    openblas_set_num_threads(blas_threads);
+    openblas_set_num_threads(1);
   }
 
   core::Device device() const override { return core::Device::Host; }
 
   std::string description() const override {
     std::ostringstream os;
-    const int threads = openblas_get_num_threads();
-    os << "cpu (" << openblas_get_config() << ", " << threads << (threads == 1 ? " thread)" : " threads)");
+    os << "cpu (" << openblas_get_config() << ", " << threads_ << (threads_ == 1 ? " thread" : " threads")
+       << (gemm_mode_ == CpuGemm::FixedTiles ? ", fixed GEMM tiles)" : ", OpenBLAS-threaded GEMM)");
     return os.str();
   }
 
@@ -71,8 +73,14 @@ class CpuOps final : public Ops {
     // Leading dimensions of the row-major operands as stored; BLAS requires >= 1 even when empty.
     const int lda = blas_int(trans_a ? m : (k > 0 ? k : 1), "lda");
     const int ldb = blas_int(trans_b ? (k > 0 ? k : 1) : n, "ldb");
+    if (gemm_mode_ == CpuGemm::FixedTiles) {
+      tiled_sgemm(pool_, trans_a, trans_b, mi, ni, ki, alpha, a, lda, b, ldb, beta, c, ni);
+      return;
+    }
+    openblas_set_num_threads(threads_);
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, mi, ni, ki,
                 alpha, a, lda, b, ldb, beta, c, ni);
+    openblas_set_num_threads(1);
   }
 
   // The bf16 reference: decode both operands exactly, then the fp32 GEMM above. Products of two bf16
@@ -271,6 +279,10 @@ class CpuOps final : public Ops {
     MDDP_CHECK(rows >= 0 && cols >= 0, op << ": negative shape (" << rows << ", " << cols << ")");
   }
 
+  CpuGemm gemm_mode_;
+  int threads_;
+  TaskPool pool_;  // FixedTiles: the GEMM tiles' threads (this one and threads_ - 1 workers)
+
   struct FreeDeleter {
     void operator()(float* p) const noexcept { std::free(p); }
   };
@@ -289,6 +301,6 @@ class CpuOps final : public Ops {
 
 }  // namespace
 
-std::unique_ptr<Ops> make_cpu_ops(int blas_threads) { return std::make_unique<CpuOps>(blas_threads); }
+std::unique_ptr<Ops> make_cpu_ops(int blas_threads, CpuGemm gemm) { return std::make_unique<CpuOps>(blas_threads, gemm); }
 
 }  // namespace microddp::kernels

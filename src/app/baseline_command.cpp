@@ -5,6 +5,7 @@
 
 #include "core/hash.hpp"
 #include "app/command.hpp"
+#include "app/model_memory.hpp"
 #include "app/train_options.hpp"
 #include "core/error.hpp"
 #include "core/host_buffer.hpp"
@@ -34,6 +35,7 @@ class BaselineCommand final : public Command {
     MDDP_AGREED_USAGE_CHECK(mpi.size() == 1,
                             "baseline is a single-process run; start it without mpirun (or with -np 1)");
     const auto& cfg = opts_.config;
+    require_model_memory(cfg, 1, 1);  // before the model allocates (app/model_memory.hpp)
     auto ops = kernels::make_cpu_ops(blas_threads(opts_.threads, mpi, comm_settings()).threads);
     data::SyntheticDataset dataset(cfg.seed, cfg.model.in_dim, cfg.model.classes);
     model::FullMLP model(cfg.model, cfg.global_batch, *ops);

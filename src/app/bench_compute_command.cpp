@@ -165,12 +165,19 @@ int BenchComputeCommand::run(const comm::MpiRuntime& mpi) {
     ops->encode_wire16(kernels::Wire16::BF16, w.data(), w16.data(), nullptr, w.count());
     ops->reserve_bf16_gemm(std::max(act.count(), w.count()));
   }
+  // The CPU GEMM as OpenBLAS threads it (one sgemm, its own split; bits depend on the thread count)
+  // beside the default fixed tiles (kernels/cpu/tiled_gemm.hpp): the cost of thread-count
+  // independence, on the same operands in the same run. fp32 on the CPU only.
+  const bool compare_gemm = !on_gpu && !bf16;
+  std::unique_ptr<kernels::Ops> openblas_ops =
+      compare_gemm ? kernels::make_cpu_ops(threads, kernels::CpuGemm::OpenBlasThreads) : nullptr;
+  kernels::Ops* gemm_ops = ops.get();
   auto gemm = [&](bool ta, bool tb, std::int64_t m_, std::int64_t n_, std::int64_t k_, const float* a,
                   const std::uint16_t* a16, const float* b, const std::uint16_t* b16, float beta, float* c) {
     if (bf16) {
-      ops->gemm_bf16(ta, tb, m_, n_, k_, 1.0f, a16, b16, beta, c);
+      gemm_ops->gemm_bf16(ta, tb, m_, n_, k_, 1.0f, a16, b16, beta, c);
     } else {
-      ops->gemm(ta, tb, m_, n_, k_, 1.0f, a, b, beta, c);
+      gemm_ops->gemm(ta, tb, m_, n_, k_, 1.0f, a, b, beta, c);
     }
   };
   auto gemm_sequence = [&] {
@@ -221,9 +228,14 @@ int BenchComputeCommand::run(const comm::MpiRuntime& mpi) {
     return median(t);
   };
   // Interleave the variants so drift on the shared machine hits all of them alike.
-  std::vector<double> g, m, o, c;
+  std::vector<double> g, m, o, c, gob;
   for (int rep = 0; rep < 3; ++rep) {
     g.push_back(time_ms(gemm_sequence));
+    if (compare_gemm) {
+      gemm_ops = openblas_ops.get();
+      gob.push_back(time_ms(gemm_sequence));
+      gemm_ops = ops.get();
+    }
     m.push_back(time_ms(model_step));
     o.push_back(time_ms(optimizer_step));
     c.push_back(time_ms(copy_step));
@@ -292,6 +304,13 @@ int BenchComputeCommand::run(const comm::MpiRuntime& mpi) {
   }
   if (mpi.rank() == 0) {
     print_main_rows(*ops, mpi, threads, gemm_ms, model_ms, opt_ms, copy_ms, flops, bytes);
+    if (compare_gemm) {
+      const double ob_ms = median(gob);
+      std::printf("# the sgemm-only row with OpenBLAS's own threading (bits depend on the thread count; ratio: its "
+                  "time / the fixed tiles' time)\n");
+      std::printf("  %-16s %12.3f %9.1f GF/s %10.3f\n", "sgemm openblas-mt", ob_ms, flops / (ob_ms * 1e6),
+                  ob_ms / gemm_ms);
+    }
     std::printf("# 16-bit wire conversions of one gradient (%" PRId64
                 " values; ratio: time of bf16 encode+ef / time)%s\n",
                 n, simd ? "" : "; no F16C on this processor: scalar fp16 only");

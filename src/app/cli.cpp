@@ -255,6 +255,40 @@ void check_number_kinds(CLI::App& app) {
   for (CLI::App* sub : subcommands_of(app)) check_number_kinds(*sub);
 }
 
+// In front of every validator of every option that takes a value (positionals included): an empty
+// value is refused, never read as "not given". A script passing `--data "$UNSET"` would otherwise
+// train on the synthetic set and report success. Installed once over the whole tree at parse time, so
+// every option of every command, the labs' and those added later, has it without asking for it.
+constexpr const char* kEmptyValue = "an empty value (give a value, or leave the option out for its default)";
+
+void refuse_empty_values(CLI::App& app) {
+  for (CLI::Option* opt : app.get_options()) {
+    if (opt->get_expected_max() == 0) continue;  // a flag: no value (`--flag=` is empty_joined_value's)
+    opt->transform(CLI::Validator(
+        [](std::string& value) -> std::string {
+          return value.empty() ? kEmptyValue : std::string();
+        },
+        ""));
+  }
+  for (CLI::App* sub : subcommands_of(app)) refuse_empty_values(*sub);
+}
+
+// `--name=` with nothing after the '=', for an option of the command argv names (flags included):
+// CLI11 would read it as the option without a value and take the next word as its value, or say
+// "1 required ... missing".
+std::optional<std::string> empty_joined_value(CLI::App& root, int argc, const char* const* argv) {
+  std::string path;
+  const CLI::App* cmd = named_command(root, argc, argv, path);
+  for (int i = 1; i < argc && argv[i] != nullptr; ++i) {
+    const std::string_view word = argv[i];
+    if (word == "--") break;  // what follows is no option
+    if (!word.starts_with("--") || !word.ends_with("=") || word.find('=') != word.size() - 1) continue;
+    const std::string name(word.substr(0, word.size() - 1));
+    if (cmd->get_option_no_throw(name) != nullptr) return name + ": " + kEmptyValue;
+  }
+  return std::nullopt;
+}
+
 // The command words of argv walked down the command tree: a missing command, a word that is not a
 // command, or an unknown option where a command is expected is named with the real choices (CLI11
 // would only say "A subcommand is required" or that the argument was not expected). --help and
@@ -331,12 +365,19 @@ ParseOutcome parse_command_line(CommandLine& cl, int argc, const char* const* ar
   ParseOutcome out;
   if (!cl.number_kinds_checked) {  // here, not at build time: commands registered later (main's) count too
     check_number_kinds(cl.app);
-    last_value_wins(cl.app);  // app/repeated_options.hpp
+    refuse_empty_values(cl.app);  // after check_number_kinds: runs first, so "" is called empty, not "not a number"
+    last_value_wins(cl.app);      // app/repeated_options.hpp
     cl.number_kinds_checked = true;
   }
   if (auto unknown = command_word_error(cl.app, argc, argv)) {
     out.exit_code = 2;
     out.error = *unknown;
+    out.suggest_help = true;
+    return out;
+  }
+  if (auto empty = empty_joined_value(cl.app, argc, argv)) {
+    out.exit_code = 2;
+    out.error = *empty;
     out.suggest_help = true;
     return out;
   }

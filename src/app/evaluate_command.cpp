@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cmath>
@@ -17,6 +18,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,7 @@
 #include "ddp/evaluator.hpp"
 #include "io/checkpoint_load.hpp"
 #include "io/hdf5_data_source.hpp"
+#include "io/output_file.hpp"
 #include "model/mlp.hpp"
 
 namespace microddp::app {
@@ -70,6 +73,22 @@ LoadedModel load_model(const comm::MpiRuntime& mpi, comm::Communicator& comm, co
   return m;
 }
 
+// "" when the file fits the model; else what differs. The file's class count is stated only when
+// the file states it (its 'classes' attribute): without one the source took the model's.
+std::string data_mismatch(const io::Hdf5DataSource& source, const model::MlpConfig& m, const std::string& ckpt) {
+  const bool features = source.in_dim() != m.in_dim;
+  const bool classes = source.classes() != m.classes;
+  if (!features && !classes) return {};
+  std::ostringstream os;
+  os << source.path() << " has ";
+  if (features) os << source.in_dim() << " features" << (classes ? " and " : "");
+  if (classes) os << source.classes() << " classes (its 'classes' attribute)";
+  os << ", but the model of " << ckpt << " ";
+  if (features) os << "takes " << m.in_dim << " features" << (classes ? " and " : "");
+  if (classes) os << "has " << m.classes << " classes";
+  return os.str();
+}
+
 std::string model_shape(const model::MlpConfig& m) {
   return std::to_string(m.in_dim) + "-" + std::to_string(m.width) + "x" + std::to_string(m.depth) + "-" +
          std::to_string(m.classes);
@@ -87,10 +106,10 @@ class EvaluateCommand final : public Command {
     sub->add_flag("--json", json_, "Print the result as JSON instead of text");
     sub->add_option("--batch", block_,
                     "Rows per forward pass (a block; ranks take whole blocks, so the result does not depend on "
-                    "the number of ranks)")
+                    "the number of ranks); at most the file's rows are held at once")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20))
         ->capture_default_str();
-    sub->add_option("--dump-logits", dump_, "Write every row's logits to this text file (one row per line)");
+    dump_option_ = sub->add_option("--dump-logits", dump_, "Write every row's logits to this text file (one row per line)");
     sub->add_option("--threads", threads_,
                     "BLAS threads per rank (0 = as train: the environment's or this rank's CPUs / ranks on this node)")
         ->check(CLI::Range(0, 1024))
@@ -105,6 +124,9 @@ class EvaluateCommand final : public Command {
       struct stat st {};
       MDDP_USAGE_CHECK(::stat(f->c_str(), &st) == 0, *f << ": " << std::strerror(errno));
     }
+    // Before any work: a --dump-logits that can never be written (a directory, a read-only place, an
+    // input, a checkpoint) is refused now, not after the whole evaluation (io/output_file.hpp).
+    if (dump_option_->count() > 0) io::check_output_path(dump_, dump_rules());
   }
   int run(const comm::MpiRuntime& mpi) override;
 
@@ -116,7 +138,10 @@ class EvaluateCommand final : public Command {
   void dump_logits(const comm::MpiRuntime& mpi, const std::vector<float>& mine, std::int64_t classes,
                    std::int64_t rows) const;
 
+  io::OutputRules dump_rules() const { return {"--dump-logits", {ckpt_, data_}}; }
+
   std::string ckpt_, data_, dump_, device_ = "auto";
+  CLI::Option* dump_option_ = nullptr;
   io::DataKeys keys_;  // --inputs-key, --labels-key
   bool json_ = false;
   std::int64_t block_ = 1024;
@@ -136,16 +161,16 @@ int EvaluateCommand::run(const comm::MpiRuntime& mpi) {
   std::string error;
   try {
     source = std::make_unique<io::Hdf5DataSource>(data_, m.config.classes, keys_);
-    MDDP_USAGE_CHECK(source->in_dim() == m.config.in_dim && source->classes() == m.config.classes,
-                     data_ << " has " << source->in_dim() << " features and " << source->classes()
-                           << " classes, but the model of " << ckpt_ << " takes " << m.config.in_dim
-                           << " features and has " << m.config.classes << " classes");
+    error = data_mismatch(*source, m.config, ckpt_);
   } catch (const core::UsageError& e) {
     error = e.what();
   }
   agree_on_usage_error(mpi, "evaluate: opening --data", error,
                        "--data " + data_ + " could not be opened on another rank");
 
+  // A block never holds more rows than the file: the buffers (activations, staging) are sized by
+  // min(--batch, rows), and the blocks, hence every row's logits, are the same as with --batch.
+  block_ = std::min(block_, source->rows());
   model::FullMLP net(m.config, block_, *compute.ops);
   net.param_buffer().from_host(m.params.data(), 0, net.flat_count());
   ddp::Evaluator evaluator(net, *compute.ops, block_);
@@ -256,19 +281,32 @@ void EvaluateCommand::dump_logits(const comm::MpiRuntime& mpi, const std::vector
   }
   MDDP_MPI_CHECK(
       MPI_Gatherv(mine.data(), count, MPI_FLOAT, all.data(), counts.data(), offsets.data(), MPI_FLOAT, 0, mpi.world()));
-  if (mpi.rank() != 0) return;
-  std::FILE* f = std::fopen(dump_.c_str(), "w");
-  MDDP_CHECK(f != nullptr, "cannot write " << dump_ << ": " << std::strerror(errno));
-  std::fprintf(f, "# logits of %s under %s: %" PRId64 " rows (file order) x %" PRId64 " classes\n", data_.c_str(),
-               ckpt_.c_str(), rows, classes);
-  for (std::int64_t i = 0; i < rows; ++i) {
-    for (std::int64_t k = 0; k < classes; ++k) {
-      // %.9g: 9 significant digits round-trip every float32 exactly.
-      std::fprintf(f, k == 0 ? "%.9g" : " %.9g", static_cast<double>(all[static_cast<std::size_t>(i * classes + k)]));
+  // Rank 0 writes DUMP.tmp and renames it (io/output_file.hpp): a full disk or any other write
+  // error leaves no partial file and no temporary, and is one message and exit 2 on every rank.
+  run_on_rank0(mpi, "evaluate --dump-logits (rank 0 writes)", [&] {
+    io::OutputFile out(dump_, dump_rules());
+    std::FILE* f = std::fopen(out.temp().c_str(), "w");
+    MDDP_USAGE_CHECK(f != nullptr, "--dump-logits " << dump_ << ": cannot write " << out.temp() << ": "
+                                                    << std::strerror(errno));
+    int err = 0;  // errno of the first failed write
+    auto note = [&](bool failed) {
+      if (failed && err == 0) err = errno != 0 ? errno : EIO;
+    };
+    note(std::fprintf(f, "# logits of %s under %s: %" PRId64 " rows (file order) x %" PRId64 " classes\n",
+                      data_.c_str(), ckpt_.c_str(), rows, classes) < 0);
+    for (std::int64_t i = 0; i < rows && err == 0; ++i) {
+      for (std::int64_t k = 0; k < classes; ++k) {
+        // %.9g: 9 significant digits round-trip every float32 exactly.
+        std::fprintf(f, k == 0 ? "%.9g" : " %.9g", static_cast<double>(all[static_cast<std::size_t>(i * classes + k)]));
+      }
+      note(std::fputc('\n', f) == EOF);
     }
-    std::fputc('\n', f);
-  }
-  MDDP_CHECK(std::fclose(f) == 0, "writing " << dump_ << ": " << std::strerror(errno));
+    note(std::fflush(f) != 0 || std::ferror(f) != 0);
+    note(std::fclose(f) != 0);
+    MDDP_USAGE_CHECK(err == 0, "--dump-logits " << dump_ << ": writing failed: " << std::strerror(err)
+                                                << " (" << dump_ << " is as it was; no partial file is left)");
+    out.publish();
+  });
 }
 
 }  // namespace

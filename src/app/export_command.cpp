@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "io/checkpoint_load.hpp"
 #include "io/model_export.hpp"
+#include "io/output_file.hpp"
 
 namespace microddp::app {
 
@@ -28,12 +29,15 @@ class ExportCommand final : public Command {
   void validate() override {
     struct stat st {};
     MDDP_USAGE_CHECK(::stat(ckpt_.c_str(), &st) == 0, ckpt_ << ": " << std::strerror(errno));
+    // Never onto the checkpoint itself or another one (io/output_file.hpp): export writes a model, and
+    // a checkpoint replaced by one is lost (--resume auto would skip it as invalid).
+    io::check_output_path(out_, {"export's output", {ckpt_}});
   }
   int run(const comm::MpiRuntime& mpi) override {
     run_on_rank0(mpi, "export: rank 0 reads the checkpoint and writes the model", [&] {
       const io::CheckpointContents c = io::read_checkpoint(ckpt_);
       const model::MlpConfig& m = c.config.model;
-      io::write_model_export(out_, m, c.params, {ckpt_, c.steps_done});
+      io::write_model_export(out_, m, c.params, {ckpt_, c.steps_done}, {"export's output", {ckpt_}});
       std::printf("# exported %s (step %" PRId64 ") to %s: %" PRId64 " layers %" PRId64, ckpt_.c_str(), c.steps_done,
                   out_.c_str(), m.depth + 1, m.in_dim);
       for (std::int64_t l = 0; l < m.depth; ++l) std::printf("-%" PRId64, m.width);

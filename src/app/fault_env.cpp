@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "app/training_data.hpp"
 #include "comm/communicator.hpp"
 #include "core/error.hpp"
 #include "ddp/step_faults.hpp"
@@ -92,6 +93,13 @@ core::FaultPlan fault_plan_from_env(const EnvLookup& env) {
     const auto rank = static_cast<int>(optional_int("MICRODDP_FAULT_KILL_RANK", 0, 0, "rank"));
     const std::int64_t save = optional_int("MICRODDP_FAULT_KILL_SAVE", 1, 1, "save number (1-based)");
     plan.arm({at, rank, save, ""});
+  }
+
+  const RankStep truncate = parse_rank_step(env, "MICRODDP_FAULT_TRUNCATE_DATA");
+  if (truncate.rank >= 0) {
+    MDDP_USAGE_CHECK(truncate.what.empty(), "MICRODDP_FAULT_TRUNCATE_DATA='" << env("MICRODDP_FAULT_TRUNCATE_DATA")
+                                                                            << "' must be RANK:STEP");
+    plan.arm({std::string(kTruncateDataPoint), truncate.rank, truncate.step, ""});
   }
 
   // The communicator's points: occurrence = the collective's sequence number on that rank.

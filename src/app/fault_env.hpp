@@ -10,6 +10,8 @@
 //   MICRODDP_FAULT_KILL_AT=POINT                io save point POINT (io::save_fault_points()), on
 //     [MICRODDP_FAULT_KILL_RANK=R, default 0]   rank R, during save number N of the process
 //     [MICRODDP_FAULT_KILL_SAVE=N, default 1]
+//   MICRODDP_FAULT_TRUNCATE_DATA=RANK:STEP      app kTruncateDataPoint: after step STEP, rank RANK
+//                                               truncates the --data file to half its size
 //   MICRODDP_FAULT_EXIT=RANK:SEQ[:CODE]          comm_fault_point::kExit before collective SEQ, exit
 //                                               code CODE in [0, 255] (default 3)
 //   MICRODDP_FAULT_EXTRA_COLLECTIVE=RANK:SEQ     comm_fault_point::kExtraCollective as collective SEQ

@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cinttypes>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -24,6 +25,7 @@
 #include "io/dataset_split.hpp"
 #include "io/idx_import.hpp"
 #include "io/npy_import.hpp"
+#include "io/output_file.hpp"
 
 namespace microddp::app {
 
@@ -96,6 +98,17 @@ class MakeDatasetCommand final : public Command {
     for (const auto& f : inputs) {
       struct stat st {};
       MDDP_USAGE_CHECK(::stat(f.c_str(), &st) == 0, option << " " << f << ": " << std::strerror(errno));
+    }
+    // Every output: never one of the inputs or a checkpoint, a file in a writable directory
+    // (io/output_file.hpp); --split's two outputs two different files.
+    const std::vector<std::string> outputs(files_.begin() + (split ? 1 : 0), files_.end());
+    for (const auto& f : outputs) io::check_output_path(f, {"make-dataset's output", inputs});
+    if (split) io::check_distinct_outputs(files_[1], files_[2], "--split's TRAIN.h5 and VAL.h5");
+    if (synthetic) {
+      // The file is written whole (no compression): refuse before writing what the disk cannot hold.
+      const double bytes = static_cast<double>(o_.samples) * (4.0 * static_cast<double>(o_.in_dim) + 4.0);
+      io::check_free_space(o_.path, bytes > 9e18 ? INT64_MAX : static_cast<std::int64_t>(bytes),
+                           "make-dataset's output");
     }
   }
   int run(const comm::MpiRuntime& mpi) override {

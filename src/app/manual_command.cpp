@@ -29,6 +29,7 @@
 
 #include "app/command.hpp"
 #include "app/manual_replicas.hpp"
+#include "app/model_memory.hpp"
 #include "app/train_options.hpp"
 #include "core/error.hpp"
 
@@ -83,6 +84,7 @@ class ManualCommand final : public Command {
     ReplicaCombiner combine = no_sync_ ? nullptr : who.combine;
     const std::string how =
         no_sync_ ? "--no-sync: gradients NOT combined, each replica steps on its own half" : std::string(who.summary);
+    require_model_memory(cfg, kReplicas, kReplicas);  // before the replicas allocate (app/model_memory.hpp)
     ManualReplicas reps(cfg, kReplicas, blas_threads(opts_.threads, mpi, comm_settings()).threads);
     const std::int64_t n = reps.param_count();
     std::printf("# microddp manual: %d replicas in one process, rows per replica %" PRId64 " + %" PRId64 "; %s\n",

@@ -49,6 +49,11 @@ void add_run_control_options(CLI::App* sub, RunControlOptions& o) {
       ->capture_default_str();
   sub->add_option("--labels-key", o.keys.labels, "The dataset of the labels in --data and --val-data")
       ->capture_default_str();
+  sub->add_option("--data-memory-mb", o.data_memory_mb,
+                  "--data and --val-data files whose rows (as float32, labels int32) fit in this many MiB are read "
+                  "into memory once; larger ones are streamed from disk, rows as they are needed (0 = always stream)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 30))
+      ->capture_default_str();
   sub->add_option("--checkpoint-every", o.checkpoint_every,
                   "Save a checkpoint every N steps and at the end (0 = only on SIGTERM/SIGUSR1)")
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40))
@@ -114,7 +119,7 @@ RunControl::~RunControl() { restore_handlers(); }
 
 std::unique_ptr<data::DataSource> open_data_file(const comm::MpiRuntime& mpi, const std::string& path,
                                                  std::int64_t classes_option, const std::string& option,
-                                                 const io::DataKeys& keys) {
+                                                 const io::DataKeys& keys, std::int64_t resident_limit_bytes) {
   // Rank 0 opens the file first: when neither the file nor --classes says how many classes there
   // are, it reads all of /labels once (max label + 1) and the others take its answer, instead of
   // every rank reading the whole dataset. Its verdict is broadcast, so a bad file is one message
@@ -125,6 +130,7 @@ std::unique_ptr<data::DataSource> open_data_file(const comm::MpiRuntime& mpi, co
   if (mpi.rank() == 0) {
     try {
       auto source = std::make_unique<io::Hdf5DataSource>(path, classes_option, keys);
+      source->set_resident_limit_bytes(resident_limit_bytes);
       classes = source->classes();
       data = std::move(source);
     } catch (const core::UsageError& e) {
@@ -144,7 +150,9 @@ std::unique_ptr<data::DataSource> open_data_file(const comm::MpiRuntime& mpi, co
   }
   if (mpi.rank() != 0) {
     try {
-      data = std::make_unique<io::Hdf5DataSource>(path, classes, keys);
+      auto source = std::make_unique<io::Hdf5DataSource>(path, classes, keys);
+      source->set_resident_limit_bytes(resident_limit_bytes);
+      data = std::move(source);
     } catch (const core::UsageError& e) {
       error = e.what();
     }
@@ -155,7 +163,7 @@ std::unique_ptr<data::DataSource> open_data_file(const comm::MpiRuntime& mpi, co
 
 const data::DataSource* RunControl::open_data_source(std::int64_t classes_option) {
   if (o_.data_path.empty()) return nullptr;
-  data_ = open_data_file(mpi_, o_.data_path, classes_option, "--data", o_.keys);
+  data_ = open_data_file(mpi_, o_.data_path, classes_option, "--data", o_.keys, o_.data_memory_mb << 20);
   return data_.get();
 }
 

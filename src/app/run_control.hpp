@@ -50,6 +50,7 @@ struct RunControlOptions {
   std::string writer = "rank0";  // rank0 | parallel: measured choice, docs/checkpoint_format.md
   std::string data_path;         // --data FILE.h5
   io::DataKeys keys;             // --inputs-key, --labels-key: the dataset names in --data (and --val-data)
+  std::int64_t data_memory_mb = io::Hdf5DataSource::kResidentLimitBytes >> 20;  // --data-memory-mb
   core::FaultPlan faults;        // the save's fault points (test hooks, app/fault_env.hpp)
 };
 
@@ -58,9 +59,11 @@ void add_run_control_options(CLI::App* sub, RunControlOptions& o);
 // Collective: opens the HDF5 data file `path` on every rank, rank 0 first (it infers the classes
 // when neither the file nor classes_option says, and the others take its answer); a bad file is
 // one agreed core::UsageError naming `option` on every rank (exit 2).
+// resident_limit_bytes: up to this size its rows are read once into memory, else streamed
+// (io::Hdf5DataSource::set_resident_limit_bytes).
 std::unique_ptr<data::DataSource> open_data_file(const comm::MpiRuntime& mpi, const std::string& path,
                                                  std::int64_t classes_option, const std::string& option,
-                                                 const io::DataKeys& keys);
+                                                 const io::DataKeys& keys, std::int64_t resident_limit_bytes);
 void validate_run_control_options(const RunControlOptions& o);
 
 class RunControl {

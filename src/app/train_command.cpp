@@ -162,6 +162,7 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
   std::optional<TrainingData> data;
   if (source != nullptr) {
     data_opts_.keys = run_opts_.keys;
+    data_opts_.resident_limit_bytes = run_opts_.data_memory_mb << 20;
     data.emplace(data_opts_, mpi, *source, cfg.seed, cfg.global_batch, cfg.accum_steps);
     if (data_opts_.epochs > 0) {
       opts_.config.steps = data->epoch_steps();
@@ -370,7 +371,12 @@ int TrainCommand::run(const comm::MpiRuntime& mpi) {
         break;
       }
     }
-    if (control.after_step(trainer, comm)) break;  // agreed signal: checkpointed, stop
+    if (!cfg.faults.empty() && cfg.faults.fires(kTruncateDataPoint, mpi.rank(), rec.step + 1) != nullptr) {
+      truncate_to_half(run_opts_.data_path);  // test hook (training_data.hpp)
+    }
+    // A data file that changed under the run stops it (exit 2) before the next epoch reads it.
+    if (data && data->step_ends_epoch(rec.step + 1)) data->check_files_unchanged(mpi);
+        if (control.after_step(trainer, comm)) break;  // agreed signal: checkpointed, stop
   }
   trainer.check_divergence();  // at the end of every run (no-op if the last step was just checked)
   // Collective (every rank has the metrics option): one all-reduce of the kept steps' arrivals.

@@ -1,10 +1,16 @@
 // training_data.cpp — the training rows, their epochs and the validation set of `train --data`.
 #include "app/training_data.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
+#include "app/agreed_usage_error.hpp"
 #include "app/run_control.hpp"
 #include "core/error.hpp"
 
@@ -67,7 +73,7 @@ TrainingData::TrainingData(const DataOptions& o, const comm::MpiRuntime& mpi, co
     val_ = std::make_unique<data::SplitSource>(file, *split_, data::SplitSource::Side::Val, seed);
   }
   if (!o.val_data.empty()) {
-    val_file_ = open_data_file(mpi, o.val_data, file.classes(), "--val-data", o.keys);
+    val_file_ = open_data_file(mpi, o.val_data, file.classes(), "--val-data", o.keys, o.resident_limit_bytes);
     MDDP_AGREED_USAGE_CHECK(val_file_->in_dim() == file.in_dim() && val_file_->classes() == file.classes(),
                             "--val-data " << o.val_data << " has " << val_file_->in_dim() << " features and "
                                           << val_file_->classes() << " classes, the training file "
@@ -86,6 +92,24 @@ TrainingData::TrainingData(const DataOptions& o, const comm::MpiRuntime& mpi, co
                                 "--global-batch of at most "
                              << rows / accum_steps);
   epochs_.emplace(agreed([&] { return data::EpochSampler(rows, step_batch, seed, o.shuffle == "on"); }));
+}
+
+void TrainingData::check_files_unchanged(const comm::MpiRuntime& mpi) const {
+  std::string error;
+  try {
+    file_.check_unchanged();
+    if (val_file_ != nullptr) val_file_->check_unchanged();
+  } catch (const core::UsageError& e) {
+    error = e.what();
+  }
+  agree_on_usage_error(mpi, "the epoch's data file check", error,
+                       "a data file changed on disk during the run (another rank saw it; see its message)");
+}
+
+void truncate_to_half(const std::string& path) {
+  struct stat st {};
+  MDDP_CHECK(::stat(path.c_str(), &st) == 0, path << ": " << std::strerror(errno));
+  MDDP_CHECK(::truncate(path.c_str(), st.st_size / 2) == 0, "truncating " << path << ": " << std::strerror(errno));
 }
 
 const data::DataSource* TrainingData::val_source() const {

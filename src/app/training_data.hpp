@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "comm/runtime/mpi_runtime.hpp"
 #include "data/data_source.hpp"
@@ -28,6 +29,13 @@
 
 namespace microddp::app {
 
+// The data's test hook (core/fault_plan.hpp; armed by MICRODDP_FAULT_TRUNCATE_DATA=RANK:STEP,
+// app/fault_env.hpp): after step STEP (1-based), rank RANK truncates the --data file to half its
+// size, as `truncate -s` from outside would, so a test changes a file under a running job at a
+// known step.
+inline constexpr std::string_view kTruncateDataPoint = "truncate_data";
+void truncate_to_half(const std::string& path);
+
 struct DataOptions {
   std::string shuffle = "on";  // --shuffle on|off (with --data)
   std::int64_t epochs = 0;     // --epochs E (0: --steps decides the run's length)
@@ -37,6 +45,7 @@ struct DataOptions {
   CLI::Option* steps_opt = nullptr;  // --steps, to refuse it next to --epochs
   CLI::Option* shuffle_opt = nullptr;
   io::DataKeys keys;                 // the dataset names (--inputs-key, --labels-key): --val-data's too
+  std::int64_t resident_limit_bytes = io::Hdf5DataSource::kResidentLimitBytes;  // --data-memory-mb, --val-data's too
 };
 
 // --shuffle --epochs --val-fraction --val-data --eval-every (train only).
@@ -68,6 +77,11 @@ class TrainingData {
   // For the header: "500 train rows, shuffled per epoch, 7 steps per epoch, last 52 rows of each
   // epoch's order dropped" and "validation: 50 rows held out of FILE (--val-fraction 0.1); at each epoch's end".
   std::string train_line() const;
+  // Collective, at each epoch's end (step_ends_epoch): every rank checks that the --data and
+  // --val-data files are the ones it opened (DataSource::check_unchanged); a change on any rank is
+  // a core::UsageError on every rank (agreed where every rank saw it: exit 2, no abort).
+  bool step_ends_epoch(std::int64_t steps_done) const { return steps_done % epochs_->steps_per_epoch() == 0; }
+  void check_files_unchanged(const comm::MpiRuntime& mpi) const;
   std::string val_line() const;
 
  private:

@@ -47,12 +47,17 @@ class TrainingSession {
   comm::Communicator& comm() { return *comm_; }
 
   // Builds the trainer over this session's communicator and ops (once; collective only in setup()).
+  // Collective first: on the CPU, a model whose buffers cannot fit what a rank may allocate
+  // (app/model_memory.hpp) is a core::UsageError on every rank, before anything is allocated.
   ddp::Trainer& start_trainer(const ddp::TrainConfig& config);
   // Benchmarks: the run continues in a new trainer for `next` (collective; app/strategy_switch.hpp).
   ddp::Trainer& switch_trainer(const ddp::TrainConfig& next);
 
  private:
+  void check_memory(const ddp::TrainConfig& config) const;
+
   // Declared in construction order: destroyed trainer first, then communicator, then ops.
+  const comm::MpiRuntime& mpi_;
   ThreadChoice thread_choice_;
   int threads_ = 1;
   std::string backend_, note_;

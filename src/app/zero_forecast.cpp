@@ -6,25 +6,13 @@
 #include <sstream>
 #include <vector>
 
+#include "app/model_memory.hpp"
 #include "ddp/zero/make_zero_sync.hpp"
 #include "ddp/zero/memory_report.hpp"
 #include "model/optimizer.hpp"
 #include "model/param_layout.hpp"
 
 namespace microddp::app {
-
-namespace {
-// FullMLP's activations, workspaces and loss buffer for `rows` rows (model/mlp.cpp's allocations).
-std::int64_t activation_bytes(const model::MlpConfig& c, std::int64_t rows) {
-  std::int64_t floats = rows * c.classes + 1, max_features = c.classes;
-  for (std::int64_t layer = 0; layer <= c.depth; ++layer) {
-    const std::int64_t in = layer == 0 ? c.in_dim : c.width, out = layer == c.depth ? c.classes : c.width;
-    floats += rows * in;
-    max_features = std::max({max_features, in, out});
-  }
-  return static_cast<std::int64_t>(sizeof(float)) * (floats + 2 * rows * max_features);
-}
-}  // namespace
 
 std::string zero_forecast(const ddp::TrainConfig& cfg, double bucket_mb, const perf::Analysis& analysis,
                           double memory_limit_mib, int max_ranks) {
@@ -57,7 +45,7 @@ std::string zero_forecast(const ddp::TrainConfig& cfg, double bucket_mb, const p
       const std::int64_t pool =
           ddp::zero::uses_grad_pool(mode, cfg.accum_steps) ? ddp::zero::ZeroSync::pool_count(plan) : 0;
       const ddp::zero::MemoryReport m = ddp::zero::predict_memory(flat, plan.state_count(), state_buffers, mode,
-                                                                  activation_bytes(cfg.model, rows), pool);
+                                                                  static_cast<std::int64_t>(activation_bytes(cfg.model, rows)), pool);
       const double total = static_cast<double>(m.total()) * mib;
       if (mode == ddp::zero::ShardMode::None) ddp_total = total;
       double step_ms = -1;

@@ -67,6 +67,11 @@ class DataSource {
   // library must know that the library tolerates it (the HDF5 build here is not thread-safe, so an
   // HDF5 file says yes only once it holds its rows in memory: io/hdf5_data_source.hpp).
   virtual bool prepare_fill_off_thread() const { return false; }
+  // Throws core::UsageError naming the file and what changed when a file behind this source is no
+  // longer the one it opened (size, modification time, or another file at its path); a source
+  // without files does nothing. The trainer asks at each epoch's end; a file source also checks
+  // after each read of its own. Called on the thread of every call but fill (a stat, no library).
+  virtual void check_unchanged() const {}
 };
 
 }  // namespace microddp::data

@@ -34,6 +34,7 @@ class SplitSource final : public DataSource {
   void fill_rows(const std::int64_t* rows, std::int64_t count, float* x, std::int32_t* y) const override;
   // As the file's: the scratch is this side's own, and the file's resident rows are only read.
   bool prepare_fill_off_thread() const override { return file_.prepare_fill_off_thread(); }
+  void check_unchanged() const override { file_.check_unchanged(); }
 
   // The file row of index i of this side.
   std::int64_t file_row(std::int64_t i) const { return side_ == Side::Train ? split_.train_row(i) : split_.val_row(i); }

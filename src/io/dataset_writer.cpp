@@ -1,9 +1,6 @@
 // dataset_writer.cpp — hyperslab writes into OUT.tmp, then publish.
 #include "io/dataset_writer.hpp"
 
-#include <cstdio>
-
-#include "io/atomic_file.hpp"
 #include "io/h5_util.hpp"
 #include "io/hdf5_dataset.hpp"
 
@@ -11,10 +8,10 @@ namespace microddp::io {
 
 DatasetWriter::DatasetWriter(const std::string& path, std::int64_t rows, std::int64_t in_dim, std::int64_t classes,
                              const std::string& generator)
-    : path_(path), tmp_(temp_path(path)), in_dim_(in_dim) {
+    : out_(path, {"make-dataset's output", {}}), in_dim_(in_dim) {
   hdf5_quiet();
-  file_ = Hid(MDDP_HDF5_FILE_CHECK(H5Fcreate(tmp_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), tmp_,
-                                   "cannot create file"));
+  file_ = Hid(MDDP_HDF5_FILE_CHECK(H5Fcreate(out_.temp().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
+                                   out_.temp(), "cannot create file"));
   write_attr(file_, "format", std::string(kDatasetFormat));
   write_attr(file_, "format_version", kDatasetFormatVersion);
   write_attr(file_, "samples", rows);
@@ -30,11 +27,10 @@ DatasetWriter::DatasetWriter(const std::string& path, std::int64_t rows, std::in
 }
 
 DatasetWriter::~DatasetWriter() {
-  if (published_) return;
+  // The handles close before out_ removes an unpublished temporary.
   inputs_.reset();
   labels_.reset();
   file_.reset();
-  std::remove(tmp_.c_str());
 }
 
 void DatasetWriter::attribute(const char* name, const std::string& value) { write_attr(file_, name, value); }
@@ -65,8 +61,7 @@ void DatasetWriter::publish() {
   inputs_.reset();
   labels_.reset();
   file_.reset();
-  io::publish(tmp_, path_);
-  published_ = true;
+  out_.publish();
 }
 
 }  // namespace microddp::io

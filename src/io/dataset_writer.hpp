@@ -3,14 +3,17 @@
 // block, for the imports and the split of `make-dataset` (io/npy_import.hpp, io/dataset_split.hpp).
 //
 // Contract: nothing reaches OUT until publish(): the file is OUT.tmp until then, and published as
-// every file we write is (io/atomic_file.hpp). A writer destroyed without publish() (an import that
-// failed half-way) removes OUT.tmp, so a failure leaves neither OUT nor OUT.tmp.
+// every file we write for the user is (io/output_file.hpp: never onto a checkpoint, an existing
+// directory or an unwritable one). A writer destroyed without publish() (an import that failed
+// half-way) removes OUT.tmp, so a failure leaves neither OUT nor OUT.tmp. The command checks that
+// OUT is none of its inputs before it starts.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "io/hdf5_check.hpp"
+#include "io/output_file.hpp"
 
 namespace microddp::io {
 
@@ -33,10 +36,9 @@ class DatasetWriter {
   void publish();
 
  private:
-  std::string path_, tmp_;
+  OutputFile out_;  // declared first: destroyed last, after the handles that write into it
   std::int64_t in_dim_;
   Hid file_, inputs_, labels_;
-  bool published_ = false;
 };
 
 }  // namespace microddp::io

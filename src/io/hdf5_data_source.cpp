@@ -1,6 +1,7 @@
 // hdf5_data_source.cpp — opening and validating a data file, hyperslab reads, inspect's scan.
 #include "io/hdf5_data_source.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -53,6 +54,9 @@ Hdf5DataSource::Hdf5DataSource(const std::string& path, std::int64_t classes_if_
   MDDP_USAGE_CHECK(::access(path.c_str(), R_OK) == 0, "dataset " << path << ": " << std::strerror(errno));
   MDDP_USAGE_CHECK(H5Fis_hdf5(path.c_str()) > 0, "dataset " << path << ": not an HDF5 file (truncated or wrong file?)");
   const std::string ctx = "dataset " + path;
+  // The identity first: a file that changes between this stat and the open is caught by the first check.
+  opened_ = identity_of(path);
+  MDDP_USAGE_CHECK(opened_.bytes >= 0, ctx << ": " << std::strerror(opened_.error));
   file_ = Hid(MDDP_HDF5_FILE_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), ctx, "cannot open"));
   // Attributes are optional; a `format` that is not ours is a wrong file (a checkpoint, say).
   if (has_attr(file_, "format")) {
@@ -112,6 +116,41 @@ Hdf5DataSource::Hdf5DataSource(const std::string& path, std::int64_t classes_if_
   }
 }
 
+Hdf5DataSource::FileIdentity Hdf5DataSource::identity_of(const std::string& path) {
+  struct stat st {};
+  FileIdentity id;
+  if (::stat(path.c_str(), &st) != 0) {
+    id.bytes = -1;
+    id.error = errno;
+    return id;
+  }
+  id.device = static_cast<std::uint64_t>(st.st_dev);
+  id.inode = static_cast<std::uint64_t>(st.st_ino);
+  id.bytes = static_cast<std::int64_t>(st.st_size);
+  id.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  return id;
+}
+
+void Hdf5DataSource::check_unchanged() const {
+  const FileIdentity now = identity_of(path_);
+  std::ostringstream what;
+  if (now.bytes < 0) {
+    what << "it can no longer be found (" << std::strerror(now.error) << ": removed or renamed?)";
+  } else if (now.device != opened_.device || now.inode != opened_.inode) {
+    what << "another file now stands at its path (replaced; " << now.bytes << " bytes)";
+  } else if (now.bytes != opened_.bytes) {
+    what << "its size went from " << opened_.bytes << " to " << now.bytes << " bytes"
+         << (now.bytes < opened_.bytes ? " (truncated)" : "");
+  } else if (now.mtime_ns != opened_.mtime_ns) {
+    what << "it was modified (same size, " << now.bytes << " bytes, new modification time)";
+  } else {
+    return;
+  }
+  core::throw_usage_error("dataset " + path_ + " changed on disk during the run: " + what.str() +
+                          ". Stopped: rows of a file that changes under a run are never used (restore the file, or "
+                          "start a new run on it as it is now)");
+}
+
 std::int64_t Hdf5DataSource::infer_classes() const {
   std::vector<std::int64_t> y(static_cast<std::size_t>(std::min(kScanRows, rows_)));
   std::int64_t max_label = -1;
@@ -162,6 +201,15 @@ std::string Hdf5DataSource::summary() const {
 }
 
 void Hdf5DataSource::read_rows(std::int64_t row, std::int64_t count, float* x, std::int32_t* y) const {
+  try {
+    read_rows_unchecked(row, count, x, y);
+  } catch (...) {
+    check_unchanged();  // a read that failed on a file that changed: say that, not the read's symptom
+    throw;
+  }
+}
+
+void Hdf5DataSource::read_rows_unchecked(std::int64_t row, std::int64_t count, float* x, std::int32_t* y) const {
   const std::string rows_text = "cannot read rows " + std::to_string(row) + ".." + std::to_string(row + count - 1);
   const RowSelection xs = select_rows(inputs_, row, count, in_dim_);
   const RowSelection ys = select_rows(labels_, row, count, 1);
@@ -226,6 +274,7 @@ void Hdf5DataSource::fill(std::int64_t first, std::int64_t count, float* x, std:
     }
     done += n;
   }
+  if (!resident()) check_unchanged();  // after the reads: what they returned came from the file as opened
 }
 
 bool Hdf5DataSource::make_resident() const {
@@ -240,6 +289,7 @@ bool Hdf5DataSource::make_resident() const {
       const std::int64_t n = std::min(kScanRows, rows_ - first);
       read_rows(first, n, resident_x_.data() + static_cast<std::size_t>(first) * dim, resident_y_.data() + first);
     }
+    check_unchanged();
   }
   return resident();
 }
@@ -284,6 +334,7 @@ void Hdf5DataSource::fill_rows(const std::int64_t* rows, std::int64_t count, flo
     }
     i = j;
   }
+  check_unchanged();
 }
 
 DatasetReport scan_dataset(const std::string& path) {

@@ -22,6 +22,11 @@
 // dataspace objects per read, and the conversion buffers grow to the largest read once: the
 // exceptions to "the step allocates nothing", accepted because the read itself is a system call.
 //
+// A file that changes on disk while it is open (truncated, rewritten, replaced) stops the run:
+// check_unchanged() runs after every read and at each epoch's end (the trainer's call), and the
+// error names the file and what changed. A Fletcher32 checksum filter, where a file has one, is
+// verified by HDF5 on every chunk read (its default), so a corrupted chunk is a read error.
+//
 // fill_rows() (a shuffled epoch's rows, a validation split's) reads scattered rows. A file whose
 // rows fit under resident_limit_bytes (default kResidentLimitBytes) is read once, whole, on the
 // first fill_rows() and then served from memory: a shuffled batch touches rows all over the file,
@@ -70,6 +75,12 @@ class Hdf5DataSource final : public data::DataSource {
   void fill_rows(const std::int64_t* rows, std::int64_t count, float* x, std::int32_t* y) const override;
   // Resident (read whole now if it fits): yes; too large to keep: no (see above).
   bool prepare_fill_off_thread() const override;
+  // The file at path() is still the one opened: same device and inode, size and modification time
+  // (nanoseconds). Else core::UsageError: "dataset F changed on disk during the run: size A -> B
+  // bytes" (or "modification time ...", "replaced by another file", "removed"). HDF5 reads past a
+  // file's end as zeros without an error, so every read is followed by this check (a stat): rows
+  // read from a file that changed never reach the model.
+  void check_unchanged() const override;
 
   // Bytes of rows (float32 features + int32 labels) up to which fill_rows() keeps the file in memory.
   static constexpr std::int64_t kResidentLimitBytes = std::int64_t{1} << 30;
@@ -90,12 +101,21 @@ class Hdf5DataSource final : public data::DataSource {
 
  private:
   void read_rows(std::int64_t row, std::int64_t count, float* x, std::int32_t* y) const;
+  void read_rows_unchecked(std::int64_t row, std::int64_t count, float* x, std::int32_t* y) const;
   // Reads the whole file into resident_x_/resident_y_ when its rows fit under the limit; true if resident.
   bool make_resident() const;
   // max label + 1 over all of /labels (in blocks); a negative label or fewer than 2 classes is an error.
   std::int64_t infer_classes() const;
 
+  // What check_unchanged() compares: the file as opened.
+  struct FileIdentity {
+    std::uint64_t device = 0, inode = 0;
+    std::int64_t bytes = 0, mtime_ns = 0;  // bytes = -1: stat failed, with errno `error`
+    int error = 0;
+  };
+  static FileIdentity identity_of(const std::string& path);
   std::string path_;
+  FileIdentity opened_;
   Hid file_, inputs_, labels_;
   std::int64_t rows_ = 0, in_dim_ = 0, classes_ = 0;
   ClassesFrom classes_from_ = ClassesFrom::Attribute;

@@ -16,7 +16,13 @@
 namespace microddp::io {
 
 namespace {
-constexpr std::int64_t kBlockRows = 65536;  // rows per write block: bounds memory (64 Ki x d floats)
+// Rows per write block: at most 64 Ki rows and at most 64 MiB of inputs (at least one row), so the
+// block's memory is bounded whatever --in-dim is (a row of the widest, 2^24 features, is 64 MiB).
+constexpr std::int64_t kBlockRows = 65536;
+constexpr std::int64_t kBlockBytes = std::int64_t{64} << 20;
+std::int64_t block_rows(std::int64_t in_dim) {
+  return std::clamp<std::int64_t>(kBlockBytes / (in_dim * static_cast<std::int64_t>(sizeof(float))), 1, kBlockRows);
+}
 }  // namespace
 
 double write_synthetic_dataset(MPI_Comm comm, const MakeDatasetOptions& o) {
@@ -28,7 +34,10 @@ double write_synthetic_dataset(MPI_Comm comm, const MakeDatasetOptions& o) {
   const std::uint64_t teacher = o.teacher_seed.value_or(o.seed);
   const data::SyntheticDataset gen(o.seed, o.in_dim, o.classes, teacher);
   const std::string tmp = temp_path(o.path);
-  {
+  const std::int64_t block = block_rows(o.in_dim);
+  // Any failure on any rank: the temporary goes (every rank that sees it fails tries; removing twice
+  // is harmless), so a failed make-dataset leaves neither OUT nor OUT.tmp.
+  try {
     Hid fapl(MDDP_HDF5_CHECK(H5Pcreate(H5P_FILE_ACCESS)));
     MDDP_HDF5_CHECK(H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL));
     Hid file(MDDP_HDF5_FILE_CHECK(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl), tmp, "cannot create file"));
@@ -52,11 +61,11 @@ double write_synthetic_dataset(MPI_Comm comm, const MakeDatasetOptions& o) {
     const std::int64_t lo = o.samples * rank / size, hi = o.samples * (rank + 1) / size;
     // Collective writes need the same number of calls on every rank: the largest share decides.
     const std::int64_t max_share = (o.samples + size - 1) / size + 1;
-    const std::int64_t blocks = (max_share + kBlockRows - 1) / kBlockRows;
-    std::vector<float> x(static_cast<std::size_t>(std::min(kBlockRows, std::max<std::int64_t>(hi - lo, 1)) * o.in_dim));
+    const std::int64_t blocks = (max_share + block - 1) / block;
+    std::vector<float> x(static_cast<std::size_t>(std::min(block, std::max<std::int64_t>(hi - lo, 1)) * o.in_dim));
     std::vector<std::int32_t> y(x.size() / static_cast<std::size_t>(o.in_dim));
     for (std::int64_t b = 0; b < blocks; ++b) {
-      const std::int64_t r0 = std::min(hi, lo + b * kBlockRows), r1 = std::min(hi, r0 + kBlockRows);
+      const std::int64_t r0 = std::min(hi, lo + b * block), r1 = std::min(hi, r0 + block);
       const std::int64_t n = r1 - r0;
       if (n > 0) gen.fill(r0, n, x.data(), y.data());
       Hid fsx(MDDP_HDF5_CHECK(H5Dget_space(xds)));
@@ -80,12 +89,16 @@ double write_synthetic_dataset(MPI_Comm comm, const MakeDatasetOptions& o) {
       MDDP_HDF5_CHECK(H5Dwrite(yds, H5T_NATIVE_INT32, msy, fsy, dxpl, y.data()));
     }
     MDDP_HDF5_CHECK(H5Fflush(file, H5F_SCOPE_GLOBAL));
-  }  // collective close
+  } catch (...) {  // the handles above closed first (collective close)
+    std::remove(tmp.c_str());
+    throw;
+  }
   int ok = 1;
   if (rank == 0) {
     try {
       publish(tmp, o.path);
     } catch (const std::exception& e) {
+      std::remove(tmp.c_str());
       std::fprintf(stderr, "microddp: error: %s\n", e.what());
       ok = 0;
     }

@@ -31,7 +31,7 @@ struct MakeDatasetOptions {
 
 // Collective over `comm`: rank r generates rows [N r/n, N (r+1)/n) of the synthetic set (samples
 // 0..N-1, identical to data::SyntheticDataset) and writes them with collective hyperslab writes,
-// in blocks of at most 64 Ki rows, into PATH.tmp, then rank 0 publishes it (fsync + rename +
+// in blocks of at most 64 Ki rows and 64 MiB, into PATH.tmp, then rank 0 publishes it (fsync + rename +
 // directory fsync) as checkpoints are. Returns the seconds taken.
 double write_synthetic_dataset(MPI_Comm comm, const MakeDatasetOptions& opts);
 

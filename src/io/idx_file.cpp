@@ -10,6 +10,8 @@
 #include <cstring>
 #include <sstream>
 
+#include <sys/stat.h>
+
 #include "core/error.hpp"
 
 namespace microddp::io {
@@ -107,6 +109,9 @@ void IdxReader::read_header() {
                                             << 4 + 4 * d << " bytes, the file has " << 4 + got_sizes);
   header_bytes_ = 4 + 4 * d;
   item_bytes_ = element_bytes(type_code());
+  // Reading the header (at most 36 bytes) is all this reader does before the sizes are known: every
+  // buffer a caller sizes from them is checked against the data first (plain file, below) or grown
+  // with the data as it arrives (gzip: IdxReader::read in bounded pieces, io/idx_import.cpp).
   for (int i = 0; i < d; ++i) {
     const std::int64_t size = big_endian32(sizes.data() + 4 * i);
     MDDP_USAGE_CHECK(size >= 1,
@@ -117,6 +122,17 @@ void IdxReader::read_header() {
       MDDP_USAGE_CHECK(item_bytes_ <= (std::int64_t{1} << 31),
                        path << form << ": one item of " << d - 1 << " dimensions is larger than 2 GiB");
     }
+  }
+  // count < 2^32 and item_bytes <= 2^31: the product is below 2^63 and fits.
+  data_bytes_ = count() * item_bytes_;
+  if (!gzip_) {
+    // A plain file's size is known now: a header that promises more (or less) than the file holds is
+    // refused before anyone allocates for it.
+    struct stat st {};
+    MDDP_USAGE_CHECK(::stat(path.c_str(), &st) == 0, path << ": cannot stat: " << std::strerror(errno));
+    const std::int64_t have = static_cast<std::int64_t>(st.st_size) - header_bytes_;
+    if (have < data_bytes_) core::throw_usage_error(short_message(have));
+    if (have > data_bytes_) core::throw_usage_error(extra_message(have - data_bytes_));
   }
 }
 
@@ -145,23 +161,32 @@ std::int64_t IdxReader::read_bytes(void* out, std::int64_t bytes) {
   return done;
 }
 
-void IdxReader::fail_short(std::int64_t got_bytes) {
-  const std::int64_t data_bytes = count() * item_bytes_;
-  const std::int64_t have = items_read_ * item_bytes_ + got_bytes;
+std::string IdxReader::short_message(std::int64_t have) const {
   std::ostringstream os;
   os << path_ << (gzip_ ? " (gzip-compressed)" : "") << ": truncated: the header (magic " << idx_magic_text(magic_)
      << ", dimensions";
   for (auto dim : dims_) os << " " << dim;
-  os << ") promises " << data_bytes << " bytes of items after its " << header_bytes_ << " bytes, the "
+  os << ") promises " << data_bytes_ << " bytes of items after its " << header_bytes_ << " bytes, the "
      << (gzip_ ? "decompressed data ends" : "file ends") << " after " << have;
   int code = Z_OK;
   const char* msg = gzerror(as_gz(gz_), &code);
   if (gzip_ && code != Z_OK && msg != nullptr) os << " (zlib: " << msg << ")";
-  core::throw_usage_error(os.str());
+  return os.str();
+}
+
+std::string IdxReader::extra_message(std::int64_t extra) const {
+  std::ostringstream os;
+  os << path_ << (gzip_ ? " (gzip-compressed)" : "") << ": " << extra << " extra bytes after the last of the "
+     << count() << " items the header (magic " << idx_magic_text(magic_) << ") describes";
+  return os.str();
+}
+
+void IdxReader::fail_short(std::int64_t got_bytes) {
+  core::throw_usage_error(short_message(items_read_ * item_bytes_ + got_bytes));
 }
 
 void IdxReader::read(std::int64_t n, void* out) {
-  MDDP_CHECK(n >= 0 && items_read_ + n <= count(),
+  MDDP_CHECK(n >= 0 && items_read_ + n <= count() && bytes_into_item_ == 0,
              path_ << ": reading items [" << items_read_ << ", " << items_read_ + n << ") of " << count());
   const std::int64_t bytes = n * item_bytes_;
   const std::int64_t got = read_bytes(out, bytes);
@@ -169,14 +194,22 @@ void IdxReader::read(std::int64_t n, void* out) {
   items_read_ += n;
 }
 
+void IdxReader::read_item_bytes(std::int64_t bytes, void* out) {
+  const std::int64_t left = (count() - items_read_) * item_bytes_ - bytes_into_item_;
+  MDDP_CHECK(bytes >= 0 && bytes <= left, path_ << ": reading " << bytes << " bytes, " << left << " left of the items");
+  const std::int64_t got = read_bytes(out, bytes);
+  if (got < bytes) fail_short(bytes_into_item_ + got);
+  const std::int64_t at = bytes_into_item_ + bytes;
+  items_read_ += at / item_bytes_;
+  bytes_into_item_ = at % item_bytes_;
+}
+
 void IdxReader::expect_end() {
-  MDDP_CHECK(items_read_ == count(), path_ << ": expect_end after " << items_read_ << " of " << count() << " items");
+  MDDP_CHECK(items_read_ == count() && bytes_into_item_ == 0, path_ << ": expect_end after " << items_read_ << " of " << count() << " items");
   unsigned char extra[4096];
   std::int64_t more = 0;
   for (std::int64_t n; (n = read_bytes(extra, sizeof extra)) > 0;) more += n;
-  MDDP_USAGE_CHECK(more == 0, path_ << (gzip_ ? " (gzip-compressed)" : "") << ": " << more
-                                    << " extra bytes after the last of the " << count() << " items the header (magic "
-                                    << idx_magic_text(magic_) << ") describes");
+  if (more > 0) core::throw_usage_error(extra_message(more));
 }
 
 }  // namespace microddp::io

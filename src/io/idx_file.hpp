@@ -32,7 +32,9 @@ class IdxReader {
  public:
   // Opens PATH and reads the header: the first two bytes must be zero (else "not an IDX file"), the
   // type code one of the six above, 1 <= d <= 8 dimensions, each size >= 1, and one item (every
-  // dimension but the first) at most 2^31 bytes.
+  // dimension but the first) at most 2^31 bytes. A plain file must hold exactly the items the header
+  // promises (checked here, from the file's size: "truncated" or "extra bytes" before any item is
+  // read); a gzip stream's length is known only at its end, so read() and expect_end() check it.
   explicit IdxReader(const std::string& path);
   ~IdxReader();
   IdxReader(const IdxReader&) = delete;
@@ -51,12 +53,20 @@ class IdxReader {
   // ends first ("truncated: ... expected E bytes of items after the header, it ends after F") or
   // the compressed data is corrupt, and core::Error for n beyond count() (a caller's bug).
   void read(std::int64_t n, void* out);
+  // Reads the next `bytes` bytes of the items, which may end inside an item (a piece of a large
+  // one); the same errors as read(). read() and this mix only at item boundaries.
+  void read_item_bytes(std::int64_t bytes, void* out);
+  // Bytes of all items: count() * item_bytes() (below 2^63). For a plain file, the constructor has
+  // checked that the file holds exactly these after the header.
+  std::int64_t data_bytes() const { return data_bytes_; }
   // After the last item: the file must end here; extra bytes are refused (a concatenation, or a
   // header that does not describe the file).
   void expect_end();
 
  private:
   [[noreturn]] void fail_short(std::int64_t got_bytes);    // got_bytes of the current read arrived
+  std::string short_message(std::int64_t have) const;      // "truncated: ..." when `have` item bytes exist
+  std::string extra_message(std::int64_t extra) const;     // "N extra bytes after the last of the items"
   std::int64_t read_bytes(void* out, std::int64_t bytes);  // up to `bytes`; fewer only at the end
 
   void read_header();  // the magic and the dimensions (the constructor's second half)
@@ -69,6 +79,8 @@ class IdxReader {
   std::int64_t item_bytes_ = 0;
   std::int64_t header_bytes_ = 0;
   std::int64_t items_read_ = 0;
+  std::int64_t bytes_into_item_ = 0;  // read_item_bytes(): bytes of the next item already read
+  std::int64_t data_bytes_ = 0;
 };
 
 }  // namespace microddp::io

@@ -18,7 +18,10 @@ namespace microddp::io {
 
 namespace {
 
-constexpr std::int64_t kImportBlockRows = 4096;  // images per read/convert/write block: 12 MiB of float32 at 28x28
+// Pixels per read/convert/write piece: 3 MiB of bytes, 12 MiB as float32 (4012 28x28 images).
+constexpr std::int64_t kImportPieceBytes = std::int64_t{3} << 20;
+// Labels per read: 64 KiB.
+constexpr std::int64_t kLabelPieceBytes = std::int64_t{1} << 16;
 constexpr std::uint32_t kImagesMagic = 0x00000803, kLabelsMagic = 0x00000801;
 
 std::string dims_text(const std::vector<std::int64_t>& dims, std::size_t from, const char* sep) {
@@ -47,12 +50,37 @@ void check_labels(const IdxReader& r) {
   std::ostringstream os;
   os << r.path() << ": wrong magic " << idx_magic_text(r.magic()) << " for an IDX labels file: expected "
      << idx_magic_text(kLabelsMagic) << " (unsigned bytes, one dimension: the count)";
-  if (r.type_code() == kIdxUnsignedByte && r.dims().size() >= 2) {
-    os << "; this is an images file: are IMAGES and LABELS swapped?";
+  if (r.type_code() == kIdxUnsignedByte && r.dims().size() >= 3) {
+    os << "; this is an images file (count x rows x columns): are IMAGES and LABELS swapped?";
+  } else if (r.type_code() == kIdxUnsignedByte && r.dims().size() == 2) {
+    // Two dimensions can be anything (several labels per item, flattened images): say what it is.
+    os << "; this file holds unsigned bytes in 2 dimensions (" << dims_text(r.dims(), 0, " x ")
+       << "), not one label per item";
   } else {
     os << "; this file holds " << idx_type_name(r.type_code()) << " items in " << r.dims().size() << " dimension(s)";
   }
   core::throw_usage_error(os.str());
+}
+
+// Writes elements [e0, e0 + count) of the row-major (rows, cols) float32 dataset DSET from X: the
+// tail of a first row, whole rows, the head of a last row (at most three hyperslabs).
+void write_flat_range(hid_t dset, std::int64_t cols, std::int64_t e0, std::int64_t count, const float* x) {
+  std::int64_t done = 0;
+  while (done < count) {
+    const std::int64_t e = e0 + done, row = e / cols, col = e % cols;
+    std::int64_t rows = 1, width = std::min(cols - col, count - done);
+    if (col == 0 && count - done >= cols) {
+      rows = (count - done) / cols;
+      width = cols;
+    }
+    Hid fs(MDDP_HDF5_CHECK(H5Dget_space(dset)));
+    const hsize_t start[2] = {static_cast<hsize_t>(row), static_cast<hsize_t>(col)};
+    const hsize_t cnt[2] = {static_cast<hsize_t>(rows), static_cast<hsize_t>(width)};
+    MDDP_HDF5_CHECK(H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, nullptr, cnt, nullptr));
+    Hid ms(MDDP_HDF5_CHECK(H5Screate_simple(2, cnt, nullptr)));
+    MDDP_HDF5_CHECK(H5Dwrite(dset, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, x + done));
+    done += rows * width;
+  }
 }
 
 // Removes PATH.tmp unless disarmed (an import that failed half-way leaves nothing behind).
@@ -88,18 +116,26 @@ IdxImportResult import_idx(const IdxImportOptions& o) {
   res.labels_gzip = labels.gzip();
   res.label_counts.assign(static_cast<std::size_t>(o.classes), 0);
 
-  // Every label first (N bytes): a bad one is reported before anything is written.
-  std::vector<std::uint8_t> raw_labels(static_cast<std::size_t>(n));
-  labels.read(n, raw_labels.data());
-  labels.expect_end();
-  std::vector<std::int32_t> y(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) {
-    const int v = raw_labels[static_cast<std::size_t>(i)];
-    MDDP_USAGE_CHECK(v < o.classes, o.labels << ": label " << v << " of item " << i << " is out of range: " << o.classes
-                                             << " classes means labels 0.." << o.classes - 1
-                                             << " (set the number of classes with --classes)");
-    y[static_cast<std::size_t>(i)] = v;
-    ++res.label_counts[static_cast<std::size_t>(v)];
+  // Every label first: a bad one is reported before anything is written. Read in pieces and kept as
+  // they arrive, so a gzip stream whose header claims 2^31 labels costs only the labels it holds
+  // (a plain file's size was checked against its header when it opened).
+  std::vector<std::int32_t> y;
+  {
+    std::vector<std::uint8_t> piece(static_cast<std::size_t>(std::min<std::int64_t>(kLabelPieceBytes, n)));
+    for (std::int64_t i0 = 0; i0 < n;) {
+      const std::int64_t m = std::min<std::int64_t>(kLabelPieceBytes, n - i0);
+      labels.read(m, piece.data());
+      for (std::int64_t i = 0; i < m; ++i) {
+        const int v = piece[static_cast<std::size_t>(i)];
+        MDDP_USAGE_CHECK(v < o.classes, o.labels << ": label " << v << " of item " << i0 + i << " is out of range: "
+                                                 << o.classes << " classes means labels 0.." << o.classes - 1
+                                                 << " (set the number of classes with --classes)");
+        y.push_back(v);
+        ++res.label_counts[static_cast<std::size_t>(v)];
+      }
+      i0 += m;
+    }
+    labels.expect_end();
   }
 
   const std::string tmp = temp_path(o.output);
@@ -125,22 +161,23 @@ IdxImportResult import_idx(const IdxImportOptions& o) {
     Hid yds(MDDP_HDF5_CHECK(H5Dcreate2(file, "/labels", H5T_STD_I32LE, ys, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
     MDDP_HDF5_CHECK(H5Dwrite(yds, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, y.data()));
 
-    const std::int64_t block = std::min(kImportBlockRows, n);
-    std::vector<std::uint8_t> pixels(static_cast<std::size_t>(block * in_dim));
+    // The pixels as one flat stream of n * in_dim bytes, in pieces of at most kImportPieceBytes
+    // (whole rows when a row fits, else parts of one): memory stays one piece whatever the header
+    // says, and a gzip stream that ends early is found before more than a piece is held.
+    const std::int64_t total = images.data_bytes();
+    const std::int64_t piece_bytes = std::min(total, in_dim <= kImportPieceBytes ? kImportPieceBytes / in_dim * in_dim
+                                                                                 : kImportPieceBytes);
+    std::vector<std::uint8_t> pixels(static_cast<std::size_t>(piece_bytes));
     std::vector<float> x(pixels.size());
-    for (std::int64_t r0 = 0; r0 < n; r0 += block) {
-      const std::int64_t rows = std::min(block, n - r0);
-      images.read(rows, pixels.data());
-      const std::size_t count = static_cast<std::size_t>(rows * in_dim);
+    for (std::int64_t e0 = 0; e0 < total; e0 += piece_bytes) {
+      const std::int64_t count = std::min(piece_bytes, total - e0);
+      images.read_item_bytes(count, pixels.data());
       // One correctly rounded float32 division per pixel (not a multiplication by 1/255, which
       // rounds twice): the value numpy computes as np.float32(p) / np.float32(255).
-      for (std::size_t i = 0; i < count; ++i) x[i] = static_cast<float>(pixels[i]) / 255.0f;
-      Hid fs(MDDP_HDF5_CHECK(H5Dget_space(xds)));
-      const hsize_t start[2] = {static_cast<hsize_t>(r0), 0};
-      const hsize_t cnt[2] = {static_cast<hsize_t>(rows), static_cast<hsize_t>(in_dim)};
-      MDDP_HDF5_CHECK(H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, nullptr, cnt, nullptr));
-      Hid ms(MDDP_HDF5_CHECK(H5Screate_simple(2, cnt, nullptr)));
-      MDDP_HDF5_CHECK(H5Dwrite(xds, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, x.data()));
+      for (std::int64_t i = 0; i < count; ++i) {
+        x[static_cast<std::size_t>(i)] = static_cast<float>(pixels[static_cast<std::size_t>(i)]) / 255.0f;
+      }
+      write_flat_range(xds, in_dim, e0, count, x.data());
     }
     images.expect_end();
     MDDP_HDF5_CHECK(H5Fflush(file, H5F_SCOPE_GLOBAL));

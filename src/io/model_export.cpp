@@ -4,7 +4,6 @@
 #include <cstdio>
 
 #include "core/error.hpp"
-#include "io/atomic_file.hpp"
 #include "io/h5_util.hpp"
 #include "io/hdf5_check.hpp"
 
@@ -22,15 +21,15 @@ void write_tensor(hid_t group, const char* name, const model::ParamInfo& p, cons
 }  // namespace
 
 void write_model_export(const std::string& path, const model::MlpConfig& m, const std::vector<float>& flat,
-                        const ModelExportInfo& info) {
+                        const ModelExportInfo& info, const OutputRules& rules) {
   hdf5_quiet();
   const std::vector<model::ParamInfo> layout = model::param_layout(m);
   MDDP_CHECK(
       static_cast<std::int64_t>(flat.size()) == model::flat_count(layout),
       "export: " << flat.size() << " parameters given, the model's flat buffer holds " << model::flat_count(layout));
-  const std::string tmp = temp_path(path);
+  OutputFile out(path, rules);
   {
-    Hid file(MDDP_HDF5_FILE_CHECK(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), tmp,
+    Hid file(MDDP_HDF5_FILE_CHECK(H5Fcreate(out.temp().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), out.temp(),
                                   "cannot create file"));
     write_attr_vlen(file, "format", kModelFormat);
     write_attr(file, "format_version", kModelFormatVersion);
@@ -64,7 +63,7 @@ void write_model_export(const std::string& path, const model::MlpConfig& m, cons
     }
     MDDP_HDF5_CHECK(H5Fflush(file, H5F_SCOPE_GLOBAL));
   }
-  publish(tmp, path);
+  out.publish();
 }
 
 }  // namespace microddp::io

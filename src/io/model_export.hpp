@@ -13,13 +13,15 @@
 //   /layer_NN/bias    float32 (out_features,)
 // The input is what the model was trained on: rows of the training file's /inputs (for a
 // `make-dataset --from-idx` file, pixels / 255); the logits' arg-max is the predicted class.
-// Written like every file we publish: OUT.tmp, then fsync and rename (io/atomic_file.hpp).
+// Written like every file we publish for the user: OUT.tmp, then fsync and rename, never onto an
+// input or a checkpoint (io/output_file.hpp).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "io/output_file.hpp"
 #include "model/param_layout.hpp"
 
 namespace microddp::io {
@@ -33,9 +35,9 @@ struct ModelExportInfo {
 };
 
 // `flat`: the parameters in the flat, gradient-ready layout of model::param_layout(config) (what a
-// checkpoint's read gives). A file that cannot be created is a core::UsageError; other I/O
-// failures core::Error.
+// checkpoint's read gives). An output that `rules` refuse or that cannot be created is a
+// core::UsageError; other I/O failures core::Error. A failure leaves no OUT.tmp.
 void write_model_export(const std::string& path, const model::MlpConfig& config, const std::vector<float>& flat,
-                        const ModelExportInfo& info);
+                        const ModelExportInfo& info, const OutputRules& rules);
 
 }  // namespace microddp::io

@@ -179,5 +179,80 @@ check "--debug-sync is set on some ranks" "$mpiexec" "${mpi_flags[@]}" -np 1 "$b
 check "sync_check_every" "$mpiexec" "${mpi_flags[@]}" -np 1 "$bin" "${t[@]}" --width 8 --depth 1 --sync-check-every 5 : \
                                   -np 1 "$bin" "${t[@]}" --width 8 --depth 1
 
+# An empty value is a usage error for every option (tests/app/test_command_line.cpp walks them all);
+# end to end, the cases a script with an unset variable makes.
+for opt in --data --resume --val-data --metrics --trace --checkpoint-dir; do
+  check "$opt: an empty value" "$bin" "${t[@]}" --width 8 --depth 1 "$opt" ""
+done
+check "--dump-logits: an empty value" "$bin" evaluate --checkpoint x.h5 --data y.h5 --dump-logits=
+
+# Outputs (io/output_file.hpp): never an input, never a checkpoint, never a directory, an unwritable
+# place or a size that cannot fit, each refused with exit 2, one sentence and no temporary left.
+d=$(mktemp -d)
+trap 'rm -rf "$d"' EXIT
+"$bin" train --steps 2 --width 8 --depth 1 --in-dim 6 --classes 3 --global-batch 8 --checkpoint-every 2 \
+  --checkpoint-dir "$d/ck" >/dev/null 2>&1 || { echo "FAIL: setup train"; failures=$((failures + 1)); }
+"$bin" make-dataset "$d/data.h5" --samples 40 --in-dim 6 --classes 3 >/dev/null 2>&1 ||
+  { echo "FAIL: setup make-dataset"; failures=$((failures + 1)); }
+ck="$d/ck/ckpt_0000000002.h5"
+cp "$ck" "$d/ck.copy"                 # what every refusal below must leave untouched
+cp "$ck" "$d/other_checkpoint.h5"     # a checkpoint under any name
+ln "$ck" "$d/hardlink.h5"             # the same file under a second name
+check "is the input $ck"              "$bin" export "$ck" "$ck"
+check "is the input $ck"              "$bin" export "$ck" "$d/ck/../ck/ckpt_0000000002.h5"
+check "is the input $ck"              "$bin" export "$ck" "$d/hardlink.h5"
+check "is a checkpoint"               "$bin" export "$ck" "$d/other_checkpoint.h5"
+check "named like a checkpoint"       "$bin" export "$ck" "$d/ck/ckpt_0000000009.h5"
+check "is a directory"                "$bin" export "$ck" "$d"
+check "a directory name"              "$bin" export "$ck" "$d/"
+check "its directory $d/none cannot be used" "$bin" export "$ck" "$d/none/m.h5"
+check "output: an empty value"        "$bin" export "$ck" ""
+check "is a directory"                "$bin" make-dataset "$d" --samples 4
+check "is a checkpoint"               "$bin" make-dataset "$d/other_checkpoint.h5" --samples 4
+check "is the input $d/data.h5"       "$bin" make-dataset --split --val-fraction 0.5 "$d/data.h5" "$d/data.h5" "$d/v.h5"
+check "are the same file"             "$bin" make-dataset --split --val-fraction 0.5 "$d/data.h5" "$d/t.h5" "$d/./t.h5"
+check "is the input $d/data.h5"       "$bin" make-dataset --from-npy "$d/data.h5" "$d/ck.copy" "$d/data.h5"
+check "is the input $d/ck.copy"       "$bin" make-dataset --from-npz "$d/ck.copy" "$d/ck.copy"
+check "is the input $d/data.h5"       "$bin" evaluate --checkpoint "$ck" --data "$d/data.h5" --dump-logits "$d/data.h5"
+check "is the input $ck"              "$bin" evaluate --checkpoint "$ck" --data "$d/data.h5" --dump-logits "$ck"
+check "is a directory"                "$bin" evaluate --checkpoint "$ck" --data "$d/data.h5" --dump-logits "$d"
+# A place nobody may write: a read-only directory (root may write any mode, so /proc for root).
+ro="$d/ro"; mkdir "$ro"; chmod 555 "$ro"
+if touch "$ro/probe" 2>/dev/null; then rm -f "$ro/probe"; ro=/proc; fi
+check "--dump-logits $ro/l.txt"       "$bin" evaluate --checkpoint "$ck" --data "$d/data.h5" --dump-logits "$ro/l.txt"
+check "--dump-logits $ro/l.txt"       "$mpiexec" -np 2 "${mpi_flags[@]}" "$bin" evaluate --checkpoint "$ck" \
+                                        --data "$d/data.h5" --dump-logits "$ro/l.txt"
+# A full disk: --dump-logits into a 16 KiB file system (a private mount namespace: no privileges
+# needed where user namespaces are allowed) fails with the system's reason, leaves the previous file
+# as it was and no temporary.
+"$bin" make-dataset "$d/rows.h5" --samples 3000 --in-dim 6 --classes 3 >/dev/null 2>&1
+if unshare -rm true 2>/dev/null; then
+  mkdir "$d/full"
+  # shellcheck disable=SC2016  # expanded by the inner bash
+  check "writing failed: No space left on device" unshare -rm bash -c 'mount -t tmpfs -o size=16k tmpfs "$0" &&
+    echo previous >"$0/l.txt" && "$@"; rc=$?
+    [ "$(ls -A "$0")" == l.txt ] && [ "$(cat "$0/l.txt")" == previous ] || { echo "left: $(ls -A "$0")" >&2; exit 9; }
+    exit $rc' "$d/full" "$bin" evaluate --checkpoint "$ck" --data "$d/rows.h5" --dump-logits "$d/full/l.txt"
+else
+  echo "skip: --dump-logits on a full disk (unshare -rm: no user namespaces here)"
+fi
+# Sizes: a model that cannot fit this rank's memory is refused before anything is allocated, with
+# both numbers; a synthetic set larger than the disk before it is written (in blocks of <= 64 MiB).
+check "needs at least"                "$bin" "${t[@]}" --width 100000
+check "but a rank can have"           "$mpiexec" -np 2 "${mpi_flags[@]}" "$bin" "${t[@]}" --width 100000
+check "needs at least"                "$bin" baseline --steps 1 --width 100000
+check "for its 2 replicas"            "$bin" manual --steps 1 --width 100000
+check "needs at least"                "$bin" bench ddp --width 100000
+check "but a rank can have"           bash -c "ulimit -v 4000000; exec \"\$0\" \"\$@\"" "$bin" "${t[@]}" \
+                                        --width 4096 --depth 64
+check "would take 8.00 EiB"           "$bin" make-dataset "$d/s.h5" --in-dim 16777216 --samples 1099511627776
+check "would take 516 TiB"            "$bin" make-dataset "$d/s.h5" --samples 1099511627776
+cmp -s "$ck" "$d/ck.copy" && echo "ok   the checkpoint is unchanged" ||
+  { echo "FAIL: the checkpoint changed"; failures=$((failures + 1)); }
+"$bin" inspect "$ck" 2>&1 | grep -q "^# VALID" && echo "ok   the checkpoint is VALID" ||
+  { echo "FAIL: the checkpoint is not VALID"; failures=$((failures + 1)); }
+left=$(find "$d" /proc -maxdepth 2 -name "*.tmp" 2>/dev/null)
+[ -z "$left" ] && echo "ok   no temporary left" || { echo "FAIL: temporaries left: $left"; failures=$((failures + 1)); }
+
 echo "$((cases - failures)) passed, $failures failed"
 [ "$failures" -eq 0 ]

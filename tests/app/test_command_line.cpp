@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -208,6 +209,77 @@ TEST(CommandLine, UnknownOptionsSuggestTheNearest) {
   expect_error({"--verison"}, {"unknown option '--verison' before the command", "(did you mean --version?)"});
   const Parsed far = parse({"train", "--zzz"});
   EXPECT_EQ(far.out.error.find("did you mean"), std::string::npos) << far.out.error;
+}
+
+// An empty value is never "not given": `--data "$UNSET"` in a script must fail, not train on the
+// synthetic set. Every option of every command that takes a value, walked from the command tree
+// (so an option added later is covered without touching this test), in both spellings, and the
+// positional arguments.
+void each_command(CLI::App& app, const std::vector<std::string>& path,
+                  const std::function<void(CLI::App&, const std::vector<std::string>&)>& visit) {
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    std::vector<std::string> p = path;
+    p.push_back(sub->get_name());
+    visit(*sub, p);
+    each_command(*sub, p, visit);
+  }
+}
+
+Parsed parse_words(const std::vector<std::string>& words) {
+  std::vector<const char*> argv{"microddp"};
+  for (const std::string& w : words) argv.push_back(w.c_str());
+  Parsed p{build_command_line(), {}};
+  p.out = parse_command_line(*p.cl, static_cast<int>(argv.size()), argv.data());
+  return p;
+}
+
+TEST(CommandLine, EmptyValuesAreUsageErrors) {
+  auto cl = build_command_line();
+  int options = 0, positionals = 0;
+  each_command(cl->app, {}, [&](CLI::App& cmd, const std::vector<std::string>& path) {
+    for (const CLI::Option* opt : cmd.get_options()) {
+      if (opt->get_name() == "--help" || opt->get_name() == "--help-all") continue;
+      const bool flag = opt->get_expected_max() == 0;  // takes no value: only `--flag=` can be empty
+      std::vector<std::vector<std::string>> lines;
+      std::string shown;
+      if (opt->get_positional()) {
+        // Empty in the position of this argument: the positionals before it get a name.
+        std::vector<std::string> words = path;
+        for (const CLI::Option* before : cmd.get_options([](const CLI::Option* o) { return o->get_positional(); })) {
+          if (before == opt) break;
+          words.push_back("x.h5");
+        }
+        words.push_back("");
+        lines.push_back(words);
+        shown = opt->get_name();
+        ++positionals;
+      } else {
+        const std::string name = opt->get_lnames().empty() ? "-" + opt->get_snames()[0] : "--" + opt->get_lnames()[0];
+        std::vector<std::string> separate = path, joined = path;
+        separate.insert(separate.end(), {name, ""});
+        joined.push_back(name + "=");
+        lines = {joined};
+        if (!flag) lines.push_back(separate);
+        shown = name;
+        ++options;
+      }
+      for (const auto& words : lines) {
+        const Parsed p = parse_words(words);
+        std::string line;
+        for (const std::string& w : words) line += " '" + w + "'";
+        EXPECT_EQ(p.out.chosen, nullptr) << line;
+        EXPECT_EQ(p.out.exit_code, 2) << line;
+        EXPECT_NE(p.out.error.find("an empty value"), std::string::npos) << line << ": " << p.out.error;
+        EXPECT_NE(p.out.error.find(shown), std::string::npos) << line << ": " << p.out.error;
+      }
+    }
+  });
+  EXPECT_GT(options, 200) << "the walk found too few options";
+  EXPECT_GE(positionals, 3) << "export's two files and make-dataset's";
+  // The cases of the report, spelt as a script would.
+  expect_error({"train", "--data", ""}, {"--data", "an empty value"});
+  expect_error({"train", "--resume="}, {"--resume", "an empty value"});
+  expect_error({"export", "ckpt.h5", ""}, {"an empty value"});
 }
 
 TEST(CommandLine, NearestName) {

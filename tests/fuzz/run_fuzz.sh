@@ -18,7 +18,7 @@ ASAN_OPTIONS=detect_leaks=0 "$here/make_seeds.sh" "$build/microddp" "$seeds" >/d
 export MICRODDP_FUZZ_CHECKPOINT="$seeds/checkpoint.h5" MICRODDP_FUZZ_DATASET="$seeds/dataset.h5"
 artifacts="$build/fuzz-artifacts"; mkdir -p "$artifacts"
 failed=0
-for t in fuzz_command_line fuzz_bench_rows fuzz_comm_model fuzz_h5_header fuzz_npy_header; do
+for t in fuzz_command_line fuzz_bench_rows fuzz_comm_model fuzz_h5_header fuzz_npy_header fuzz_idx_header; do
   work="$build/fuzz-corpus/$t"; mkdir -p "$work"
   log="$build/fuzz-$t.log"
   # -rss_limit_mb: a parser that allocates what a header claims must fail here, not on a cluster.

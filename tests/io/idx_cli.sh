@@ -6,7 +6,9 @@
 #   * bad input ends every rank with exit 2 and one message naming the file and the problem, and
 #     leaves no output file: wrong magic, images and labels swapped, truncated (plain and gzip),
 #     extra bytes, a count mismatch, a label out of range, a missing file; options that do not go
-#     with --from-idx are refused before MPI starts.
+#     with --from-idx are refused before MPI starts;
+#   * headers that promise gigabytes to terabytes (1 x 40000 x 40000 images in a 785 KB file, plain
+#     and gzip; 1000 x 46340 x 46340; 2^31 labels) are "truncated", within 1.5 GiB of address space.
 # Usage: idx_cli.sh <microddp> <mpiexec> [mpiexec preflags...]
 # shellcheck source=cli_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
@@ -68,4 +70,25 @@ imp2 "holds 6 images but $tmp/five.idx holds 5 labels" "$tmp/img.idx" "$tmp/five
 imp2 "range.idx: label 7 of item 3 is out of range: 3 classes means labels 0..2" "$tmp/img.idx" "$tmp/range.idx"
 imp2 "--from-idx $tmp/none.idx: No such file or directory" "$tmp/none.idx" "$tmp/lab.idx"
 expect2 "--samples excludes --from-idx" make-dataset --from-idx "$tmp/img.idx" "$tmp/lab.idx" "$tmp/bad.h5" --samples 5
+
+# Headers that promise far more than the file holds: refused with "truncated", and memory stays
+# bounded by the data present (plain: the file's size is checked before reading; gzip: read in
+# pieces of at most 3 MiB), whatever the header says. Each runs with 1.5 GiB of address space
+# (ulimit -v); what the header promises would take 1.6 GB to 2 TB.
+lim() { ulimit -S -v 1572864; "$@"; ulimit -S -v unlimited; }  # soft limit: lifted again after
+{ printf "$(be32 0x803)$(be32 1)$(be32 40000)$(be32 40000)"; head -c 784000 /dev/zero; } > "$tmp/huge1.idx"
+{ printf "$(be32 0x801)$(be32 1)"; printf '\x00'; } > "$tmp/one.idx"
+lim imp2 "huge1.idx: truncated: the header (magic 0x00000803, dimensions 1 40000 40000) promises 1600000000 bytes of items after its 16 bytes, the file ends after 784000" \
+  "$tmp/huge1.idx" "$tmp/one.idx"
+gzip -c "$tmp/huge1.idx" > "$tmp/huge1.gz"
+lim imp2 "huge1.gz (gzip-compressed): truncated: the header (magic 0x00000803, dimensions 1 40000 40000) promises 1600000000 bytes of items after its 16 bytes, the decompressed data ends after 784000" \
+  "$tmp/huge1.gz" "$tmp/one.idx"
+{ printf "$(be32 0x803)$(be32 1000)$(be32 46340)$(be32 46340)"; head -c 100000 /dev/zero; } | gzip -c > "$tmp/huge1000.gz"
+{ printf "$(be32 0x801)$(be32 1000)"; head -c 1000 /dev/zero; } > "$tmp/zeros1000.idx"
+lim imp2 "huge1000.gz (gzip-compressed): truncated: the header (magic 0x00000803, dimensions 1000 46340 46340)" \
+  "$tmp/huge1000.gz" "$tmp/zeros1000.idx"
+{ printf "$(be32 0x803)$(be32 $((1 << 31)))$(be32 1)$(be32 1)"; head -c 3000 /dev/zero; } | gzip -c > "$tmp/many.gz"
+{ printf "$(be32 0x801)$(be32 $((1 << 31)))"; head -c 3000 /dev/zero; } | gzip -c > "$tmp/manylab.gz"
+lim imp2 "manylab.gz (gzip-compressed): truncated: the header (magic 0x00000801, dimensions 2147483648) promises 2147483648 bytes of items after its 8 bytes, the decompressed data ends after 3000" \
+  "$tmp/many.gz" "$tmp/manylab.gz"
 cli_finish

@@ -7,6 +7,9 @@
 //   FillRowsResidentAndCoalesced: fill_rows() of a scattered list (repeats, runs, out of order)
 //     equals the generator's rows, both with the file resident in memory and with the resident
 //     limit at 0 (sorted, coalesced hyperslab reads: fewer rows read than a whole-file load).
+//   FileChangedUnderTheSourceStopsIt: truncated (streamed: the next read), rewritten at the same
+//     size (modification time), replaced and removed (resident: the epoch's check): a UsageError
+//     naming the file and what changed, never rows of zeros.
 //   EpochsSameBatchAtEveryWorldSize: DirectInput reading a validation split's training side in
 //     shuffled epochs, with accumulation: the ranks' rows of each micro-batch, concatenated, are
 //     the one-rank batch bit for bit at np 1, 2, 3 (simulated ranks), and are the epoch's rows.
@@ -21,14 +24,17 @@
 #include <hdf5.h>
 #include <mpi.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "comm/backends/mpi_backend.hpp"
+#include "core/error.hpp"
 #include "data/epoch_sampler.hpp"
 #include "data/split_source.hpp"
 #include "data/synthetic_dataset.hpp"
@@ -150,6 +156,75 @@ TEST(Hdf5Dataset, FillRowsResidentAndCoalesced) {
     }
   }
   cleanup(p);
+}
+
+// A file that changes on disk under an open source is never read as zeros: truncated (HDF5 reads
+// past the end as zeros, without an error), rewritten in place at the same size, or replaced, the
+// next read (streamed) or check (resident, as the trainer makes at each epoch's end) is a
+// UsageError naming the file and what changed. Each rank works on a file of its own.
+std::string own_copy(const std::string& shared, const char* name) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const std::string p = shared + "." + name + ".rank" + std::to_string(rank);
+  std::filesystem::copy_file(shared, p, std::filesystem::copy_options::overwrite_existing);
+  return p;
+}
+
+std::string usage_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const core::UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Hdf5Dataset, FileChangedUnderTheSourceStopsIt) {
+  const std::string shared = make("changed");
+  const std::vector<std::int64_t> rows = {90, 3, 50};
+  std::vector<float> x(static_cast<std::size_t>(kRows * kDim));
+  std::vector<std::int32_t> y(static_cast<std::size_t>(kRows));
+  {  // streamed, truncated: the read that follows fails, naming the sizes
+    const std::string p = own_copy(shared, "truncated");
+    Hdf5DataSource src(p);
+    src.set_resident_limit_bytes(0);
+    src.fill(0, 10, x.data(), y.data());
+    EXPECT_NO_THROW(src.check_unchanged());
+    const auto bytes = std::filesystem::file_size(p);
+    std::filesystem::resize_file(p, bytes / 2);
+    const std::string e = usage_error_of([&] { src.fill(kRows - 10, 10, x.data(), y.data()); });
+    EXPECT_NE(e.find("dataset " + p + " changed on disk during the run: its size went from " + std::to_string(bytes) +
+                     " to " + std::to_string(bytes / 2) + " bytes (truncated)"),
+              std::string::npos)
+        << e;
+    const std::string e2 = usage_error_of([&] { src.fill_rows(rows.data(), 3, x.data(), y.data()); });
+    EXPECT_NE(e2.find("changed on disk"), std::string::npos) << e2;
+    std::remove(p.c_str());
+  }
+  {  // streamed, the same size rewritten: the modification time tells
+    const std::string p = own_copy(shared, "rewritten");
+    Hdf5DataSource src(p);
+    src.set_resident_limit_bytes(0);
+    src.fill_rows(rows.data(), 3, x.data(), y.data());
+    std::filesystem::last_write_time(p, std::filesystem::last_write_time(p) + std::chrono::seconds(1));
+    const std::string e = usage_error_of([&] { src.fill(0, 5, x.data(), y.data()); });
+    EXPECT_NE(e.find("it was modified (same size"), std::string::npos) << e;
+    std::remove(p.c_str());
+  }
+  {  // resident: rows come from memory, but the epoch's check stops the run; replaced, then removed
+    const std::string p = own_copy(shared, "replaced");
+    Hdf5DataSource src(p);
+    src.fill_rows(rows.data(), 3, x.data(), y.data());
+    ASSERT_TRUE(src.resident());
+    const std::string other = own_copy(shared, "other");
+    std::filesystem::rename(other, p);
+    const std::string e = usage_error_of([&] { src.check_unchanged(); });
+    EXPECT_NE(e.find("another file now stands at its path"), std::string::npos) << e;
+    std::remove(p.c_str());
+    const std::string e2 = usage_error_of([&] { src.check_unchanged(); });
+    EXPECT_NE(e2.find("it can no longer be found"), std::string::npos) << e2;
+  }
+  cleanup(shared);
 }
 
 TEST(Hdf5Dataset, EpochsSameBatchAtEveryWorldSize) {

@@ -179,6 +179,12 @@ TEST(IdxImport, WrongMagic) {
   EXPECT_MESSAGE(m, "swapped");
   m = import_error(img, img);
   EXPECT_MESSAGE(m, "ok_i.idx: wrong magic 0x00000803 for an IDX labels file: expected 0x00000801");
+  EXPECT_MESSAGE(m, "this is an images file");
+  // Two dimensions of bytes (say two labels per item) are no images file: said as what they are.
+  m = import_error(img, write_file("two_d.idx", idx_bytes(0x802, {5, 2}, std::vector<unsigned char>(10, 1)), false));
+  EXPECT_MESSAGE(m, "two_d.idx: wrong magic 0x00000802 for an IDX labels file");
+  EXPECT_MESSAGE(m, "unsigned bytes in 2 dimensions (5 x 2), not one label per item");
+  EXPECT_EQ(m.find("images file"), std::string::npos) << m;
 }
 
 TEST(IdxImport, TruncatedPlainAndGzip) {
