@@ -13,6 +13,8 @@
 #include <string>
 #include <string_view>
 
+#include "comm/collective_costs.hpp"
+
 namespace microddp::comm {
 
 enum class AllReduceAlgorithm : std::uint8_t {
@@ -21,9 +23,12 @@ enum class AllReduceAlgorithm : std::uint8_t {
   Naive,              // everything through rank 0 (naive_allreduce.cpp)
   Ring,               // reduce-scatter + all-gather around a ring (ring_collectives.cpp, the GPU ring)
   RecursiveDoubling,  // log2(n) whole-buffer exchanges (recursive_doubling.cpp)
+  Rabenseifner,       // reduce-scatter by recursive halving + all-gather by recursive doubling (rabenseifner.cpp)
+  DoubleBinaryTree,   // two complementary binary trees, half the buffer each, pipelined (double_binary_tree.cpp)
   Hierarchical,       // inside the node, then across nodes, then inside the node (hier_collectives.cpp)
 };
-std::string_view all_reduce_algorithm_name(AllReduceAlgorithm a);  // "local", "library", "naive", "ring", "rd", "hier"
+// "local", "library", "naive", "ring", "rd", "rabenseifner", "dbtree", "hier"
+std::string_view all_reduce_algorithm_name(AllReduceAlgorithm a);
 
 // Host: collectives run to completion on a thread of ours (the progress engine); Stream: they are
 // enqueued on a CUDA stream and progress on the device (backend.hpp has the two interfaces).
@@ -39,12 +44,21 @@ struct BackendDescription {
   AllReduceAlgorithm small_algorithm = AllReduceAlgorithm::Library;
   AllReduceAlgorithm large_algorithm = AllReduceAlgorithm::Library;
   std::int64_t switch_bytes = 0;
+  // `auto` above switch_bytes: instead of large_algorithm, the cheapest of kModelChoices for the
+  // size and rank count on `link`, pipelined in segments of segment_bytes (collective_costs.hpp).
+  bool model_chooses_large = false;
+  LinkCosts link;
+  std::int64_t segment_bytes = 1;
 
   // The algorithm that runs for an all-reduce of `bytes` bytes over `ranks` ranks.
-  AllReduceAlgorithm all_reduce_algorithm(std::int64_t bytes, int ranks) const {
-    if (ranks <= 1) return AllReduceAlgorithm::Local;
-    return bytes <= switch_bytes ? small_algorithm : large_algorithm;
-  }
+  AllReduceAlgorithm all_reduce_algorithm(std::int64_t bytes, int ranks) const;
 };
+
+// What `auto` chooses among above its switch point, in the order ties go (bandwidth algorithms:
+// naive is never cheaper than the ring, and rd is the small-message side).
+inline constexpr AllReduceAlgorithm kModelChoices[] = {AllReduceAlgorithm::Ring, AllReduceAlgorithm::Rabenseifner,
+                                                       AllReduceAlgorithm::DoubleBinaryTree};
+// The cheapest of kModelChoices in the α-β-γ model (the first of equals).
+AllReduceAlgorithm cheapest_all_reduce(const LinkCosts& link, int ranks, std::int64_t bytes, std::int64_t segment_bytes);
 
 }  // namespace microddp::comm

@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
@@ -26,6 +27,17 @@ std::int64_t env_int(const EnvLookup& env, const char* name, std::int64_t fallba
   return x;
 }
 
+// A finite number >= 0 times `scale`, or `fallback` (already scaled) when the variable is unset or empty.
+double env_nonnegative(const EnvLookup& env, const char* name, double fallback, double scale) {
+  const char* v = env(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  const double x = std::strtod(v, &end);
+  MDDP_USAGE_CHECK(end != v && *end == '\0' && std::isfinite(x) && x >= 0,
+                   name << "='" << v << "' is not a number >= 0");
+  return x * scale;
+}
+
 }  // namespace
 
 CommConfig parse_comm_config(const EnvLookup& env) {
@@ -36,6 +48,13 @@ CommConfig parse_comm_config(const EnvLookup& env) {
                                     "a byte count in [1, 2147483647] (one MPI message)");
   c.auto_rd_max_bytes =
       env_int(env, "MICRODDP_AUTO_RD_MAX_BYTES", kDefaultAutoRdMaxBytes, 1, LLONG_MAX, "a positive byte count");
+  c.auto_link.alpha_s = env_nonnegative(env, "MICRODDP_AUTO_ALPHA_US", kDefaultAutoLink.alpha_s, 1e-6);
+  c.auto_link.beta_s_per_byte =
+      env_nonnegative(env, "MICRODDP_AUTO_BETA_NS_PER_BYTE", kDefaultAutoLink.beta_s_per_byte, 1e-9);
+  c.auto_link.gamma_s_per_byte =
+      env_nonnegative(env, "MICRODDP_AUTO_GAMMA_NS_PER_BYTE", kDefaultAutoLink.gamma_s_per_byte, 1e-9);
+  c.chain_broadcast_min_bytes = env_int(env, "MICRODDP_CHAIN_BROADCAST_MIN_BYTES", kDefaultChainBroadcastMinBytes, 1,
+                                        LLONG_MAX, "a positive byte count");
   if (const char* v = env("MICRODDP_NCCL_TIMEOUT_S"); v != nullptr && *v != '\0') {
     char* end = nullptr;
     const double t = std::strtod(v, &end);

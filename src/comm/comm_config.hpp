@@ -15,6 +15,11 @@
 //       MICRODDP_P2P_MAX_MESSAGE_BYTES  largest single MPI message of the hand-rolled backends,
 //                                       in [1, INT_MAX]
 //       MICRODDP_AUTO_RD_MAX_BYTES      `auto`: recursive doubling up to this many bytes, >= 1
+//       MICRODDP_AUTO_ALPHA_US          `auto` above that: the link it models (α in µs, β and γ in
+//       MICRODDP_AUTO_BETA_NS_PER_BYTE  ns per byte sent / reduced), numbers >= 0, to choose the
+//       MICRODDP_AUTO_GAMMA_NS_PER_BYTE cheapest of ring, rabenseifner and dbtree
+//       MICRODDP_CHAIN_BROADCAST_MIN_BYTES  hand-rolled broadcast: a pipelined chain from this many
+//                                       bytes on (3 ranks or more), the binomial tree below, >= 1
 //       MICRODDP_NCCL_TIMEOUT_S         NCCL backends' wait limit in seconds, >= 0 (0 = none);
 //                                       empty = the default
 //       MICRODDP_HIER_NODE_SIZES        `hier`: nodes "K" (ranks [iK, (i+1)K) on node i) or "a,b,c"
@@ -26,6 +31,7 @@
 #include <string_view>
 #include <vector>
 
+#include "comm/collective_costs.hpp"
 #include "core/env_lookup.hpp"
 
 namespace microddp::comm {
@@ -47,6 +53,18 @@ inline constexpr std::int64_t kDefaultP2pMaxMessageBytes = std::int64_t{1} << 30
 // 64 KiB (19.5 vs 24.1 us).
 inline constexpr std::int64_t kDefaultAutoRdMaxBytes = std::int64_t{16} << 10;
 
+// `auto` above kDefaultAutoRdMaxBytes: the link of the α-β-γ model it chooses by, from this machine
+// measured idle (docs/allreduce.md, "How `auto` chooses"): α = 5 µs, the fitted latency of small
+// all-reduces (docs/performance.md); β = 0.3 ns/B, the ring's 16 MiB all-reduce at np=2 (3.27 GB/s
+// busbw, docs/allreduce.md "Segment size"), an effective β that includes the reduction. So γ = 0: for
+// ring, Rabenseifner and the double tree the γ term is exactly half the β term (collective_costs.cpp),
+// so γ could only rescale β, never change which one is cheapest.
+inline constexpr LinkCosts kDefaultAutoLink{5.0e-6, 0.3e-9, 0.0};
+
+// The hand-rolled broadcast's switch from the binomial tree to the pipelined chain
+// (docs/sync_primitives.md, "Broadcast").
+inline constexpr std::int64_t kDefaultChainBroadcastMinBytes = std::int64_t{16} << 20;
+
 // PyTorch's default NCCL timeout: far beyond any healthy collective, short enough to end a hung job.
 inline constexpr double kDefaultNcclTimeoutS = 600.0;
 
@@ -54,6 +72,8 @@ struct CommConfig {
   std::int64_t ring_segment_bytes = kDefaultRingSegmentBytes;       // MICRODDP_RING_SEGMENT_BYTES
   std::int64_t p2p_max_message_bytes = kDefaultP2pMaxMessageBytes;  // MICRODDP_P2P_MAX_MESSAGE_BYTES
   std::int64_t auto_rd_max_bytes = kDefaultAutoRdMaxBytes;          // MICRODDP_AUTO_RD_MAX_BYTES
+  LinkCosts auto_link = kDefaultAutoLink;  // MICRODDP_AUTO_{ALPHA_US,BETA_NS_PER_BYTE,GAMMA_NS_PER_BYTE}
+  std::int64_t chain_broadcast_min_bytes = kDefaultChainBroadcastMinBytes;  // MICRODDP_CHAIN_BROADCAST_MIN_BYTES
   double nccl_timeout_s = kDefaultNcclTimeoutS;                     // MICRODDP_NCCL_TIMEOUT_S
   std::vector<int> hier_node_sizes;  // MICRODDP_HIER_NODE_SIZES (empty: MPI_COMM_TYPE_SHARED)
 };

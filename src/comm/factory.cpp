@@ -2,6 +2,8 @@
 // descriptions, and construction by name.
 #include "comm/factory.hpp"
 
+#include <algorithm>
+
 #include "comm/backends/hand_rolled_backend.hpp"
 #include "comm/backends/hier_backend.hpp"
 #include "comm/backends/mpi_backend.hpp"
@@ -21,7 +23,7 @@ std::unique_ptr<Communicator> make_mpi(const MpiRuntime& runtime, const BackendD
                                        const core::FaultPlan& faults) {
   return std::make_unique<Communicator>(std::make_unique<MpiBackend>(runtime.world()), faults);
 }
-// naive, ring, rd, auto: the description names the all-reduce they run.
+// naive, ring, rd, rabenseifner, dbtree, auto: the description names the all-reduce they run.
 std::unique_ptr<Communicator> make_hand_rolled(const MpiRuntime& runtime, const BackendDescription& d,
                                                const CommConfig& config, const core::FaultPlan& faults) {
   return std::make_unique<Communicator>(std::make_unique<HandRolledBackend>(runtime.world(), d, config), faults);
@@ -51,6 +53,10 @@ constexpr BackendRow kProductionBackends[] = {
     {"naive", BackendKind::Host, false, A::Naive, A::Naive, false, &make_hand_rolled},
     {"ring", BackendKind::Host, false, A::Ring, A::Ring, false, &make_hand_rolled},
     {"rd", BackendKind::Host, false, A::RecursiveDoubling, A::RecursiveDoubling, false, &make_hand_rolled},
+    {"rabenseifner", BackendKind::Host, false, A::Rabenseifner, A::Rabenseifner, false, &make_hand_rolled},
+    {"dbtree", BackendKind::Host, false, A::DoubleBinaryTree, A::DoubleBinaryTree, false, &make_hand_rolled},
+    // rd for small messages; above CommConfig::auto_rd_max_bytes the cheapest of ring, rabenseifner and
+    // dbtree on CommConfig::auto_link (BackendDescription::model_chooses_large).
     {"auto", BackendKind::Host, false, A::RecursiveDoubling, A::Ring, true, &make_hand_rolled},
     // Nodes of several ranks: inside the node, then across nodes; device buffers always staged
     // through pinned host memory, the reduction on the host (hier_backend.hpp).
@@ -74,6 +80,9 @@ BackendDescription describe(const BackendRow& row, const CommConfig& config) {
   d.small_algorithm = row.small;
   d.large_algorithm = row.large;
   d.switch_bytes = row.switches ? config.auto_rd_max_bytes : 0;
+  d.model_chooses_large = row.switches;
+  d.link = config.auto_link;
+  d.segment_bytes = std::min(config.ring_segment_bytes, config.p2p_max_message_bytes);  // as the backend caps it
   return d;
 }
 

@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "comm/collective_costs.hpp"
 #include "comm/factory.hpp"
 #include "core/error.hpp"
 
@@ -20,6 +21,10 @@ std::string_view algorithm_name(Algorithm a) {
       return "rd";
     case Algorithm::Naive:
       return "naive";
+    case Algorithm::Rabenseifner:
+      return "rabenseifner";
+    case Algorithm::DoubleBinaryTree:
+      return "dbtree";
     case Algorithm::Auto:
       return "auto";
   }
@@ -30,8 +35,10 @@ Algorithm parse_algorithm(std::string_view name) {
   if (name == "ring") return Algorithm::Ring;
   if (name == "rd" || name == "recursive_doubling" || name == "recursive-doubling") return Algorithm::RecursiveDoubling;
   if (name == "naive") return Algorithm::Naive;
+  if (name == "rabenseifner") return Algorithm::Rabenseifner;
+  if (name == "dbtree" || name == "double_binary_tree" || name == "double-binary-tree") return Algorithm::DoubleBinaryTree;
   if (name == "auto") return Algorithm::Auto;
-  MDDP_USAGE_CHECK(false, "unknown algorithm '" << name << "' (ring | rd | naive | auto)");
+  MDDP_USAGE_CHECK(false, "unknown algorithm '" << name << "' (ring | rd | naive | rabenseifner | dbtree | auto)");
   return Algorithm::Ring;
 }
 
@@ -43,6 +50,10 @@ Algorithm modelled(comm::AllReduceAlgorithm a) {
       return Algorithm::RecursiveDoubling;
     case comm::AllReduceAlgorithm::Naive:
       return Algorithm::Naive;
+    case comm::AllReduceAlgorithm::Rabenseifner:
+      return Algorithm::Rabenseifner;
+    case comm::AllReduceAlgorithm::DoubleBinaryTree:
+      return Algorithm::DoubleBinaryTree;
     case comm::AllReduceAlgorithm::Ring:
     // hier's cost depends on the nodes (link_classes.hpp); as one class it is fitted as a ring.
     case comm::AllReduceAlgorithm::Hierarchical:
@@ -101,11 +112,6 @@ bool parse_collective(std::string_view name, Collective& out) {
 }
 
 namespace {
-int floor_log2(int n) {
-  int k = 0;
-  while ((2 << k) <= n) ++k;
-  return k;
-}
 int ceil_log2(int n) {
   int k = 0;
   while ((1 << k) < n) ++k;
@@ -119,27 +125,32 @@ Coefficients cost_coefficients(Collective coll, Algorithm algo, int ranks, doubl
   const double n = ranks, S = bytes;
   algo = resolve_algorithm(algo, ranks, bytes);
   switch (coll) {
-    case Collective::AllReduce:
+    case Collective::AllReduce: {
+      // The formulas of the hand-rolled all-reduces are comm's (collective_costs.hpp, what `auto`
+      // chooses by), pipelined in the default segment.
+      comm::AllReduceAlgorithm a = comm::AllReduceAlgorithm::Ring;
       switch (algo) {
-        case Algorithm::Ring:  // n-1 reduce-scatter steps + n-1 all-gather steps of S/n each
-          k = {2 * (n - 1), 2 * (n - 1) / n * S, (n - 1) / n * S};
+        case Algorithm::RecursiveDoubling:
+          a = comm::AllReduceAlgorithm::RecursiveDoubling;
           break;
-        case Algorithm::RecursiveDoubling: {  // log2 p exchanges of S (p = largest power of 2 <= n)
-          const int p_log = floor_log2(ranks);
-          k = {double(p_log), p_log * S, p_log * S};
-          if ((1 << p_log) != ranks) {  // the extra ranks fold in first and get the result after
-            k.a += 2;
-            k.b += 2 * S;
-            k.c += S;
-          }
+        case Algorithm::Naive:
+          a = comm::AllReduceAlgorithm::Naive;
           break;
-        }
-        case Algorithm::Naive:  // n-1 messages into rank 0, n-1 reductions, n-1 messages out
-        default:
-          k = {2 * (n - 1), 2 * (n - 1) * S, (n - 1) * S};
+        case Algorithm::Rabenseifner:
+          a = comm::AllReduceAlgorithm::Rabenseifner;
+          break;
+        case Algorithm::DoubleBinaryTree:
+          a = comm::AllReduceAlgorithm::DoubleBinaryTree;
+          break;
+        case Algorithm::Ring:
+        case Algorithm::Auto:  // resolved above
           break;
       }
+      const comm::CostCoefficients c =
+          comm::all_reduce_cost(a, ranks, S, static_cast<double>(comm::kDefaultRingSegmentBytes));
+      k = {c.alpha, c.beta, c.gamma};
       break;
+    }
     case Collective::ReduceScatter:
       k = {n - 1, (n - 1) / n * S, (n - 1) / n * S};
       if (algo == Algorithm::Naive) k = {2 * (n - 1), 2 * (n - 1) * S, (n - 1) * S};

@@ -25,6 +25,8 @@ namespace microddp::perf {
 enum class Algorithm {
   Ring,               // reduce-scatter + all-gather around a ring (bandwidth-optimal)
   RecursiveDoubling,  // log2(n) rounds of whole-buffer exchange (latency-optimal)
+  Rabenseifner,       // recursive halving + recursive doubling (ring's bandwidth, 2·log2(n) latencies)
+  DoubleBinaryTree,   // two binary trees, half the buffer each, pipelined (2·log2(n) latencies per segment)
   Naive,              // everything through rank 0, one rank after the other (O(n) baseline)
   Auto,               // what the `auto` backend runs: its description says which, per size
 };

@@ -93,9 +93,20 @@ TEST_F(Collectives, EnvironmentSettingsReachTheBackend) {
   EXPECT_EQ(hand_rolled->max_message_bytes(), max_message);
   EXPECT_EQ(hand_rolled->segment_bytes(),
             std::min(env_or("MICRODDP_RING_SEGMENT_BYTES", comm::kDefaultRingSegmentBytes), max_message));
+  EXPECT_EQ(hand_rolled->chain_broadcast_min_bytes(),
+            env_or("MICRODDP_CHAIN_BROADCAST_MIN_BYTES", comm::kDefaultChainBroadcastMinBytes));
   if (hand_rolled->name() == "auto") {
-    EXPECT_EQ(hand_rolled->description().switch_bytes,
-              env_or("MICRODDP_AUTO_RD_MAX_BYTES", comm::kDefaultAutoRdMaxBytes));
+    const comm::BackendDescription& d = hand_rolled->description();
+    EXPECT_EQ(d.switch_bytes, env_or("MICRODDP_AUTO_RD_MAX_BYTES", comm::kDefaultAutoRdMaxBytes));
+    auto env_scaled = [](const char* name, double fallback, double scale) {
+      const char* v = std::getenv(name);
+      return v == nullptr ? fallback : std::stod(v) * scale;
+    };
+    EXPECT_DOUBLE_EQ(d.link.alpha_s, env_scaled("MICRODDP_AUTO_ALPHA_US", comm::kDefaultAutoLink.alpha_s, 1e-6));
+    EXPECT_DOUBLE_EQ(d.link.beta_s_per_byte,
+                     env_scaled("MICRODDP_AUTO_BETA_NS_PER_BYTE", comm::kDefaultAutoLink.beta_s_per_byte, 1e-9));
+    EXPECT_DOUBLE_EQ(d.link.gamma_s_per_byte,
+                     env_scaled("MICRODDP_AUTO_GAMMA_NS_PER_BYTE", comm::kDefaultAutoLink.gamma_s_per_byte, 1e-9));
   }
 }
 

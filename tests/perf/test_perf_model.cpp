@@ -50,16 +50,27 @@ TEST(CostFormulas, HandComputedCases) {
   // One rank: free.
   k = cost_coefficients(Collective::AllReduce, Algorithm::Ring, 1, kMiB);
   EXPECT_EQ(k.a + k.b + k.c, 0.0);
-  // Auto models what the `auto` backend runs: rd (2 latencies at n = 4) up to its switch point, the
-  // ring (6) above. The switch point is the backend's own (its description, the measured 16 KiB of
-  // docs/allreduce.md); a copy of 64 KiB once made the model take rd where the backend ran the ring.
+  // Auto models what the `auto` backend runs: rd (2 latencies at n = 4) up to its switch point,
+  // above it the backend's model choice, at n = 4 Rabenseifner (4), at n = 3 the ring (4). The switch
+  // point is the backend's own (its description, the measured 16 KiB of docs/allreduce.md); a copy of
+  // 64 KiB once made the model take rd where the backend ran the ring.
   const double switch_bytes = static_cast<double>(comm::describe_backend("auto").switch_bytes);
   EXPECT_EQ(switch_bytes, 16.0 * 1024);
   EXPECT_DOUBLE_EQ(cost_coefficients(Collective::AllReduce, Algorithm::Auto, 4, 1024).a, 2.0);
   EXPECT_DOUBLE_EQ(cost_coefficients(Collective::AllReduce, Algorithm::Auto, 4, switch_bytes).a, 2.0);
-  EXPECT_DOUBLE_EQ(cost_coefficients(Collective::AllReduce, Algorithm::Auto, 4, switch_bytes + 4).a, 6.0);
-  EXPECT_DOUBLE_EQ(cost_coefficients(Collective::AllReduce, Algorithm::Auto, 4, 32.0 * 1024).a, 6.0);
-  EXPECT_DOUBLE_EQ(cost_coefficients(Collective::AllReduce, Algorithm::Auto, 4, kMiB).a, 6.0);
+  EXPECT_DOUBLE_EQ(cost_coefficients(Collective::AllReduce, Algorithm::Auto, 4, switch_bytes + 4).a, 4.0);
+  EXPECT_DOUBLE_EQ(cost_coefficients(Collective::AllReduce, Algorithm::Auto, 4, 32.0 * 1024).a, 4.0);
+  EXPECT_DOUBLE_EQ(cost_coefficients(Collective::AllReduce, Algorithm::Auto, 4, kMiB).a, 4.0);
+  EXPECT_DOUBLE_EQ(cost_coefficients(Collective::AllReduce, Algorithm::Auto, 4, kMiB).b, 1.5 * kMiB);
+  EXPECT_DOUBLE_EQ(cost_coefficients(Collective::AllReduce, Algorithm::Auto, 3, kMiB).a, 4.0);
+  // Rabenseifner, n = 8: 3 halving + 3 doubling steps, the ring's 2·7/8·S; the double tree at n = 4,
+  // 8 MiB (one 4 MiB segment per half): 2 steps up, 2 down, each carrying two children's halves.
+  k = cost_coefficients(Collective::AllReduce, Algorithm::Rabenseifner, 8, 1000);
+  EXPECT_DOUBLE_EQ(k.a, 6.0);
+  EXPECT_DOUBLE_EQ(k.b, 1750.0);
+  k = cost_coefficients(Collective::AllReduce, Algorithm::DoubleBinaryTree, 4, 8 * kMiB);
+  EXPECT_DOUBLE_EQ(k.a, 4.0);
+  EXPECT_DOUBLE_EQ(k.b, 32 * kMiB);
   // Link parameters: 100 Gbit/s = 12.5 GB/s -> 0.08 ns/B.
   const AlphaBeta link = AlphaBeta::from_link(100, 2);
   EXPECT_NEAR(link.beta_s_per_byte, 0.08e-9, 1e-20);
@@ -75,13 +86,15 @@ TEST(CostFormulas, ModelledAlgorithmIsTheBackendsOwn) {
   EXPECT_EQ(algorithm_for_backend("rd"), Algorithm::RecursiveDoubling);
   EXPECT_EQ(algorithm_for_backend("rd+dsync"), Algorithm::RecursiveDoubling);
   EXPECT_EQ(algorithm_for_backend("auto"), Algorithm::Auto);
+  EXPECT_EQ(algorithm_for_backend("rabenseifner"), Algorithm::Rabenseifner);
+  EXPECT_EQ(algorithm_for_backend("dbtree"), Algorithm::DoubleBinaryTree);
   EXPECT_EQ(algorithm_for_backend("mpi"), Algorithm::Ring);
   EXPECT_EQ(algorithm_for_backend("nccl"), Algorithm::Ring);  // described even in a build without NCCL
   EXPECT_EQ(algorithm_for_backend("nccl-ring"), Algorithm::Ring);
   EXPECT_EQ(algorithm_for_backend("someone-elses"), Algorithm::Ring);
-  for (const char* name : {"naive", "ring", "rd", "auto"}) {
+  for (const char* name : {"naive", "ring", "rd", "rabenseifner", "dbtree", "auto"}) {
     const comm::BackendDescription d = comm::describe_backend(name);
-    for (int n : {2, 3, 4, 8}) {
+    for (int n : {2, 3, 4, 5, 7, 8}) {
       for (double bytes = 4; bytes <= 4 * kMiB; bytes *= 2) {
         for (double b : {bytes - 4, bytes, bytes + 4}) {
           const comm::AllReduceAlgorithm runs = d.all_reduce_algorithm(static_cast<std::int64_t>(b), n);
@@ -96,7 +109,8 @@ TEST(CostFormulas, ModelledAlgorithmIsTheBackendsOwn) {
 
 TEST(Fit, RecoversKnownAlphaBetaExactly) {
   const double alpha = 3.5e-6, beta = 0.25e-9;  // 3.5 µs, 4 GB/s
-  for (Algorithm algo : {Algorithm::Ring, Algorithm::RecursiveDoubling, Algorithm::Naive}) {
+  for (Algorithm algo : {Algorithm::Ring, Algorithm::RecursiveDoubling, Algorithm::Naive, Algorithm::Rabenseifner,
+                         Algorithm::DoubleBinaryTree}) {
     std::vector<Sample> s;
     for (int n : {2, 4, 8})
       for (double bytes = 4; bytes <= 64 * kMiB; bytes *= 4) {

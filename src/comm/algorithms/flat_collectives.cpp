@@ -6,13 +6,18 @@
 
 namespace microddp::comm {
 
-void run_flat_collective(P2pTransport& t, const CollectiveCall& call, std::int64_t segment_bytes) {
+void run_flat_collective(P2pTransport& t, const CollectiveCall& call, std::int64_t segment_bytes,
+                         std::int64_t chain_broadcast_min_bytes) {
   switch (call.kind) {
     case CollectiveKind::Barrier:
       dissemination_barrier(t);
       return;
     case CollectiveKind::Broadcast:
-      tree_broadcast(t, call.recv, call.root, segment_bytes);
+      if (broadcast_uses_chain(call.recv.bytes(), t.size(), chain_broadcast_min_bytes)) {
+        chain_broadcast(t, call.recv, call.root, segment_bytes);
+      } else {
+        tree_broadcast(t, call.recv, call.root, segment_bytes);
+      }
       return;
     case CollectiveKind::Scatter:
       linear_scatter(t, call.send, call.recv, call.root);

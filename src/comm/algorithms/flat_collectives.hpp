@@ -5,7 +5,8 @@
 //
 // Contract: `call` is a host-memory collective of any kind but AllReduce (an all-reduce is a
 // programming error here: the backend dispatches it to its own algorithm); the caller has called
-// t.begin(call.seq). segment_bytes is the pipeline granularity of the tree broadcast and the ring.
+// t.begin(call.seq). segment_bytes is the pipeline granularity of the broadcasts and the ring; a
+// broadcast of chain_broadcast_min_bytes or more runs the pipelined chain (broadcast_uses_chain).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,13 @@
 
 namespace microddp::comm {
 
-void run_flat_collective(P2pTransport& t, const CollectiveCall& call, std::int64_t segment_bytes);
+void run_flat_collective(P2pTransport& t, const CollectiveCall& call, std::int64_t segment_bytes,
+                         std::int64_t chain_broadcast_min_bytes);
+
+// The broadcast's choice: the pipelined chain for messages of at least chain_min_bytes on 3 ranks or
+// more (on 2 the chain and the tree are the same single link), the binomial tree otherwise.
+constexpr bool broadcast_uses_chain(std::int64_t bytes, int ranks, std::int64_t chain_min_bytes) {
+  return ranks > 2 && bytes >= chain_min_bytes;
+}
 
 }  // namespace microddp::comm

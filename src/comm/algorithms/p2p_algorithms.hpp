@@ -3,8 +3,11 @@
 //   ring_collectives.cpp     ring_all_reduce (reduce-scatter + all-gather, pipelined segments),
 //                            ring_all_gather, ring_reduce_scatter
 //   recursive_doubling.cpp   rd_all_reduce (non-power-of-two ranks folded in first, out at the end)
-//   tree_collectives.cpp     tree_broadcast (binomial, segmented), linear_scatter, linear_gather,
-//                            dissemination_barrier
+//   rabenseifner.cpp         rabenseifner_all_reduce (recursive halving + recursive doubling, folded
+//                            like rd)
+//   double_binary_tree.cpp   double_binary_tree_all_reduce (two trees, half each, pipelined segments)
+//   tree_collectives.cpp     tree_broadcast (binomial, segmented), chain_broadcast (pipelined chain),
+//                            linear_scatter, linear_gather, dissemination_barrier
 // Contract (all of them): blocking; host buffers; buffer conventions and in-place rules of
 // CollectiveCall (types.hpp); any count >= 0 and any n >= 1; a count of 0 moves nothing and never
 // touches the (possibly null) buffers. The caller has called t.begin(seq). Every all-reduce leaves
@@ -24,11 +27,15 @@ void naive_all_reduce(P2pTransport& t, core::TensorView send, core::TensorView r
 void ring_all_reduce(P2pTransport& t, core::TensorView send, core::TensorView recv, core::ReduceOp op,
                      std::int64_t segment_bytes);
 void rd_all_reduce(P2pTransport& t, core::TensorView send, core::TensorView recv, core::ReduceOp op);
+void rabenseifner_all_reduce(P2pTransport& t, core::TensorView send, core::TensorView recv, core::ReduceOp op);
+void double_binary_tree_all_reduce(P2pTransport& t, core::TensorView send, core::TensorView recv, core::ReduceOp op,
+                                   std::int64_t segment_bytes);
 
 void ring_all_gather(P2pTransport& t, core::TensorView send, core::TensorView recv, std::int64_t segment_bytes);
 void ring_reduce_scatter(P2pTransport& t, core::TensorView send, core::TensorView recv, core::ReduceOp op,
                          std::int64_t segment_bytes);
 void tree_broadcast(P2pTransport& t, core::TensorView buf, int root, std::int64_t segment_bytes);
+void chain_broadcast(P2pTransport& t, core::TensorView buf, int root, std::int64_t segment_bytes);
 void linear_scatter(P2pTransport& t, core::TensorView send, core::TensorView recv, int root);
 void linear_gather(P2pTransport& t, core::TensorView send, core::TensorView recv, int root);
 void dissemination_barrier(P2pTransport& t);

@@ -1,5 +1,6 @@
-// tree_collectives.cpp — broadcast (binomial tree, segmented), scatter/gather (linear at the root)
-// and the dissemination barrier, hand-rolled over P2pTransport. Costs in docs/sync_primitives.md.
+// tree_collectives.cpp — broadcast (binomial tree, segmented; pipelined chain for large messages),
+// scatter/gather (linear at the root) and the dissemination barrier, hand-rolled over P2pTransport.
+// Costs in docs/sync_primitives.md.
 #include "comm/algorithms/p2p_algorithms.hpp"
 #include "comm/algorithms/ring_layout.hpp"
 
@@ -12,8 +13,8 @@ using core::TensorView;
 // rounds. The buffer travels in segments: a rank forwards segment k as soon as it has it, so the
 // rounds overlap and latency is paid per segment, not per round of the whole message. It does not
 // bring the bandwidth term to S·β: the root sends every segment to each of its ceil(log2 n)
-// children over its one link, ceil(log2 n)·S bytes (S·β needs a pipelined chain, or scatter +
-// all-gather; docs/sync_primitives.md).
+// children over its one link, ceil(log2 n)·S bytes (S·β needs a pipelined chain, chain_broadcast
+// below, or scatter + all-gather; docs/sync_primitives.md).
 void tree_broadcast(P2pTransport& t, TensorView buf, int root, std::int64_t segment_bytes) {
   const std::int64_t count = buf.count;
   const int n = t.size(), r = t.rank();
@@ -42,6 +43,42 @@ void tree_broadcast(P2pTransport& t, TensorView buf, int root, std::int64_t segm
     }
   }
   P2pTransport::wait_all(sends);
+}
+
+// Chain on virtual ranks v = (r - root) mod n: v receives every segment from v - 1 and forwards it
+// to v + 1 as soon as it has it (all receives posted up front), so every rank sends each byte at
+// most once: with K segments the last one arrives after n - 2 + K steps of α + S/K·β, which tends
+// to S·β as K grows, where the binomial tree's root link carries ceil(log2 n)·S. The price is the
+// pipeline fill, n - 2 segment steps: the chain pays for large messages only (CommConfig::
+// chain_broadcast_min_bytes).
+void chain_broadcast(P2pTransport& t, TensorView buf, int root, std::int64_t segment_bytes) {
+  const std::int64_t count = buf.count;
+  const int n = t.size(), r = t.rank();
+  if (count == 0 || n == 1) return;
+  const int v = ring_mod(static_cast<std::int64_t>(r) - root, n);
+  const int prev = ring_mod(static_cast<std::int64_t>(r) - 1, n), next = ring_mod(static_cast<std::int64_t>(r) + 1, n);
+  const std::int64_t es = elem_size(buf);
+  const std::int64_t K = ring_segments(count, es, segment_bytes);
+  auto segment = [&](std::int64_t k) {
+    const IndexRange s = even_part(count, K, k);
+    return buf.slice(s.begin, s.count);
+  };
+  std::vector<MPI_Request>& from_prev = t.pool(0, K);
+  std::vector<MPI_Request>& to_next = t.pool(1, K);
+  if (v != 0) {
+    for (std::int64_t k = 0; k < K; ++k) {
+      const TensorView g = segment(k);
+      from_prev[static_cast<std::size_t>(k)] = t.irecv_one(g.data, g.bytes(), prev);
+    }
+  }
+  for (std::int64_t k = 0; k < K; ++k) {
+    P2pTransport::wait(from_prev[static_cast<std::size_t>(k)]);  // the root's are MPI_REQUEST_NULL
+    if (v != n - 1) {
+      const TensorView g = segment(k);
+      to_next[static_cast<std::size_t>(k)] = t.isend_one(g.data, g.bytes(), next);
+    }
+  }
+  for (auto& req : to_next) P2pTransport::wait(req);
 }
 
 // Root sends block i to rank i directly (n-1 messages in flight at once); others receive one.

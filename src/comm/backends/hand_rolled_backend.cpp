@@ -14,14 +14,15 @@ namespace microddp::comm {
 namespace {
 
 bool ours(AllReduceAlgorithm a) {
-  return a == AllReduceAlgorithm::Naive || a == AllReduceAlgorithm::Ring || a == AllReduceAlgorithm::RecursiveDoubling;
+  return a == AllReduceAlgorithm::Naive || a == AllReduceAlgorithm::Ring || a == AllReduceAlgorithm::RecursiveDoubling ||
+         a == AllReduceAlgorithm::Rabenseifner || a == AllReduceAlgorithm::DoubleBinaryTree;
 }
 
 // Checked before the transport duplicates the communicator, so a bad description throws on every
 // rank before any collective call.
 const BackendDescription& checked(const BackendDescription& d) {
   MDDP_CHECK(ours(d.small_algorithm) && ours(d.large_algorithm),
-             "hand-rolled backend '" << d.name << "' needs naive, ring or rd all-reduces, got "
+             "hand-rolled backend '" << d.name << "' needs naive, ring, rd, rabenseifner or dbtree all-reduces, got "
                                      << all_reduce_algorithm_name(d.small_algorithm) << "/"
                                      << all_reduce_algorithm_name(d.large_algorithm));
   return d;
@@ -33,8 +34,8 @@ HandRolledBackend::HandRolledBackend(MPI_Comm parent, BackendDescription descrip
     : HostBackend(mpi_comm_rank(parent), mpi_comm_size(parent)),
       description_(checked(description)),
       transport_(parent, config.p2p_max_message_bytes),
-      segment_bytes_(std::min(config.ring_segment_bytes, transport_.max_message_bytes())) {
-}  // a segment is one message
+      segment_bytes_(std::min(config.ring_segment_bytes, transport_.max_message_bytes())),  // a segment is one message
+      chain_broadcast_min_bytes_(config.chain_broadcast_min_bytes) {}
 
 void HandRolledBackend::execute(const CollectiveCall& call) {
   MDDP_CHECK(call.send.device == core::Device::Host && call.recv.device == core::Device::Host,
@@ -43,7 +44,7 @@ void HandRolledBackend::execute(const CollectiveCall& call) {
   P2pTransport& t = transport_;
   t.begin(call.seq);
   if (call.kind != CollectiveKind::AllReduce) {
-    run_flat_collective(t, call, segment_bytes_);
+    run_flat_collective(t, call, segment_bytes_, chain_broadcast_min_bytes_);
     return;
   }
   // The description is the one definition of which algorithm runs (also for the perf model).
@@ -56,6 +57,12 @@ void HandRolledBackend::execute(const CollectiveCall& call) {
       return;
     case AllReduceAlgorithm::Ring:
       ring_all_reduce(t, call.send, call.recv, call.op, segment_bytes_);
+      return;
+    case AllReduceAlgorithm::Rabenseifner:
+      rabenseifner_all_reduce(t, call.send, call.recv, call.op);
+      return;
+    case AllReduceAlgorithm::DoubleBinaryTree:
+      double_binary_tree_all_reduce(t, call.send, call.recv, call.op, segment_bytes_);
       return;
     case AllReduceAlgorithm::Local:
       copy_unless_same(call.recv, call.send);

@@ -16,7 +16,8 @@ HierBackend::HierBackend(MPI_Comm parent, const CommConfig& config)
       topo_(parent, config.hier_node_sizes, config.p2p_max_message_bytes),
       segment_bytes_(
           std::min(config.ring_segment_bytes, topo_.world().max_message_bytes())),  // a segment is one message
-      rd_max_bytes_(config.auto_rd_max_bytes) {
+      rd_max_bytes_(config.auto_rd_max_bytes),
+      chain_broadcast_min_bytes_(config.chain_broadcast_min_bytes) {
   // What the launcher (or the override) said: the one fact that decides what crosses the network.
   const HierLayout& h = topo_.layout();
   MDDP_INFO_ROOT("hier: " << h.nodes << " node(s), " << h.local_size << " rank(s) on rank 0's node, " << h.shards
@@ -30,7 +31,7 @@ void HierBackend::execute_host(const CollectiveCall& call) {
     hier_all_reduce(topo_, call.send, call.recv, call.op, segment_bytes_, rd_max_bytes_);
     return;
   }
-  run_flat_collective(topo_.world(), call, segment_bytes_);
+  run_flat_collective(topo_.world(), call, segment_bytes_, chain_broadcast_min_bytes_);
 }
 
 }  // namespace microddp::comm

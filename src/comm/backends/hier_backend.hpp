@@ -41,6 +41,7 @@ class HierBackend final : public DeviceStagedBackend {
   HierTopology topo_;
   std::int64_t segment_bytes_;
   std::int64_t rd_max_bytes_;
+  std::int64_t chain_broadcast_min_bytes_;
 };
 
 }  // namespace microddp::comm
