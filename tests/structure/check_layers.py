@@ -21,7 +21,8 @@ ROOT = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__)
 LAYER_RANK = {"core": 0, "kernels": 1, "comm": 2, "data": 3, "model": 4, "ddp": 5, "io": 6, "perf": 6,
               "labs": 7, "run": 7, "app": 8}
 COMM_ROOMS = ["transport", "runtime", "algorithms", "gpu", "backends"]
-COMM_VOCABULARY = {"types.hpp", "work.hpp", "backend.hpp", "backend_description.hpp", "comm_config.hpp"}
+COMM_VOCABULARY = {"types.hpp", "work.hpp", "backend.hpp", "backend_description.hpp", "comm_config.hpp",
+                   "collective_costs.hpp"}
 # The trainer's own parts: the files of ddp/ that make up the training step (ddp/trainer*.{hpp,cpp}).
 TRAINER_PARTS = re.compile(r"^src/ddp/trainer[^/]*\.(hpp|cpp)$")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
